@@ -1,0 +1,320 @@
+//! The trace description: what a trace holds and how its time is spent.
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::diagnostics::Warning;
+use crate::model::{GroupKind, StateClass, Time, Trace};
+
+/// Time spent in one state over all locations.
+#[derive(Debug, Clone, Serialize)]
+pub struct StateTime {
+    pub name: String,
+    pub class: StateClass,
+    pub time_ns: u128,
+    /// Share of the total location-time (span × locations), in percent.
+    pub percent: f64,
+}
+
+/// Minimum, mean and maximum of the per-location busy fraction.
+#[derive(Debug, Clone, Serialize)]
+pub struct BusySummary {
+    pub min: f64,
+    pub min_location: String,
+    pub mean: f64,
+    pub max: f64,
+    pub max_location: String,
+}
+
+/// The trace description.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub source: String,
+    pub format: String,
+    pub time_unit: String,
+    pub origin_ns: i64,
+    pub span_ns: Time,
+    pub locations: usize,
+    pub nodes: usize,
+    pub processes: usize,
+    pub state_intervals: usize,
+    pub states: usize,
+    pub events: usize,
+    pub event_types: usize,
+    pub messages: usize,
+    pub bytes_sent: u64,
+    pub counters: usize,
+    pub counter_samples: usize,
+    pub collectives: usize,
+    pub communicators: usize,
+    pub time_per_state: Vec<StateTime>,
+    pub time_per_class: Vec<StateTime>,
+    pub busy_fraction: Option<BusySummary>,
+    pub ignored: Vec<(String, u64)>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Per-location time in each state, in parallel over locations.
+pub fn state_time_per_location(trace: &Trace) -> Vec<Vec<u64>> {
+    let ns = trace.states.len();
+    (0..trace.num_locations() as u32)
+        .into_par_iter()
+        .map(|l| {
+            let mut acc = vec![0u64; ns];
+            let iv = trace.intervals.of(l);
+            for i in 0..iv.len() {
+                acc[iv.state[i] as usize] += iv.end[i] - iv.start[i];
+            }
+            acc
+        })
+        .collect()
+}
+
+/// Describes `trace`.
+pub fn summarize(trace: &Trace) -> Summary {
+    let per_loc = state_time_per_location(trace);
+    let ns = trace.states.len();
+    let nloc = trace.num_locations();
+    let span = trace.meta.span;
+    let mut totals = vec![0u128; ns];
+    for l in &per_loc {
+        for (t, v) in totals.iter_mut().zip(l) {
+            *t += *v as u128;
+        }
+    }
+    let denom = span as f64 * nloc as f64;
+    let pct = |t: u128| {
+        if denom > 0.0 {
+            100.0 * t as f64 / denom
+        } else {
+            0.0
+        }
+    };
+    let time_per_state: Vec<StateTime> = trace
+        .states
+        .iter()
+        .map(|(id, s)| StateTime {
+            name: s.name.clone(),
+            class: s.class,
+            time_ns: totals[id as usize],
+            percent: pct(totals[id as usize]),
+        })
+        .collect();
+    let time_per_class = [StateClass::Busy, StateClass::Overhead, StateClass::Idle]
+        .into_iter()
+        .map(|c| {
+            let t: u128 = time_per_state
+                .iter()
+                .filter(|s| s.class == c)
+                .map(|s| s.time_ns)
+                .sum();
+            StateTime {
+                name: c.name().to_string(),
+                class: c,
+                time_ns: t,
+                percent: pct(t),
+            }
+        })
+        .collect();
+
+    let busy_mask = trace.states.mask(StateClass::Busy);
+    let busy_fraction = (nloc > 0 && span > 0).then(|| {
+        let fr: Vec<f64> = per_loc
+            .iter()
+            .map(|l| {
+                let b: u64 = l
+                    .iter()
+                    .zip(&busy_mask)
+                    .filter(|(_, m)| **m)
+                    .map(|(t, _)| *t)
+                    .sum();
+                b as f64 / span as f64
+            })
+            .collect();
+        let (mut imin, mut imax) = (0usize, 0usize);
+        for (i, &f) in fr.iter().enumerate() {
+            if f < fr[imin] {
+                imin = i;
+            }
+            if f > fr[imax] {
+                imax = i;
+            }
+        }
+        BusySummary {
+            min: fr[imin],
+            min_location: trace.locations.path(imin as u32),
+            mean: fr.iter().sum::<f64>() / fr.len() as f64,
+            max: fr[imax],
+            max_location: trace.locations.path(imax as u32),
+        }
+    });
+
+    let counts = trace.locations.group_counts();
+    let count = |k: GroupKind| counts.iter().find(|(g, _)| *g == k).map_or(0, |c| c.1);
+    Summary {
+        source: trace.meta.source.display().to_string(),
+        format: trace.meta.format.name().to_string(),
+        time_unit: trace.meta.time_unit.name.clone(),
+        origin_ns: trace.meta.origin_ns,
+        span_ns: span,
+        locations: nloc,
+        nodes: count(GroupKind::Node),
+        processes: count(GroupKind::Process),
+        state_intervals: trace.intervals.len(),
+        states: trace.states.len(),
+        events: trace.events.len(),
+        event_types: trace.event_types.len(),
+        messages: trace.messages.len(),
+        bytes_sent: trace.messages.total_bytes(),
+        counters: trace.counters.defs.len(),
+        counter_samples: trace.counters.len(),
+        collectives: trace.collectives.len(),
+        communicators: trace.communicators.len(),
+        time_per_state,
+        time_per_class,
+        busy_fraction,
+        ignored: trace.meta.ignored.clone(),
+        warnings: trace.meta.diagnostics.warnings.clone(),
+    }
+}
+
+/// Formats nanoseconds with a readable unit.
+pub fn format_ns(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e9 {
+        format!("{:.6} s", ns / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.3} us", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+impl Summary {
+    /// The plain-text description printed by `tapestry info`.
+    pub fn to_text(&self, trace: &Trace, max_locations: usize) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(s, "trace      {}", self.source);
+        let _ = writeln!(
+            s,
+            "format     {} (time unit {})",
+            self.format, self.time_unit
+        );
+        let _ = writeln!(
+            s,
+            "span       {} ({} ns){}",
+            format_ns(self.span_ns as f64),
+            self.span_ns,
+            if self.origin_ns != 0 {
+                format!(", origin {} ns", self.origin_ns)
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            s,
+            "locations  {} ({} node(s), {} process(es))",
+            self.locations, self.nodes, self.processes
+        );
+        let shown = self.locations.min(max_locations);
+        for l in 0..shown {
+            let loc = &trace.locations.locations[l];
+            let _ = writeln!(
+                s,
+                "  [{l}] {} ({:?})",
+                trace.locations.path(l as u32),
+                loc.kind
+            );
+        }
+        if shown < self.locations {
+            let _ = writeln!(
+                s,
+                "  ... {} more (use --locations N to list more)",
+                self.locations - shown
+            );
+        }
+        let _ = writeln!(s, "records");
+        let _ = writeln!(
+            s,
+            "  state intervals  {} ({} states)",
+            self.state_intervals, self.states
+        );
+        let _ = writeln!(
+            s,
+            "  events           {} ({} types)",
+            self.events, self.event_types
+        );
+        let _ = writeln!(
+            s,
+            "  messages         {} ({} bytes sent)",
+            self.messages, self.bytes_sent
+        );
+        let _ = writeln!(
+            s,
+            "  counter samples  {} ({} counters)",
+            self.counter_samples, self.counters
+        );
+        let _ = writeln!(
+            s,
+            "  collectives      {} ({} communicators)",
+            self.collectives, self.communicators
+        );
+        let _ = writeln!(
+            s,
+            "time per state (over all locations; % of span x locations)"
+        );
+        let w = self
+            .time_per_state
+            .iter()
+            .map(|t| t.name.chars().count())
+            .max()
+            .unwrap_or(5)
+            .clamp(5, 40);
+        for t in &self.time_per_state {
+            let name: String = t.name.chars().take(40).collect();
+            let _ = writeln!(
+                s,
+                "  {name:<w$}  {:<8}  {:>16}  {:>7.3} %",
+                t.class.name(),
+                format_ns(t.time_ns as f64),
+                t.percent
+            );
+        }
+        let _ = writeln!(s, "time per class");
+        for t in &self.time_per_class {
+            let _ = writeln!(
+                s,
+                "  {:<8}  {:>16}  {:>7.3} %",
+                t.name,
+                format_ns(t.time_ns as f64),
+                t.percent
+            );
+        }
+        if let Some(b) = &self.busy_fraction {
+            let _ = writeln!(s, "busy fraction per location");
+            let _ = writeln!(s, "  min   {:>7.3} %  ({})", 100.0 * b.min, b.min_location);
+            let _ = writeln!(s, "  mean  {:>7.3} %", 100.0 * b.mean);
+            let _ = writeln!(s, "  max   {:>7.3} %  ({})", 100.0 * b.max, b.max_location);
+        }
+        if !self.ignored.is_empty() {
+            let _ = writeln!(s, "ignored (not part of the model)");
+            for (k, n) in &self.ignored {
+                let _ = writeln!(s, "  {k}: {n}");
+            }
+        }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(
+                s,
+                "repairs ({} record(s) affected)",
+                self.warnings.iter().map(|w| w.count).sum::<u64>()
+            );
+            for w in &self.warnings {
+                let _ = writeln!(s, "  {w}");
+            }
+        }
+        s
+    }
+}

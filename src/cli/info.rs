@@ -1,0 +1,58 @@
+//! `tapestry info TRACE`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use tapestry::analysis::summary::summarize;
+
+use super::ReadArgs;
+
+#[derive(Args)]
+pub struct InfoArgs {
+    /// The trace file (Chrome JSON, Paraver .prv, PICL; gzip is fine).
+    pub trace: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// How many locations to list in the text output.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub locations: usize,
+    /// Print read time, throughput and peak memory to standard error.
+    #[arg(long)]
+    pub stats: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+pub fn run(a: InfoArgs) -> Result<()> {
+    let t0 = Instant::now();
+    let trace = tapestry::readers::read(&a.trace, &a.read.options())
+        .with_context(|| format!("cannot read trace {}", a.trace.display()))?;
+    let read_s = t0.elapsed().as_secs_f64();
+    for w in &trace.meta.diagnostics.warnings {
+        eprintln!("warning: {w}");
+    }
+    let summary = summarize(&trace);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", summary.to_text(&trace, a.locations));
+    }
+    if a.stats {
+        let bytes = std::fs::metadata(&a.trace).map(|m| m.len()).unwrap_or(0);
+        let records = trace.intervals.len()
+            + trace.events.len()
+            + trace.messages.len()
+            + trace.counters.len();
+        eprintln!(
+            "read {:.3} s, {:.1} MB/s, {:.2} M records/s, peak memory {:.1} MiB",
+            read_s,
+            bytes as f64 / 1e6 / read_s,
+            records as f64 / 1e6 / read_s,
+            super::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,81 @@
+//! Subcommands of the `tapestry` binary. Each is a thin layer over the
+//! library; errors get their context here (anyhow) and a non-zero exit.
+
+mod info;
+mod synth;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use tapestry::model::ClassOverride;
+use tapestry::readers::ReadOptions;
+
+#[derive(Parser)]
+#[command(name = "tapestry", version, about = "Visualize the performance of parallel programs", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Describe a trace: locations, span, record counts, time per state, busy fractions.
+    Info(info::InfoArgs),
+    /// Simulate a message-passing workload and write it as a trace.
+    Synth(synth::SynthArgs),
+}
+
+/// Options shared by every command that reads a trace.
+#[derive(Args, Debug, Clone)]
+pub struct ReadArgs {
+    /// Treat recoverable damage (truncated last record, unmatched begin/end,
+    /// unsorted records) as an error instead of repairing it with a warning.
+    #[arg(long)]
+    pub strict: bool,
+    /// States that count as busy (comma-separated names, `*` wildcards, or
+    /// numeric state ids); every other formerly busy state becomes overhead.
+    #[arg(long, value_delimiter = ',', value_name = "STATES")]
+    pub busy: Option<Vec<String>>,
+    /// States that count as overhead.
+    #[arg(long, value_delimiter = ',', value_name = "STATES")]
+    pub overhead: Option<Vec<String>>,
+    /// States that count as idle.
+    #[arg(long, value_delimiter = ',', value_name = "STATES")]
+    pub idle: Option<Vec<String>>,
+}
+
+impl ReadArgs {
+    pub fn options(&self) -> ReadOptions {
+        ReadOptions {
+            strict: self.strict,
+            classes: ClassOverride {
+                busy: self.busy.clone(),
+                overhead: self.overhead.clone(),
+                idle: self.idle.clone(),
+            },
+        }
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(a) => info::run(a),
+        Command::Synth(a) => synth::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Peak resident memory of this process in bytes (Linux), if known.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}

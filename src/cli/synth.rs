@@ -1,0 +1,229 @@
+//! `tapestry synth WORKLOAD`: simulate a message-passing workload and write
+//! it as a Paraver or Chrome JSON trace.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use tapestry::synth::{
+    self, Distribution, KernelParams, MachineModel, OutputFormat, SynthConfig, Workload,
+};
+
+#[derive(Args)]
+pub struct SynthArgs {
+    #[command(subcommand)]
+    workload: WorkloadCmd,
+}
+
+#[derive(Subcommand)]
+enum WorkloadCmd {
+    /// Gaussian elimination and back substitution on an N x N matrix.
+    Gauss {
+        /// Matrix order.
+        #[arg(long, default_value_t = 256)]
+        n: u64,
+        /// Distribution of the matrix: block = (BLOCK,*), cyclic = (CYCLIC,*),
+        /// cyclic2d = (CYCLIC,CYCLIC).
+        #[arg(long, value_enum, default_value_t = Distribution::Cyclic)]
+        dist: Distribution,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Repeated broadcasts on a hypercube (P must be a power of two).
+    Bcast {
+        /// Bytes broadcast each time.
+        #[arg(long, default_value_t = 4096)]
+        bytes: u64,
+        /// Number of broadcasts.
+        #[arg(long, default_value_t = 16)]
+        reps: u32,
+        /// Operations computed by every node after each broadcast.
+        #[arg(long, default_value_t = 20000.0)]
+        work: f64,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Repeated global sums on a hypercube (P must be a power of two).
+    Gsum {
+        /// Doubles summed each time.
+        #[arg(long, default_value_t = 512)]
+        elems: u64,
+        /// Number of global sums.
+        #[arg(long, default_value_t = 16)]
+        reps: u32,
+        /// Operations computed by every node before each sum.
+        #[arg(long, default_value_t = 20000.0)]
+        work: f64,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// A data-parallel kernel on a W x H grid, with its element access tensor.
+    Kernel {
+        #[arg(long, default_value_t = 64)]
+        width: u32,
+        #[arg(long, default_value_t = 64)]
+        height: u32,
+        /// Intervals with accesses (stencil and shift steps alternate).
+        #[arg(long, default_value_t = 40)]
+        steps: u32,
+        /// Leading intervals without accesses.
+        #[arg(long, default_value_t = 3)]
+        setup: u32,
+        /// Write the element access tensor [interval, element, processor,
+        /// (local read, remote read, local write, remote write)] as .npy.
+        #[arg(long, value_name = "PATH")]
+        tensor: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Prv,
+    Json,
+}
+
+#[derive(Args)]
+struct Common {
+    /// Number of processors.
+    #[arg(short = 'p', long, default_value_t = 16)]
+    procs: u32,
+    /// Processors per node (for the node level of the hierarchy).
+    #[arg(long, default_value_t = 16)]
+    procs_per_node: u32,
+    /// Seed of the computation-time jitter; the same seed gives the same file.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output trace (.prv for Paraver, .json for Chrome JSON).
+    #[arg(short, long)]
+    out: PathBuf,
+    /// Output format; by default taken from the extension of --out.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Nanoseconds per operation of computation.
+    #[arg(long, default_value_t = MachineModel::default().compute_ns_per_op)]
+    ns_per_op: f64,
+    /// Message latency in nanoseconds.
+    #[arg(long, default_value_t = MachineModel::default().latency_ns)]
+    latency_ns: f64,
+    /// Nanoseconds per byte sent (inverse bandwidth).
+    #[arg(long, default_value_t = MachineModel::default().ns_per_byte)]
+    ns_per_byte: f64,
+    /// Relative jitter of computation times, in [0, 1).
+    #[arg(long, default_value_t = MachineModel::default().jitter)]
+    jitter: f64,
+}
+
+fn format_of(common: &Common) -> Result<OutputFormat> {
+    if let Some(f) = common.format {
+        return Ok(match f {
+            FormatArg::Prv => OutputFormat::Paraver,
+            FormatArg::Json => OutputFormat::ChromeJson,
+        });
+    }
+    match common.out.extension().and_then(|e| e.to_str()) {
+        Some("prv") => Ok(OutputFormat::Paraver),
+        Some("json") => Ok(OutputFormat::ChromeJson),
+        _ => bail!(
+            "cannot tell the format from {}; use a .prv or .json name or --format",
+            common.out.display()
+        ),
+    }
+}
+
+fn model(common: &Common) -> Result<MachineModel> {
+    let m = MachineModel {
+        compute_ns_per_op: common.ns_per_op,
+        latency_ns: common.latency_ns,
+        ns_per_byte: common.ns_per_byte,
+        jitter: common.jitter,
+        ..MachineModel::default()
+    };
+    for (name, v) in [
+        ("--ns-per-op", m.compute_ns_per_op),
+        ("--latency-ns", m.latency_ns),
+        ("--ns-per-byte", m.ns_per_byte),
+    ] {
+        if !v.is_finite() || v < 0.0 || v > 1e12 {
+            bail!("{name} must be a finite number in 0..=1e12, got {v}");
+        }
+    }
+    if !(0.0..1.0).contains(&m.jitter) {
+        bail!("--jitter must be in [0, 1), got {}", m.jitter);
+    }
+    Ok(m)
+}
+
+pub fn run(a: SynthArgs) -> Result<()> {
+    let (workload, common, tensor) = match a.workload {
+        WorkloadCmd::Gauss { n, dist, common } => {
+            if n == 0 || n > 1 << 20 {
+                bail!("--n must be in 1..=1048576, got {n}");
+            }
+            (Workload::Gauss { n, dist }, common, None)
+        }
+        WorkloadCmd::Bcast {
+            bytes,
+            reps,
+            work,
+            common,
+        } => (Workload::Broadcast { bytes, reps, work }, common, None),
+        WorkloadCmd::Gsum {
+            elems,
+            reps,
+            work,
+            common,
+        } => (Workload::GlobalSum { elems, reps, work }, common, None),
+        WorkloadCmd::Kernel {
+            width,
+            height,
+            steps,
+            setup,
+            tensor,
+            common,
+        } => (
+            Workload::Kernel(KernelParams {
+                width,
+                height,
+                steps,
+                setup_steps: setup,
+            }),
+            common,
+            tensor,
+        ),
+    };
+    let format = format_of(&common)?;
+    let cfg = SynthConfig {
+        workload,
+        procs: common.procs,
+        procs_per_node: common.procs_per_node,
+        model: model(&common)?,
+        seed: common.seed,
+    };
+    let t0 = Instant::now();
+    let report = synth::write(&cfg, format, &common.out, tensor.as_deref())
+        .with_context(|| format!("cannot synthesize {}", common.out.display()))?;
+    let secs = t0.elapsed().as_secs_f64();
+    let size = std::fs::metadata(&common.out).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "wrote {} ({}, {} processors): {} records, {:.1} MB, simulated span {} in {:.2} s ({:.2} M records/s)",
+        common.out.display(),
+        cfg.workload.describe(),
+        cfg.procs,
+        report.records,
+        size as f64 / 1e6,
+        tapestry::analysis::summary::format_ns(report.end as f64),
+        secs,
+        report.records as f64 / 1e6 / secs.max(1e-9)
+    );
+    if let Some(t) = tensor {
+        println!("wrote access tensor {}", display(&t));
+    }
+    Ok(())
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}

@@ -1,0 +1,138 @@
+//! Writing output files atomically: everything is written to a temporary file
+//! in the destination's directory, which is renamed over the destination only
+//! when complete. An interrupted export never leaves a half file.
+//!
+//! [`npy`] writes NumPy arrays (streamed, for element access tensors and
+//! analysis results).
+
+pub mod npy;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// A file being written; [`AtomicFile::commit`] makes it appear.
+pub struct AtomicFile {
+    tmp: PathBuf,
+    dest: PathBuf,
+    writer: Option<BufWriter<File>>,
+}
+
+impl AtomicFile {
+    /// Starts writing `dest`. Refuses to write over one of `inputs`.
+    pub fn create(dest: &Path, inputs: &[&Path]) -> Result<Self> {
+        for inp in inputs {
+            if same_file(dest, inp) {
+                return Err(Error::Invalid(format!(
+                    "refusing to overwrite the input {} with an output",
+                    inp.display()
+                )));
+            }
+        }
+        let dir = dest
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        Ok(AtomicFile {
+            tmp,
+            dest: dest.to_path_buf(),
+            writer: Some(BufWriter::with_capacity(1 << 20, f)),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dest
+    }
+
+    /// The writer (buffered).
+    pub fn writer(&mut self) -> &mut BufWriter<File> {
+        self.writer.as_mut().expect("writer present until commit")
+    }
+
+    /// Overwrites `bytes` at `offset` (e.g. a header field only known at the
+    /// end) and continues appending after the current end.
+    pub fn patch_at(&mut self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        let w = self.writer();
+        w.flush()?;
+        let f = w.get_mut();
+        let end = f.stream_position()?;
+        f.seek(SeekFrom::Start(offset))?;
+        f.write_all(bytes)?;
+        f.seek(SeekFrom::Start(end))?;
+        Ok(())
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn commit(mut self) -> Result<()> {
+        let w = self.writer.take().expect("writer present until commit");
+        let f = w
+            .into_inner()
+            .map_err(|e| Error::io(&self.tmp, e.into_error()))?;
+        f.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
+        drop(f);
+        std::fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            self.writer = None;
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.writer().write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer().flush()
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Writes `bytes` to `dest` atomically.
+pub fn write_atomic(dest: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<()> {
+    let mut f = AtomicFile::create(dest, inputs)?;
+    f.write_all(bytes).map_err(|e| Error::io(dest, e))?;
+    f.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_and_abort() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.txt");
+        {
+            let mut f = AtomicFile::create(&p, &[]).unwrap();
+            f.write_all(b"half").unwrap();
+            // dropped without commit
+        }
+        assert!(!p.exists());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+        write_atomic(&p, b"whole", &[]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"whole");
+        let e = write_atomic(&p, b"x", &[&p]).unwrap_err();
+        assert!(e.to_string().contains("refusing"));
+    }
+}

@@ -1,0 +1,28 @@
+//! tapestry: a visualizer for the performance of parallel programs.
+//!
+//! The crate follows the data flow of the product (see `README.md`):
+//!
+//! ```text
+//! trace files ──readers──▶ model::Trace ──analysis──▶ results
+//! ```
+//!
+//! * [`readers`] turn trace files (Chrome JSON, Paraver, PICL) into the
+//!   columnar [`model::Trace`], detecting the format from the content.
+//! * [`model`] is the trace model: locations, state intervals, events,
+//!   messages, counters, all with integer nanosecond timestamps.
+//! * [`analysis`] computes results from a trace without a GPU.
+//! * [`synth`] simulates message-passing workloads and writes them as
+//!   traces, for the demo, the tests and the benchmarks.
+//! * [`export`] writes files atomically.
+
+pub mod analysis;
+pub mod diagnostics;
+pub mod error;
+pub mod export;
+pub mod model;
+pub mod readers;
+pub mod synth;
+
+pub use diagnostics::{Diagnostics, Position};
+pub use error::{Error, Result};
+pub use model::Trace;

@@ -1,0 +1,7 @@
+//! The `tapestry` command line.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

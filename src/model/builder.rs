@@ -1,0 +1,457 @@
+//! Building a [`Trace`] from the raw records of a reader: sorting into the
+//! columnar layout, validation and repair.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+use super::{
+    Collectives, Communicator, CounterDef, Counters, EventTypes, Events, Format, Intervals, LocId,
+    Locations, Messages, StateId, StateTable, Time, TimeUnit, Trace, TraceMeta,
+};
+use crate::diagnostics::{Diagnostics, Position};
+use crate::error::Result;
+
+/// Location id of events that belong to no location (global markers).
+pub const GLOBAL: LocId = LocId::MAX;
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawInterval {
+    pub loc: LocId,
+    pub state: StateId,
+    pub start: Time,
+    pub end: Time,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawEvent {
+    pub time: Time,
+    pub loc: LocId,
+    pub kind: u32,
+    pub value: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawMessage {
+    pub send: Time,
+    pub recv: Time,
+    pub bytes: u64,
+    pub tag: i64,
+    pub src: LocId,
+    pub dst: LocId,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawCounter {
+    pub time: Time,
+    pub value: f64,
+    pub loc: LocId,
+    pub counter: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawCollective {
+    pub begin: Time,
+    pub end: Time,
+    pub sent: u64,
+    pub received: u64,
+    pub comm: i64,
+    pub root: i64,
+    pub loc: LocId,
+    pub op: u32,
+}
+
+/// Options of [`TraceBuilder::finish`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildOptions {
+    /// Report state records whose start goes back in time on their location
+    /// (in the order they were added) as repaired damage. Formats whose
+    /// records are not required to be in time order leave this off.
+    pub warn_unsorted: bool,
+}
+
+/// Collects raw records and tables, then builds the columnar [`Trace`].
+#[derive(Debug)]
+pub struct TraceBuilder {
+    pub(crate) format: Format,
+    pub(crate) source: PathBuf,
+    pub(crate) time_unit: TimeUnit,
+    pub(crate) origin_ns: i64,
+    pub(crate) declared_end: Time,
+    pub locations: Locations,
+    pub states: StateTable,
+    pub event_types: EventTypes,
+    pub counter_defs: Vec<CounterDef>,
+    pub collective_ops: Vec<String>,
+    pub communicators: Vec<Communicator>,
+    pub(crate) intervals: Vec<RawInterval>,
+    pub(crate) events: Vec<RawEvent>,
+    pub(crate) messages: Vec<RawMessage>,
+    pub(crate) counters: Vec<RawCounter>,
+    pub(crate) collectives: Vec<RawCollective>,
+    pub(crate) ignored: Vec<(String, u64)>,
+    pub diagnostics: Diagnostics,
+}
+
+impl TraceBuilder {
+    pub fn new(
+        format: Format,
+        source: impl Into<PathBuf>,
+        time_unit: TimeUnit,
+        strict: bool,
+    ) -> Self {
+        TraceBuilder {
+            format,
+            source: source.into(),
+            time_unit,
+            origin_ns: 0,
+            declared_end: 0,
+            locations: Locations::default(),
+            states: StateTable::new(),
+            event_types: EventTypes::default(),
+            counter_defs: Vec::new(),
+            collective_ops: Vec::new(),
+            communicators: Vec::new(),
+            intervals: Vec::new(),
+            events: Vec::new(),
+            messages: Vec::new(),
+            counters: Vec::new(),
+            collectives: Vec::new(),
+            ignored: Vec::new(),
+            diagnostics: Diagnostics::new(strict),
+        }
+    }
+
+    /// Sets the absolute time (ns in the source clock) of time 0.
+    pub fn set_origin(&mut self, origin_ns: i64) {
+        self.origin_ns = origin_ns;
+    }
+
+    /// Sets the end time the file declares (Paraver header).
+    pub fn set_declared_end(&mut self, end: Time) {
+        self.declared_end = end;
+    }
+
+    /// Adds a state interval `[start, end)`; empty intervals are dropped.
+    pub fn interval(&mut self, loc: LocId, start: Time, end: Time, state: StateId) {
+        self.intervals.push(RawInterval {
+            loc,
+            state,
+            start,
+            end,
+        });
+    }
+
+    /// Adds an instant event; `loc` may be [`GLOBAL`].
+    pub fn event(&mut self, loc: LocId, time: Time, kind: u32, value: i64) {
+        self.events.push(RawEvent {
+            time,
+            loc,
+            kind,
+            value,
+        });
+    }
+
+    /// Adds a message.
+    pub fn message(
+        &mut self,
+        src: LocId,
+        dst: LocId,
+        send: Time,
+        recv: Time,
+        bytes: u64,
+        tag: i64,
+    ) {
+        self.messages.push(RawMessage {
+            send,
+            recv,
+            bytes,
+            tag,
+            src,
+            dst,
+        });
+    }
+
+    /// Adds a counter sample.
+    pub fn counter(&mut self, loc: LocId, counter: u32, time: Time, value: f64) {
+        self.counters.push(RawCounter {
+            time,
+            value,
+            loc,
+            counter,
+        });
+    }
+
+    /// Interns a counter definition by name.
+    pub fn counter_def(&mut self, name: &str, unit: &str) -> u32 {
+        if let Some(i) = self.counter_defs.iter().position(|c| c.name == name) {
+            return i as u32;
+        }
+        self.counter_defs.push(CounterDef {
+            name: name.to_string(),
+            unit: unit.to_string(),
+        });
+        (self.counter_defs.len() - 1) as u32
+    }
+
+    /// Interns a collective operation name.
+    pub fn collective_op(&mut self, name: &str) -> u32 {
+        if let Some(i) = self.collective_ops.iter().position(|c| c == name) {
+            return i as u32;
+        }
+        self.collective_ops.push(name.to_string());
+        (self.collective_ops.len() - 1) as u32
+    }
+
+    /// Adds a participation in a collective operation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn collective(
+        &mut self,
+        loc: LocId,
+        begin: Time,
+        end: Time,
+        comm: i64,
+        op: u32,
+        sent: u64,
+        received: u64,
+        root: i64,
+    ) {
+        self.collectives.push(RawCollective {
+            begin,
+            end,
+            sent,
+            received,
+            comm,
+            root,
+            loc,
+            op,
+        });
+    }
+
+    /// Counts records of a kind the model does not hold.
+    pub fn ignore(&mut self, kind: &str, count: u64) {
+        if let Some(e) = self.ignored.iter_mut().find(|(k, _)| k == kind) {
+            e.1 += count;
+        } else {
+            self.ignored.push((kind.to_string(), count));
+        }
+    }
+
+    /// Number of state records collected so far.
+    pub fn num_raw_intervals(&self) -> usize {
+        self.intervals.len()
+    }
+
+    /// Sorts, validates and repairs, and returns the trace.
+    pub fn finish(mut self, opts: BuildOptions) -> Result<Trace> {
+        let nloc = self.locations.len();
+        let src = self.source.clone();
+
+        if opts.warn_unsorted {
+            let mut last = vec![0 as Time; nloc];
+            let mut unsorted = 0u64;
+            for r in &self.intervals {
+                let l = &mut last[r.loc as usize];
+                if r.start < *l {
+                    unsorted += 1;
+                }
+                *l = (*l).max(r.start);
+            }
+            self.diagnostics.repair("unsorted", &src, Position::none(), unsorted, || {
+                format!("{unsorted} state record(s) start before an earlier record of the same location; sorted by time")
+            })?;
+        }
+
+        let mut raw = std::mem::take(&mut self.intervals);
+        raw.par_sort_unstable_by(|a, b| (a.loc, a.start, a.end).cmp(&(b.loc, b.start, b.end)));
+        let mut offsets = Vec::with_capacity(nloc + 1);
+        let mut start = Vec::with_capacity(raw.len());
+        let mut end = Vec::with_capacity(raw.len());
+        let mut state = Vec::with_capacity(raw.len());
+        let mut overlaps = 0u64;
+        let mut max_time: Time = 0;
+        let mut i = 0usize;
+        offsets.push(0u64);
+        for l in 0..nloc as LocId {
+            let mut prev_end: Time = 0;
+            let mut first = true;
+            while i < raw.len() && raw[i].loc == l {
+                let r = raw[i];
+                i += 1;
+                let mut s = r.start;
+                if !first && s < prev_end {
+                    overlaps += 1;
+                    s = prev_end;
+                }
+                if r.end <= s {
+                    continue;
+                }
+                start.push(s);
+                end.push(r.end);
+                state.push(r.state);
+                prev_end = r.end;
+                first = false;
+                max_time = max_time.max(r.end);
+            }
+            offsets.push(start.len() as u64);
+        }
+        drop(raw);
+        self.diagnostics
+            .repair("overlapping-states", &src, Position::none(), overlaps, || {
+                format!("{overlaps} state interval(s) overlap an earlier interval of the same location; clipped")
+            })?;
+        let intervals = Intervals::from_columns(offsets, start, end, state);
+
+        // events: by location (global last), then time, stable
+        let mut ev = std::mem::take(&mut self.events);
+        ev.par_sort_by_key(|e| (e.loc, e.time));
+        let mut events = Events {
+            offsets: Vec::with_capacity(nloc + 2),
+            time: Vec::with_capacity(ev.len()),
+            kind: Vec::with_capacity(ev.len()),
+            value: Vec::with_capacity(ev.len()),
+        };
+        let mut j = 0usize;
+        events.offsets.push(0);
+        for l in 0..=nloc {
+            let key = if l == nloc { GLOBAL } else { l as LocId };
+            while j < ev.len() && ev[j].loc == key {
+                events.time.push(ev[j].time);
+                events.kind.push(ev[j].kind);
+                events.value.push(ev[j].value);
+                max_time = max_time.max(ev[j].time);
+                j += 1;
+            }
+            events.offsets.push(events.time.len() as u64);
+        }
+        drop(ev);
+
+        let mut ms = std::mem::take(&mut self.messages);
+        ms.par_sort_by_key(|m| (m.send, m.recv, m.src, m.dst));
+        let mut messages = Messages::default();
+        for m in &ms {
+            messages.sender.push(m.src);
+            messages.receiver.push(m.dst);
+            messages.send_time.push(m.send);
+            messages.recv_time.push(m.recv);
+            messages.bytes.push(m.bytes);
+            messages.tag.push(m.tag);
+            max_time = max_time.max(m.recv).max(m.send);
+        }
+        drop(ms);
+
+        let mut cs = std::mem::take(&mut self.counters);
+        cs.par_sort_by_key(|c| (c.loc, c.counter, c.time));
+        let mut counters = Counters {
+            defs: std::mem::take(&mut self.counter_defs),
+            ..Default::default()
+        };
+        let mut k = 0usize;
+        counters.offsets.push(0);
+        for l in 0..nloc as LocId {
+            while k < cs.len() && cs[k].loc == l {
+                counters.counter.push(cs[k].counter);
+                counters.time.push(cs[k].time);
+                counters.value.push(cs[k].value);
+                max_time = max_time.max(cs[k].time);
+                k += 1;
+            }
+            counters.offsets.push(counters.time.len() as u64);
+        }
+
+        let mut co = std::mem::take(&mut self.collectives);
+        co.par_sort_by_key(|c| (c.begin, c.loc));
+        let mut collectives = Collectives {
+            ops: std::mem::take(&mut self.collective_ops),
+            ..Default::default()
+        };
+        for c in &co {
+            collectives.loc.push(c.loc);
+            collectives.begin.push(c.begin);
+            collectives.end.push(c.end);
+            collectives.comm.push(c.comm);
+            collectives.op.push(c.op);
+            collectives.sent.push(c.sent);
+            collectives.received.push(c.received);
+            collectives.root.push(c.root);
+            max_time = max_time.max(c.end);
+        }
+
+        Ok(Trace {
+            meta: TraceMeta {
+                format: self.format,
+                source: self.source,
+                time_unit: self.time_unit,
+                origin_ns: self.origin_ns,
+                span: max_time.max(self.declared_end),
+                ignored: self.ignored,
+                diagnostics: self.diagnostics,
+            },
+            locations: self.locations,
+            states: self.states,
+            intervals,
+            event_types: self.event_types,
+            events,
+            messages,
+            counters,
+            collectives,
+            communicators: self.communicators,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{LocationKind, StateClass};
+
+    fn builder(strict: bool) -> TraceBuilder {
+        let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), strict);
+        b.locations.add("a", LocationKind::Thread, None, 0);
+        b.locations.add("b", LocationKind::Thread, None, 1);
+        b.states.add("run", StateClass::Busy, None, 1);
+        b
+    }
+
+    #[test]
+    fn sorts_and_repairs_overlaps() {
+        let mut b = builder(false);
+        b.interval(1, 5, 9, 0);
+        b.interval(0, 10, 20, 0);
+        b.interval(0, 0, 10, 0);
+        b.interval(0, 15, 25, 0); // overlaps [10,20)
+        b.interval(0, 30, 30, 0); // empty
+        b.event(GLOBAL, 3, 0, 1);
+        b.event(1, 2, 0, 7);
+        let t = b
+            .finish(BuildOptions {
+                warn_unsorted: true,
+            })
+            .unwrap();
+        assert_eq!(
+            t.intervals.of(0).iter().collect::<Vec<_>>(),
+            vec![(0, 10, 0), (10, 20, 0), (20, 25, 0)]
+        );
+        assert_eq!(t.intervals.of(1).len(), 1);
+        assert_eq!(t.meta.span, 25);
+        let kinds: Vec<_> = t
+            .meta
+            .diagnostics
+            .warnings
+            .iter()
+            .map(|w| (w.kind, w.count))
+            .collect();
+        assert_eq!(kinds, vec![("unsorted", 1), ("overlapping-states", 1)]);
+        assert_eq!(t.events.range_of(1), 0..1);
+        assert_eq!(t.events.global_range(), 1..2);
+    }
+
+    #[test]
+    fn strict_mode_refuses_repairs() {
+        let mut b = builder(true);
+        b.interval(0, 0, 10, 0);
+        b.interval(0, 5, 12, 0);
+        let err = b.finish(BuildOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("strict"), "{err}");
+    }
+}

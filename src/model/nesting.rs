@@ -1,0 +1,153 @@
+//! Turning nested regions (call stacks: Chrome `B`/`E` and `X`, OTF2
+//! Enter/Leave) into the flat state timeline of the model: at every instant a
+//! location is in the state of its innermost open region.
+
+use super::{StateId, Time};
+
+/// A region with its extent, as a reader collects it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NestedSlice {
+    pub start: Time,
+    pub end: Time,
+    pub state: StateId,
+    /// Order of appearance, to break ties between equal extents (the later
+    /// one is nested inside the earlier one).
+    pub seq: u64,
+}
+
+/// Flattens the regions of one location into non-overlapping intervals,
+/// appended to `out` as `(start, end, state)` in time order.
+///
+/// Regions are sorted by (start, longest first, appearance). A region that
+/// starts inside another but ends after it is not properly nested; it is
+/// clipped to its parent's end. Returns the number of regions clipped.
+pub fn flatten_nested(slices: &mut [NestedSlice], out: &mut Vec<(Time, Time, StateId)>) -> u64 {
+    slices.sort_unstable_by(|a, b| {
+        a.start
+            .cmp(&b.start)
+            .then(b.end.cmp(&a.end))
+            .then(a.seq.cmp(&b.seq))
+    });
+    let mut clipped = 0u64;
+    // stack of (end, state)
+    let mut stack: Vec<(Time, StateId)> = Vec::new();
+    let mut cursor: Time = 0;
+    let emit = |out: &mut Vec<(Time, Time, StateId)>, a: Time, b: Time, s: StateId| {
+        if b > a {
+            out.push((a, b, s));
+        }
+    };
+    for sl in slices.iter() {
+        if sl.end < sl.start {
+            continue;
+        }
+        // close the regions that ended before this one starts
+        while let Some(&(end, state)) = stack.last() {
+            if end > sl.start {
+                break;
+            }
+            emit(out, cursor, end, state);
+            cursor = cursor.max(end);
+            stack.pop();
+        }
+        let mut end = sl.end;
+        if let Some(&(parent_end, parent_state)) = stack.last() {
+            emit(out, cursor, sl.start, parent_state);
+            if end > parent_end {
+                end = parent_end;
+                clipped += 1;
+            }
+        }
+        cursor = sl.start;
+        stack.push((end, sl.state));
+    }
+    while let Some((end, state)) = stack.pop() {
+        emit(out, cursor, end, state);
+        cursor = cursor.max(end);
+    }
+    clipped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(start: Time, end: Time, state: StateId, seq: u64) -> NestedSlice {
+        NestedSlice {
+            start,
+            end,
+            state,
+            seq,
+        }
+    }
+
+    fn flat(mut v: Vec<NestedSlice>) -> (Vec<(Time, Time, StateId)>, u64) {
+        let mut out = Vec::new();
+        let c = flatten_nested(&mut v, &mut out);
+        (out, c)
+    }
+
+    #[test]
+    fn nested_regions_show_the_innermost() {
+        // A [0,10) contains B [2,5) which contains C [3,4); D [12,15) alone
+        let (out, c) = flat(vec![
+            s(2, 5, 1, 1),
+            s(0, 10, 0, 0),
+            s(12, 15, 3, 3),
+            s(3, 4, 2, 2),
+        ]);
+        assert_eq!(c, 0);
+        assert_eq!(
+            out,
+            vec![
+                (0, 2, 0),
+                (2, 3, 1),
+                (3, 4, 2),
+                (4, 5, 1),
+                (5, 10, 0),
+                (12, 15, 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn equal_extents_nest_by_appearance() {
+        let (out, _) = flat(vec![s(0, 2, 0, 0), s(0, 2, 1, 1)]);
+        assert_eq!(out, vec![(0, 2, 1)]);
+    }
+
+    #[test]
+    fn child_ending_at_parent_end() {
+        let (out, _) = flat(vec![s(0, 10, 0, 0), s(5, 10, 1, 1), s(10, 12, 2, 2)]);
+        assert_eq!(out, vec![(0, 5, 0), (5, 10, 1), (10, 12, 2)]);
+    }
+
+    #[test]
+    fn improper_nesting_is_clipped() {
+        let (out, c) = flat(vec![s(0, 10, 0, 0), s(5, 15, 1, 1)]);
+        assert_eq!(c, 1);
+        assert_eq!(out, vec![(0, 5, 0), (5, 10, 1)]);
+    }
+
+    #[test]
+    fn output_never_overlaps() {
+        // pseudo-random nested sets: the output is sorted and disjoint
+        let mut x: u64 = 12345;
+        for _ in 0..200 {
+            let mut v = Vec::new();
+            for i in 0..20 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let a = (x >> 33) % 100;
+                let l = (x >> 17) % 30;
+                v.push(s(a, a + l, i as u32, i));
+            }
+            let (out, _) = flat(v);
+            for w in out.windows(2) {
+                assert!(w[0].1 <= w[1].0, "{:?}", w);
+            }
+            assert!(out.iter().all(|o| o.0 < o.1));
+        }
+    }
+}

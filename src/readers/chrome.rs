@@ -1,0 +1,805 @@
+//! Chrome Trace Event Format (JSON), as written by Chrome, Perfetto's JSON
+//! export, catapult, PyTorch's profiler, and many HPC tools.
+//!
+//! * `B`/`E` nest per thread, `X` carries its `dur`; the flat timeline of a
+//!   thread shows its innermost open slice (see [`crate::model::flatten_nested`]).
+//! * `i`/`I`/`R`/`n`/`P` become instant events (`s: "g"` ones are global);
+//!   `args.value`, when an integer, is the event value.
+//! * `C` counters: each numeric member of `args` is a series, named after
+//!   the event (`name`) for the member `value`, `name.member` otherwise.
+//! * `M` metadata: process and thread names and sort indices.
+//! * Flows `s`/`t`/`f` (matched by category and id) become messages from
+//!   each step to the next; `args.bytes` and `args.tag` give size and tag.
+//! * Async `b`/`e` (and legacy `S`/`F`) slices, matched by process,
+//!   category and id, are packed into lanes: one location per lane.
+//! * Object (`O`/`N`/`D`), clock-sync (`c`), context (`(`/`)`), memory-dump
+//!   (`v`/`V`) and async-step (`T`/`p`) events are counted as ignored.
+//!
+//! `ts` and `dur` are microseconds, possibly fractional and as large as
+//! epoch microseconds; they are converted exactly to integer nanoseconds
+//! (never through `f64`), relative to the earliest event.
+//!
+//! Default state classes: a slice whose category contains `idle` is idle,
+//! one whose category contains `overhead` is overhead, all others are busy.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::ReadOptions;
+use super::decimal::parse_scaled;
+use super::input;
+use super::json_split::{Batch, Splitter};
+use crate::diagnostics::Position;
+use crate::error::{Error, Result};
+use crate::model::builder::GLOBAL;
+use crate::model::{
+    BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
+    TimeUnit, Trace, TraceBuilder, flatten_nested,
+};
+
+#[derive(Deserialize)]
+struct RawEv<'a> {
+    #[serde(borrow, default)]
+    ph: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    cat: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    dur: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id2: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    s: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    args: Option<&'a RawValue>,
+}
+
+/// A process or thread id: a number or a string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Ident<'a> {
+    Num(i64),
+    Str(Cow<'a, str>),
+}
+
+impl Ident<'_> {
+    fn owned(&self) -> Ident<'static> {
+        match self {
+            Ident::Num(n) => Ident::Num(*n),
+            Ident::Str(s) => Ident::Str(Cow::Owned(s.to_string())),
+        }
+    }
+    fn text(&self) -> String {
+        match self {
+            Ident::Num(n) => n.to_string(),
+            Ident::Str(s) => s.to_string(),
+        }
+    }
+}
+
+/// One event after the parallel parse.
+struct Ev<'a> {
+    ph: u8,
+    name: Cow<'a, str>,
+    cat: Cow<'a, str>,
+    pid: Option<Ident<'a>>,
+    tid: Option<Ident<'a>>,
+    ts: Option<i64>,
+    dur: Option<i64>,
+    id: Option<String>,
+    scope: u8,
+    args: Option<&'a RawValue>,
+    off: usize,
+}
+
+const HANDLED: &[u8] = b"BEXiIRnPCMstfbeSF";
+const IGNORED: &[u8] = b"TpONDcvV()";
+
+fn ident<'a>(v: &'a RawValue, what: &str) -> std::result::Result<Ident<'a>, String> {
+    let t = v.get();
+    if t.starts_with('"') {
+        let s: Cow<str> =
+            serde_json::from_str(t).map_err(|e| format!("bad string in {what}: {e}"))?;
+        return Ok(Ident::Str(s));
+    }
+    if let Ok(n) = t.parse::<i64>() {
+        return Ok(Ident::Num(n));
+    }
+    if let Ok(n) = parse_scaled(t.as_bytes(), 0) {
+        return Ok(Ident::Num(n));
+    }
+    Err(format!(
+        "expected {what} as an integer or a string, found {}",
+        clip(t)
+    ))
+}
+
+fn clip(s: &str) -> String {
+    let mut t: String = s.chars().take(40).collect();
+    if s.chars().count() > 40 {
+        t.push_str("...");
+    }
+    t
+}
+
+fn micros(v: &RawValue, what: &str) -> std::result::Result<i64, String> {
+    let t = v.get();
+    let t = t
+        .strip_prefix('"')
+        .and_then(|x| x.strip_suffix('"'))
+        .unwrap_or(t);
+    parse_scaled(t.as_bytes(), 3).map_err(|e| {
+        format!(
+            "expected {what} in microseconds, found {} ({})",
+            clip(t),
+            e.describe()
+        )
+    })
+}
+
+fn id_text(v: &RawValue) -> String {
+    let t = v.get();
+    if t.starts_with('{') {
+        // id2: {"local": ...} or {"global": ...}
+        if let Ok(m) = serde_json::from_str::<HashMap<String, serde_json::Value>>(t) {
+            let mut keys: Vec<_> = m.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            keys.sort();
+            return keys.join(",");
+        }
+    }
+    t.trim_matches('"').to_string()
+}
+
+fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> {
+    let raw: RawEv =
+        serde_json::from_slice(bytes).map_err(|e| format!("malformed event object: {e}"))?;
+    let ph = raw
+        .ph
+        .ok_or("expected a \"ph\" (phase) member in the event, found none")?;
+    let phb = ph.as_bytes();
+    if phb.len() != 1 || !(HANDLED.contains(&phb[0]) || IGNORED.contains(&phb[0])) {
+        return Err(format!(
+            "expected a Chrome trace phase (B, E, X, i, C, M, s, t, f, b, e, ...), found \"{}\"",
+            clip(&ph)
+        ));
+    }
+    let ph = phb[0];
+    let ts = match raw.ts {
+        Some(v) => {
+            let t = micros(v, "\"ts\"")?;
+            if t < 0 {
+                return Err(format!(
+                    "expected a non-negative \"ts\", found {}",
+                    clip(v.get())
+                ));
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    if ts.is_none() && ph != b'M' && HANDLED.contains(&ph) {
+        return Err(format!(
+            "expected a \"ts\" member in a '{}' event, found none",
+            char::from(ph)
+        ));
+    }
+    let dur = match raw.dur {
+        Some(v) => {
+            let d = micros(v, "\"dur\"")?;
+            if d < 0 {
+                return Err(format!(
+                    "expected a non-negative \"dur\", found {}",
+                    clip(v.get())
+                ));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    if let (Some(t), Some(d)) = (ts, dur)
+        && t.checked_add(d).is_none()
+    {
+        return Err("\"ts\" + \"dur\" overflows 64-bit nanoseconds".into());
+    }
+    let pid = raw.pid.map(|v| ident(v, "\"pid\"")).transpose()?;
+    let tid = raw.tid.map(|v| ident(v, "\"tid\"")).transpose()?;
+    let id = raw.id.or(raw.id2).map(id_text);
+    let scope = raw
+        .s
+        .as_deref()
+        .and_then(|s| s.bytes().next())
+        .unwrap_or(b't');
+    Ok(Ev {
+        ph,
+        name: raw.name.unwrap_or(Cow::Borrowed("")),
+        cat: raw.cat.unwrap_or(Cow::Borrowed("")),
+        pid,
+        tid,
+        ts,
+        dur,
+        id,
+        scope,
+        args: raw.args,
+        off,
+    })
+}
+
+#[derive(Default)]
+struct ThreadAcc {
+    name: Option<String>,
+    sort: Option<i64>,
+    /// (ts, seq, begin?, state)
+    be: Vec<(i64, u64, bool, StateId)>,
+    /// (start, end, state, seq)
+    slices: Vec<(i64, i64, StateId, u64)>,
+}
+
+#[derive(Default)]
+struct ProcAcc {
+    name: Option<String>,
+    sort: Option<i64>,
+}
+
+struct Flow {
+    key: u32,
+    ph: u8,
+    ts: i64,
+    thread: u32,
+    seq: u64,
+    bytes: u64,
+    tag: Option<i64>,
+}
+
+struct AsyncEv {
+    pid: u32,
+    key: u32,
+    begin: bool,
+    ts: i64,
+    name: String,
+    seq: u64,
+}
+
+#[derive(Default)]
+struct Acc {
+    threads: Vec<(Ident<'static>, Ident<'static>, ThreadAcc)>,
+    thread_idx: HashMap<(Ident<'static>, Ident<'static>), u32>,
+    procs: Vec<(Ident<'static>, ProcAcc)>,
+    proc_idx: HashMap<Ident<'static>, u32>,
+    instants: Vec<(i64, u32, u32, i64)>,
+    counters: Vec<(i64, u32, u32, f64)>,
+    flows: Vec<Flow>,
+    flow_keys: HashMap<(String, String), u32>,
+    asyncs: Vec<AsyncEv>,
+    async_keys: HashMap<(u32, String, String), u32>,
+    ignored: HashMap<u8, u64>,
+    missing_dur: (u64, Option<Position>),
+    min_ts: i64,
+    max_ts: i64,
+    seq: u64,
+}
+
+impl Acc {
+    fn proc_of(&mut self, pid: &Ident) -> u32 {
+        if let Some(&i) = self.proc_idx.get(pid) {
+            return i;
+        }
+        let i = self.procs.len() as u32;
+        self.procs.push((pid.owned(), ProcAcc::default()));
+        self.proc_idx.insert(pid.owned(), i);
+        i
+    }
+
+    fn thread_of(&mut self, pid: &Ident, tid: &Ident) -> u32 {
+        if let Some(&i) = self.thread_idx.get(&(pid.clone(), tid.clone())) {
+            return i;
+        }
+        self.proc_of(pid);
+        let i = self.threads.len() as u32;
+        self.threads
+            .push((pid.owned(), tid.owned(), ThreadAcc::default()));
+        self.thread_idx.insert((pid.owned(), tid.owned()), i);
+        i
+    }
+}
+
+fn class_of(cat: &str) -> StateClass {
+    let c = cat.to_ascii_lowercase();
+    if c.contains("idle") {
+        StateClass::Idle
+    } else if c.contains("overhead") {
+        StateClass::Overhead
+    } else {
+        StateClass::Busy
+    }
+}
+
+fn arg_map(args: Option<&RawValue>) -> Option<serde_json::Map<String, serde_json::Value>> {
+    serde_json::from_str(args?.get()).ok()
+}
+
+fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
+    acc.seq += 1;
+    let seq = acc.seq;
+    let zero = Ident::Num(0);
+    let pid = ev.pid.clone().unwrap_or(Ident::Num(0));
+    let thread = |acc: &mut Acc| {
+        let tid = ev
+            .tid
+            .clone()
+            .or_else(|| ev.pid.clone())
+            .unwrap_or(zero.clone());
+        acc.thread_of(&pid, &tid)
+    };
+    if ev.ph != b'M'
+        && let Some(ts) = ev.ts
+    {
+        acc.min_ts = acc.min_ts.min(ts);
+        acc.max_ts = acc.max_ts.max(ts + ev.dur.unwrap_or(0));
+    }
+    let ts = ev.ts.unwrap_or(0);
+    match ev.ph {
+        b'B' => {
+            let t = thread(acc);
+            let st = b.states.intern(&ev.name, class_of(&ev.cat));
+            acc.threads[t as usize].2.be.push((ts, seq, true, st));
+        }
+        b'E' => {
+            let t = thread(acc);
+            acc.threads[t as usize].2.be.push((ts, seq, false, 0));
+        }
+        b'X' => {
+            let t = thread(acc);
+            let st = b.states.intern(&ev.name, class_of(&ev.cat));
+            let dur = match ev.dur {
+                Some(d) => d,
+                None => {
+                    acc.missing_dur.0 += 1;
+                    acc.missing_dur.1.get_or_insert(batch.position(ev.off));
+                    0
+                }
+            };
+            acc.threads[t as usize]
+                .2
+                .slices
+                .push((ts, ts + dur, st, seq));
+        }
+        b'i' | b'I' | b'R' | b'n' | b'P' => {
+            let loc = if ev.scope == b'g' && ev.ph != b'n' {
+                u32::MAX
+            } else {
+                thread(acc)
+            };
+            let kind = b.event_types.intern(&ev.name);
+            let value = arg_map(ev.args)
+                .and_then(|m| m.get("value").and_then(|v| v.as_i64()))
+                .unwrap_or(0);
+            acc.instants.push((ts, loc, kind, value));
+        }
+        b'C' => {
+            let t = thread(acc);
+            if let Some(m) = arg_map(ev.args) {
+                for (k, v) in m {
+                    let Some(x) = v.as_f64() else { continue };
+                    let mut name = if k == "value" {
+                        ev.name.to_string()
+                    } else {
+                        format!("{}.{k}", ev.name)
+                    };
+                    if let Some(id) = &ev.id {
+                        name = format!("{name}[{id}]");
+                    }
+                    let c = b.counter_def(&name, "");
+                    acc.counters.push((ts, t, c, x));
+                }
+            }
+        }
+        b'M' => {
+            let m = arg_map(ev.args);
+            let name = m
+                .as_ref()
+                .and_then(|m| m.get("name"))
+                .and_then(|v| v.as_str())
+                .map(str::to_string);
+            let sort = m
+                .as_ref()
+                .and_then(|m| m.get("sort_index"))
+                .and_then(|v| v.as_i64());
+            match ev.name.as_ref() {
+                "process_name" => {
+                    let p = acc.proc_of(&pid);
+                    if name.is_some() {
+                        acc.procs[p as usize].1.name = name;
+                    }
+                }
+                "process_sort_index" => {
+                    let p = acc.proc_of(&pid);
+                    acc.procs[p as usize].1.sort = sort;
+                }
+                "thread_name" => {
+                    let t = thread(acc);
+                    if name.is_some() {
+                        acc.threads[t as usize].2.name = name;
+                    }
+                }
+                "thread_sort_index" => {
+                    let t = thread(acc);
+                    acc.threads[t as usize].2.sort = sort;
+                }
+                _ => *acc.ignored.entry(b'M').or_default() += 1,
+            }
+        }
+        b's' | b't' | b'f' => {
+            let t = thread(acc);
+            let id = ev.id.clone().unwrap_or_default();
+            let n = acc.flow_keys.len() as u32;
+            let key = *acc.flow_keys.entry((ev.cat.to_string(), id)).or_insert(n);
+            let m = arg_map(ev.args);
+            let bytes = m
+                .as_ref()
+                .and_then(|m| m.get("bytes"))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
+            let tag = m
+                .as_ref()
+                .and_then(|m| m.get("tag"))
+                .and_then(|v| v.as_i64());
+            acc.flows.push(Flow {
+                key,
+                ph: ev.ph,
+                ts,
+                thread: t,
+                seq,
+                bytes,
+                tag,
+            });
+        }
+        b'b' | b'e' | b'S' | b'F' => {
+            let p = acc.proc_of(&pid);
+            let id = ev.id.clone().unwrap_or_default();
+            let n = acc.async_keys.len() as u32;
+            let key = *acc
+                .async_keys
+                .entry((p, ev.cat.to_string(), id))
+                .or_insert(n);
+            acc.asyncs.push(AsyncEv {
+                pid: p,
+                key,
+                begin: ev.ph == b'b' || ev.ph == b'S',
+                ts,
+                name: ev.name.to_string(),
+                seq,
+            });
+        }
+        other => *acc.ignored.entry(other).or_default() += 1,
+    }
+    Ok(())
+}
+
+/// Reads a Chrome trace.
+pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let inp = input::open(path)?;
+    let mut split = Splitter::new(path, inp.reader);
+    let mut b = TraceBuilder::new(
+        Format::ChromeJson,
+        path,
+        TimeUnit::microseconds(),
+        opts.strict,
+    );
+    let mut acc = Acc {
+        min_ts: i64::MAX,
+        max_ts: i64::MIN,
+        ..Default::default()
+    };
+
+    let mut cur = split.next_batch()?;
+    while let Some(batch) = cur {
+        let (next, parsed) = rayon::join(
+            || split.next_batch(),
+            || {
+                batch
+                    .spans
+                    .par_iter()
+                    .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
+                    .collect::<Vec<_>>()
+            },
+        );
+        for (k, ev) in parsed.into_iter().enumerate() {
+            match ev {
+                Ok(ev) => intake(ev, &mut acc, &mut b, &batch)?,
+                Err(msg) => {
+                    let pos = batch.position(batch.spans[k].0 as usize);
+                    return Err(Error::parse(path, pos, msg));
+                }
+            }
+        }
+        cur = next?;
+    }
+    if let Some(t) = split.truncated.clone() {
+        b.diagnostics.repair("truncated-file", path, t.pos, 1, || {
+            format!(
+                "the file ends before the event array is closed; {} byte(s) after the last complete event ignored",
+                t.bytes
+            )
+        })?;
+    }
+    if acc.missing_dur.0 > 0 {
+        let n = acc.missing_dur.0;
+        b.diagnostics.repair(
+            "missing-duration",
+            path,
+            acc.missing_dur.1.unwrap_or_default(),
+            n,
+            || format!("{n} complete ('X') event(s) without \"dur\"; taken as empty"),
+        )?;
+    }
+    let mut ignored: Vec<_> = acc.ignored.iter().map(|(k, v)| (*k, *v)).collect();
+    ignored.sort_unstable();
+    for (ph, n) in ignored {
+        b.ignore(&format!("Chrome '{}' events", char::from(ph)), n);
+    }
+    assemble(acc, b, path, opts)
+}
+
+fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let origin = if acc.min_ts == i64::MAX {
+        0
+    } else {
+        acc.min_ts
+    };
+    let end_abs = acc.max_ts.max(origin);
+    b.set_origin(origin);
+    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
+
+    // order: processes by (sort index, pid), threads by (sort index, tid)
+    let mut order: Vec<u32> = (0..acc.threads.len() as u32).collect();
+    let proc_key = |p: u32, acc: &Acc| {
+        let (id, pa) = &acc.procs[p as usize];
+        (pa.sort.unwrap_or(i64::MAX), id.clone())
+    };
+    order.sort_by(|&x, &y| {
+        let (px, tx, ax) = &acc.threads[x as usize];
+        let (py, ty, ay) = &acc.threads[y as usize];
+        let kx = proc_key(acc.proc_idx[px], &acc);
+        let ky = proc_key(acc.proc_idx[py], &acc);
+        kx.cmp(&ky)
+            .then(
+                ax.sort
+                    .unwrap_or(i64::MAX)
+                    .cmp(&ay.sort.unwrap_or(i64::MAX)),
+            )
+            .then(tx.cmp(ty))
+    });
+    let mut group_of_proc: HashMap<u32, u32> = HashMap::new();
+    let mut loc_of_thread = vec![0 as LocId; acc.threads.len()];
+    let mut procs_in_order: Vec<u32> = Vec::new();
+    for &t in &order {
+        let (pid, tid, ta) = &acc.threads[t as usize];
+        let p = acc.proc_idx[pid];
+        let g = *group_of_proc.entry(p).or_insert_with(|| {
+            procs_in_order.push(p);
+            let pa = &acc.procs[p as usize].1;
+            let name = pa
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("pid {}", pid.text()));
+            b.locations.add_group(name, GroupKind::Process, None)
+        });
+        let name = ta
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("tid {}", tid.text()));
+        let ext = match tid {
+            Ident::Num(n) => *n,
+            Ident::Str(_) => t as i64,
+        };
+        loc_of_thread[t as usize] = b.locations.add(name, LocationKind::Thread, Some(g), ext);
+    }
+
+    // per thread: match B/E, flatten with X
+    let mut unmatched_end = 0u64;
+    let mut unclosed = 0u64;
+    let mut clipped = 0u64;
+    let mut flat = Vec::new();
+    for (t, (_, _, ta)) in acc.threads.iter_mut().enumerate() {
+        let loc = loc_of_thread[t];
+        let mut slices: Vec<NestedSlice> = ta
+            .slices
+            .iter()
+            .map(|&(s, e, st, seq)| NestedSlice {
+                start: rel(s),
+                end: rel(e),
+                state: st,
+                seq,
+            })
+            .collect();
+        ta.be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
+        let mut stack: Vec<(i64, u64, StateId)> = Vec::new();
+        for &(ts, seq, begin, st) in &ta.be {
+            if begin {
+                stack.push((ts, seq, st));
+            } else if let Some((bt, bseq, bst)) = stack.pop() {
+                slices.push(NestedSlice {
+                    start: rel(bt),
+                    end: rel(ts),
+                    state: bst,
+                    seq: bseq,
+                });
+            } else {
+                unmatched_end += 1;
+            }
+        }
+        for (bt, bseq, bst) in stack {
+            unclosed += 1;
+            slices.push(NestedSlice {
+                start: rel(bt),
+                end: rel(end_abs),
+                state: bst,
+                seq: bseq,
+            });
+        }
+        flat.clear();
+        clipped += flatten_nested(&mut slices, &mut flat);
+        for &(s, e, st) in &flat {
+            b.interval(loc, s, e, st);
+        }
+    }
+
+    // async slices: per process and name, packed into lanes
+    acc.asyncs.sort_by_key(|a| (a.key, a.ts, a.seq));
+    let mut async_slices: Vec<(u32, String, i64, i64)> = Vec::new();
+    let mut i = 0;
+    while i < acc.asyncs.len() {
+        let key = acc.asyncs[i].key;
+        let mut stack: Vec<(i64, String)> = Vec::new();
+        while i < acc.asyncs.len() && acc.asyncs[i].key == key {
+            let a = &acc.asyncs[i];
+            if a.begin {
+                stack.push((a.ts, a.name.clone()));
+            } else {
+                let k = stack
+                    .iter()
+                    .rposition(|(_, n)| a.name.is_empty() || *n == a.name);
+                match k {
+                    Some(k) => {
+                        let (bt, name) = stack.remove(k);
+                        async_slices.push((a.pid, name, bt, a.ts));
+                    }
+                    None => unmatched_end += 1,
+                }
+            }
+            i += 1;
+        }
+        let pid = acc.asyncs[i - 1].pid;
+        for (bt, name) in stack {
+            unclosed += 1;
+            async_slices.push((pid, name, bt, end_abs));
+        }
+    }
+    async_slices.sort_by(|a, b| (a.0, &a.1, a.2, b.3).cmp(&(b.0, &b.1, b.2, a.3)));
+    let mut j = 0;
+    while j < async_slices.len() {
+        let (pid, name) = (async_slices[j].0, async_slices[j].1.clone());
+        let g = *group_of_proc.entry(pid).or_insert_with(|| {
+            let (id, pa) = &acc.procs[pid as usize];
+            let n = pa
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("pid {}", id.text()));
+            b.locations.add_group(n, GroupKind::Process, None)
+        });
+        let state = b.states.intern(&name, StateClass::Busy);
+        let mut lanes: Vec<(LocId, i64)> = Vec::new();
+        while j < async_slices.len() && async_slices[j].0 == pid && async_slices[j].1 == name {
+            let (_, _, s, e) = async_slices[j];
+            let lane = match lanes.iter().position(|&(_, end)| end <= s) {
+                Some(k) => k,
+                None => {
+                    let lname = if lanes.is_empty() {
+                        name.clone()
+                    } else {
+                        format!("{name} ({})", lanes.len())
+                    };
+                    let l = b.locations.add(lname, LocationKind::Async, Some(g), -1);
+                    lanes.push((l, i64::MIN));
+                    lanes.len() - 1
+                }
+            };
+            lanes[lane].1 = e;
+            b.interval(lanes[lane].0, rel(s), rel(e), state);
+            j += 1;
+        }
+    }
+
+    let src = path.to_path_buf();
+    b.diagnostics.repair(
+        "unmatched-end",
+        &src,
+        Position::none(),
+        unmatched_end,
+        || {
+            format!(
+                "{unmatched_end} end event(s) ('E' or async 'e') without a matching begin; ignored"
+            )
+        },
+    )?;
+    b.diagnostics
+        .repair("unclosed-begin", &src, Position::none(), unclosed, || {
+            format!("{unclosed} begin event(s) never ended; closed at the end of the trace")
+        })?;
+    b.diagnostics
+        .repair("improper-nesting", &src, Position::none(), clipped, || {
+            format!("{clipped} slice(s) end after their enclosing slice; clipped to it")
+        })?;
+
+    for &(ts, t, kind, value) in &acc.instants {
+        let loc = if t == u32::MAX {
+            GLOBAL
+        } else {
+            loc_of_thread[t as usize]
+        };
+        b.event(loc, rel(ts), kind, value);
+    }
+    for &(ts, t, c, v) in &acc.counters {
+        b.counter(loc_of_thread[t as usize], c, rel(ts), v);
+    }
+
+    // flows: each step to the next, per (category, id)
+    acc.flows.sort_by_key(|f| (f.key, f.ts, f.seq));
+    let mut orphans = 0u64;
+    let mut k = 0;
+    while k < acc.flows.len() {
+        let key = acc.flows[k].key;
+        let mut prev: Option<&Flow> = None;
+        while k < acc.flows.len() && acc.flows[k].key == key {
+            let f = &acc.flows[k];
+            match (prev, f.ph) {
+                (None, b's') => prev = Some(f),
+                (None, _) => orphans += 1,
+                (Some(_), b's') => {
+                    orphans += 1;
+                    prev = Some(f);
+                }
+                (Some(p), ph) => {
+                    b.message(
+                        loc_of_thread[p.thread as usize],
+                        loc_of_thread[f.thread as usize],
+                        rel(p.ts),
+                        rel(f.ts),
+                        p.bytes,
+                        p.tag.unwrap_or(key as i64),
+                    );
+                    prev = if ph == b'f' { None } else { Some(f) };
+                }
+            }
+            k += 1;
+        }
+        if prev.is_some() {
+            orphans += 1;
+        }
+    }
+    b.diagnostics.repair("unterminated-flow", &src, Position::none(), orphans, || {
+        format!("{orphans} flow event(s) without a start ('s') or a finish ('f'); no message for them")
+    })?;
+
+    let mut t = b.finish(BuildOptions {
+        warn_unsorted: false,
+    })?;
+    if acc.min_ts != i64::MAX {
+        t.meta.span = t.meta.span.max(rel(end_abs));
+    }
+    t.reclassify(&opts.classes)?;
+    Ok(t)
+}

@@ -1,0 +1,163 @@
+//! Exact conversion of decimal numbers in text (`1700000000123456.789`,
+//! `0.00001`, `1.5e3`) to integer nanoseconds, without going through `f64`
+//! (which loses nanoseconds for epoch-microsecond timestamps).
+
+/// Why a decimal could not be converted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecimalError {
+    /// Not a decimal number (empty, letters, NaN, ...).
+    Syntax,
+    /// Outside the range of `i64` nanoseconds (about ±292 years).
+    Overflow,
+}
+
+impl DecimalError {
+    pub fn describe(self) -> &'static str {
+        match self {
+            DecimalError::Syntax => "not a decimal number",
+            DecimalError::Overflow => "out of range (more than ±9.2e18 ns)",
+        }
+    }
+}
+
+/// Parses `text` and returns `value × 10^scale`, rounded half away from zero
+/// to an integer. With `scale = 3`, microseconds become nanoseconds.
+pub fn parse_scaled(text: &[u8], scale: i32) -> Result<i64, DecimalError> {
+    let mut i = 0usize;
+    let n = text.len();
+    let neg = match text.first() {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let int_start = i;
+    while i < n && text[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_digits = &text[int_start..i];
+    let mut frac_digits: &[u8] = &[];
+    if i < n && text[i] == b'.' {
+        i += 1;
+        let fs = i;
+        while i < n && text[i].is_ascii_digit() {
+            i += 1;
+        }
+        frac_digits = &text[fs..i];
+    }
+    if int_digits.is_empty() && frac_digits.is_empty() {
+        return Err(DecimalError::Syntax);
+    }
+    let mut exp: i64 = 0;
+    if i < n && (text[i] == b'e' || text[i] == b'E') {
+        i += 1;
+        let eneg = match text.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let es = i;
+        while i < n && text[i].is_ascii_digit() {
+            if exp < 100_000 {
+                exp = exp * 10 + (text[i] - b'0') as i64;
+            }
+            i += 1;
+        }
+        if i == es {
+            return Err(DecimalError::Syntax);
+        }
+        if eneg {
+            exp = -exp;
+        }
+    }
+    if i != n {
+        return Err(DecimalError::Syntax);
+    }
+    // digits D = int ++ frac, decimal point after `point` digits, shifted by k
+    let digit = |idx: usize| -> u8 {
+        if idx < int_digits.len() {
+            int_digits[idx] - b'0'
+        } else {
+            frac_digits[idx - int_digits.len()] - b'0'
+        }
+    };
+    let total = int_digits.len() + frac_digits.len();
+    let point = int_digits.len() as i64 + exp + scale as i64;
+    let mut value: i128 = 0;
+    let keep = point.clamp(0, total as i64 + 40) as usize;
+    for idx in 0..keep {
+        let d = if idx < total { digit(idx) } else { 0 };
+        value = value * 10 + d as i128;
+        if value > i64::MAX as i128 + 1 {
+            return Err(DecimalError::Overflow);
+        }
+    }
+    if keep > total && value != 0 && point > total as i64 + 40 {
+        return Err(DecimalError::Overflow);
+    }
+    if point >= 0 && (point as usize) < total && digit(point as usize) >= 5 {
+        value += 1;
+    }
+    let v = if neg { -value } else { value };
+    i64::try_from(v).map_err(|_| DecimalError::Overflow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(s: &str) -> Result<i64, DecimalError> {
+        parse_scaled(s.as_bytes(), 3)
+    }
+
+    #[test]
+    fn microseconds_to_nanoseconds() {
+        assert_eq!(us("826"), Ok(826_000));
+        assert_eq!(us("826.5"), Ok(826_500));
+        assert_eq!(us("0.001"), Ok(1));
+        assert_eq!(us("0.0004"), Ok(0));
+        assert_eq!(us("0.0005"), Ok(1));
+        assert_eq!(us("-2.5"), Ok(-2_500));
+        assert_eq!(us("1.5e3"), Ok(1_500_000));
+        assert_eq!(us("15E-1"), Ok(1_500));
+        assert_eq!(us(".25"), Ok(250));
+    }
+
+    #[test]
+    fn epoch_microseconds_stay_exact() {
+        assert_eq!(us("1700000000123456.789"), Ok(1_700_000_000_123_456_789));
+        assert_eq!(us("1700000000123456.788"), Ok(1_700_000_000_123_456_788));
+        // f64 cannot tell these two apart; the parser must
+        assert_ne!(us("1700000000123456.789"), us("1700000000123456.788"));
+    }
+
+    #[test]
+    fn seconds_to_nanoseconds() {
+        assert_eq!(parse_scaled(b"0.00001", 9), Ok(10_000));
+        assert_eq!(parse_scaled(b"12", 9), Ok(12_000_000_000));
+    }
+
+    #[test]
+    fn rejects_garbage_and_overflow() {
+        assert_eq!(us(""), Err(DecimalError::Syntax));
+        assert_eq!(us("abc"), Err(DecimalError::Syntax));
+        assert_eq!(us("NaN"), Err(DecimalError::Syntax));
+        assert_eq!(us("1.2.3"), Err(DecimalError::Syntax));
+        assert_eq!(us("1e"), Err(DecimalError::Syntax));
+        assert_eq!(us("1e30"), Err(DecimalError::Overflow));
+        assert_eq!(us("99999999999999999999"), Err(DecimalError::Overflow));
+        assert_eq!(us("1e-99999999"), Ok(0));
+        assert_eq!(us("1e99999999"), Err(DecimalError::Overflow));
+    }
+}

@@ -1,0 +1,394 @@
+//! Opening input files (gzip transparent) and reading them in line-aligned
+//! blocks that are parsed in parallel while the next blocks are read.
+//!
+//! Memory stays bounded by a few blocks whatever the size of the file.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use flate2::read::MultiGzDecoder;
+use rayon::prelude::*;
+
+use crate::diagnostics::Position;
+use crate::error::{Error, Result};
+
+/// Size of one block handed to a parser thread.
+pub const BLOCK_SIZE: usize = 4 << 20;
+/// The longest line accepted; longer lines are an error (bounded memory).
+pub const MAX_LINE: usize = 64 << 20;
+
+/// An open input: the decompressed byte stream of a file.
+pub struct Input {
+    pub path: PathBuf,
+    pub reader: Box<dyn Read + Send>,
+    /// Whether the file is gzip-compressed.
+    pub compressed: bool,
+    /// Size of the file on disk.
+    pub file_len: u64,
+}
+
+/// Opens `path`, decompressing gzip transparently.
+pub fn open(path: &Path) -> Result<Input> {
+    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = f.metadata().map_err(|e| Error::io(path, e))?;
+    if meta.is_dir() {
+        return Err(Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "is a directory, expected a trace file",
+            ),
+        ));
+    }
+    let mut magic = [0u8; 2];
+    let n = read_up_to(&mut f, &mut magic).map_err(|e| Error::io(path, e))?;
+    let compressed = n == 2 && magic == [0x1f, 0x8b];
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader: Box<dyn Read + Send> = if compressed {
+        Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, f)))
+    } else {
+        Box::new(f)
+    };
+    Ok(Input {
+        path: path.to_path_buf(),
+        reader,
+        compressed,
+        file_len: meta.len(),
+    })
+}
+
+/// The first `n` bytes of the decompressed content of `path`.
+pub fn peek(path: &Path, n: usize) -> Result<Vec<u8>> {
+    let mut input = open(path)?;
+    let mut buf = vec![0u8; n];
+    let got = read_up_to(&mut input.reader, &mut buf).map_err(|e| Error::io(path, e))?;
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// Reads until `buf` is full or the stream ends; returns the bytes read.
+pub fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// A run of whole lines of the input.
+#[derive(Debug)]
+pub struct Block {
+    pub data: Vec<u8>,
+    /// Line number (1-based) of the first line of the block.
+    pub first_line: u64,
+    /// Byte offset (in the decompressed stream) of the first byte.
+    pub first_byte: u64,
+    /// The final block of the input; its last line may lack a newline.
+    pub last: bool,
+}
+
+impl Block {
+    /// Iterates the lines of the block as `(line number, byte offset, line)`,
+    /// without the line terminator (`\n` or `\r\n`).
+    pub fn lines(&self) -> impl Iterator<Item = (u64, u64, &[u8])> {
+        let data = &self.data[..];
+        let mut pos = 0usize;
+        let mut line = self.first_line;
+        let base = self.first_byte;
+        std::iter::from_fn(move || {
+            if pos >= data.len() {
+                return None;
+            }
+            let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |k| pos + k);
+            let mut l = &data[pos..end];
+            if let [rest @ .., b'\r'] = l {
+                l = rest;
+            }
+            let item = (line, base + pos as u64, l);
+            pos = end + 1;
+            line += 1;
+            Some(item)
+        })
+    }
+
+    /// Whether the block's data ends without a newline (a truncated last line).
+    pub fn ends_unterminated(&self) -> bool {
+        self.last && !self.data.is_empty() && self.data.last() != Some(&b'\n')
+    }
+}
+
+/// Splits an input into line-aligned blocks.
+pub struct LineBlocks {
+    input: Input,
+    carry: Vec<u8>,
+    next_line: u64,
+    next_byte: u64,
+    eof: bool,
+    block_size: usize,
+}
+
+impl LineBlocks {
+    pub fn new(input: Input) -> Self {
+        Self::with_block_size(input, BLOCK_SIZE)
+    }
+
+    pub fn with_block_size(input: Input, block_size: usize) -> Self {
+        LineBlocks {
+            input,
+            carry: Vec::new(),
+            next_line: 1,
+            next_byte: 0,
+            eof: false,
+            block_size: block_size.max(1),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.input.path
+    }
+
+    /// Starts the block stream after `lines` lines already consumed (e.g. a
+    /// header read separately) whose bytes were `bytes`.
+    pub fn skip_counted(&mut self, lines: u64, bytes: u64) {
+        self.next_line += lines;
+        self.next_byte += bytes;
+    }
+
+    /// Prepends bytes that were read ahead of the block stream.
+    pub fn push_front(&mut self, bytes: &[u8]) {
+        let mut v = bytes.to_vec();
+        v.extend_from_slice(&self.carry);
+        self.carry = v;
+    }
+
+    /// Reads the rest of the current line (for headers) and returns it
+    /// without its terminator; `None` at the end of the input.
+    pub fn read_line(&mut self) -> Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(k) = memchr::memchr(b'\n', &self.carry) {
+                let rest = self.carry.split_off(k + 1);
+                let mut line = std::mem::replace(&mut self.carry, rest);
+                self.next_line += 1;
+                self.next_byte += line.len() as u64;
+                line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                return Ok(Some(line));
+            }
+            if self.eof {
+                if self.carry.is_empty() {
+                    return Ok(None);
+                }
+                let line = std::mem::take(&mut self.carry);
+                self.next_byte += line.len() as u64;
+                self.next_line += 1;
+                return Ok(Some(line));
+            }
+            if self.carry.len() > MAX_LINE {
+                return Err(self.too_long());
+            }
+            self.fill(64 << 10)?;
+        }
+    }
+
+    /// The line number the next line read will have.
+    pub fn next_line_number(&self) -> u64 {
+        self.next_line
+    }
+
+    fn too_long(&self) -> Error {
+        Error::parse(
+            &self.input.path,
+            Position {
+                line: Some(self.next_line),
+                byte: Some(self.next_byte),
+            },
+            format!(
+                "expected a line of at most {} MiB, found a longer one",
+                MAX_LINE >> 20
+            ),
+        )
+    }
+
+    fn fill(&mut self, want: usize) -> Result<()> {
+        let old = self.carry.len();
+        self.carry.resize(old + want, 0);
+        let got = read_up_to(&mut self.input.reader, &mut self.carry[old..]).map_err(|e| {
+            Error::io(
+                &self.input.path,
+                std::io::Error::new(e.kind(), format!("{e} (after byte {})", self.next_byte)),
+            )
+        })?;
+        self.carry.truncate(old + got);
+        if got < want {
+            self.eof = true;
+        }
+        Ok(())
+    }
+
+    /// The next block, or `None` at the end of the input.
+    pub fn next_block(&mut self) -> Result<Option<Block>> {
+        while !self.eof && self.carry.len() < self.block_size {
+            let want = self.block_size - self.carry.len();
+            self.fill(want)?;
+        }
+        if self.carry.is_empty() {
+            return Ok(None);
+        }
+        let cut = loop {
+            if self.eof {
+                break self.carry.len();
+            }
+            if let Some(k) = memchr::memrchr(b'\n', &self.carry) {
+                break k + 1;
+            }
+            if self.carry.len() > MAX_LINE {
+                return Err(self.too_long());
+            }
+            self.fill(self.block_size)?;
+        };
+        let rest = self.carry[cut..].to_vec();
+        let mut data = std::mem::replace(&mut self.carry, rest);
+        data.truncate(cut);
+        let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+        let block = Block {
+            first_line: self.next_line,
+            first_byte: self.next_byte,
+            last: self.eof && self.carry.is_empty(),
+            data,
+        };
+        self.next_line += lines;
+        self.next_byte += cut as u64;
+        Ok(Some(block))
+    }
+
+    fn next_batch(&mut self, k: usize) -> Result<Vec<Block>> {
+        let mut v = Vec::with_capacity(k);
+        while v.len() < k {
+            match self.next_block()? {
+                Some(b) => v.push(b),
+                None => break,
+            }
+        }
+        Ok(v)
+    }
+
+    /// Parses all remaining blocks in parallel with `parse`, reading the next
+    /// batch while the current one is parsed, and hands each block with its
+    /// result to `consume` in file order.
+    pub fn for_each_parallel<T, P, C>(&mut self, parse: P, mut consume: C) -> Result<()>
+    where
+        T: Send,
+        P: Fn(&Block) -> T + Sync,
+        C: FnMut(Block, T) -> Result<()>,
+    {
+        let k = (rayon::current_num_threads() * 2).max(2);
+        let mut cur = self.next_batch(k)?;
+        while !cur.is_empty() {
+            let (next, parsed) = rayon::join(
+                || self.next_batch(k),
+                || cur.par_iter().map(&parse).collect::<Vec<T>>(),
+            );
+            for (b, p) in cur.into_iter().zip(parsed) {
+                consume(b, p)?;
+            }
+            cur = next?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn input_from(bytes: &[u8], gz: bool) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(if gz { "x.gz" } else { "x.txt" });
+        let mut f = File::create(&p).unwrap();
+        if gz {
+            let mut e = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+            e.write_all(bytes).unwrap();
+            e.finish().unwrap();
+        } else {
+            f.write_all(bytes).unwrap();
+        }
+        (dir, p)
+    }
+
+    #[test]
+    fn blocks_are_line_aligned_and_numbered() {
+        let mut text = Vec::new();
+        for i in 0..1000 {
+            writeln!(text, "line {i}").unwrap();
+        }
+        text.extend_from_slice(b"tail-without-newline");
+        for gz in [false, true] {
+            let (_d, p) = input_from(&text, gz);
+            let mut lb = LineBlocks::with_block_size(open(&p).unwrap(), 100);
+            let mut all = Vec::new();
+            let mut last_seen = false;
+            while let Some(b) = lb.next_block().unwrap() {
+                for (ln, off, l) in b.lines() {
+                    assert_eq!(&text[off as usize..off as usize + l.len()], l);
+                    all.push((ln, String::from_utf8(l.to_vec()).unwrap()));
+                }
+                if b.last {
+                    assert!(b.ends_unterminated());
+                    last_seen = true;
+                }
+            }
+            assert!(last_seen);
+            assert_eq!(all.len(), 1001);
+            assert_eq!(all[0], (1, "line 0".to_string()));
+            assert_eq!(all[999], (1000, "line 999".to_string()));
+            assert_eq!(all[1000].1, "tail-without-newline");
+        }
+    }
+
+    #[test]
+    fn parallel_batches_keep_order() {
+        let mut text = Vec::new();
+        for i in 0..5000 {
+            writeln!(text, "{i}").unwrap();
+        }
+        let (_d, p) = input_from(&text, false);
+        let mut lb = LineBlocks::with_block_size(open(&p).unwrap(), 64);
+        let mut seen = Vec::new();
+        lb.for_each_parallel(
+            |b| {
+                b.lines()
+                    .map(|(_, _, l)| std::str::from_utf8(l).unwrap().parse::<u32>().unwrap())
+                    .collect::<Vec<_>>()
+            },
+            |_, v| {
+                seen.extend(v);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(seen, (0..5000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn header_line_then_blocks() {
+        let (_d, p) = input_from(b"head\r\nrest1\nrest2\n", false);
+        let mut lb = LineBlocks::new(open(&p).unwrap());
+        assert_eq!(lb.read_line().unwrap().unwrap(), b"head");
+        let b = lb.next_block().unwrap().unwrap();
+        assert_eq!(b.first_line, 2);
+        assert_eq!(b.first_byte, 6);
+        assert_eq!(
+            b.lines().map(|(_, _, l)| l.to_vec()).collect::<Vec<_>>(),
+            vec![b"rest1".to_vec(), b"rest2".to_vec()]
+        );
+    }
+}

@@ -1,0 +1,498 @@
+//! Streaming split of a Chrome trace into its event objects.
+//!
+//! The file is either a bare array of events or an object whose
+//! `traceEvents` member is that array. The splitter reads the stream in
+//! blocks and yields batches of complete event objects (as byte spans), so
+//! that they can be parsed in parallel while memory stays bounded; the other
+//! members of the top-level object are skipped.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::diagnostics::Position;
+use crate::error::{Error, Result};
+use crate::readers::input::read_up_to;
+
+/// Target size of a batch.
+pub const BATCH_BYTES: usize = 4 << 20;
+/// The largest single JSON value accepted (bounded memory).
+pub const MAX_VALUE: usize = 256 << 20;
+
+/// A run of complete event objects.
+pub struct Batch {
+    pub data: Vec<u8>,
+    /// `(start, end)` of each event object in `data`.
+    pub spans: Vec<(u32, u32)>,
+    /// Offset of `data[0]` in the (decompressed) file.
+    pub base: u64,
+    /// Line number of `data[0]`.
+    pub base_line: u64,
+}
+
+impl Batch {
+    /// Position of byte `off` of `data`.
+    pub fn position(&self, off: usize) -> Position {
+        let off = off.min(self.data.len());
+        let lines = memchr::memchr_iter(b'\n', &self.data[..off]).count() as u64;
+        Position {
+            line: Some(self.base_line + lines),
+            byte: Some(self.base + off as u64),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Start,
+    /// Inside the top-level object, before a key (or `}`).
+    TopObject,
+    /// Inside the events array; `nested` tells whether it is the
+    /// `traceEvents` member (then `]` returns to the object).
+    Events {
+        nested: bool,
+    },
+    Done,
+}
+
+/// What ended the stream early, if it did.
+#[derive(Debug, Clone)]
+pub struct Truncation {
+    pub pos: Position,
+    pub bytes: u64,
+}
+
+pub struct Splitter {
+    path: PathBuf,
+    reader: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    base: u64,
+    base_line: u64,
+    eof: bool,
+    phase: Phase,
+    /// Set when the input ended inside the events.
+    pub truncated: Option<Truncation>,
+    /// `displayTimeUnit` and other small top-level string members.
+    pub top_strings: Vec<(String, String)>,
+}
+
+enum Scan {
+    /// A complete value ends at this index (exclusive).
+    Complete(usize),
+    /// More input is needed.
+    Incomplete,
+    /// Not JSON: message.
+    Bad(String),
+}
+
+/// Finds the end of the JSON value starting at `buf[i]` (which is not
+/// whitespace). Strings and nesting are tracked; the content is validated
+/// later by the event parser.
+fn scan_value(buf: &[u8], i: usize) -> Scan {
+    let n = buf.len();
+    match buf[i] {
+        b'"' => match scan_string(buf, i) {
+            Some(e) => Scan::Complete(e),
+            None => Scan::Incomplete,
+        },
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < n {
+                match buf[j] {
+                    b'"' => match scan_string(buf, j) {
+                        Some(e) => {
+                            j = e;
+                            continue;
+                        }
+                        None => return Scan::Incomplete,
+                    },
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Scan::Complete(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            Scan::Incomplete
+        }
+        c if c == b'-' || c.is_ascii_alphanumeric() => {
+            let mut j = i;
+            while j < n && (buf[j].is_ascii_alphanumeric() || matches!(buf[j], b'-' | b'+' | b'.'))
+            {
+                j += 1;
+            }
+            if j == n {
+                Scan::Incomplete
+            } else {
+                Scan::Complete(j)
+            }
+        }
+        c => Scan::Bad(format!(
+            "expected a JSON value, found '{}'",
+            char::from(c).escape_default()
+        )),
+    }
+}
+
+/// End (exclusive) of the string starting with the quote at `buf[i]`.
+fn scan_string(buf: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        let k = memchr::memchr2(b'"', b'\\', &buf[j..])?;
+        j += k;
+        if buf[j] == b'\\' {
+            j += 2;
+            if j > buf.len() {
+                return None;
+            }
+        } else {
+            return Some(j + 1);
+        }
+    }
+}
+
+fn skip_ws(buf: &[u8], mut i: usize) -> usize {
+    while i < buf.len() && matches!(buf[i], b' ' | b'\n' | b'\r' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+impl Splitter {
+    pub fn new(path: &Path, reader: Box<dyn Read + Send>) -> Self {
+        Splitter {
+            path: path.to_path_buf(),
+            reader,
+            buf: Vec::new(),
+            base: 0,
+            base_line: 1,
+            eof: false,
+            phase: Phase::Start,
+            truncated: None,
+            top_strings: Vec::new(),
+        }
+    }
+
+    fn fill(&mut self, want: usize) -> Result<()> {
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        let got = read_up_to(&mut self.reader, &mut self.buf[old..])
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.buf.truncate(old + got);
+        if got < want {
+            self.eof = true;
+        }
+        Ok(())
+    }
+
+    fn pos_at(&self, i: usize) -> Position {
+        let lines = memchr::memchr_iter(b'\n', &self.buf[..i.min(self.buf.len())]).count() as u64;
+        Position {
+            line: Some(self.base_line + lines),
+            byte: Some(self.base + i as u64),
+        }
+    }
+
+    fn err(&self, i: usize, msg: impl Into<String>) -> Error {
+        Error::parse(&self.path, self.pos_at(i), msg)
+    }
+
+    /// The next batch of event objects, or `None` when there are no more.
+    pub fn next_batch(&mut self) -> Result<Option<Batch>> {
+        loop {
+            if self.phase == Phase::Done {
+                return self.finish_trailing();
+            }
+            while !self.eof && self.buf.len() < BATCH_BYTES {
+                let want = BATCH_BYTES - self.buf.len();
+                self.fill(want)?;
+            }
+            let mut spans = Vec::new();
+            let consumed = self.scan(&mut spans)?;
+            if consumed > 0 || !spans.is_empty() {
+                let rest = self.buf[consumed..].to_vec();
+                let data = std::mem::replace(&mut self.buf, rest);
+                let mut data = data;
+                data.truncate(consumed);
+                let batch = Batch {
+                    spans,
+                    base: self.base,
+                    base_line: self.base_line,
+                    data,
+                };
+                self.base += consumed as u64;
+                self.base_line += memchr::memchr_iter(b'\n', &batch.data).count() as u64;
+                if batch.spans.is_empty() {
+                    continue;
+                }
+                return Ok(Some(batch));
+            }
+            // nothing complete in the buffer
+            if self.eof {
+                return self.at_eof();
+            }
+            if self.buf.len() > MAX_VALUE {
+                return Err(self.err(
+                    0,
+                    format!(
+                        "expected JSON values of at most {} MiB, found a larger one",
+                        MAX_VALUE >> 20
+                    ),
+                ));
+            }
+            let more = self.buf.len().max(BATCH_BYTES);
+            self.fill(more)?;
+        }
+    }
+
+    /// The input ended before the events were closed.
+    fn at_eof(&mut self) -> Result<Option<Batch>> {
+        let i = skip_ws(&self.buf, 0);
+        match self.phase {
+            Phase::Start if i == self.buf.len() => Err(self.err(
+                0,
+                "expected a JSON array or object of trace events, found an empty file",
+            )),
+            Phase::Events { .. } | Phase::TopObject => {
+                self.truncated = Some(Truncation {
+                    pos: self.pos_at(i),
+                    bytes: (self.buf.len() - i) as u64,
+                });
+                self.phase = Phase::Done;
+                self.buf.clear();
+                Ok(None)
+            }
+            _ => Err(self.err(i, "unexpected end of file")),
+        }
+    }
+
+    /// After the top-level value: only whitespace may follow.
+    fn finish_trailing(&mut self) -> Result<Option<Batch>> {
+        loop {
+            let i = skip_ws(&self.buf, 0);
+            if i < self.buf.len() {
+                return Err(self.err(
+                    i,
+                    format!(
+                        "expected the end of the file after the trace, found '{}'",
+                        char::from(self.buf[i]).escape_default()
+                    ),
+                ));
+            }
+            self.base += self.buf.len() as u64;
+            self.buf.clear();
+            if self.eof {
+                return Ok(None);
+            }
+            self.fill(64 << 10)?;
+        }
+    }
+
+    /// Scans as far as complete values allow; returns the bytes consumed.
+    fn scan(&mut self, spans: &mut Vec<(u32, u32)>) -> Result<usize> {
+        let buf_len = self.buf.len();
+        let mut i = 0usize;
+        let mut consumed = 0usize;
+        loop {
+            i = skip_ws(&self.buf, i);
+            if i >= buf_len {
+                return Ok(if self.phase == Phase::Done {
+                    i
+                } else {
+                    consumed
+                });
+            }
+            match self.phase {
+                Phase::Start => {
+                    let j = if self.buf[i..].starts_with(b"\xEF\xBB\xBF") {
+                        i + 3
+                    } else {
+                        i
+                    };
+                    match self.buf[j] {
+                        b'[' => self.phase = Phase::Events { nested: false },
+                        b'{' => self.phase = Phase::TopObject,
+                        c => {
+                            return Err(self.err(
+                                j,
+                                format!(
+                                    "expected '[' or '{{' starting a Chrome trace, found '{}'",
+                                    char::from(c).escape_default()
+                                ),
+                            ));
+                        }
+                    }
+                    i = j + 1;
+                    consumed = i;
+                }
+                Phase::TopObject => {
+                    let c = self.buf[i];
+                    if c == b'}' {
+                        self.phase = Phase::Done;
+                        return Ok(i + 1);
+                    }
+                    if c == b',' {
+                        i += 1;
+                        consumed = i;
+                        continue;
+                    }
+                    if c != b'"' {
+                        return Err(self.err(
+                            i,
+                            format!(
+                                "expected a member name in the trace object, found '{}'",
+                                char::from(c).escape_default()
+                            ),
+                        ));
+                    }
+                    let Some(kend) = scan_string(&self.buf, i) else {
+                        return Ok(consumed);
+                    };
+                    let key = String::from_utf8_lossy(&self.buf[i + 1..kend - 1]).into_owned();
+                    let mut j = skip_ws(&self.buf, kend);
+                    if j >= buf_len {
+                        return Ok(consumed);
+                    }
+                    if self.buf[j] != b':' {
+                        return Err(self.err(
+                            j,
+                            format!(
+                                "expected ':' after member \"{key}\", found '{}'",
+                                char::from(self.buf[j]).escape_default()
+                            ),
+                        ));
+                    }
+                    j = skip_ws(&self.buf, j + 1);
+                    if j >= buf_len {
+                        return Ok(consumed);
+                    }
+                    if key == "traceEvents" {
+                        if self.buf[j] != b'[' {
+                            return Err(self.err(
+                                j,
+                                "expected an array as \"traceEvents\", found another value",
+                            ));
+                        }
+                        self.phase = Phase::Events { nested: true };
+                        i = j + 1;
+                        consumed = i;
+                        continue;
+                    }
+                    match scan_value(&self.buf, j) {
+                        Scan::Complete(e) => {
+                            if self.buf[j] == b'"' && e - j < 4096 {
+                                let v =
+                                    String::from_utf8_lossy(&self.buf[j + 1..e - 1]).into_owned();
+                                self.top_strings.push((key, v));
+                            }
+                            i = e;
+                            consumed = i;
+                        }
+                        Scan::Incomplete => return Ok(consumed),
+                        Scan::Bad(m) => return Err(self.err(j, m)),
+                    }
+                }
+                Phase::Events { nested } => {
+                    let c = self.buf[i];
+                    if c == b']' {
+                        self.phase = if nested {
+                            Phase::TopObject
+                        } else {
+                            Phase::Done
+                        };
+                        i += 1;
+                        consumed = i;
+                        if !nested {
+                            return Ok(consumed);
+                        }
+                        continue;
+                    }
+                    if c == b',' {
+                        i += 1;
+                        consumed = i;
+                        continue;
+                    }
+                    if c != b'{' {
+                        return Err(self.err(
+                            i,
+                            format!(
+                                "expected an event object in the event array, found '{}'",
+                                char::from(c).escape_default()
+                            ),
+                        ));
+                    }
+                    match scan_value(&self.buf, i) {
+                        Scan::Complete(e) => {
+                            if e > u32::MAX as usize {
+                                return Err(self.err(i, "event object too large"));
+                            }
+                            spans.push((i as u32, e as u32));
+                            i = e;
+                            consumed = i;
+                            if spans.len() >= 1 << 20 {
+                                return Ok(consumed);
+                            }
+                        }
+                        Scan::Incomplete => return Ok(consumed),
+                        Scan::Bad(m) => return Err(self.err(i, m)),
+                    }
+                }
+                Phase::Done => return Ok(i),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(text: &str) -> Result<(Vec<String>, Option<Truncation>, Vec<(String, String)>)> {
+        let mut s = Splitter::new(
+            Path::new("t.json"),
+            Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+        );
+        let mut out = Vec::new();
+        while let Some(b) = s.next_batch()? {
+            for (a, e) in &b.spans {
+                out.push(String::from_utf8(b.data[*a as usize..*e as usize].to_vec()).unwrap());
+            }
+        }
+        Ok((out, s.truncated, s.top_strings))
+    }
+
+    #[test]
+    fn array_and_object_forms() {
+        let (ev, t, _) = split(r#"[{"a":1}, {"b":"}"} ]"#).unwrap();
+        assert_eq!(ev, vec![r#"{"a":1}"#, r#"{"b":"}"}"#]);
+        assert!(t.is_none());
+        let (ev, t, top) = split(
+            r#"{"x":[1,{"y":2}],"traceEvents":[{"a":"\"]"}],"displayTimeUnit":"ns","z":{"q":[]}}"#,
+        )
+        .unwrap();
+        assert_eq!(ev, vec![r#"{"a":"\"]"}"#]);
+        assert!(t.is_none());
+        assert_eq!(top, vec![("displayTimeUnit".to_string(), "ns".to_string())]);
+    }
+
+    #[test]
+    fn truncated_and_bad_inputs() {
+        let (ev, t, _) = split(r#"[{"a":1},{"b":2"#).unwrap();
+        assert_eq!(ev.len(), 1);
+        assert!(t.unwrap().bytes > 0);
+        let (ev, t, _) = split("[{\"a\":1},\n").unwrap();
+        assert_eq!(ev.len(), 1);
+        assert!(t.is_some());
+        assert!(split("").unwrap_err().to_string().contains("empty"));
+        let e = split("[1]").unwrap_err().to_string();
+        assert!(e.contains("expected an event object"), "{e}");
+        let e = split("[{}] x").unwrap_err().to_string();
+        assert!(e.contains("end of the file"), "{e}");
+        let e = split("nope").unwrap_err().to_string();
+        assert!(e.contains("'[' or '{'"), "{e}");
+    }
+}

@@ -1,0 +1,85 @@
+//! Trace readers. The format is detected from the content (first bytes), not
+//! the file name; gzip-compressed files are read transparently.
+//!
+//! | format | module | detected by |
+//! |---|---|---|
+//! | Chrome Trace Event JSON | [`chrome`] | first non-blank byte `[` or `{` |
+//! | Paraver `.prv` (+ `.pcf`, `.row`) | [`paraver`] | `#Paraver` |
+//! | PICL new format | [`picl`] | a first record `-3`/`-4`/... followed by numbers |
+//!
+//! Every reader streams its input (memory is the size of the model, not of
+//! the file), repairs recoverable damage with a warning (see
+//! [`crate::Diagnostics`]) unless [`ReadOptions::strict`] is set, and reports
+//! malformed input with the file, the line or byte offset, what was expected
+//! and what was found.
+
+pub mod chrome;
+pub mod decimal;
+pub mod input;
+mod json_split;
+pub mod paraver;
+mod paraver_pcf;
+pub mod picl;
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::model::{ClassOverride, Format, Trace};
+
+pub use paraver_pcf::{Pcf, parse_pcf, parse_row};
+
+/// Options common to all readers.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Turn recoverable damage into errors instead of repairing it.
+    pub strict: bool,
+    /// Override of the per-format default busy/overhead/idle classes.
+    pub classes: ClassOverride,
+}
+
+/// Detects the format of `path` from its first bytes.
+pub fn detect(path: &Path) -> Result<Format> {
+    let head = input::peek(path, 4096)?;
+    detect_bytes(&head).ok_or_else(|| {
+        let shown: String = String::from_utf8_lossy(&head[..head.len().min(40)])
+            .chars()
+            .map(|c| if c.is_control() { '.' } else { c })
+            .collect();
+        Error::UnknownFormat {
+            path: path.to_path_buf(),
+            found: if head.is_empty() {
+                "the file is empty".to_string()
+            } else {
+                format!(
+                    "starts with '{shown}'; expected Chrome JSON ('[' or '{{'), a Paraver header ('#Paraver') or PICL records ('-3 ...')"
+                )
+            },
+        }
+    })
+}
+
+/// Detects a format from the first bytes of the (decompressed) content.
+pub fn detect_bytes(head: &[u8]) -> Option<Format> {
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    if head.starts_with(b"#Paraver") {
+        return Some(Format::Paraver);
+    }
+    let first = head.iter().position(|c| !c.is_ascii_whitespace())?;
+    match head[first] {
+        b'[' | b'{' => Some(Format::ChromeJson),
+        b'-' | b'0'..=b'9' if picl::looks_like_picl(&head[first..]) => Some(Format::Picl),
+        _ => None,
+    }
+}
+
+/// Reads a trace, detecting its format.
+pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    match detect(path)? {
+        Format::Paraver => paraver::read(path, opts),
+        Format::ChromeJson => chrome::read(path, opts),
+        Format::Picl => picl::read(path, opts),
+        Format::Synthetic => Err(Error::Invalid(
+            "synthetic traces are not read from files".into(),
+        )),
+    }
+}

@@ -1,0 +1,913 @@
+//! Paraver traces: `.prv` with the sibling `.pcf` (state and event names,
+//! colours) and `.row` (object names).
+//!
+//! Records: state `1:cpu:appl:task:thread:begin:end:state`, event
+//! `2:cpu:appl:task:thread:time:type:value[:type:value...]`, communication
+//! `3:cpu:appl:task:thread:lsend:psend:cpu:appl:task:thread:lrecv:precv:size:tag`,
+//! global operation `4:cpu:appl:task:thread:time:comm[:sent[:received[:op[:root]]]]`,
+//! communicator `c:appl:id:n:task...`. Times are integers in the unit of the
+//! header (`_ns`, `_us`; no suffix means microseconds).
+//!
+//! Messages go from the logical send time to the physical receive time.
+//!
+//! Default state classes: `Running` is busy; `Idle`, `Not created`,
+//! `Tracing disabled` and `Outside` are idle; every other state is overhead.
+//! Without a `.pcf`, state values get Paraver's standard names.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::ReadOptions;
+use super::input::{self, Block, LineBlocks};
+use super::paraver_pcf::{Pcf, parse_pcf, parse_row};
+use crate::diagnostics::Position;
+use crate::error::{Error, Result};
+use crate::model::builder::{RawCollective, RawEvent, RawInterval, RawMessage};
+use crate::model::{
+    BuildOptions, Communicator, Format, GroupKind, LocId, LocationKind, StateClass, Time, TimeUnit,
+    Trace, TraceBuilder,
+};
+
+/// The largest number of threads a header may declare.
+pub const MAX_LOCATIONS: u64 = 1 << 24;
+
+/// Paraver's standard state names, used when there is no `.pcf`.
+pub const STANDARD_STATES: [&str; 18] = [
+    "Idle",
+    "Running",
+    "Not created",
+    "Waiting a message",
+    "Blocking Send",
+    "Synchronization",
+    "Test/Probe",
+    "Scheduling and Fork/Join",
+    "Wait/WaitAll",
+    "Blocked",
+    "Immediate Send",
+    "Immediate Receive",
+    "I/O",
+    "Group Communication",
+    "Tracing Disabled",
+    "Others",
+    "Send Receive",
+    "Memory transfer",
+];
+
+/// The default class of a Paraver state, by name.
+pub fn default_class(name: &str) -> StateClass {
+    let n = name.trim().to_ascii_lowercase();
+    match n.as_str() {
+        "running" => StateClass::Busy,
+        "idle" | "not created" | "tracing disabled" | "outside" => StateClass::Idle,
+        _ => StateClass::Overhead,
+    }
+}
+
+/// The parsed header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub ns_per_unit: u64,
+    pub unit_name: String,
+    pub end_time: u64,
+    /// CPUs per node (empty when the header gives no resource model).
+    pub nodes: Vec<u32>,
+    /// Per application, per task: (threads, node).
+    pub apps: Vec<Vec<(u32, u32)>>,
+}
+
+/// Parses the `#Paraver (...)` header line.
+pub fn parse_header(line: &str) -> std::result::Result<Header, String> {
+    let rest = line.strip_prefix("#Paraver").ok_or_else(|| {
+        format!(
+            "expected a header starting with '#Paraver', found '{}'",
+            clip(line)
+        )
+    })?;
+    let rest = rest.trim_start();
+    let rest = if let Some(r) = rest.strip_prefix('(') {
+        let close = r
+            .find(')')
+            .ok_or("expected ')' closing the date of the header, found none")?;
+        &r[close + 1..]
+    } else {
+        rest
+    };
+    let rest = rest
+        .strip_prefix(':')
+        .ok_or_else(|| format!("expected ':' after the header date, found '{}'", clip(rest)))?;
+    let fields = split_top(rest, ':');
+    if fields.len() < 3 {
+        return Err(format!(
+            "expected 'end_time:resources:nAppl:applications' in the header, found '{}'",
+            clip(rest)
+        ));
+    }
+    let (time_text, ns_per_unit, unit_name) = if let Some(t) = fields[0].strip_suffix("_ns") {
+        (t, 1, "ns")
+    } else if let Some(t) = fields[0].strip_suffix("_us") {
+        (t, 1_000, "us")
+    } else if let Some(t) = fields[0].strip_suffix("_ms") {
+        (t, 1_000_000, "ms")
+    } else {
+        (fields[0], 1_000, "us")
+    };
+    let end_time: u64 = time_text.trim().parse().map_err(|_| {
+        format!(
+            "expected the trace end time (an unsigned integer) in the header, found '{}'",
+            fields[0]
+        )
+    })?;
+    let nodes = parse_counted_list(fields[1], "resources")?
+        .1
+        .into_iter()
+        .map(|s| {
+            s.trim().parse::<u32>().map_err(|_| {
+                format!("expected a CPU count in the resources of the header, found '{s}'")
+            })
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let n_appl: usize = fields[2].trim().parse().map_err(|_| {
+        format!(
+            "expected the number of applications in the header, found '{}'",
+            fields[2]
+        )
+    })?;
+    if n_appl == 0 || n_appl > 1 << 16 || fields.len() < 3 + n_appl {
+        return Err(format!(
+            "expected {n_appl} application description(s) in the header, found {}",
+            fields.len().saturating_sub(3)
+        ));
+    }
+    let mut apps = Vec::with_capacity(n_appl);
+    let mut total: u64 = 0;
+    for f in &fields[3..3 + n_appl] {
+        // "nTasks(threads:node,...)" optionally followed by ",nComms"
+        let f = match f.rfind(')') {
+            Some(k) => &f[..=k],
+            None => f,
+        };
+        let (n, items) = parse_counted_list(f, "application")?;
+        if items.len() as u64 != n {
+            return Err(format!(
+                "expected {n} task description(s) in '{}', found {}",
+                clip(f),
+                items.len()
+            ));
+        }
+        let mut tasks = Vec::with_capacity(items.len());
+        for it in items {
+            let (th, node) = it.split_once(':').ok_or_else(|| {
+                format!("expected 'threads:node' for a task in the header, found '{it}'")
+            })?;
+            let th: u32 = th
+                .trim()
+                .parse()
+                .map_err(|_| format!("expected a thread count in the header, found '{th}'"))?;
+            let node: u32 = node
+                .trim()
+                .parse()
+                .map_err(|_| format!("expected a node number in the header, found '{node}'"))?;
+            total += th as u64;
+            if total > MAX_LOCATIONS {
+                return Err(format!(
+                    "the header declares more than {MAX_LOCATIONS} threads; refusing an absurd count"
+                ));
+            }
+            tasks.push((th, node));
+        }
+        apps.push(tasks);
+    }
+    Ok(Header {
+        ns_per_unit,
+        unit_name: unit_name.to_string(),
+        end_time,
+        nodes,
+        apps,
+    })
+}
+
+fn clip(s: &str) -> String {
+    let mut t: String = s.chars().take(60).collect();
+    if s.chars().count() > 60 {
+        t.push_str("...");
+    }
+    t
+}
+
+/// Splits at `sep` outside parentheses.
+fn split_top(s: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            c if c == sep && depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// `n(a,b,c)` → (n, [a, b, c]); a bare `n` → (n, []).
+fn parse_counted_list<'a>(
+    s: &'a str,
+    what: &str,
+) -> std::result::Result<(u64, Vec<&'a str>), String> {
+    let s = s.trim();
+    let (n, inner) = match s.find('(') {
+        Some(k) => {
+            let inner = s[k + 1..].strip_suffix(')').ok_or_else(|| {
+                format!(
+                    "expected ')' closing the {what} list in the header, found '{}'",
+                    clip(s)
+                )
+            })?;
+            (&s[..k], Some(inner))
+        }
+        None => (s, None),
+    };
+    let n: u64 = n.trim().parse().map_err(|_| {
+        format!(
+            "expected a count in the {what} part of the header, found '{}'",
+            clip(s)
+        )
+    })?;
+    if n > MAX_LOCATIONS {
+        return Err(format!(
+            "the {what} part of the header declares {n} objects; refusing an absurd count"
+        ));
+    }
+    let items = match inner {
+        Some(i) if !i.trim().is_empty() => i.split(',').collect(),
+        _ => Vec::new(),
+    };
+    Ok((n, items))
+}
+
+/// Where the threads of each (application, task) are in the location table.
+struct LocTable {
+    /// Per application, per task: (first location, threads).
+    apps: Vec<Vec<(u32, u32)>>,
+}
+
+impl LocTable {
+    #[inline]
+    fn get(&self, appl: u64, task: u64, thread: u64) -> Option<LocId> {
+        let a = self.apps.get((appl as usize).checked_sub(1)?)?;
+        let (base, n) = *a.get((task as usize).checked_sub(1)?)?;
+        let th = (thread as u32).checked_sub(1)?;
+        if thread > n as u64 || th >= n {
+            return None;
+        }
+        Some(base + th)
+    }
+}
+
+/// What one block of records yields.
+#[derive(Default)]
+struct Chunk {
+    intervals: Vec<RawInterval>,
+    events: Vec<RawEvent>,
+    messages: Vec<RawMessage>,
+    collectives: Vec<RawCollective>,
+    comms: Vec<Communicator>,
+    state_values: HashSet<u32>,
+    event_types: HashSet<u32>,
+    global_ops: HashSet<u32>,
+    /// A malformed record: position and message.
+    error: Option<(Position, String)>,
+    /// The malformed record is the unterminated last line of the file.
+    truncated: bool,
+}
+
+struct Fields<'a> {
+    s: &'a [u8],
+    pos: usize,
+    idx: usize,
+}
+
+const STATE_FIELDS: [&str; 7] = [
+    "cpu",
+    "application",
+    "task",
+    "thread",
+    "begin time",
+    "end time",
+    "state",
+];
+const EVENT_FIELDS: [&str; 7] = [
+    "cpu",
+    "application",
+    "task",
+    "thread",
+    "time",
+    "event type",
+    "event value",
+];
+const COMM_FIELDS: [&str; 14] = [
+    "sender cpu",
+    "sender application",
+    "sender task",
+    "sender thread",
+    "logical send time",
+    "physical send time",
+    "receiver cpu",
+    "receiver application",
+    "receiver task",
+    "receiver thread",
+    "logical receive time",
+    "physical receive time",
+    "size",
+    "tag",
+];
+const GLOBAL_FIELDS: [&str; 10] = [
+    "cpu",
+    "application",
+    "task",
+    "thread",
+    "time",
+    "communicator",
+    "bytes sent",
+    "bytes received",
+    "global operation",
+    "root",
+];
+
+impl<'a> Fields<'a> {
+    fn new(s: &'a [u8]) -> Self {
+        Fields { s, pos: 0, idx: 0 }
+    }
+
+    fn at_end(&self) -> bool {
+        self.pos >= self.s.len()
+    }
+
+    fn found(&self) -> String {
+        let end = memchr::memchr(b':', &self.s[self.pos..]).map_or(self.s.len(), |k| self.pos + k);
+        let f = String::from_utf8_lossy(&self.s[self.pos..end]);
+        if f.is_empty() {
+            if self.at_end() {
+                "the end of the line".to_string()
+            } else {
+                "an empty field".to_string()
+            }
+        } else {
+            format!("'{}'", clip(&f))
+        }
+    }
+
+    #[inline]
+    fn uint(&mut self, names: &[&str]) -> std::result::Result<u64, String> {
+        let s = self.s;
+        let mut i = self.pos;
+        let mut v: u64 = 0;
+        let start = i;
+        while i < s.len() {
+            let c = s[i];
+            if c.is_ascii_digit() {
+                v = match v
+                    .checked_mul(10)
+                    .and_then(|v| v.checked_add((c - b'0') as u64))
+                {
+                    Some(v) => v,
+                    None => {
+                        return Err(format!(
+                            "expected {} (an unsigned 64-bit integer), found a number that overflows",
+                            field_name(names, self.idx)
+                        ));
+                    }
+                };
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if i == start || (i < s.len() && s[i] != b':') {
+            return Err(format!(
+                "expected {} (an unsigned integer), found {}",
+                field_name(names, self.idx),
+                self.found()
+            ));
+        }
+        self.pos = if i < s.len() { i + 1 } else { i };
+        self.idx += 1;
+        Ok(v)
+    }
+
+    /// A signed integer; unsigned values above 2^63 keep their bits.
+    #[inline]
+    fn int(&mut self, names: &[&str]) -> std::result::Result<i64, String> {
+        if self.s.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+            let v = self
+                .uint(names)
+                .map_err(|e| e.replace("an unsigned integer", "an integer"))?;
+            if v > i64::MAX as u64 + 1 {
+                return Err(format!(
+                    "expected {} (a 64-bit integer), found a number that overflows",
+                    field_name(names, self.idx - 1)
+                ));
+            }
+            return Ok((v as i64).wrapping_neg());
+        }
+        Ok(self.uint(names)? as i64)
+    }
+}
+
+fn field_name(names: &[&str], idx: usize) -> String {
+    match names.get(idx) {
+        Some(n) => format!("field {} ({n})", idx + 2),
+        None => format!("field {}", idx + 2),
+    }
+}
+
+struct Ctx<'a> {
+    locs: &'a LocTable,
+    unit: u64,
+}
+
+impl Ctx<'_> {
+    #[inline]
+    fn loc(&self, appl: u64, task: u64, thread: u64) -> std::result::Result<LocId, String> {
+        self.locs.get(appl, task, thread).ok_or_else(|| {
+            format!("expected an application:task:thread declared in the header, found {appl}:{task}:{thread}")
+        })
+    }
+    #[inline]
+    fn time(&self, t: u64) -> std::result::Result<Time, String> {
+        t.checked_mul(self.unit)
+            .ok_or_else(|| format!("time {t} overflows 64-bit nanoseconds"))
+    }
+}
+
+fn parse_record(
+    line: &[u8],
+    ctx: &Ctx,
+    out: &mut Chunk,
+    last_state: &mut u32,
+    last_type: &mut u32,
+) -> std::result::Result<(), String> {
+    if line.len() < 2 || line[1] != b':' {
+        return Err(format!(
+            "expected a record 'type:...' with type 1, 2, 3, 4 or c, found '{}'",
+            clip(&String::from_utf8_lossy(line))
+        ));
+    }
+    let mut f = Fields::new(&line[2..]);
+    match line[0] {
+        b'1' => {
+            let n = &STATE_FIELDS;
+            let _cpu = f.uint(n)?;
+            let (a, t, h) = (f.uint(n)?, f.uint(n)?, f.uint(n)?);
+            let begin = f.uint(n)?;
+            let end = f.uint(n)?;
+            let state = f.uint(n)?;
+            if !f.at_end() {
+                return Err(format!(
+                    "expected 7 fields in a state record, found more ({})",
+                    f.found()
+                ));
+            }
+            if end < begin {
+                return Err(format!(
+                    "state record ends before it begins ({end} < {begin})"
+                ));
+            }
+            let state = u32::try_from(state)
+                .map_err(|_| format!("state value {state} does not fit 32 bits"))?;
+            let loc = ctx.loc(a, t, h)?;
+            if state != *last_state {
+                out.state_values.insert(state);
+                *last_state = state;
+            }
+            out.intervals.push(RawInterval {
+                loc,
+                state,
+                start: ctx.time(begin)?,
+                end: ctx.time(end)?,
+            });
+        }
+        b'2' => {
+            let n = &EVENT_FIELDS;
+            let _cpu = f.uint(n)?;
+            let (a, t, h) = (f.uint(n)?, f.uint(n)?, f.uint(n)?);
+            let time = ctx.time(f.uint(n)?)?;
+            let loc = ctx.loc(a, t, h)?;
+            let mut pairs = 0;
+            while !f.at_end() {
+                f.idx = 5;
+                let ty = f.uint(n)?;
+                if f.at_end() {
+                    return Err(format!(
+                        "expected a value after event type {ty}, found the end of the line"
+                    ));
+                }
+                let value = f.int(n)?;
+                let ty = u32::try_from(ty)
+                    .map_err(|_| format!("event type {ty} does not fit 32 bits"))?;
+                if ty != *last_type {
+                    out.event_types.insert(ty);
+                    *last_type = ty;
+                }
+                out.events.push(RawEvent {
+                    time,
+                    loc,
+                    kind: ty,
+                    value,
+                });
+                pairs += 1;
+            }
+            if pairs == 0 {
+                return Err(
+                    "expected at least one type:value pair in an event record, found none".into(),
+                );
+            }
+        }
+        b'3' => {
+            let n = &COMM_FIELDS;
+            let _cpu = f.uint(n)?;
+            let (a, t, h) = (f.uint(n)?, f.uint(n)?, f.uint(n)?);
+            let lsend = f.uint(n)?;
+            let _psend = f.uint(n)?;
+            let _cpu_r = f.uint(n)?;
+            let (ra, rt, rh) = (f.uint(n)?, f.uint(n)?, f.uint(n)?);
+            let _lrecv = f.uint(n)?;
+            let precv = f.uint(n)?;
+            let size = f.uint(n)?;
+            let tag = f.int(n)?;
+            if !f.at_end() {
+                return Err(format!(
+                    "expected 15 fields in a communication record, found more ({})",
+                    f.found()
+                ));
+            }
+            out.messages.push(RawMessage {
+                send: ctx.time(lsend)?,
+                recv: ctx.time(precv)?,
+                bytes: size,
+                tag,
+                src: ctx.loc(a, t, h)?,
+                dst: ctx.loc(ra, rt, rh)?,
+            });
+        }
+        b'4' => {
+            let n = &GLOBAL_FIELDS;
+            let _cpu = f.uint(n)?;
+            let (a, t, h) = (f.uint(n)?, f.uint(n)?, f.uint(n)?);
+            let time = ctx.time(f.uint(n)?)?;
+            let comm = f.int(n)?;
+            let mut opt = [0i64, 0, 0, -1];
+            for slot in opt.iter_mut() {
+                if f.at_end() {
+                    break;
+                }
+                *slot = f.int(n)?;
+            }
+            if !f.at_end() {
+                return Err(format!(
+                    "expected at most 11 fields in a global operation record, found more ({})",
+                    f.found()
+                ));
+            }
+            let op = u32::try_from(opt[2])
+                .map_err(|_| format!("global operation id {} out of range", opt[2]))?;
+            out.global_ops.insert(op);
+            out.collectives.push(RawCollective {
+                begin: time,
+                end: time,
+                sent: opt[0].max(0) as u64,
+                received: opt[1].max(0) as u64,
+                comm,
+                root: opt[3],
+                loc: ctx.loc(a, t, h)?,
+                op,
+            });
+        }
+        b'c' => {
+            let names = ["application", "communicator id", "member count", "member"];
+            let _appl = f.uint(&names)?;
+            let id = f.int(&names)?;
+            let count = f.uint(&names)?;
+            let mut members = Vec::with_capacity((count as usize).min(1 << 16));
+            while !f.at_end() {
+                f.idx = 3;
+                members.push(f.int(&names)?);
+            }
+            if members.len() as u64 != count {
+                return Err(format!(
+                    "communicator {id} declares {count} member(s), found {}",
+                    members.len()
+                ));
+            }
+            out.comms.push(Communicator {
+                id,
+                name: format!("communicator {id}"),
+                members,
+            });
+        }
+        other => {
+            return Err(format!(
+                "expected a record type 1, 2, 3, 4 or c, found '{}'",
+                String::from_utf8_lossy(&[other])
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parse_block(block: &Block, ctx: &Ctx) -> Chunk {
+    let mut out = Chunk::default();
+    let mut last_state = u32::MAX;
+    let mut last_type = u32::MAX;
+    for (line_no, byte, line) in block.lines() {
+        if line.is_empty() || line[0] == b'#' {
+            continue;
+        }
+        if let Err(msg) = parse_record(line, ctx, &mut out, &mut last_state, &mut last_type) {
+            out.error = Some((
+                Position {
+                    line: Some(line_no),
+                    byte: Some(byte),
+                },
+                msg,
+            ));
+            out.truncated = block.ends_unterminated()
+                && byte + line.len() as u64 == block.first_byte + block.data.len() as u64;
+            break;
+        }
+    }
+    out
+}
+
+/// The `.pcf` or `.row` beside `path` (same directory, same stem).
+fn sibling(path: &Path, ext: &str) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".gz").unwrap_or(name);
+    let stem = stem.strip_suffix(".prv").unwrap_or(stem);
+    let p = path.with_file_name(format!("{stem}.{ext}"));
+    p.is_file().then_some(p)
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Reads a Paraver trace.
+pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let mut blocks = LineBlocks::new(input::open(path)?);
+    let header_line = blocks.read_line()?.ok_or_else(|| {
+        Error::parse(
+            path,
+            Position::line(1),
+            "expected a '#Paraver' header, found an empty file",
+        )
+    })?;
+    let header_text = String::from_utf8_lossy(&header_line);
+    let header =
+        parse_header(&header_text).map_err(|m| Error::parse(path, Position::line(1), m))?;
+
+    let pcf = match sibling(path, "pcf") {
+        Some(p) => parse_pcf(&read_text(&p)?),
+        None => Pcf::default(),
+    };
+    let row = match sibling(path, "row") {
+        Some(p) => parse_row(&read_text(&p)?),
+        None => HashMap::new(),
+    };
+
+    let unit = TimeUnit {
+        name: header.unit_name.clone(),
+        ns_per_unit: header.ns_per_unit,
+    };
+    let mut b = TraceBuilder::new(Format::Paraver, path, unit, opts.strict);
+    b.set_declared_end(header.end_time.saturating_mul(header.ns_per_unit));
+
+    // hierarchy: nodes, then one process group per task, one location per thread
+    let node_names = row.get("NODE");
+    let mut node_groups = Vec::with_capacity(header.nodes.len());
+    for i in 0..header.nodes.len() {
+        let name = node_names
+            .and_then(|n| n.get(i))
+            .cloned()
+            .unwrap_or_else(|| format!("node {}", i + 1));
+        node_groups.push(b.locations.add_group(name, GroupKind::Node, None));
+    }
+    let task_names = row.get("TASK");
+    let thread_names = row.get("THREAD");
+    let mut table = LocTable { apps: Vec::new() };
+    let mut task_index = 0usize;
+    for (ai, app) in header.apps.iter().enumerate() {
+        let mut tasks = Vec::with_capacity(app.len());
+        for (ti, &(threads, node)) in app.iter().enumerate() {
+            let parent = (node as usize)
+                .checked_sub(1)
+                .and_then(|n| node_groups.get(n).copied());
+            let name = task_names
+                .and_then(|n| n.get(task_index))
+                .cloned()
+                .unwrap_or_else(|| format!("TASK {}.{}", ai + 1, ti + 1));
+            task_index += 1;
+            let g = b.locations.add_group(name, GroupKind::Process, parent);
+            let base = b.locations.len() as u32;
+            for hi in 0..threads {
+                let idx = b.locations.len();
+                let name = thread_names
+                    .and_then(|n| n.get(idx))
+                    .cloned()
+                    .unwrap_or_else(|| format!("THREAD {}.{}.{}", ai + 1, ti + 1, hi + 1));
+                b.locations
+                    .add(name, LocationKind::Thread, Some(g), idx as i64);
+            }
+            tasks.push((base, threads));
+        }
+        table.apps.push(tasks);
+    }
+
+    let ctx = Ctx {
+        locs: &table,
+        unit: header.ns_per_unit,
+    };
+    let mut state_values: HashSet<u32> = HashSet::new();
+    let mut event_types: HashSet<u32> = HashSet::new();
+    let mut global_ops: HashSet<u32> = HashSet::new();
+    let src = path.to_path_buf();
+    {
+        let b = &mut b;
+        blocks.for_each_parallel(
+            |block| parse_block(block, &ctx),
+            |_block, chunk| {
+                if let Some((pos, msg)) = chunk.error {
+                    if chunk.truncated {
+                        b.diagnostics.repair("truncated-record", &src, pos, 1, || {
+                            format!("the last record is incomplete ({msg}); skipped")
+                        })?;
+                    } else {
+                        return Err(Error::parse(&src, pos, msg));
+                    }
+                }
+                b.intervals.extend_from_slice(&chunk.intervals);
+                b.events.extend_from_slice(&chunk.events);
+                b.messages.extend_from_slice(&chunk.messages);
+                b.collectives.extend_from_slice(&chunk.collectives);
+                b.communicators.extend(chunk.comms);
+                state_values.extend(chunk.state_values);
+                event_types.extend(chunk.event_types);
+                global_ops.extend(chunk.global_ops);
+                Ok(())
+            },
+        )?;
+    }
+
+    // states: the .pcf's, then values met in the records
+    for (id, name) in &pcf.states {
+        b.states
+            .add(name, default_class(name), pcf.colors.get(id).copied(), *id);
+    }
+    let mut values: Vec<u32> = state_values.into_iter().collect();
+    values.sort_unstable();
+    for v in values {
+        if b.states.by_external(v as i64).is_none() {
+            let name = match STANDARD_STATES.get(v as usize) {
+                Some(n) if pcf.states.is_empty() => n.to_string(),
+                _ => format!("State {v}"),
+            };
+            let name = if b.states.by_name(&name).is_some() {
+                format!("State {v}")
+            } else {
+                name
+            };
+            b.states.add(
+                &name,
+                default_class(&name),
+                pcf.colors.get(&(v as i64)).copied(),
+                v as i64,
+            );
+        }
+    }
+    let state_map = dense_map(b.states.iter().map(|(id, s)| (s.external_id, id)));
+    remap(&mut b.intervals, |r| &mut r.state, &state_map);
+
+    for (ty, name, vals) in &pcf.event_types {
+        let id = b.event_types.add(*ty, name);
+        for (v, n) in vals {
+            b.event_types.name_value(id, *v, n);
+        }
+    }
+    let mut types: Vec<u32> = event_types.into_iter().collect();
+    types.sort_unstable();
+    for t in types {
+        if b.event_types.by_external(t as i64).is_none() {
+            b.event_types.add(t as i64, &format!("Event type {t}"));
+        }
+    }
+    let type_map = dense_map(
+        b.event_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.external_id, i as u32)),
+    );
+    remap(&mut b.events, |e| &mut e.kind, &type_map);
+
+    let mut ops: Vec<u32> = global_ops.into_iter().collect();
+    ops.sort_unstable();
+    let mut op_map = HashMap::new();
+    for o in ops {
+        op_map.insert(o, b.collective_op(&format!("global op {o}")));
+    }
+    let op_map = dense_map(op_map.into_iter().map(|(k, v)| (k as i64, v)));
+    remap(&mut b.collectives, |c| &mut c.op, &op_map);
+
+    let mut t = b.finish(BuildOptions {
+        warn_unsorted: true,
+    })?;
+    t.reclassify(&opts.classes)?;
+    Ok(t)
+}
+
+/// A lookup from external ids (non-negative, fitting u32) to table ids.
+enum IdMap {
+    Dense(Vec<u32>),
+    Sparse(HashMap<u32, u32>),
+}
+
+fn dense_map(pairs: impl Iterator<Item = (i64, u32)>) -> IdMap {
+    let pairs: Vec<(u32, u32)> = pairs
+        .filter_map(|(e, i)| u32::try_from(e).ok().map(|e| (e, i)))
+        .collect();
+    let max = pairs.iter().map(|p| p.0).max().unwrap_or(0);
+    if max < 1 << 20 {
+        let mut v = vec![u32::MAX; max as usize + 1];
+        for (e, i) in pairs {
+            if v[e as usize] == u32::MAX {
+                v[e as usize] = i;
+            }
+        }
+        IdMap::Dense(v)
+    } else {
+        let mut m = HashMap::new();
+        for (e, i) in pairs {
+            m.entry(e).or_insert(i);
+        }
+        IdMap::Sparse(m)
+    }
+}
+
+fn remap<T: Send>(items: &mut [T], field: impl Fn(&mut T) -> &mut u32 + Sync, map: &IdMap) {
+    use rayon::prelude::*;
+    items.par_iter_mut().for_each(|it| {
+        let f = field(it);
+        *f = match map {
+            IdMap::Dense(v) => v.get(*f as usize).copied().unwrap_or(0),
+            IdMap::Sparse(m) => m.get(f).copied().unwrap_or(0),
+        };
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_of_the_qsort_trace() {
+        let h =
+            parse_header("#Paraver (26/01/04 at 16:35):260199:4:1:4(1:1,1:2,1:3,1:4),8").unwrap();
+        assert_eq!(h.end_time, 260199);
+        assert_eq!(h.ns_per_unit, 1000);
+        assert!(h.nodes.is_empty());
+        assert_eq!(h.apps, vec![vec![(1, 1), (1, 2), (1, 3), (1, 4)]]);
+    }
+
+    #[test]
+    fn header_with_nodes_and_ns() {
+        let h =
+            parse_header("#Paraver (06/01/2011 at 11:22):2001_ns:2(1,1):1:2(1:1,1:2),0").unwrap();
+        assert_eq!(h.ns_per_unit, 1);
+        assert_eq!(h.nodes, vec![1, 1]);
+        assert_eq!(h.apps[0].len(), 2);
+        let h = parse_header("#Paraver (x):10_ns:0:2:1(2:1):2(1:1,1:1)").unwrap();
+        assert_eq!(h.apps, vec![vec![(2, 1)], vec![(1, 1), (1, 1)]]);
+    }
+
+    #[test]
+    fn bad_headers() {
+        for (h, want) in [
+            ("#Paraver (x):abc:0:1:1(1:1)", "end time"),
+            ("#Paraver (x):10:0:2:1(1:1)", "application description"),
+            ("#Paraver (x):10:0:1:2(1:1)", "task description"),
+            ("#Paraver (x):10:0:1:1(99999999999:1)", "absurd"),
+            ("#Paraver (x):10:0:1:20000000(1:1)", "absurd"),
+            ("#Paraver (x", "')'"),
+            ("hello", "#Paraver"),
+        ] {
+            let e = parse_header(h).unwrap_err();
+            assert!(e.contains(want), "{h}: {e}");
+        }
+    }
+}

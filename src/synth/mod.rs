@@ -1,0 +1,168 @@
+//! Synthetic SPMD workloads: a message-passing timing model ([`sim`])
+//! simulated on P processors, written as Paraver or Chrome JSON traces
+//! (streamed: P = 65,536 and 10^8 records never sit in memory) or built
+//! directly into the model.
+//!
+//! Workloads:
+//! * [`gauss`]: Gaussian elimination and back substitution with
+//!   `(BLOCK,*)`, `(CYCLIC,*)` and `(CYCLIC,CYCLIC)` distributions;
+//! * [`hypercube`]: broadcast and global sum on a hypercube;
+//! * [`kernel`]: a data-parallel kernel with its element access tensor.
+//!
+//! The output is deterministic for a given seed.
+
+pub mod gauss;
+pub mod hypercube;
+pub mod kernel;
+pub mod sim;
+pub mod sink;
+pub mod writers;
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::export::npy::NpyWriter;
+use crate::model::{Time, Trace};
+
+pub use gauss::Distribution;
+pub use kernel::KernelParams;
+pub use sim::{MachineModel, Sim};
+pub use sink::{Layout, Record, RecordSink};
+pub use writers::{ChromeWriter, ModelSink, ParaverWriter};
+
+/// A workload to simulate.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    Gauss { n: u64, dist: Distribution },
+    Broadcast { bytes: u64, reps: u32, work: f64 },
+    GlobalSum { elems: u64, reps: u32, work: f64 },
+    Kernel(KernelParams),
+}
+
+impl Workload {
+    pub fn describe(&self) -> String {
+        match self {
+            Workload::Gauss { n, dist } => {
+                format!("gaussian elimination n={n} distribution={dist:?}")
+            }
+            Workload::Broadcast { bytes, reps, work } => {
+                format!("hypercube broadcast bytes={bytes} reps={reps} work={work}")
+            }
+            Workload::GlobalSum { elems, reps, work } => {
+                format!("hypercube global sum elems={elems} reps={reps} work={work}")
+            }
+            Workload::Kernel(k) => format!(
+                "data-parallel kernel {}x{} steps={} setup={}",
+                k.width, k.height, k.steps, k.setup_steps
+            ),
+        }
+    }
+}
+
+/// Everything a simulation needs.
+#[derive(Debug, Clone)]
+pub struct SynthConfig {
+    pub workload: Workload,
+    pub procs: u32,
+    pub procs_per_node: u32,
+    pub model: MachineModel,
+    pub seed: u64,
+}
+
+/// What a simulation produced.
+#[derive(Debug, Clone, Copy)]
+pub struct SynthReport {
+    pub records: u64,
+    pub end: Time,
+}
+
+/// The most processors a simulation accepts.
+pub const MAX_PROCS: u32 = 1 << 24;
+
+/// Runs the simulation into `sink`; writes the kernel's access tensor to
+/// `tensor` when given.
+pub fn simulate(
+    cfg: &SynthConfig,
+    sink: &mut dyn RecordSink,
+    tensor: Option<&Path>,
+) -> Result<SynthReport> {
+    if cfg.procs == 0 || cfg.procs > MAX_PROCS {
+        return Err(Error::Invalid(format!(
+            "the number of processors must be in 1..={MAX_PROCS}, got {}",
+            cfg.procs
+        )));
+    }
+    let layout = Layout {
+        procs: cfg.procs,
+        procs_per_node: cfg.procs_per_node.max(1),
+        description: cfg.workload.describe(),
+    };
+    let mut writer = match (&cfg.workload, tensor) {
+        (Workload::Kernel(k), Some(path)) => {
+            let shape = kernel::tensor_shape(k, cfg.procs);
+            let n: u64 = shape.iter().product();
+            if n > kernel::MAX_TENSOR_ELEMENTS {
+                return Err(Error::Invalid(format!(
+                    "the access tensor {shape:?} would hold {n} values (limit {}); use fewer steps, elements or processors",
+                    kernel::MAX_TENSOR_ELEMENTS
+                )));
+            }
+            Some(NpyWriter::<u32>::create(path, &shape)?)
+        }
+        (_, Some(_)) => {
+            return Err(Error::Invalid(
+                "an access tensor is only produced by the kernel workload".into(),
+            ));
+        }
+        _ => None,
+    };
+    let mut sim = Sim::new(&layout, cfg.model, cfg.seed, sink)?;
+    match &cfg.workload {
+        Workload::Gauss { n, dist } => gauss::run(&mut sim, *n, *dist)?,
+        Workload::Broadcast { bytes, reps, work } => {
+            hypercube::broadcast(&mut sim, *bytes, *reps, *work)?
+        }
+        Workload::GlobalSum { elems, reps, work } => {
+            hypercube::global_sum(&mut sim, *elems, *reps, *work)?
+        }
+        Workload::Kernel(k) => kernel::run(&mut sim, *k, writer.as_mut())?,
+    }
+    let (end, records) = sim.finish()?;
+    if let Some(w) = writer {
+        w.finish()?;
+    }
+    Ok(SynthReport { records, end })
+}
+
+/// Simulates straight into a trace in memory.
+pub fn to_trace(cfg: &SynthConfig) -> Result<Trace> {
+    let mut sink = ModelSink::new();
+    simulate(cfg, &mut sink, None)?;
+    sink.into_trace()
+}
+
+/// Output formats of [`write`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    Paraver,
+    ChromeJson,
+}
+
+/// Simulates and writes the trace to `path`.
+pub fn write(
+    cfg: &SynthConfig,
+    format: OutputFormat,
+    path: &Path,
+    tensor: Option<&Path>,
+) -> Result<SynthReport> {
+    match format {
+        OutputFormat::Paraver => {
+            let mut w = ParaverWriter::create(path)?;
+            simulate(cfg, &mut w, tensor)
+        }
+        OutputFormat::ChromeJson => {
+            let mut w = ChromeWriter::create(path)?;
+            simulate(cfg, &mut w, tensor)
+        }
+    }
+}

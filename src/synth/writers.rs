@@ -1,0 +1,507 @@
+//! Trace writers for simulated runs: Paraver (`.prv` + `.pcf` + `.row`) and
+//! Chrome JSON, streamed to disk; and a sink that builds the model directly.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::sink::{Layout, PHASES, Record, RecordSink, SimEvent, SimState};
+use crate::error::{Error, Result};
+use crate::export::AtomicFile;
+use crate::model::{
+    BuildOptions, Format, GroupKind, LocationKind, StateClass, Time, TimeUnit, Trace, TraceBuilder,
+};
+
+fn push_u64(buf: &mut Vec<u8>, v: u64) {
+    buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+fn push_i64(buf: &mut Vec<u8>, v: i64) {
+    buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+fn nodes(layout: &Layout) -> u32 {
+    layout.procs.div_ceil(layout.procs_per_node.max(1))
+}
+
+/// Writes a Paraver trace; `.pcf` and `.row` are written beside it.
+pub struct ParaverWriter {
+    path: PathBuf,
+    file: Option<AtomicFile>,
+    end_offset: u64,
+    buf: Vec<u8>,
+    layout: Option<Layout>,
+}
+
+impl ParaverWriter {
+    pub fn create(path: &Path) -> Result<Self> {
+        Ok(ParaverWriter {
+            path: path.to_path_buf(),
+            file: Some(AtomicFile::create(path, &[])?),
+            end_offset: 0,
+            buf: Vec::with_capacity(1 << 16),
+            layout: None,
+        })
+    }
+
+    fn file(&mut self) -> Result<&mut AtomicFile> {
+        self.file
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("the Paraver writer was already finished".into()))
+    }
+
+    fn flush_buf(&mut self) -> Result<()> {
+        let buf = std::mem::take(&mut self.buf);
+        let path = self.path.clone();
+        self.file()?
+            .write_all(&buf)
+            .map_err(|e| Error::io(path, e))?;
+        self.buf = buf;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn sibling(&self, ext: &str) -> PathBuf {
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.path.with_file_name(format!("{stem}.{ext}"))
+    }
+
+    fn pcf() -> String {
+        let mut s = String::from(
+            "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\nLOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\n\n\nSTATES\n",
+        );
+        for st in SimState::ALL {
+            s.push_str(&format!("{}    {}\n", st.paraver_id(), st.name()));
+        }
+        s.push_str("\n\nSTATES_COLOR\n");
+        for st in SimState::ALL {
+            let [r, g, b] = st.color();
+            s.push_str(&format!("{}    {{{r},{g},{b}}}\n", st.paraver_id()));
+        }
+        s.push_str("\n\nEVENT_TYPE\n");
+        s.push_str(&format!(
+            "0    {}    {}\nVALUES\n",
+            SimEvent::Phase.paraver_type(),
+            SimEvent::Phase.name()
+        ));
+        for (v, n) in PHASES {
+            s.push_str(&format!("{v}      {n}\n"));
+        }
+        s.push_str(&format!(
+            "\n\nEVENT_TYPE\n0    {}    {}\n\n",
+            SimEvent::Iteration.paraver_type(),
+            SimEvent::Iteration.name()
+        ));
+        s
+    }
+
+    fn row(layout: &Layout) -> String {
+        let mut s = String::new();
+        let n = nodes(layout);
+        s.push_str(&format!("LEVEL NODE SIZE {n}\n"));
+        for i in 0..n {
+            s.push_str(&format!("node {i}\n"));
+        }
+        for level in ["TASK", "THREAD"] {
+            s.push_str(&format!("\nLEVEL {level} SIZE {}\n", layout.procs));
+            for r in 0..layout.procs {
+                s.push_str(&format!("rank {r}\n"));
+            }
+        }
+        s
+    }
+}
+
+impl RecordSink for ParaverWriter {
+    fn begin(&mut self, layout: &Layout) -> Result<()> {
+        let n = nodes(layout);
+        let ppn = layout.procs_per_node.max(1);
+        let mut h = String::from("#Paraver (01/01/70 at 00:00):");
+        self.end_offset = h.len() as u64;
+        h.push_str(&format!("{:020}_ns:", 0));
+        let cpus: Vec<String> = (0..n)
+            .map(|i| (ppn.min(layout.procs - i * ppn)).to_string())
+            .collect();
+        h.push_str(&format!("{n}({}):1:{}(", cpus.join(","), layout.procs));
+        let tasks: Vec<String> = (0..layout.procs)
+            .map(|r| format!("1:{}", r / ppn + 1))
+            .collect();
+        h.push_str(&tasks.join(","));
+        h.push_str(")\n");
+        self.buf.extend_from_slice(h.as_bytes());
+        self.layout = Some(layout.clone());
+        Ok(())
+    }
+
+    fn record(&mut self, r: &Record) -> Result<()> {
+        let b = &mut self.buf;
+        match *r {
+            Record::State {
+                loc,
+                start,
+                end,
+                state,
+            } => {
+                let t = loc as u64 + 1;
+                b.extend_from_slice(b"1:");
+                push_u64(b, t);
+                b.extend_from_slice(b":1:");
+                push_u64(b, t);
+                b.extend_from_slice(b":1:");
+                push_u64(b, start);
+                b.push(b':');
+                push_u64(b, end);
+                b.push(b':');
+                push_u64(b, state.paraver_id() as u64);
+            }
+            Record::Message {
+                src,
+                dst,
+                send,
+                recv,
+                bytes,
+                tag,
+            } => {
+                let (s, d) = (src as u64 + 1, dst as u64 + 1);
+                b.extend_from_slice(b"3:");
+                push_u64(b, s);
+                b.extend_from_slice(b":1:");
+                push_u64(b, s);
+                b.extend_from_slice(b":1:");
+                push_u64(b, send);
+                b.push(b':');
+                push_u64(b, send);
+                b.push(b':');
+                push_u64(b, d);
+                b.extend_from_slice(b":1:");
+                push_u64(b, d);
+                b.extend_from_slice(b":1:");
+                push_u64(b, recv);
+                b.push(b':');
+                push_u64(b, recv);
+                b.push(b':');
+                push_u64(b, bytes);
+                b.push(b':');
+                push_i64(b, tag);
+            }
+            Record::Event {
+                loc,
+                time,
+                kind,
+                value,
+            } => {
+                let t = loc as u64 + 1;
+                b.extend_from_slice(b"2:");
+                push_u64(b, t);
+                b.extend_from_slice(b":1:");
+                push_u64(b, t);
+                b.extend_from_slice(b":1:");
+                push_u64(b, time);
+                b.push(b':');
+                push_u64(b, kind.paraver_type() as u64);
+                b.push(b':');
+                push_i64(b, value);
+            }
+        }
+        b.push(b'\n');
+        if self.buf.len() >= 1 << 16 {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, end: Time) -> Result<()> {
+        self.flush_buf()?;
+        let off = self.end_offset;
+        let path = self.path.clone();
+        let mut file = self
+            .file
+            .take()
+            .ok_or_else(|| Error::Invalid("the Paraver writer was already finished".into()))?;
+        file.patch_at(off, format!("{end:020}").as_bytes())
+            .map_err(|e| Error::io(&path, e))?;
+        file.commit()?;
+        let layout = self
+            .layout
+            .clone()
+            .ok_or_else(|| Error::Invalid("no layout given".into()))?;
+        crate::export::write_atomic(&self.sibling("pcf"), Self::pcf().as_bytes(), &[])?;
+        crate::export::write_atomic(&self.sibling("row"), Self::row(&layout).as_bytes(), &[])?;
+        Ok(())
+    }
+}
+
+/// Writes Chrome Trace Event JSON, one event per line.
+pub struct ChromeWriter {
+    path: PathBuf,
+    file: Option<AtomicFile>,
+    buf: Vec<u8>,
+    description: String,
+    flow_id: u64,
+}
+
+fn push_us(b: &mut Vec<u8>, ns: u64) {
+    push_u64(b, ns / 1000);
+    let f = ns % 1000;
+    if f != 0 {
+        b.push(b'.');
+        b.extend_from_slice(format!("{f:03}").as_bytes());
+    }
+}
+
+impl ChromeWriter {
+    pub fn create(path: &Path) -> Result<Self> {
+        Ok(ChromeWriter {
+            path: path.to_path_buf(),
+            file: Some(AtomicFile::create(path, &[])?),
+            buf: Vec::with_capacity(1 << 16),
+            description: String::new(),
+            flow_id: 0,
+        })
+    }
+
+    fn flush_buf(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let f = self
+            .file
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("the Chrome writer was already finished".into()))?;
+        f.write_all(&self.buf).map_err(|e| Error::io(path, e))?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn head(&mut self, ph: &str, loc: u32, time: Time) {
+        let b = &mut self.buf;
+        b.extend_from_slice(b",\n{\"ph\":\"");
+        b.extend_from_slice(ph.as_bytes());
+        b.extend_from_slice(b"\",\"pid\":");
+        push_u64(b, loc as u64);
+        b.extend_from_slice(b",\"tid\":");
+        push_u64(b, loc as u64);
+        b.extend_from_slice(b",\"ts\":");
+        push_us(b, time);
+    }
+}
+
+impl RecordSink for ChromeWriter {
+    fn begin(&mut self, layout: &Layout) -> Result<()> {
+        self.description = layout.description.clone();
+        self.buf.extend_from_slice(b"{\"traceEvents\":[\n");
+        self.buf.extend_from_slice(b"{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0\"}}");
+        for r in 0..layout.procs {
+            if r > 0 {
+                self.buf.extend_from_slice(
+                    format!(",\n{{\"ph\":\"M\",\"pid\":{r},\"tid\":{r},\"name\":\"process_name\",\"args\":{{\"name\":\"rank {r}\"}}}}").as_bytes(),
+                );
+            }
+            self.buf.extend_from_slice(
+                format!(",\n{{\"ph\":\"M\",\"pid\":{r},\"tid\":{r},\"name\":\"thread_name\",\"args\":{{\"name\":\"rank {r}\"}}}}").as_bytes(),
+            );
+            if self.buf.len() >= 1 << 16 {
+                self.flush_buf()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, r: &Record) -> Result<()> {
+        match *r {
+            Record::State {
+                loc,
+                start,
+                end,
+                state,
+            } => {
+                self.head("X", loc, start);
+                let b = &mut self.buf;
+                b.extend_from_slice(b",\"dur\":");
+                push_us(b, end - start);
+                b.extend_from_slice(b",\"name\":\"");
+                b.extend_from_slice(state.name().as_bytes());
+                b.extend_from_slice(b"\",\"cat\":\"");
+                b.extend_from_slice(state.category().as_bytes());
+                b.extend_from_slice(b"\"}");
+            }
+            Record::Message {
+                src,
+                dst,
+                send,
+                recv,
+                bytes,
+                tag,
+            } => {
+                self.flow_id += 1;
+                let id = self.flow_id;
+                self.head("s", src, send);
+                let b = &mut self.buf;
+                b.extend_from_slice(b",\"name\":\"message\",\"cat\":\"message\",\"id\":");
+                push_u64(b, id);
+                b.extend_from_slice(b",\"args\":{\"bytes\":");
+                push_u64(b, bytes);
+                b.extend_from_slice(b",\"tag\":");
+                push_i64(b, tag);
+                b.extend_from_slice(b"}}");
+                self.head("f", dst, recv);
+                let b = &mut self.buf;
+                b.extend_from_slice(
+                    b",\"bp\":\"e\",\"name\":\"message\",\"cat\":\"message\",\"id\":",
+                );
+                push_u64(b, id);
+                b.push(b'}');
+            }
+            Record::Event {
+                loc,
+                time,
+                kind,
+                value,
+            } => {
+                self.head("i", loc, time);
+                let b = &mut self.buf;
+                b.extend_from_slice(b",\"s\":\"t\",\"name\":\"");
+                b.extend_from_slice(kind.name().as_bytes());
+                b.extend_from_slice(b"\",\"args\":{\"value\":");
+                push_i64(b, value);
+                b.extend_from_slice(b"}}");
+            }
+        }
+        if self.buf.len() >= 1 << 16 {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _end: Time) -> Result<()> {
+        let desc = serde_json::to_string(&self.description).unwrap_or_else(|_| "\"\"".into());
+        self.buf.extend_from_slice(
+            format!("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"tapestry synth\",\"workload\":{desc}}}}}\n")
+                .as_bytes(),
+        );
+        self.flush_buf()?;
+        self.file
+            .take()
+            .ok_or_else(|| Error::Invalid("the Chrome writer was already finished".into()))?
+            .commit()
+    }
+}
+
+/// Builds the model directly from the records, as the readers would build it
+/// from the files (the reference of the round-trip tests).
+pub struct ModelSink {
+    builder: Option<TraceBuilder>,
+    trace: Option<Trace>,
+}
+
+impl Default for ModelSink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ModelSink {
+    pub fn new() -> Self {
+        ModelSink {
+            builder: Some(TraceBuilder::new(
+                Format::Synthetic,
+                "",
+                TimeUnit::nanoseconds(),
+                false,
+            )),
+            trace: None,
+        }
+    }
+
+    /// The trace, once [`RecordSink::finish`] has run.
+    pub fn into_trace(self) -> Result<Trace> {
+        self.trace
+            .ok_or_else(|| Error::Invalid("the simulation did not finish".into()))
+    }
+
+    fn b(&mut self) -> Result<&mut TraceBuilder> {
+        self.builder
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("the model sink already finished".into()))
+    }
+}
+
+impl RecordSink for ModelSink {
+    fn begin(&mut self, layout: &Layout) -> Result<()> {
+        let b = self.b()?;
+        let ppn = layout.procs_per_node.max(1);
+        let nodes: Vec<u32> = (0..nodes(layout))
+            .map(|i| {
+                b.locations
+                    .add_group(format!("node {i}"), GroupKind::Node, None)
+            })
+            .collect();
+        for r in 0..layout.procs {
+            let g = b.locations.add_group(
+                format!("rank {r}"),
+                GroupKind::Process,
+                Some(nodes[(r / ppn) as usize]),
+            );
+            b.locations
+                .add(format!("rank {r}"), LocationKind::Thread, Some(g), r as i64);
+        }
+        for st in SimState::ALL {
+            let class = if st == SimState::Running {
+                StateClass::Busy
+            } else {
+                StateClass::Overhead
+            };
+            b.states
+                .add(st.name(), class, Some(st.color()), st.paraver_id() as i64);
+        }
+        for ev in SimEvent::ALL {
+            b.event_types.add(ev.paraver_type() as i64, ev.name());
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, r: &Record) -> Result<()> {
+        let b = self.b()?;
+        match *r {
+            Record::State {
+                loc,
+                start,
+                end,
+                state,
+            } => {
+                let s = SimState::ALL.iter().position(|x| *x == state).unwrap_or(0) as u32;
+                b.interval(loc, start, end, s);
+            }
+            Record::Message {
+                src,
+                dst,
+                send,
+                recv,
+                bytes,
+                tag,
+            } => b.message(src, dst, send, recv, bytes, tag),
+            Record::Event {
+                loc,
+                time,
+                kind,
+                value,
+            } => {
+                let k = SimEvent::ALL.iter().position(|x| *x == kind).unwrap_or(0) as u32;
+                b.event(loc, time, k, value);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, end: Time) -> Result<()> {
+        let mut b = self
+            .builder
+            .take()
+            .ok_or_else(|| Error::Invalid("the model sink already finished".into()))?;
+        b.set_declared_end(end);
+        self.trace = Some(b.finish(BuildOptions {
+            warn_unsorted: true,
+        })?);
+        Ok(())
+    }
+}
