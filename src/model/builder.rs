@@ -247,55 +247,88 @@ impl TraceBuilder {
         let nloc = self.locations.len();
         let src = self.source.clone();
 
-        if opts.warn_unsorted {
-            let mut last = vec![0 as Time; nloc];
-            let mut unsorted = 0u64;
-            for r in &self.intervals {
-                let l = &mut last[r.loc as usize];
-                if r.start < *l {
-                    unsorted += 1;
-                }
-                *l = (*l).max(r.start);
+        // bucket by location (stable, O(N)): records mostly arrive in time
+        // order, so each location's run is usually sorted already
+        let raw = std::mem::take(&mut self.intervals);
+        let mut offsets = vec![0u64; nloc + 1];
+        for r in &raw {
+            offsets[r.loc as usize + 1] += 1;
+        }
+        for l in 0..nloc {
+            offsets[l + 1] += offsets[l];
+        }
+        let n = raw.len();
+        let mut start = vec![0 as Time; n];
+        let mut end = vec![0 as Time; n];
+        let mut state = vec![0 as StateId; n];
+        {
+            let mut fill: Vec<u64> = offsets[..nloc].to_vec();
+            for r in &raw {
+                let k = &mut fill[r.loc as usize];
+                let i = *k as usize;
+                start[i] = r.start;
+                end[i] = r.end;
+                state[i] = r.state;
+                *k += 1;
             }
+        }
+        drop(raw);
+        // sort the runs that are not in order, counting them
+        let mut unsorted = 0u64;
+        let mut scratch: Vec<(Time, Time, StateId)> = Vec::new();
+        for l in 0..nloc {
+            let (a, b) = (offsets[l] as usize, offsets[l + 1] as usize);
+            let back = (a + 1..b).filter(|&i| start[i] < start[i - 1]).count() as u64;
+            let out_of_order =
+                back > 0 || (a + 1..b).any(|i| start[i] == start[i - 1] && end[i] < end[i - 1]);
+            if out_of_order {
+                unsorted += back;
+                scratch.clear();
+                scratch.extend((a..b).map(|i| (start[i], end[i], state[i])));
+                scratch.sort_unstable();
+                for (k, &(s0, e0, st)) in scratch.iter().enumerate() {
+                    start[a + k] = s0;
+                    end[a + k] = e0;
+                    state[a + k] = st;
+                }
+            }
+        }
+        if opts.warn_unsorted {
             self.diagnostics.repair("unsorted", &src, Position::none(), unsorted, || {
                 format!("{unsorted} state record(s) start before an earlier record of the same location; sorted by time")
             })?;
         }
-
-        let mut raw = std::mem::take(&mut self.intervals);
-        raw.par_sort_unstable_by(|a, b| (a.loc, a.start, a.end).cmp(&(b.loc, b.start, b.end)));
-        let mut offsets = Vec::with_capacity(nloc + 1);
-        let mut start = Vec::with_capacity(raw.len());
-        let mut end = Vec::with_capacity(raw.len());
-        let mut state = Vec::with_capacity(raw.len());
+        // clip overlaps and drop empty intervals, compacting in place
         let mut overlaps = 0u64;
         let mut max_time: Time = 0;
-        let mut i = 0usize;
-        offsets.push(0u64);
-        for l in 0..nloc as LocId {
-            let mut prev_end: Time = 0;
-            let mut first = true;
-            while i < raw.len() && raw[i].loc == l {
-                let r = raw[i];
-                i += 1;
-                let mut s = r.start;
-                if !first && s < prev_end {
+        let mut w = 0usize;
+        for l in 0..nloc {
+            let (a, b) = (offsets[l] as usize, offsets[l + 1] as usize);
+            offsets[l] = w as u64;
+            let mut prev_end: Option<Time> = None;
+            for i in a..b {
+                let mut s0 = start[i];
+                if let Some(pe) = prev_end
+                    && s0 < pe
+                {
                     overlaps += 1;
-                    s = prev_end;
+                    s0 = pe;
                 }
-                if r.end <= s {
+                if end[i] <= s0 {
                     continue;
                 }
-                start.push(s);
-                end.push(r.end);
-                state.push(r.state);
-                prev_end = r.end;
-                first = false;
-                max_time = max_time.max(r.end);
+                start[w] = s0;
+                end[w] = end[i];
+                state[w] = state[i];
+                prev_end = Some(end[i]);
+                max_time = max_time.max(end[i]);
+                w += 1;
             }
-            offsets.push(start.len() as u64);
         }
-        drop(raw);
+        offsets[nloc] = w as u64;
+        start.truncate(w);
+        end.truncate(w);
+        state.truncate(w);
         self.diagnostics
             .repair("overlapping-states", &src, Position::none(), overlaps, || {
                 format!("{overlaps} state interval(s) overlap an earlier interval of the same location; clipped")

@@ -1,7 +1,7 @@
 //! Instant events, messages, counters and collective operations, each stored
 //! column by column.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 

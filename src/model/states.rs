@@ -1,6 +1,6 @@
 //! The state table: names, colours and the busy / overhead / idle class.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 

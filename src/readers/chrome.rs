@@ -24,6 +24,8 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -42,14 +44,27 @@ use crate::model::{
     TimeUnit, Trace, TraceBuilder, flatten_nested,
 };
 
+/// A string borrowed from the input unless it has escapes (serde borrows a
+/// `Cow` only when it is not wrapped in an `Option`).
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 #[derive(Deserialize)]
 struct RawEv<'a> {
     #[serde(borrow, default)]
-    ph: Option<Cow<'a, str>>,
+    ph: Option<Text<'a>>,
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    name: Option<Text<'a>>,
     #[serde(borrow, default)]
-    cat: Option<Cow<'a, str>>,
+    cat: Option<Text<'a>>,
     #[serde(borrow, default)]
     pid: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -63,9 +78,24 @@ struct RawEv<'a> {
     #[serde(borrow, default)]
     id2: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    s: Option<Cow<'a, str>>,
+    s: Option<Text<'a>>,
     #[serde(borrow, default)]
     args: Option<&'a RawValue>,
+}
+
+/// The members of `args` the reader uses, parsed without allocating.
+#[derive(Deserialize, Default)]
+struct LiteArgs<'a> {
+    #[serde(default)]
+    value: Option<serde_json::Number>,
+    #[serde(default)]
+    bytes: Option<u64>,
+    #[serde(default)]
+    tag: Option<i64>,
+    #[serde(borrow, default)]
+    name: Option<Text<'a>>,
+    #[serde(default)]
+    sort_index: Option<i64>,
 }
 
 /// A process or thread id: a number or a string.
@@ -99,17 +129,17 @@ struct Ev<'a> {
     tid: Option<Ident<'a>>,
     ts: Option<i64>,
     dur: Option<i64>,
-    id: Option<String>,
+    id: Option<Cow<'a, str>>,
     scope: u8,
-    args: Option<&'a RawValue>,
+    args: Option<&'a str>,
+    lite: LiteArgs<'a>,
     off: usize,
 }
 
 const HANDLED: &[u8] = b"BEXiIRnPCMstfbeSF";
 const IGNORED: &[u8] = b"TpONDcvV()";
 
-fn ident<'a>(v: &'a RawValue, what: &str) -> std::result::Result<Ident<'a>, String> {
-    let t = v.get();
+fn ident<'a>(t: &'a str, what: &str) -> std::result::Result<Ident<'a>, String> {
     if t.starts_with('"') {
         let s: Cow<str> =
             serde_json::from_str(t).map_err(|e| format!("bad string in {what}: {e}"))?;
@@ -135,8 +165,7 @@ fn clip(s: &str) -> String {
     t
 }
 
-fn micros(v: &RawValue, what: &str) -> std::result::Result<i64, String> {
-    let t = v.get();
+fn micros(t: &str, what: &str) -> std::result::Result<i64, String> {
     let t = t
         .strip_prefix('"')
         .and_then(|x| x.strip_suffix('"'))
@@ -150,22 +179,206 @@ fn micros(v: &RawValue, what: &str) -> std::result::Result<i64, String> {
     })
 }
 
-fn id_text(v: &RawValue) -> String {
-    let t = v.get();
+fn id_text(t: &str) -> Cow<'_, str> {
     if t.starts_with('{') {
         // id2: {"local": ...} or {"global": ...}
         if let Ok(m) = serde_json::from_str::<HashMap<String, serde_json::Value>>(t) {
             let mut keys: Vec<_> = m.iter().map(|(k, v)| format!("{k}:{v}")).collect();
             keys.sort();
-            return keys.join(",");
+            return Cow::Owned(keys.join(","));
         }
     }
-    t.trim_matches('"').to_string()
+    Cow::Borrowed(t.trim_matches('"'))
+}
+
+/// The members of an event that the reader uses, as text.
+#[derive(Default)]
+struct Fields<'a> {
+    ph: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    cat: Option<Cow<'a, str>>,
+    s: Option<Cow<'a, str>>,
+    pid: Option<&'a str>,
+    tid: Option<&'a str>,
+    ts: Option<&'a str>,
+    dur: Option<&'a str>,
+    id: Option<&'a str>,
+    id2: Option<&'a str>,
+    args: Option<&'a str>,
+}
+
+/// Parses an event object with serde_json (any valid JSON, full checking).
+fn fields_serde(bytes: &[u8]) -> std::result::Result<Fields<'_>, String> {
+    let raw: RawEv =
+        serde_json::from_slice(bytes).map_err(|e| format!("malformed event object: {e}"))?;
+    Ok(Fields {
+        ph: raw.ph.map(|t| t.0),
+        name: raw.name.map(|t| t.0),
+        cat: raw.cat.map(|t| t.0),
+        s: raw.s.map(|t| t.0),
+        pid: raw.pid.map(RawValue::get),
+        tid: raw.tid.map(RawValue::get),
+        ts: raw.ts.map(RawValue::get),
+        dur: raw.dur.map(RawValue::get),
+        id: raw.id.map(RawValue::get),
+        id2: raw.id2.map(RawValue::get),
+        args: raw.args.map(RawValue::get),
+    })
+}
+
+/// Fast path for the common shape of event objects: strings without
+/// escapes, no duplicate members. Returns `None` for anything else, which
+/// then goes through [`fields_serde`] (for the exact error message too).
+/// Members the reader does not use are checked for balanced brackets,
+/// well-formed strings and literals only.
+fn fields_fast(b: &[u8]) -> Option<Fields<'_>> {
+    let text = std::str::from_utf8(b).ok()?;
+    let n = b.len();
+    let ws = |mut i: usize| {
+        while i < n && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
+            i += 1;
+        }
+        i
+    };
+    // a string without escapes starting at the quote at i: (text, end)
+    let string = |i: usize| -> Option<(&str, usize)> {
+        let k = memchr::memchr2(b'"', b'\\', &b[i + 1..])?;
+        if b[i + 1 + k] != b'"' {
+            return None;
+        }
+        let t = text.get(i + 1..i + 1 + k)?;
+        if t.bytes().any(|c| c < 0x20) {
+            return None;
+        }
+        Some((t, i + 2 + k))
+    };
+    let mut f = Fields::default();
+    let mut i = ws(0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(i + 1);
+    if b.get(i) == Some(&b'}') {
+        return (ws(i + 1) == n).then_some(f);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (key, e) = string(i)?;
+        i = ws(e);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(i + 1);
+        let v0 = i;
+        let (text_str, end) = match *b.get(i)? {
+            b'"' => {
+                let (t, e) = string(i)?;
+                (Some(t), e)
+            }
+            b'{' | b'[' => match super::json_split::scan_value(b, i) {
+                super::json_split::Scan::Complete(e) => (None, e),
+                _ => return None,
+            },
+            _ => {
+                let mut j = i;
+                while j < n && !matches!(b[j], b',' | b'}' | b' ' | b'\n' | b'\r' | b'\t') {
+                    j += 1;
+                }
+                let lit = &b[i..j];
+                if !(lit == b"true" || lit == b"false" || lit == b"null" || is_json_number(lit)) {
+                    return None;
+                }
+                (None, j)
+            }
+        };
+        // raw text of the value (valid UTF-8: strings were checked, the rest is ASCII or checked here)
+        let raw = text.get(v0..end)?;
+        match key {
+            "ph" | "name" | "cat" | "s" => {
+                let t = text_str?;
+                let slot = match key {
+                    "ph" => &mut f.ph,
+                    "name" => &mut f.name,
+                    "cat" => &mut f.cat,
+                    _ => &mut f.s,
+                };
+                if slot.is_some() {
+                    return None;
+                }
+                *slot = Some(Cow::Borrowed(t));
+            }
+            "pid" | "tid" | "ts" | "dur" | "id" | "id2" | "args" => {
+                let slot = match key {
+                    "pid" => &mut f.pid,
+                    "tid" => &mut f.tid,
+                    "ts" => &mut f.ts,
+                    "dur" => &mut f.dur,
+                    "id" => &mut f.id,
+                    "id2" => &mut f.id2,
+                    _ => &mut f.args,
+                };
+                if slot.is_some() {
+                    return None;
+                }
+                *slot = Some(raw);
+            }
+            _ => {}
+        }
+        i = ws(end);
+        match b.get(i) {
+            Some(b',') => i = ws(i + 1),
+            Some(b'}') => return (ws(i + 1) == n).then_some(f),
+            _ => return None,
+        }
+    }
+}
+
+fn is_json_number(t: &[u8]) -> bool {
+    let mut i = 0;
+    let n = t.len();
+    if i < n && t[i] == b'-' {
+        i += 1;
+    }
+    let d0 = i;
+    while i < n && t[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i == d0 || (t[d0] == b'0' && i - d0 > 1) {
+        return false;
+    }
+    if i < n && t[i] == b'.' {
+        i += 1;
+        let f0 = i;
+        while i < n && t[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == f0 {
+            return false;
+        }
+    }
+    if i < n && (t[i] == b'e' || t[i] == b'E') {
+        i += 1;
+        if i < n && (t[i] == b'+' || t[i] == b'-') {
+            i += 1;
+        }
+        let e0 = i;
+        while i < n && t[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == e0 {
+            return false;
+        }
+    }
+    i == n
 }
 
 fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> {
-    let raw: RawEv =
-        serde_json::from_slice(bytes).map_err(|e| format!("malformed event object: {e}"))?;
+    let raw = match fields_fast(bytes) {
+        Some(f) => f,
+        None => fields_serde(bytes)?,
+    };
     let ph = raw
         .ph
         .ok_or("expected a \"ph\" (phase) member in the event, found none")?;
@@ -181,10 +394,7 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
         Some(v) => {
             let t = micros(v, "\"ts\"")?;
             if t < 0 {
-                return Err(format!(
-                    "expected a non-negative \"ts\", found {}",
-                    clip(v.get())
-                ));
+                return Err(format!("expected a non-negative \"ts\", found {}", clip(v)));
             }
             Some(t)
         }
@@ -202,7 +412,7 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
             if d < 0 {
                 return Err(format!(
                     "expected a non-negative \"dur\", found {}",
-                    clip(v.get())
+                    clip(v)
                 ));
             }
             Some(d)
@@ -222,6 +432,10 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
         .as_deref()
         .and_then(|s| s.bytes().next())
         .unwrap_or(b't');
+    let lite = match (ph, raw.args) {
+        (b'C', _) | (_, None) => LiteArgs::default(),
+        (_, Some(a)) => serde_json::from_str(a).map_err(|e| format!("malformed \"args\": {e}"))?,
+    };
     Ok(Ev {
         ph,
         name: raw.name.unwrap_or(Cow::Borrowed("")),
@@ -233,6 +447,7 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
         id,
         scope,
         args: raw.args,
+        lite,
         off,
     })
 }
@@ -275,15 +490,16 @@ struct AsyncEv {
 #[derive(Default)]
 struct Acc {
     threads: Vec<(Ident<'static>, Ident<'static>, ThreadAcc)>,
-    thread_idx: HashMap<(Ident<'static>, Ident<'static>), u32>,
+    thread_idx: FxHashMap<(Ident<'static>, Ident<'static>), u32>,
     procs: Vec<(Ident<'static>, ProcAcc)>,
-    proc_idx: HashMap<Ident<'static>, u32>,
+    proc_idx: FxHashMap<Ident<'static>, u32>,
     instants: Vec<(i64, u32, u32, i64)>,
     counters: Vec<(i64, u32, u32, f64)>,
     flows: Vec<Flow>,
-    flow_keys: HashMap<(String, String), u32>,
+    flow_keys: FxHashMap<String, u32>,
     asyncs: Vec<AsyncEv>,
-    async_keys: HashMap<(u32, String, String), u32>,
+    async_keys: FxHashMap<String, u32>,
+    key_buf: String,
     ignored: HashMap<u8, u64>,
     missing_dur: (u64, Option<Position>),
     min_ts: i64,
@@ -292,6 +508,21 @@ struct Acc {
 }
 
 impl Acc {
+    /// Interns the key made of `parts` in `map` without allocating on hits.
+    fn key(map: &mut FxHashMap<String, u32>, buf: &mut String, parts: &[&str]) -> u32 {
+        buf.clear();
+        for p in parts {
+            buf.push_str(p);
+            buf.push('\u{1}');
+        }
+        if let Some(&k) = map.get(buf.as_str()) {
+            return k;
+        }
+        let k = map.len() as u32;
+        map.insert(buf.clone(), k);
+        k
+    }
+
     fn proc_of(&mut self, pid: &Ident) -> u32 {
         if let Some(&i) = self.proc_idx.get(pid) {
             return i;
@@ -326,8 +557,8 @@ fn class_of(cat: &str) -> StateClass {
     }
 }
 
-fn arg_map(args: Option<&RawValue>) -> Option<serde_json::Map<String, serde_json::Value>> {
-    serde_json::from_str(args?.get()).ok()
+fn arg_map(args: Option<&str>) -> Option<serde_json::Map<String, serde_json::Value>> {
+    serde_json::from_str(args?).ok()
 }
 
 fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
@@ -383,9 +614,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                 thread(acc)
             };
             let kind = b.event_types.intern(&ev.name);
-            let value = arg_map(ev.args)
-                .and_then(|m| m.get("value").and_then(|v| v.as_i64()))
-                .unwrap_or(0);
+            let value = ev.lite.value.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
             acc.instants.push((ts, loc, kind, value));
         }
         b'C' => {
@@ -398,7 +627,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                     } else {
                         format!("{}.{k}", ev.name)
                     };
-                    if let Some(id) = &ev.id {
+                    if let Some(id) = ev.id.as_deref() {
                         name = format!("{name}[{id}]");
                     }
                     let c = b.counter_def(&name, "");
@@ -407,16 +636,8 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             }
         }
         b'M' => {
-            let m = arg_map(ev.args);
-            let name = m
-                .as_ref()
-                .and_then(|m| m.get("name"))
-                .and_then(|v| v.as_str())
-                .map(str::to_string);
-            let sort = m
-                .as_ref()
-                .and_then(|m| m.get("sort_index"))
-                .and_then(|v| v.as_i64());
+            let name = ev.lite.name.as_ref().map(|t| t.0.to_string());
+            let sort = ev.lite.sort_index;
             match ev.name.as_ref() {
                 "process_name" => {
                     let p = acc.proc_of(&pid);
@@ -443,19 +664,10 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         }
         b's' | b't' | b'f' => {
             let t = thread(acc);
-            let id = ev.id.clone().unwrap_or_default();
-            let n = acc.flow_keys.len() as u32;
-            let key = *acc.flow_keys.entry((ev.cat.to_string(), id)).or_insert(n);
-            let m = arg_map(ev.args);
-            let bytes = m
-                .as_ref()
-                .and_then(|m| m.get("bytes"))
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0);
-            let tag = m
-                .as_ref()
-                .and_then(|m| m.get("tag"))
-                .and_then(|v| v.as_i64());
+            let id = ev.id.as_deref().unwrap_or("");
+            let key = Acc::key(&mut acc.flow_keys, &mut acc.key_buf, &[&ev.cat, id]);
+            let bytes = ev.lite.bytes.unwrap_or(0);
+            let tag = ev.lite.tag;
             acc.flows.push(Flow {
                 key,
                 ph: ev.ph,
@@ -468,12 +680,9 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         }
         b'b' | b'e' | b'S' | b'F' => {
             let p = acc.proc_of(&pid);
-            let id = ev.id.clone().unwrap_or_default();
-            let n = acc.async_keys.len() as u32;
-            let key = *acc
-                .async_keys
-                .entry((p, ev.cat.to_string(), id))
-                .or_insert(n);
+            let id = ev.id.as_deref().unwrap_or("");
+            let pkey = p.to_string();
+            let key = Acc::key(&mut acc.async_keys, &mut acc.key_buf, &[&pkey, &ev.cat, id]);
             acc.asyncs.push(AsyncEv {
                 pid: p,
                 key,

@@ -75,7 +75,7 @@ pub struct Splitter {
     pub top_strings: Vec<(String, String)>,
 }
 
-enum Scan {
+pub(crate) enum Scan {
     /// A complete value ends at this index (exclusive).
     Complete(usize),
     /// More input is needed.
@@ -87,7 +87,7 @@ enum Scan {
 /// Finds the end of the JSON value starting at `buf[i]` (which is not
 /// whitespace). Strings and nesting are tracked; the content is validated
 /// later by the event parser.
-fn scan_value(buf: &[u8], i: usize) -> Scan {
+pub(crate) fn scan_value(buf: &[u8], i: usize) -> Scan {
     let n = buf.len();
     match buf[i] {
         b'"' => match scan_string(buf, i) {

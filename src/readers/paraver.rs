@@ -362,31 +362,19 @@ impl<'a> Fields<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn uint(&mut self, names: &[&str]) -> std::result::Result<u64, String> {
         let s = self.s;
-        let mut i = self.pos;
+        let start = self.pos;
+        let mut i = start;
         let mut v: u64 = 0;
-        let start = i;
         while i < s.len() {
-            let c = s[i];
-            if c.is_ascii_digit() {
-                v = match v
-                    .checked_mul(10)
-                    .and_then(|v| v.checked_add((c - b'0') as u64))
-                {
-                    Some(v) => v,
-                    None => {
-                        return Err(format!(
-                            "expected {} (an unsigned 64-bit integer), found a number that overflows",
-                            field_name(names, self.idx)
-                        ));
-                    }
-                };
-                i += 1;
-            } else {
+            let d = s[i].wrapping_sub(b'0');
+            if d > 9 {
                 break;
             }
+            v = v.wrapping_mul(10).wrapping_add(d as u64);
+            i += 1;
         }
         if i == start || (i < s.len() && s[i] != b':') {
             return Err(format!(
@@ -394,6 +382,19 @@ impl<'a> Fields<'a> {
                 field_name(names, self.idx),
                 self.found()
             ));
+        }
+        if i - start >= 20 {
+            // only numbers of 20 or more digits can overflow: check exactly
+            let mut c: u64 = 0;
+            for &ch in &s[start..i] {
+                c = c.checked_mul(10).and_then(|c| c.checked_add((ch - b'0') as u64)).ok_or_else(|| {
+                    format!(
+                        "expected {} (an unsigned 64-bit integer), found a number that overflows",
+                        field_name(names, self.idx)
+                    )
+                })?;
+            }
+            v = c;
         }
         self.pos = if i < s.len() { i + 1 } else { i };
         self.idx += 1;
