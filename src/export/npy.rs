@@ -148,8 +148,9 @@ mod tests {
         let p = d.path().join("a.npy");
         write_array(&p, &[2, 2], &[1u32, 2, 3, 4]).unwrap();
         let bytes = std::fs::read(&p).unwrap();
-        assert_eq!(bytes.len(), 64 + 16);
-        assert_eq!(&bytes[64..68], &1u32.to_le_bytes());
+        let h = header::<u32>(&[2, 2]).len();
+        assert_eq!(bytes.len(), h + 16);
+        assert_eq!(&bytes[h..h + 4], &1u32.to_le_bytes());
         assert!(write_array(&p, &[3], &[1u32]).is_err());
     }
 }

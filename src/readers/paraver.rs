@@ -117,8 +117,14 @@ pub fn parse_header(line: &str) -> std::result::Result<Header, String> {
             fields[0]
         )
     })?;
-    let nodes = parse_counted_list(fields[1], "resources")?
-        .1
+    let (n_nodes, cpu_list) = parse_counted_list(fields[1], "resources")?;
+    if !cpu_list.is_empty() && cpu_list.len() as u64 != n_nodes {
+        return Err(format!(
+            "expected {n_nodes} CPU count(s) in the resources of the header, found {}",
+            cpu_list.len()
+        ));
+    }
+    let mut nodes = cpu_list
         .into_iter()
         .map(|s| {
             s.trim().parse::<u32>().map_err(|_| {
@@ -126,6 +132,10 @@ pub fn parse_header(line: &str) -> std::result::Result<Header, String> {
             })
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
+    if nodes.is_empty() {
+        // a node count without CPU counts
+        nodes = vec![0; n_nodes as usize];
+    }
     let n_appl: usize = fields[2].trim().parse().map_err(|_| {
         format!(
             "expected the number of applications in the header, found '{}'",
@@ -881,7 +891,7 @@ mod tests {
             parse_header("#Paraver (26/01/04 at 16:35):260199:4:1:4(1:1,1:2,1:3,1:4),8").unwrap();
         assert_eq!(h.end_time, 260199);
         assert_eq!(h.ns_per_unit, 1000);
-        assert!(h.nodes.is_empty());
+        assert_eq!(h.nodes, vec![0, 0, 0, 0]);
         assert_eq!(h.apps, vec![vec![(1, 1), (1, 2), (1, 3), (1, 4)]]);
     }
 
@@ -902,7 +912,7 @@ mod tests {
             ("#Paraver (x):abc:0:1:1(1:1)", "end time"),
             ("#Paraver (x):10:0:2:1(1:1)", "application description"),
             ("#Paraver (x):10:0:1:2(1:1)", "task description"),
-            ("#Paraver (x):10:0:1:1(99999999999:1)", "absurd"),
+            ("#Paraver (x):10:0:1:1(20000000:1)", "absurd"),
             ("#Paraver (x):10:0:1:20000000(1:1)", "absurd"),
             ("#Paraver (x", "')'"),
             ("hello", "#Paraver"),

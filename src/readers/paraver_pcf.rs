@@ -44,9 +44,14 @@ pub fn parse_pcf(text: &str) -> Pcf {
     let mut sec = Sec::None;
     // indices into pcf.event_types of the types of the current block
     let mut block: Vec<usize> = Vec::new();
+    // a blank line ends a section, except right after its keyword
+    let mut fresh = false;
     for raw in text.lines() {
         let line = raw.trim();
         if line.is_empty() {
+            if fresh {
+                continue;
+            }
             if sec != Sec::EventType {
                 sec = Sec::None;
             }
@@ -55,8 +60,10 @@ pub fn parse_pcf(text: &str) -> Pcf {
             }
             continue;
         }
+        fresh = false;
         let first = line.split_whitespace().next().unwrap_or("");
         if KEYWORDS.contains(&first) && line.split_whitespace().count() == 1 {
+            fresh = true;
             sec = match first {
                 "STATES" => Sec::States,
                 "STATES_COLOR" => Sec::Colors,
@@ -84,12 +91,9 @@ pub fn parse_pcf(text: &str) -> Pcf {
                 }
             }
             Sec::EventType => {
-                // "gradient type name..."
-                let mut it = line.splitn(3, char::is_whitespace);
-                let _gradient = it.next();
-                let ty = it.next().and_then(|t| t.trim().parse::<i64>().ok());
-                let name = it.next().map(str::trim).unwrap_or("");
-                if let Some(ty) = ty {
+                // "gradient type name..." (fields separated by any run of blanks)
+                let ty_and_name = split_id(line).and_then(|(_gradient, rest)| split_id(rest));
+                if let Some((ty, name)) = ty_and_name {
                     pcf.event_types.push((ty, name.to_string(), Vec::new()));
                     block.push(pcf.event_types.len() - 1);
                 }
@@ -155,17 +159,18 @@ mod tests {
 
     #[test]
     fn pcf_states_colors_and_events() {
-        let text = "DEFAULT_OPTIONS\n\nLEVEL THREAD\nUNITS MICROSEC\n\nSTATES\n0    Idle\n1    Running\n\nSTATES_COLOR\n0    {117,195,255}\n1    {0,0,255}\n\n\nEVENT_TYPE\n6    40000001    Application\n6    40000003    Flushing Traces\nVALUES\n1      Begin\n0      End\n\n\nEVENT_TYPE\n6    40000011    I/O Size\n\n";
+        let text = "EVENT_TYPE\n9   50000001    MPI Point-to-point\nVALUES\n2   MPI_Recv\n\nDEFAULT_OPTIONS\n\nLEVEL THREAD\nUNITS MICROSEC\n\nSTATES\n0    Idle\n1    Running\n\nSTATES_COLOR\n0    {117,195,255}\n1    {0,0,255}\n\n\nEVENT_TYPE\n6    40000001    Application\n6    40000003    Flushing Traces\nVALUES\n1      Begin\n0      End\n\n\nEVENT_TYPE\n6    40000011    I/O Size\n\n";
         let p = parse_pcf(text);
         assert_eq!(p.states, vec![(0, "Idle".into()), (1, "Running".into())]);
         assert_eq!(p.colors[&1], [0, 0, 255]);
-        assert_eq!(p.event_types.len(), 3);
-        assert_eq!(p.event_types[0].1, "Application");
+        assert_eq!(p.event_types.len(), 4);
         assert_eq!(
-            p.event_types[1].2,
-            vec![(1, "Begin".into()), (0, "End".into())]
+            p.event_types[0],
+            (50000001, "MPI Point-to-point".into(), vec![(2, "MPI_Recv".into())])
         );
-        assert!(p.event_types[2].2.is_empty());
+        assert_eq!(p.event_types[1].1, "Application");
+        assert_eq!(p.event_types[2].2, vec![(1, "Begin".into()), (0, "End".into())]);
+        assert!(p.event_types[3].2.is_empty());
         assert_eq!(p.units.as_deref(), Some("MICROSEC"));
     }
 

@@ -1,0 +1,282 @@
+//! Malformed input: every reader reports the file, the position, what it
+//! expected and what it found, exits non-zero and never panics; recoverable
+//! damage is repaired with a warning, or refused with `--strict`.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+
+use common::{tapestry, write};
+use tapestry::readers::{self, ReadOptions};
+
+const PRV_HEAD: &str = "#Paraver (01/01/70 at 00:00):1000_ns:1(2):1:2(1:1,1:1)\n";
+
+fn strict() -> ReadOptions {
+    ReadOptions {
+        strict: true,
+        ..Default::default()
+    }
+}
+
+/// Reading fails; the message names the file and contains every `want`.
+fn fails(path: &Path, opts: &ReadOptions, want: &[&str]) {
+    let e = match readers::read(path, opts) {
+        Ok(_) => panic!("reading {} must fail", path.display()),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains(&path.display().to_string()), "no file name in: {e}");
+    for w in want {
+        assert!(e.contains(w), "'{w}' missing in: {e}");
+    }
+    // and the command line exits with 1 and an error message, not a panic
+    let (code, _, err) = tapestry(&[
+        "info",
+        path.to_str().unwrap(),
+        if opts.strict { "--strict" } else { "--locations=1" },
+    ]);
+    assert_eq!(code, 1, "exit code for {}: {err}", path.display());
+    assert!(err.starts_with("error:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Reading succeeds with exactly one warning of `kind` affecting `count` records.
+fn repairs(path: &Path, kind: &str, count: u64) -> tapestry::Trace {
+    let t = readers::read(path, &ReadOptions::default()).unwrap();
+    let w: Vec<_> = t.meta.diagnostics.warnings.iter().map(|w| (w.kind, w.count)).collect();
+    assert_eq!(w, vec![(kind, count)], "{}", path.display());
+    fails(path, &strict(), &["strict"]);
+    let (code, _, err) = tapestry(&["info", path.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(err.contains("warning:") && err.contains(kind), "{err}");
+    t
+}
+
+#[test]
+fn paraver_malformed_records() {
+    let d = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        ("1:1:1:1:1:abc:20:1\n", &["line 2", "field 6 (begin time)", "'abc'"]),
+        ("1:1:1:1:1:0:20:1\n9:1:2:3\n", &["line 3", "record type", "'9'"]),
+        ("1:1:1:1:1:20:10:1\n", &["line 2", "ends before it begins"]),
+        ("1:1:1:1:1:-5:10:1\n", &["line 2", "unsigned integer", "'-5'"]),
+        ("1:1:1:1:1:0:99999999999999999999999:1\n", &["line 2", "overflows"]),
+        ("1:1:1:7:1:0:10:1\n", &["line 2", "1:7:1", "declared in the header"]),
+        ("1:1:1:1:1:0:10\n2:1:1:1:1:0:5:5\n", &["line 2", "state", "end of the line"]),
+        ("2:1:1:1:1:5:7\n", &["line 2", "value after event type 7"]),
+        ("3:1:1:1:1:0:0:1:1:2:1:5\n", &["line 2", "physical receive time"]),
+        ("c:1:5:3:1:2\n", &["line 2", "declares 3 member(s), found 2"]),
+        ("hello\n", &["line 2", "'hello'"]),
+    ];
+    for (i, (body, want)) in cases.iter().enumerate() {
+        let p = write(d.path(), &format!("bad{i}.prv"), format!("{PRV_HEAD}{body}").as_bytes());
+        fails(&p, &ReadOptions::default(), want);
+    }
+    // a time that fits in microseconds but not in nanoseconds
+    let p = write(
+        d.path(),
+        "us.prv",
+        b"#Paraver (x):10_us:0:1:1(1:1)\n1:1:1:1:1:0:18446744073709552:1\n",
+    );
+    fails(&p, &ReadOptions::default(), &["line 2", "overflows 64-bit nanoseconds"]);
+    for (i, (head, want)) in [
+        ("#Paraver (x):abc:0:1:1(1:1)\n", "end time"),
+        ("#Paraver (x):10:0:1:20000000(1:1)\n", "absurd"),
+        ("#Paraver (x):10:0:1:1(99999999:1)\n", "absurd"),
+        ("#Paraver (x):10:0:3:1(1:1)\n", "application description"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let p = write(d.path(), &format!("head{i}.prv"), head.as_bytes());
+        fails(&p, &ReadOptions::default(), &["line 1", want]);
+    }
+}
+
+#[test]
+fn paraver_repairs() {
+    let d = tempfile::tempdir().unwrap();
+    // truncated last record
+    let p = write(d.path(), "trunc.prv", format!("{PRV_HEAD}1:1:1:1:1:0:10:1\n1:1:1:1:1:10:2").as_bytes());
+    let t = repairs(&p, "truncated-record", 1);
+    assert_eq!(t.intervals.len(), 1);
+    // unsorted records
+    let p = write(d.path(), "unsorted.prv", format!("{PRV_HEAD}1:1:1:1:1:10:20:1\n1:1:1:1:1:0:10:3\n").as_bytes());
+    let t = repairs(&p, "unsorted", 1);
+    assert_eq!(t.intervals.of(0).iter().collect::<Vec<_>>()[0].0, 0);
+    // overlapping state records
+    let p = write(d.path(), "overlap.prv", format!("{PRV_HEAD}1:1:1:1:1:0:10:1\n1:1:1:1:1:5:20:3\n").as_bytes());
+    let t = repairs(&p, "overlapping-states", 1);
+    assert_eq!(t.intervals.of(0).iter().collect::<Vec<_>>(), vec![(0, 10, 0), (10, 20, 1)]);
+}
+
+#[test]
+fn paraver_gzip_and_empty() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("z.prv.gz");
+    let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&p).unwrap(), flate2::Compression::fast());
+    e.write_all(format!("{PRV_HEAD}1:1:1:2:1:0:10:1\n").as_bytes()).unwrap();
+    e.finish().unwrap();
+    let t = readers::read(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(t.intervals.of(1).len(), 1);
+    let p = write(d.path(), "empty.prv", b"");
+    fails(&p, &ReadOptions::default(), &["empty"]);
+    let p = write(d.path(), "binary.bin", &[0u8, 159, 146, 150, 1, 2, 3]);
+    fails(&p, &ReadOptions::default(), &["unrecognised trace format"]);
+    let missing = d.path().join("nope.prv");
+    fails(&missing, &ReadOptions::default(), &["No such file"]);
+}
+
+#[test]
+fn chrome_malformed_events() {
+    let d = tempfile::tempdir().unwrap();
+    let ok = r#"{"ph":"X","pid":1,"tid":1,"ts":1,"dur":2,"name":"a"}"#;
+    let cases: &[(&str, &[&str])] = &[
+        (r#"{"ph":"X","pid":1,"tid":1,"ts":"abc","dur":2,"name":"a"}"#, &["line 3", "\"ts\"", "abc"]),
+        (r#"{"ph":"Z","pid":1,"tid":1,"ts":1,"name":"a"}"#, &["line 3", "phase", "\"Z\""]),
+        (r#"{"ph":"X","pid":1,"tid":1,"ts":5,"dur":-2,"name":"a"}"#, &["line 3", "non-negative \"dur\""]),
+        (r#"{"ph":"B","pid":1,"tid":1,"ts":-5,"name":"a"}"#, &["line 3", "non-negative \"ts\""]),
+        (r#"{"ph":"B","pid":1,"tid":1,"ts":NaN,"name":"a"}"#, &["line 3", "malformed event"]),
+        (r#"{"ph":"B","pid":1,"tid":1,"ts":1e30,"name":"a"}"#, &["line 3", "out of range"]),
+        (r#"{"ph":"B","pid":1e300,"tid":1,"ts":1,"name":"a"}"#, &["line 3", "\"pid\""]),
+        (r#"{"ph":"B","pid":[1],"tid":1,"ts":1,"name":"a"}"#, &["line 3", "\"pid\""]),
+        (r#"{"ph":"B","pid":1,"tid":1,"name":"a"}"#, &["line 3", "\"ts\" member"]),
+        (r#"{"pid":1,"tid":1,"ts":1}"#, &["line 3", "\"ph\""]),
+        (r#"{"ph":"X","ph":"X","pid":1,"tid":1,"ts":1,"dur":1}"#, &["line 3", "duplicate field"]),
+        (r#"{"ph":"i","pid":1,"tid":1,"ts":1,"args":{"value":}}"#, &["line 3", "args"]),
+        ("17", &["line 3", "expected an event object"]),
+    ];
+    for (i, (bad, want)) in cases.iter().enumerate() {
+        let text = format!("[\n{ok},\n{bad}\n]\n");
+        let p = write(d.path(), &format!("bad{i}.json"), text.as_bytes());
+        fails(&p, &ReadOptions::default(), want);
+    }
+    let p = write(d.path(), "trail.json", format!("[{ok}] garbage").as_bytes());
+    fails(&p, &ReadOptions::default(), &["end of the file"]);
+    let p = write(d.path(), "te.json", br#"{"traceEvents": 5}"#);
+    fails(&p, &ReadOptions::default(), &["array"]);
+}
+
+#[test]
+fn chrome_repairs() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "trunc.json",
+        br#"[{"ph":"X","pid":1,"tid":1,"ts":1,"dur":2,"name":"a"},{"ph":"X","pid":1,"ti"#,
+    );
+    let t = repairs(&p, "truncated-file", 1);
+    assert_eq!(t.intervals.len(), 1);
+    let p = write(
+        d.path(),
+        "unmatched.json",
+        br#"[{"ph":"B","pid":1,"tid":1,"ts":1,"name":"a"},{"ph":"E","pid":1,"tid":1,"ts":3},{"ph":"E","pid":1,"tid":1,"ts":4}]"#,
+    );
+    repairs(&p, "unmatched-end", 1);
+    let p = write(
+        d.path(),
+        "unclosed.json",
+        br#"[{"ph":"B","pid":1,"tid":1,"ts":1,"name":"a"},{"ph":"X","pid":1,"tid":2,"ts":1,"dur":9,"name":"b"}]"#,
+    );
+    let t = repairs(&p, "unclosed-begin", 1);
+    // closed at the end of the trace (10 µs after its 1 µs origin)
+    assert_eq!(t.intervals.of(0).iter().collect::<Vec<_>>(), vec![(0, 9_000, 0)]);
+    let p = write(
+        d.path(),
+        "flow.json",
+        br#"[{"ph":"s","pid":1,"tid":1,"ts":1,"id":"7","name":"m"},{"ph":"X","pid":1,"tid":1,"ts":1,"dur":1,"name":"b"}]"#,
+    );
+    repairs(&p, "unterminated-flow", 1);
+}
+
+#[test]
+fn chrome_exact_large_timestamps_and_escapes() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "epoch.json",
+        br#"{"traceEvents":[
+{"ph":"X","pid":1,"tid":1,"ts":1700000000123456.789,"dur":0.001,"name":"tick \"quoted\" \u00e9"},
+{"ph":"X","pid":1,"tid":1,"ts":1700000000123456.790,"dur":0.002,"name":"b"}
+],"displayTimeUnit":"ns"}"#,
+    );
+    let t = readers::read(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(t.meta.origin_ns, 1_700_000_000_123_456_789);
+    assert_eq!(t.intervals.of(0).iter().collect::<Vec<_>>(), vec![(0, 1, 0), (1, 3, 1)]);
+    assert_eq!(t.states.get(0).unwrap().name, "tick \"quoted\" é");
+}
+
+const PICL: &str = "\
+-3 -901 0.000000 0 0 0
+-3 -901 0.000000 1 0 0
+-3 -21 0.000010 0 0 4 2 1024 7 1 0
+-4 -21 0.000012 0 0 0
+-3 -52 0.000005 1 0 3 2 7 0 0
+-4 -52 0.000020 1 0 4 2 1024 7 0 0
+-3 -11 0.000030 1 0 0
+-4 -901 0.000040 0 0 0
+-4 -901 0.000050 1 0 0
+";
+
+#[test]
+fn picl_exact_model() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "run.trf", PICL.as_bytes());
+    let t = readers::read(&p, &ReadOptions::default()).unwrap();
+    assert!(t.meta.diagnostics.warnings.is_empty());
+    assert_eq!(t.num_locations(), 2);
+    let name = |s: u32| t.states.get(s).unwrap().name.clone();
+    let l0: Vec<_> = t.intervals.of(0).iter().map(|(a, b, s)| (a, b, name(s))).collect();
+    assert_eq!(
+        l0,
+        vec![(0, 10_000, "busy".into()), (10_000, 12_000, "send".into()), (12_000, 40_000, "busy".into())]
+    );
+    let l1: Vec<_> = t.intervals.of(1).iter().map(|(a, b, s)| (a, b, name(s))).collect();
+    assert_eq!(
+        l1,
+        vec![(0, 5_000, "busy".into()), (5_000, 20_000, "recv".into()), (20_000, 50_000, "busy".into())]
+    );
+    assert_eq!(t.messages.len(), 1);
+    assert_eq!(
+        (t.messages.sender[0], t.messages.receiver[0], t.messages.send_time[0], t.messages.recv_time[0]),
+        (0, 1, 10_000, 20_000)
+    );
+    assert_eq!((t.messages.bytes[0], t.messages.tag[0]), (1024, 7));
+    assert_eq!(t.events.len(), 1);
+    assert_eq!(t.meta.span, 50_000);
+}
+
+#[test]
+fn picl_malformed_and_repairs() {
+    let d = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        ("-3 -21 abc 0 0 0\n", &["line 2", "time", "'abc'"]),
+        ("-3 -21 -0.5 0 0 0\n", &["line 2", "non-negative"]),
+        ("-3 -21 0.5 99999999999 0 0\n", &["line 2", "processor"]),
+        ("-3 -21 0.5 0 0 3 2 1\n", &["line 2", "3 data value"]),
+        ("-3 x 0.5 0 0 0\n", &["line 2", "event", "'x'"]),
+        ("-3 -21 0.5 0 0 99999999999\n", &["line 2", "data count"]),
+    ];
+    for (i, (bad, want)) in cases.iter().enumerate() {
+        let p = write(d.path(), &format!("bad{i}.trf"), format!("-3 -901 0.0 0 0 0\n{bad}").as_bytes());
+        fails(&p, &ReadOptions::default(), want);
+    }
+    let p = write(d.path(), "trunc.trf", format!("{PICL}-3 -21 0.00").as_bytes());
+    repairs(&p, "truncated-record", 1);
+    let p = write(d.path(), "unmatched.trf", b"-3 -901 0.0 0 0 0\n-4 -21 0.1 0 0 0\n-4 -901 0.2 0 0 0\n");
+    repairs(&p, "unmatched-end", 1);
+}
+
+#[test]
+fn busy_override_from_the_command_line() {
+    let p = common::shared_trace("paraver-qsort/qsort_beo3.prv");
+    let (code, out, _) = tapestry(&["info", "--json", "--busy", "Running,Bloking*", p.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let busy = &v["time_per_class"][0];
+    assert_eq!(busy["name"], "busy");
+    assert_eq!(busy["time_ns"].as_u64().unwrap(), 304_498_000 + 296_575_000);
+    let (code, _, err) = tapestry(&["info", "--busy", "NoSuchState", p.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("matches no state"), "{err}");
+}
