@@ -25,7 +25,10 @@ fn fails(path: &Path, opts: &ReadOptions, want: &[&str]) {
         Ok(_) => panic!("reading {} must fail", path.display()),
         Err(e) => e.to_string(),
     };
-    assert!(e.contains(&path.display().to_string()), "no file name in: {e}");
+    assert!(
+        e.contains(&path.display().to_string()),
+        "no file name in: {e}"
+    );
     for w in want {
         assert!(e.contains(w), "'{w}' missing in: {e}");
     }
@@ -33,7 +36,11 @@ fn fails(path: &Path, opts: &ReadOptions, want: &[&str]) {
     let (code, _, err) = tapestry(&[
         "info",
         path.to_str().unwrap(),
-        if opts.strict { "--strict" } else { "--locations=1" },
+        if opts.strict {
+            "--strict"
+        } else {
+            "--locations=1"
+        },
     ]);
     assert_eq!(code, 1, "exit code for {}: {err}", path.display());
     assert!(err.starts_with("error:"), "{err}");
@@ -43,7 +50,13 @@ fn fails(path: &Path, opts: &ReadOptions, want: &[&str]) {
 /// Reading succeeds with exactly one warning of `kind` affecting `count` records.
 fn repairs(path: &Path, kind: &str, count: u64) -> tapestry::Trace {
     let t = readers::read(path, &ReadOptions::default()).unwrap();
-    let w: Vec<_> = t.meta.diagnostics.warnings.iter().map(|w| (w.kind, w.count)).collect();
+    let w: Vec<_> = t
+        .meta
+        .diagnostics
+        .warnings
+        .iter()
+        .map(|w| (w.kind, w.count))
+        .collect();
     assert_eq!(w, vec![(kind, count)], "{}", path.display());
     fails(path, &strict(), &["strict"]);
     let (code, _, err) = tapestry(&["info", path.to_str().unwrap()]);
@@ -56,20 +69,48 @@ fn repairs(path: &Path, kind: &str, count: u64) -> tapestry::Trace {
 fn paraver_malformed_records() {
     let d = tempfile::tempdir().unwrap();
     let cases: &[(&str, &[&str])] = &[
-        ("1:1:1:1:1:abc:20:1\n", &["line 2", "field 6 (begin time)", "'abc'"]),
-        ("1:1:1:1:1:0:20:1\n9:1:2:3\n", &["line 3", "record type", "'9'"]),
+        (
+            "1:1:1:1:1:abc:20:1\n",
+            &["line 2", "field 6 (begin time)", "'abc'"],
+        ),
+        (
+            "1:1:1:1:1:0:20:1\n9:1:2:3\n",
+            &["line 3", "record type", "'9'"],
+        ),
         ("1:1:1:1:1:20:10:1\n", &["line 2", "ends before it begins"]),
-        ("1:1:1:1:1:-5:10:1\n", &["line 2", "unsigned integer", "'-5'"]),
-        ("1:1:1:1:1:0:99999999999999999999999:1\n", &["line 2", "overflows"]),
-        ("1:1:1:7:1:0:10:1\n", &["line 2", "1:7:1", "declared in the header"]),
-        ("1:1:1:1:1:0:10\n2:1:1:1:1:0:5:5\n", &["line 2", "state", "end of the line"]),
+        (
+            "1:1:1:1:1:-5:10:1\n",
+            &["line 2", "unsigned integer", "'-5'"],
+        ),
+        (
+            "1:1:1:1:1:0:99999999999999999999999:1\n",
+            &["line 2", "overflows"],
+        ),
+        (
+            "1:1:1:7:1:0:10:1\n",
+            &["line 2", "1:7:1", "declared in the header"],
+        ),
+        (
+            "1:1:1:1:1:0:10\n2:1:1:1:1:0:5:5\n",
+            &["line 2", "state", "end of the line"],
+        ),
         ("2:1:1:1:1:5:7\n", &["line 2", "value after event type 7"]),
-        ("3:1:1:1:1:0:0:1:1:2:1:5\n", &["line 2", "physical receive time"]),
-        ("c:1:5:3:1:2\n", &["line 2", "declares 3 member(s), found 2"]),
+        (
+            "3:1:1:1:1:0:0:1:1:2:1:5\n",
+            &["line 2", "physical receive time"],
+        ),
+        (
+            "c:1:5:3:1:2\n",
+            &["line 2", "declares 3 member(s), found 2"],
+        ),
         ("hello\n", &["line 2", "'hello'"]),
     ];
     for (i, (body, want)) in cases.iter().enumerate() {
-        let p = write(d.path(), &format!("bad{i}.prv"), format!("{PRV_HEAD}{body}").as_bytes());
+        let p = write(
+            d.path(),
+            &format!("bad{i}.prv"),
+            format!("{PRV_HEAD}{body}").as_bytes(),
+        );
         fails(&p, &ReadOptions::default(), want);
     }
     // a time that fits in microseconds but not in nanoseconds
@@ -78,7 +119,11 @@ fn paraver_malformed_records() {
         "us.prv",
         b"#Paraver (x):10_us:0:1:1(1:1)\n1:1:1:1:1:0:18446744073709552:1\n",
     );
-    fails(&p, &ReadOptions::default(), &["line 2", "overflows 64-bit nanoseconds"]);
+    fails(
+        &p,
+        &ReadOptions::default(),
+        &["line 2", "overflows 64-bit nanoseconds"],
+    );
     for (i, (head, want)) in [
         ("#Paraver (x):abc:0:1:1(1:1)\n", "end time"),
         ("#Paraver (x):10:0:1:20000000(1:1)\n", "absurd"),
@@ -97,25 +142,44 @@ fn paraver_malformed_records() {
 fn paraver_repairs() {
     let d = tempfile::tempdir().unwrap();
     // truncated last record
-    let p = write(d.path(), "trunc.prv", format!("{PRV_HEAD}1:1:1:1:1:0:10:1\n1:1:1:1:1:10:2").as_bytes());
+    let p = write(
+        d.path(),
+        "trunc.prv",
+        format!("{PRV_HEAD}1:1:1:1:1:0:10:1\n1:1:1:1:1:10:2").as_bytes(),
+    );
     let t = repairs(&p, "truncated-record", 1);
     assert_eq!(t.intervals.len(), 1);
     // unsorted records
-    let p = write(d.path(), "unsorted.prv", format!("{PRV_HEAD}1:1:1:1:1:10:20:1\n1:1:1:1:1:0:10:3\n").as_bytes());
+    let p = write(
+        d.path(),
+        "unsorted.prv",
+        format!("{PRV_HEAD}1:1:1:1:1:10:20:1\n1:1:1:1:1:0:10:3\n").as_bytes(),
+    );
     let t = repairs(&p, "unsorted", 1);
     assert_eq!(t.intervals.of(0).iter().collect::<Vec<_>>()[0].0, 0);
     // overlapping state records
-    let p = write(d.path(), "overlap.prv", format!("{PRV_HEAD}1:1:1:1:1:0:10:1\n1:1:1:1:1:5:20:3\n").as_bytes());
+    let p = write(
+        d.path(),
+        "overlap.prv",
+        format!("{PRV_HEAD}1:1:1:1:1:0:10:1\n1:1:1:1:1:5:20:3\n").as_bytes(),
+    );
     let t = repairs(&p, "overlapping-states", 1);
-    assert_eq!(t.intervals.of(0).iter().collect::<Vec<_>>(), vec![(0, 10, 0), (10, 20, 1)]);
+    assert_eq!(
+        t.intervals.of(0).iter().collect::<Vec<_>>(),
+        vec![(0, 10, 0), (10, 20, 1)]
+    );
 }
 
 #[test]
 fn paraver_gzip_and_empty() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("z.prv.gz");
-    let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&p).unwrap(), flate2::Compression::fast());
-    e.write_all(format!("{PRV_HEAD}1:1:1:2:1:0:10:1\n").as_bytes()).unwrap();
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&p).unwrap(),
+        flate2::Compression::fast(),
+    );
+    e.write_all(format!("{PRV_HEAD}1:1:1:2:1:0:10:1\n").as_bytes())
+        .unwrap();
     e.finish().unwrap();
     let t = readers::read(&p, &ReadOptions::default()).unwrap();
     assert_eq!(t.intervals.of(1).len(), 1);
@@ -132,18 +196,51 @@ fn chrome_malformed_events() {
     let d = tempfile::tempdir().unwrap();
     let ok = r#"{"ph":"X","pid":1,"tid":1,"ts":1,"dur":2,"name":"a"}"#;
     let cases: &[(&str, &[&str])] = &[
-        (r#"{"ph":"X","pid":1,"tid":1,"ts":"abc","dur":2,"name":"a"}"#, &["line 3", "\"ts\"", "abc"]),
-        (r#"{"ph":"Z","pid":1,"tid":1,"ts":1,"name":"a"}"#, &["line 3", "phase", "\"Z\""]),
-        (r#"{"ph":"X","pid":1,"tid":1,"ts":5,"dur":-2,"name":"a"}"#, &["line 3", "non-negative \"dur\""]),
-        (r#"{"ph":"B","pid":1,"tid":1,"ts":-5,"name":"a"}"#, &["line 3", "non-negative \"ts\""]),
-        (r#"{"ph":"B","pid":1,"tid":1,"ts":NaN,"name":"a"}"#, &["line 3", "malformed event"]),
-        (r#"{"ph":"B","pid":1,"tid":1,"ts":1e30,"name":"a"}"#, &["line 3", "out of range"]),
-        (r#"{"ph":"B","pid":1e300,"tid":1,"ts":1,"name":"a"}"#, &["line 3", "\"pid\""]),
-        (r#"{"ph":"B","pid":[1],"tid":1,"ts":1,"name":"a"}"#, &["line 3", "\"pid\""]),
-        (r#"{"ph":"B","pid":1,"tid":1,"name":"a"}"#, &["line 3", "\"ts\" member"]),
+        (
+            r#"{"ph":"X","pid":1,"tid":1,"ts":"abc","dur":2,"name":"a"}"#,
+            &["line 3", "\"ts\"", "abc"],
+        ),
+        (
+            r#"{"ph":"Z","pid":1,"tid":1,"ts":1,"name":"a"}"#,
+            &["line 3", "phase", "\"Z\""],
+        ),
+        (
+            r#"{"ph":"X","pid":1,"tid":1,"ts":5,"dur":-2,"name":"a"}"#,
+            &["line 3", "non-negative \"dur\""],
+        ),
+        (
+            r#"{"ph":"B","pid":1,"tid":1,"ts":-5,"name":"a"}"#,
+            &["line 3", "non-negative \"ts\""],
+        ),
+        (
+            r#"{"ph":"B","pid":1,"tid":1,"ts":NaN,"name":"a"}"#,
+            &["line 3", "malformed event"],
+        ),
+        (
+            r#"{"ph":"B","pid":1,"tid":1,"ts":1e30,"name":"a"}"#,
+            &["line 3", "out of range"],
+        ),
+        (
+            r#"{"ph":"B","pid":1e300,"tid":1,"ts":1,"name":"a"}"#,
+            &["line 3", "\"pid\""],
+        ),
+        (
+            r#"{"ph":"B","pid":[1],"tid":1,"ts":1,"name":"a"}"#,
+            &["line 3", "\"pid\""],
+        ),
+        (
+            r#"{"ph":"B","pid":1,"tid":1,"name":"a"}"#,
+            &["line 3", "\"ts\" member"],
+        ),
         (r#"{"pid":1,"tid":1,"ts":1}"#, &["line 3", "\"ph\""]),
-        (r#"{"ph":"X","ph":"X","pid":1,"tid":1,"ts":1,"dur":1}"#, &["line 3", "duplicate field"]),
-        (r#"{"ph":"i","pid":1,"tid":1,"ts":1,"args":{"value":}}"#, &["line 3", "args"]),
+        (
+            r#"{"ph":"X","ph":"X","pid":1,"tid":1,"ts":1,"dur":1}"#,
+            &["line 3", "duplicate field"],
+        ),
+        (
+            r#"{"ph":"i","pid":1,"tid":1,"ts":1,"args":{"value":}}"#,
+            &["line 3", "args"],
+        ),
         ("17", &["line 3", "expected an event object"]),
     ];
     for (i, (bad, want)) in cases.iter().enumerate() {
@@ -180,7 +277,10 @@ fn chrome_repairs() {
     );
     let t = repairs(&p, "unclosed-begin", 1);
     // closed at the end of the trace (10 µs after its 1 µs origin)
-    assert_eq!(t.intervals.of(0).iter().collect::<Vec<_>>(), vec![(0, 9_000, 0)]);
+    assert_eq!(
+        t.intervals.of(0).iter().collect::<Vec<_>>(),
+        vec![(0, 9_000, 0)]
+    );
     let p = write(
         d.path(),
         "flow.json",
@@ -202,7 +302,10 @@ fn chrome_exact_large_timestamps_and_escapes() {
     );
     let t = readers::read(&p, &ReadOptions::default()).unwrap();
     assert_eq!(t.meta.origin_ns, 1_700_000_000_123_456_789);
-    assert_eq!(t.intervals.of(0).iter().collect::<Vec<_>>(), vec![(0, 1, 0), (1, 3, 1)]);
+    assert_eq!(
+        t.intervals.of(0).iter().collect::<Vec<_>>(),
+        vec![(0, 1, 0), (1, 3, 1)]
+    );
     assert_eq!(t.states.get(0).unwrap().name, "tick \"quoted\" é");
 }
 
@@ -226,19 +329,42 @@ fn picl_exact_model() {
     assert!(t.meta.diagnostics.warnings.is_empty());
     assert_eq!(t.num_locations(), 2);
     let name = |s: u32| t.states.get(s).unwrap().name.clone();
-    let l0: Vec<_> = t.intervals.of(0).iter().map(|(a, b, s)| (a, b, name(s))).collect();
+    let l0: Vec<_> = t
+        .intervals
+        .of(0)
+        .iter()
+        .map(|(a, b, s)| (a, b, name(s)))
+        .collect();
     assert_eq!(
         l0,
-        vec![(0, 10_000, "busy".into()), (10_000, 12_000, "send".into()), (12_000, 40_000, "busy".into())]
+        vec![
+            (0, 10_000, "busy".into()),
+            (10_000, 12_000, "send".into()),
+            (12_000, 40_000, "busy".into())
+        ]
     );
-    let l1: Vec<_> = t.intervals.of(1).iter().map(|(a, b, s)| (a, b, name(s))).collect();
+    let l1: Vec<_> = t
+        .intervals
+        .of(1)
+        .iter()
+        .map(|(a, b, s)| (a, b, name(s)))
+        .collect();
     assert_eq!(
         l1,
-        vec![(0, 5_000, "busy".into()), (5_000, 20_000, "recv".into()), (20_000, 50_000, "busy".into())]
+        vec![
+            (0, 5_000, "busy".into()),
+            (5_000, 20_000, "recv".into()),
+            (20_000, 50_000, "busy".into())
+        ]
     );
     assert_eq!(t.messages.len(), 1);
     assert_eq!(
-        (t.messages.sender[0], t.messages.receiver[0], t.messages.send_time[0], t.messages.recv_time[0]),
+        (
+            t.messages.sender[0],
+            t.messages.receiver[0],
+            t.messages.send_time[0],
+            t.messages.recv_time[0]
+        ),
         (0, 1, 10_000, 20_000)
     );
     assert_eq!((t.messages.bytes[0], t.messages.tag[0]), (1024, 7));
@@ -258,19 +384,37 @@ fn picl_malformed_and_repairs() {
         ("-3 -21 0.5 0 0 99999999999\n", &["line 2", "data count"]),
     ];
     for (i, (bad, want)) in cases.iter().enumerate() {
-        let p = write(d.path(), &format!("bad{i}.trf"), format!("-3 -901 0.0 0 0 0\n{bad}").as_bytes());
+        let p = write(
+            d.path(),
+            &format!("bad{i}.trf"),
+            format!("-3 -901 0.0 0 0 0\n{bad}").as_bytes(),
+        );
         fails(&p, &ReadOptions::default(), want);
     }
-    let p = write(d.path(), "trunc.trf", format!("{PICL}-3 -21 0.00").as_bytes());
+    let p = write(
+        d.path(),
+        "trunc.trf",
+        format!("{PICL}-3 -21 0.00").as_bytes(),
+    );
     repairs(&p, "truncated-record", 1);
-    let p = write(d.path(), "unmatched.trf", b"-3 -901 0.0 0 0 0\n-4 -21 0.1 0 0 0\n-4 -901 0.2 0 0 0\n");
+    let p = write(
+        d.path(),
+        "unmatched.trf",
+        b"-3 -901 0.0 0 0 0\n-4 -21 0.1 0 0 0\n-4 -901 0.2 0 0 0\n",
+    );
     repairs(&p, "unmatched-end", 1);
 }
 
 #[test]
 fn busy_override_from_the_command_line() {
     let p = common::shared_trace("paraver-qsort/qsort_beo3.prv");
-    let (code, out, _) = tapestry(&["info", "--json", "--busy", "Running,Bloking*", p.to_str().unwrap()]);
+    let (code, out, _) = tapestry(&[
+        "info",
+        "--json",
+        "--busy",
+        "Running,Bloking*",
+        p.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let busy = &v["time_per_class"][0];

@@ -18,7 +18,8 @@ fn paraver_qsort_matches_an_independent_count() {
     let path = shared_trace("paraver-qsort/qsort_beo3.prv");
     let text = std::fs::read_to_string(&path).unwrap();
     // independent count: split the lines by ':'
-    let (mut states, mut events, mut msgs, mut bytes, mut globals, mut comms) = (0, 0, 0, 0u64, 0, 0);
+    let (mut states, mut events, mut msgs, mut bytes, mut globals, mut comms) =
+        (0, 0, 0, 0u64, 0, 0);
     let mut per_state: BTreeMap<i64, u64> = BTreeMap::new();
     for line in text.lines().skip(1) {
         let f: Vec<&str> = line.split(':').collect();
@@ -39,11 +40,18 @@ fn paraver_qsort_matches_an_independent_count() {
         }
     }
     // by hand (awk over the file): 292 states, 422 events, 33 messages
-    assert_eq!((states, events, msgs, globals, comms), (292, 422, 33, 45, 8));
+    assert_eq!(
+        (states, events, msgs, globals, comms),
+        (292, 422, 33, 45, 8)
+    );
 
     let t = readers::read(&path, &ReadOptions::default()).unwrap();
     assert_eq!(t.meta.format, Format::Paraver);
-    assert!(t.meta.diagnostics.warnings.is_empty(), "{:?}", t.meta.diagnostics.warnings);
+    assert!(
+        t.meta.diagnostics.warnings.is_empty(),
+        "{:?}",
+        t.meta.diagnostics.warnings
+    );
     assert_eq!(t.num_locations(), 4);
     assert_eq!(t.intervals.len(), states);
     assert_eq!(t.events.len(), events);
@@ -57,12 +65,27 @@ fn paraver_qsort_matches_an_independent_count() {
     let running = t.states.by_name("Running").unwrap();
     assert_eq!(t.states.get(running).unwrap().color, [0, 0, 255]);
     assert_eq!(t.states.get(running).unwrap().class, StateClass::Busy);
-    assert_eq!(t.event_types.get(t.event_types.by_external(50000001).unwrap()).unwrap().name, "MPI Point-to-point");
+    assert_eq!(
+        t.event_types
+            .get(t.event_types.by_external(50000001).unwrap())
+            .unwrap()
+            .name,
+        "MPI Point-to-point"
+    );
     // time per state equals the independent sums
     let s = summarize(&t);
     for st in &s.time_per_state {
-        let ext = t.states.get(t.states.by_name(&st.name).unwrap()).unwrap().external_id;
-        assert_eq!(st.time_ns, *per_state.get(&ext).unwrap_or(&0) as u128, "state {}", st.name);
+        let ext = t
+            .states
+            .get(t.states.by_name(&st.name).unwrap())
+            .unwrap()
+            .external_id;
+        assert_eq!(
+            st.time_ns,
+            *per_state.get(&ext).unwrap_or(&0) as u128,
+            "state {}",
+            st.name
+        );
     }
     assert_eq!(per_state[&1], 304_498_000);
 }
@@ -96,25 +119,46 @@ fn count_chrome(v: &Value) -> ChromeCount {
     let mut slices: BTreeMap<(i64, i64), Vec<(f64, f64)>> = BTreeMap::new();
     let mut stacks: HashMap<(i64, i64), Vec<f64>> = HashMap::new();
     let mut be: Vec<&Value> = ev.iter().filter(|e| ph(e) == "B" || ph(e) == "E").collect();
-    be.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
+    be.sort_by(|a, b| {
+        a["ts"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&b["ts"].as_f64().unwrap())
+    });
     for e in &ev {
         let p = ph(e);
         let global = e.get("s").and_then(Value::as_str) == Some("g");
-        if (p == "M" && e["name"] == "thread_name") || (!["M", "i", "I"].contains(&p.as_str()) || !global) {
+        if (p == "M" && e["name"] == "thread_name")
+            || (!["M", "i", "I"].contains(&p.as_str()) || !global)
+        {
             threads.insert(key(e));
         }
         match p.as_str() {
             "X" => {
                 states.insert(e["name"].as_str().unwrap().to_string());
                 let ts = e["ts"].as_f64().unwrap();
-                slices.entry(key(e)).or_default().push((ts, ts + e["dur"].as_f64().unwrap()));
+                slices
+                    .entry(key(e))
+                    .or_default()
+                    .push((ts, ts + e["dur"].as_f64().unwrap()));
             }
             "B" => {
                 states.insert(e["name"].as_str().unwrap().to_string());
             }
             "i" | "I" | "P" => instants += 1,
-            "C" => samples += e["args"].as_object().unwrap().values().filter(|v| v.is_number()).count(),
-            "s" | "t" | "f" => *flows.entry(e["id"].as_str().unwrap().to_string()).or_default() += 1,
+            "C" => {
+                samples += e["args"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .filter(|v| v.is_number())
+                    .count()
+            }
+            "s" | "t" | "f" => {
+                *flows
+                    .entry(e["id"].as_str().unwrap().to_string())
+                    .or_default() += 1
+            }
             _ => {}
         }
     }
@@ -173,14 +217,25 @@ fn chrome_traces_match_an_independent_count() {
         let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         let c = count_chrome(&v);
         assert_eq!(
-            (c.threads, c.states, c.instants, c.counter_samples, c.messages, c.busy.iter().sum::<u64>()),
+            (
+                c.threads,
+                c.states,
+                c.instants,
+                c.counter_samples,
+                c.messages,
+                c.busy.iter().sum::<u64>()
+            ),
             (threads, states, instants, samples, messages, busy_us * 1000),
             "independent count of {file}"
         );
 
         let t = readers::read(&path, &ReadOptions::default()).unwrap();
         assert_eq!(t.meta.format, Format::ChromeJson);
-        assert!(t.meta.diagnostics.warnings.is_empty(), "{file}: {:?}", t.meta.diagnostics.warnings);
+        assert!(
+            t.meta.diagnostics.warnings.is_empty(),
+            "{file}: {:?}",
+            t.meta.diagnostics.warnings
+        );
         assert_eq!(t.num_locations(), threads, "{file} locations");
         assert_eq!(t.states.len(), states, "{file} states");
         assert_eq!(t.events.len(), instants, "{file} events");
@@ -189,7 +244,11 @@ fn chrome_traces_match_an_independent_count() {
         // the flat timeline of a thread covers exactly the union of its slices
         let busy: u64 = state_time_per_location(&t).iter().flatten().sum();
         assert_eq!(busy, busy_us * 1000, "{file} busy time");
-        let mut per_loc: Vec<u64> = state_time_per_location(&t).iter().map(|v| v.iter().sum()).filter(|&x| x > 0).collect();
+        let mut per_loc: Vec<u64> = state_time_per_location(&t)
+            .iter()
+            .map(|v| v.iter().sum())
+            .filter(|&x| x > 0)
+            .collect();
         let mut want = c.busy.clone();
         per_loc.sort();
         want.sort();
@@ -199,10 +258,19 @@ fn chrome_traces_match_an_independent_count() {
 
 #[test]
 fn chrome_details_of_simple_trace() {
-    let t = readers::read(&shared_trace("chrome/simple_trace.json"), &ReadOptions::default()).unwrap();
+    let t = readers::read(
+        &shared_trace("chrome/simple_trace.json"),
+        &ReadOptions::default(),
+    )
+    .unwrap();
     // origin is the earliest event (X1 at 818 µs); times are exact ns
     assert_eq!(t.meta.origin_ns, 818_000);
-    let names: Vec<&str> = t.locations.locations.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<&str> = t
+        .locations
+        .locations
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect();
     assert_eq!(names, vec!["threadA", "threadB", "threadC"]);
     // the counter series and its samples
     assert_eq!(t.counters.defs[0].name, "counter");
@@ -213,12 +281,19 @@ fn chrome_details_of_simple_trace() {
     // B/E over X under B/E: the innermost slice is shown
     let a = t.intervals.of(0);
     let inner = t.states.by_name("B/E under X").unwrap();
-    assert!(a.iter().any(|(s, e, st)| st == inner && s == 42_000 && e == 52_000));
+    assert!(
+        a.iter()
+            .any(|(s, e, st)| st == inner && s == 42_000 && e == 52_000)
+    );
 }
 
 #[test]
 fn flows_become_messages_between_the_right_threads() {
-    let t = readers::read(&shared_trace("chrome/flow_simple.json"), &ReadOptions::default()).unwrap();
+    let t = readers::read(
+        &shared_trace("chrome/flow_simple.json"),
+        &ReadOptions::default(),
+    )
+    .unwrap();
     let name = |l: u32| t.locations.path(l);
     let mut m: Vec<(String, String, u64, u64)> = (0..t.messages.len())
         .map(|i| {
@@ -234,9 +309,24 @@ fn flows_become_messages_between_the_right_threads() {
     assert_eq!(
         m,
         vec![
-            ("pid 15774/tid 15794".into(), "pid 15874/tid 15894".into(), 3_220_000, 3_330_000),
-            ("pid 15902/tid 15903".into(), "pid 15774/tid 15794".into(), 3_002_000, 3_220_000),
-            ("pid 15903/tid 15904".into(), "pid 15875/tid 15895".into(), 1_000, 1_001_000),
+            (
+                "pid 15774/tid 15794".into(),
+                "pid 15874/tid 15894".into(),
+                3_220_000,
+                3_330_000
+            ),
+            (
+                "pid 15902/tid 15903".into(),
+                "pid 15774/tid 15794".into(),
+                3_002_000,
+                3_220_000
+            ),
+            (
+                "pid 15903/tid 15904".into(),
+                "pid 15875/tid 15895".into(),
+                1_000,
+                1_001_000
+            ),
         ]
     );
 }

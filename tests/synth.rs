@@ -8,7 +8,9 @@ use common::tapestry;
 use tapestry::Trace;
 use tapestry::model::StateClass;
 use tapestry::readers::{self, ReadOptions};
-use tapestry::synth::{self, Distribution, KernelParams, MachineModel, OutputFormat, SynthConfig, Workload};
+use tapestry::synth::{
+    self, Distribution, KernelParams, MachineModel, OutputFormat, SynthConfig, Workload,
+};
 
 type Canon = (
     Vec<String>,
@@ -20,7 +22,12 @@ type Canon = (
 
 /// The model reduced to what every format must preserve.
 fn canon(t: &Trace) -> Canon {
-    let names = t.locations.locations.iter().map(|l| l.name.clone()).collect();
+    let names = t
+        .locations
+        .locations
+        .iter()
+        .map(|l| l.name.clone())
+        .collect();
     let mut states: Vec<(String, StateClass)> = t
         .states
         .iter()
@@ -36,13 +43,27 @@ fn canon(t: &Trace) -> Canon {
     }
     let m = &t.messages;
     let mut msgs: Vec<_> = (0..m.len())
-        .map(|i| (m.sender[i], m.receiver[i], m.send_time[i], m.recv_time[i], m.bytes[i], m.tag[i]))
+        .map(|i| {
+            (
+                m.sender[i],
+                m.receiver[i],
+                m.send_time[i],
+                m.recv_time[i],
+                m.bytes[i],
+                m.tag[i],
+            )
+        })
         .collect();
     msgs.sort();
     let mut ev = Vec::new();
     for l in 0..t.num_locations() as u32 {
         for i in t.events.range_of(l) {
-            ev.push((l, t.events.time[i], t.event_types.get(t.events.kind[i]).unwrap().name.clone(), t.events.value[i]));
+            ev.push((
+                l,
+                t.events.time[i],
+                t.event_types.get(t.events.kind[i]).unwrap().name.clone(),
+                t.events.value[i],
+            ));
         }
     }
     ev.sort();
@@ -64,12 +85,19 @@ fn round_trip(cfg: &SynthConfig) {
     let want = canon(&model);
     assert!(!want.2.is_empty());
     let d = tempfile::tempdir().unwrap();
-    for (fmt, name) in [(OutputFormat::Paraver, "t.prv"), (OutputFormat::ChromeJson, "t.json")] {
+    for (fmt, name) in [
+        (OutputFormat::Paraver, "t.prv"),
+        (OutputFormat::ChromeJson, "t.json"),
+    ] {
         let p = d.path().join(name);
         let rep = synth::write(cfg, fmt, &p, None).unwrap();
         assert!(rep.records > 0);
         let t = readers::read(&p, &ReadOptions::default()).unwrap();
-        assert!(t.meta.diagnostics.warnings.is_empty(), "{name}: {:?}", t.meta.diagnostics.warnings);
+        assert!(
+            t.meta.diagnostics.warnings.is_empty(),
+            "{name}: {:?}",
+            t.meta.diagnostics.warnings
+        );
         let got = canon(&t);
         assert_eq!(got.0, want.0, "{name} {:?}: locations", cfg.workload);
         assert_eq!(got.1, want.1, "{name} {:?}: states", cfg.workload);
@@ -82,11 +110,29 @@ fn round_trip(cfg: &SynthConfig) {
 
 #[test]
 fn every_workload_round_trips_through_both_formats() {
-    for dist in [Distribution::Block, Distribution::Cyclic, Distribution::Cyclic2d] {
+    for dist in [
+        Distribution::Block,
+        Distribution::Cyclic,
+        Distribution::Cyclic2d,
+    ] {
         round_trip(&config(Workload::Gauss { n: 24, dist }, 6));
     }
-    round_trip(&config(Workload::Broadcast { bytes: 100, reps: 3, work: 500.0 }, 8));
-    round_trip(&config(Workload::GlobalSum { elems: 10, reps: 3, work: 500.0 }, 8));
+    round_trip(&config(
+        Workload::Broadcast {
+            bytes: 100,
+            reps: 3,
+            work: 500.0,
+        },
+        8,
+    ));
+    round_trip(&config(
+        Workload::GlobalSum {
+            elems: 10,
+            reps: 3,
+            work: 500.0,
+        },
+        8,
+    ));
     round_trip(&config(
         Workload::Kernel(KernelParams {
             width: 6,
@@ -100,20 +146,41 @@ fn every_workload_round_trips_through_both_formats() {
 
 #[test]
 fn sixty_five_thousand_processors_round_trip() {
-    round_trip(&config(Workload::Broadcast { bytes: 8, reps: 1, work: 10.0 }, 65_536));
+    round_trip(&config(
+        Workload::Broadcast {
+            bytes: 8,
+            reps: 1,
+            work: 10.0,
+        },
+        65_536,
+    ));
 }
 
 #[test]
 fn gaussian_elimination_has_the_expected_shape() {
     let n = 32u64;
-    let t = synth::to_trace(&config(Workload::Gauss { n, dist: Distribution::Cyclic }, 4)).unwrap();
+    let t = synth::to_trace(&config(
+        Workload::Gauss {
+            n,
+            dist: Distribution::Cyclic,
+        },
+        4,
+    ))
+    .unwrap();
     // one broadcast of P - 1 messages per pivot, forward and backward
     assert_eq!(t.messages.len() as u64, 2 * n * 3);
     // pivot-row broadcasts shrink: 8 (n - k + 1) bytes
     let fwd: u64 = (0..n).map(|k| 3 * 8 * (n - k + 1)).sum();
     assert_eq!(t.messages.total_bytes(), fwd + 2 * n * 3 * 8 / 2);
     // with (BLOCK,*) the first processor runs out of rows first: it is busy least
-    let tb = synth::to_trace(&config(Workload::Gauss { n: 64, dist: Distribution::Block }, 4)).unwrap();
+    let tb = synth::to_trace(&config(
+        Workload::Gauss {
+            n: 64,
+            dist: Distribution::Block,
+        },
+        4,
+    ))
+    .unwrap();
     let s = tapestry::analysis::summary::summarize(&tb);
     let b = s.busy_fraction.unwrap();
     assert!(b.min_location.ends_with("rank 0"), "{}", b.min_location);
@@ -122,7 +189,13 @@ fn gaussian_elimination_has_the_expected_shape() {
 #[test]
 fn output_is_deterministic_per_seed() {
     let d = tempfile::tempdir().unwrap();
-    let mut cfg = config(Workload::Gauss { n: 16, dist: Distribution::Cyclic2d }, 4);
+    let mut cfg = config(
+        Workload::Gauss {
+            n: 16,
+            dist: Distribution::Cyclic2d,
+        },
+        4,
+    );
     let read = |name: &str, cfg: &SynthConfig| {
         let p = d.path().join(name);
         synth::write(cfg, OutputFormat::Paraver, &p, None).unwrap();
@@ -150,18 +223,34 @@ fn kernel_access_tensor() {
         p,
     );
     let tp = d.path().join("access.npy");
-    synth::write(&cfg, OutputFormat::Paraver, &d.path().join("k.prv"), Some(&tp)).unwrap();
+    synth::write(
+        &cfg,
+        OutputFormat::Paraver,
+        &d.path().join("k.prv"),
+        Some(&tp),
+    )
+    .unwrap();
     let bytes = std::fs::read(&tp).unwrap();
     let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 10;
     let header = String::from_utf8_lossy(&bytes[10..hlen]);
-    assert!(header.contains("'descr': '<u4'") && header.contains("'shape': (6, 40, 4, 4)"), "{header}");
-    let data: Vec<u32> = bytes[hlen..].chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    assert!(
+        header.contains("'descr': '<u4'") && header.contains("'shape': (6, 40, 4, 4)"),
+        "{header}"
+    );
+    let data: Vec<u32> = bytes[hlen..]
+        .chunks(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
     let e = (w * h) as usize;
     let slab = e * p as usize * 4;
     assert_eq!(data.len(), 6 * slab);
     // setup intervals hold no accesses
     assert!(data[..setup as usize * slab].iter().all(|&v| v == 0));
-    let sum = |t: usize, kind: usize| -> u32 { (0..e * p as usize).map(|i| data[t * slab + i * 4 + kind]).sum() };
+    let sum = |t: usize, kind: usize| -> u32 {
+        (0..e * p as usize)
+            .map(|i| data[t * slab + i * 4 + kind])
+            .sum()
+    };
     // stencil step: every element written once, 5-point reads minus the border
     let t0 = setup as usize;
     assert_eq!(sum(t0, 2) + sum(t0, 3), w * h);
@@ -178,18 +267,37 @@ fn kernel_access_tensor() {
 fn synth_command_line() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("g.prv");
-    let (code, stdout, err) = tapestry(&["synth", "gauss", "-p", "8", "--procs-per-node", "4", "--n", "32", "--dist", "block", "-o", out.to_str().unwrap()]);
+    let (code, stdout, err) = tapestry(&[
+        "synth",
+        "gauss",
+        "-p",
+        "8",
+        "--procs-per-node",
+        "4",
+        "--n",
+        "32",
+        "--dist",
+        "block",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(stdout.contains("records"));
     assert!(d.path().join("g.pcf").exists() && d.path().join("g.row").exists());
     let (code, info, _) = tapestry(&["info", out.to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert!(info.contains("locations  8 (2 node(s), 8 process(es))"), "{info}");
+    assert!(
+        info.contains("locations  8 (2 node(s), 8 process(es))"),
+        "{info}"
+    );
     for (args, want) in [
         (vec!["synth", "bcast", "-p", "6", "-o"], "power-of-two"),
         (vec!["synth", "gauss", "-p", "0", "-o"], "processors"),
         (vec!["synth", "gauss", "--jitter", "2", "-o"], "--jitter"),
-        (vec!["synth", "kernel", "-p", "64", "--height", "8", "-o"], "one row per processor"),
+        (
+            vec!["synth", "kernel", "-p", "64", "--height", "8", "-o"],
+            "one row per processor",
+        ),
     ] {
         let mut a = args.clone();
         let o = d.path().join("x.prv");
@@ -199,7 +307,65 @@ fn synth_command_line() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(!o.exists(), "no half file is left behind");
     }
-    let (code, _, err) = tapestry(&["synth", "gauss", "-o", d.path().join("x.txt").to_str().unwrap()]);
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "gauss",
+        "-o",
+        d.path().join("x.txt").to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("format"), "{err}");
+}
+
+#[test]
+fn picl_output_keeps_messages_and_communication() {
+    let cfg = config(
+        Workload::Gauss {
+            n: 20,
+            dist: Distribution::Cyclic,
+        },
+        5,
+    );
+    let model = synth::to_trace(&cfg).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("g.trf");
+    synth::write(&cfg, OutputFormat::Picl, &p, None).unwrap();
+    let t = readers::read(&p, &ReadOptions::default()).unwrap();
+    assert!(
+        t.meta.diagnostics.warnings.is_empty(),
+        "{:?}",
+        t.meta.diagnostics.warnings
+    );
+    let (want, got) = (canon(&model), canon(&t));
+    assert_eq!(got.3, want.3, "messages");
+    // send/recv intervals are the simulation's Sending/Waiting states
+    let comm = |c: &Canon, send: &str, recv: &str| -> Vec<(u32, u64, u64, String)> {
+        c.2.iter()
+            .filter(|i| i.3 == send || i.3 == recv)
+            .map(|i| {
+                (
+                    i.0,
+                    i.1,
+                    i.2,
+                    if i.3 == send {
+                        "send".into()
+                    } else {
+                        "recv".into()
+                    },
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        comm(&got, "send", "recv"),
+        comm(&want, "Blocking Send", "Waiting a message")
+    );
+    // busy covers the computation
+    let busy = |c: &Canon, name: &str| {
+        c.2.iter()
+            .filter(|i| i.3 == name)
+            .map(|i| i.2 - i.1)
+            .sum::<u64>()
+    };
+    assert!(busy(&got, "busy") >= busy(&want, "Running"));
 }

@@ -83,6 +83,7 @@ enum WorkloadCmd {
 enum FormatArg {
     Prv,
     Json,
+    Picl,
 }
 
 #[derive(Args)]
@@ -96,7 +97,7 @@ struct Common {
     /// Seed of the computation-time jitter; the same seed gives the same file.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Output trace (.prv for Paraver, .json for Chrome JSON).
+    /// Output trace (.prv for Paraver, .json for Chrome JSON, .trf for PICL).
     #[arg(short, long)]
     out: PathBuf,
     /// Output format; by default taken from the extension of --out.
@@ -121,13 +122,15 @@ fn format_of(common: &Common) -> Result<OutputFormat> {
         return Ok(match f {
             FormatArg::Prv => OutputFormat::Paraver,
             FormatArg::Json => OutputFormat::ChromeJson,
+            FormatArg::Picl => OutputFormat::Picl,
         });
     }
     match common.out.extension().and_then(|e| e.to_str()) {
         Some("prv") => Ok(OutputFormat::Paraver),
         Some("json") => Ok(OutputFormat::ChromeJson),
+        Some("trf" | "picl") => Ok(OutputFormat::Picl),
         _ => bail!(
-            "cannot tell the format from {}; use a .prv or .json name or --format",
+            "cannot tell the format from {}; use a .prv, .json or .trf name or --format",
             common.out.display()
         ),
     }
@@ -146,7 +149,7 @@ fn model(common: &Common) -> Result<MachineModel> {
         ("--latency-ns", m.latency_ns),
         ("--ns-per-byte", m.ns_per_byte),
     ] {
-        if !v.is_finite() || v < 0.0 || v > 1e12 {
+        if !v.is_finite() || !(0.0..=1e12).contains(&v) {
             bail!("{name} must be a finite number in 0..=1e12, got {v}");
         }
     }

@@ -451,7 +451,9 @@ impl Splitter {
 mod tests {
     use super::*;
 
-    fn split(text: &str) -> Result<(Vec<String>, Option<Truncation>, Vec<(String, String)>)> {
+    type Split = (Vec<String>, Option<Truncation>, Vec<(String, String)>);
+
+    fn split(text: &str) -> Result<Split> {
         let mut s = Splitter::new(
             Path::new("t.json"),
             Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),

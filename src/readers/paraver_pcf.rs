@@ -3,6 +3,9 @@
 
 use std::collections::HashMap;
 
+/// An event type of a `.pcf`: type, name, and named values.
+pub type PcfEventType = (i64, String, Vec<(i64, String)>);
+
 /// What a `.pcf` file says about states and events.
 #[derive(Debug, Default, Clone)]
 pub struct Pcf {
@@ -11,7 +14,7 @@ pub struct Pcf {
     /// State value → colour.
     pub colors: HashMap<i64, [u8; 3]>,
     /// Event type → (name, value names).
-    pub event_types: Vec<(i64, String, Vec<(i64, String)>)>,
+    pub event_types: Vec<PcfEventType>,
     /// Time unit given by `UNITS` (e.g. `NANOSEC`, `MICROSEC`).
     pub units: Option<String>,
 }
@@ -166,10 +169,17 @@ mod tests {
         assert_eq!(p.event_types.len(), 4);
         assert_eq!(
             p.event_types[0],
-            (50000001, "MPI Point-to-point".into(), vec![(2, "MPI_Recv".into())])
+            (
+                50000001,
+                "MPI Point-to-point".into(),
+                vec![(2, "MPI_Recv".into())]
+            )
         );
         assert_eq!(p.event_types[1].1, "Application");
-        assert_eq!(p.event_types[2].2, vec![(1, "Begin".into()), (0, "End".into())]);
+        assert_eq!(
+            p.event_types[2].2,
+            vec![(1, "Begin".into()), (0, "End".into())]
+        );
         assert!(p.event_types[3].2.is_empty());
         assert_eq!(p.units.as_deref(), Some("MICROSEC"));
     }

@@ -137,8 +137,8 @@ fn parse_line(line: &str, seq: u64) -> std::result::Result<Option<Rec>, String> 
             let tok = it
                 .next()
                 .ok_or_else(|| format!("expected {ndata} data value(s), found {k}"))?;
-            if k < 3 {
-                data[k] = match tok.parse::<i64>() {
+            if let Some(slot) = data.get_mut(k) {
+                *slot = match tok.parse::<i64>() {
                     Ok(v) => v,
                     Err(_) => parse_scaled(tok.as_bytes(), 0).map_err(|_| {
                         format!("expected a number as data value {}, found '{tok}'", k + 1)

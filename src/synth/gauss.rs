@@ -35,7 +35,7 @@ fn count_mod(lo: u64, hi: u64, m: u64, r: u64) -> u64 {
 /// The processor grid used for `(CYCLIC,CYCLIC)`: the most square `pr × pc`.
 pub fn grid(p: u32) -> (u32, u32) {
     let mut pr = (p as f64).sqrt() as u32;
-    while pr > 1 && p % pr != 0 {
+    while pr > 1 && !p.is_multiple_of(pr) {
         pr -= 1;
     }
     let pr = pr.max(1);

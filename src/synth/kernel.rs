@@ -97,7 +97,7 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
                     .filter(|&y| owner((y + shift) % h, h, p) != q)
                     .count() as u64;
                 if moved > 0 && p > 1 {
-                    let dst = owner((rows_of(q).last().unwrap_or(0) + shift) % h, h, p);
+                    let dst = owner((rows_of(q).next_back().unwrap_or(0) + shift) % h, h, p);
                     sim.transfer(q, dst, 8 * w as u64 * moved);
                 }
             }

@@ -1,5 +1,5 @@
 //! Synthetic SPMD workloads: a message-passing timing model ([`sim`])
-//! simulated on P processors, written as Paraver or Chrome JSON traces
+//! simulated on P processors, written as Paraver, Chrome JSON or PICL traces
 //! (streamed: P = 65,536 and 10^8 records never sit in memory) or built
 //! directly into the model.
 //!
@@ -28,7 +28,7 @@ pub use gauss::Distribution;
 pub use kernel::KernelParams;
 pub use sim::{MachineModel, Sim};
 pub use sink::{Layout, Record, RecordSink};
-pub use writers::{ChromeWriter, ModelSink, ParaverWriter};
+pub use writers::{ChromeWriter, ModelSink, ParaverWriter, PiclWriter};
 
 /// A workload to simulate.
 #[derive(Debug, Clone)]
@@ -146,6 +146,8 @@ pub fn to_trace(cfg: &SynthConfig) -> Result<Trace> {
 pub enum OutputFormat {
     Paraver,
     ChromeJson,
+    /// PICL "new" format (ParaGraph).
+    Picl,
 }
 
 /// Simulates and writes the trace to `path`.
@@ -162,6 +164,10 @@ pub fn write(
         }
         OutputFormat::ChromeJson => {
             let mut w = ChromeWriter::create(path)?;
+            simulate(cfg, &mut w, tensor)
+        }
+        OutputFormat::Picl => {
+            let mut w = PiclWriter::create(path)?;
             simulate(cfg, &mut w, tensor)
         }
     }

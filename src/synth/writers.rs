@@ -505,3 +505,180 @@ impl RecordSink for ModelSink {
         Ok(())
     }
 }
+
+/// Writes the PICL "new" format read by ParaGraph: sends and receives as
+/// begin/end records with their data, trace start/stop per processor,
+/// marker events as user records `-3 -(100 + kind)`. Computation is implied
+/// (busy = outside communication), so PICL keeps the busy/overhead split but
+/// not idle gaps.
+pub struct PiclWriter {
+    path: PathBuf,
+    file: Option<AtomicFile>,
+    buf: Vec<u8>,
+    procs: u32,
+    pending_send: rustc_hash::FxHashMap<(u32, Time), Time>,
+    pending_recv: rustc_hash::FxHashMap<(u32, Time), Time>,
+    msg_by_send: rustc_hash::FxHashMap<(u32, Time), (u32, u64, i64)>,
+    msg_by_recv: rustc_hash::FxHashMap<(u32, Time), (u32, u64, i64)>,
+}
+
+fn push_secs(b: &mut Vec<u8>, ns: Time) {
+    push_u64(b, ns / 1_000_000_000);
+    b.extend_from_slice(format!(".{:09}", ns % 1_000_000_000).as_bytes());
+}
+
+impl PiclWriter {
+    pub fn create(path: &Path) -> Result<Self> {
+        Ok(PiclWriter {
+            path: path.to_path_buf(),
+            file: Some(AtomicFile::create(path, &[])?),
+            buf: Vec::with_capacity(1 << 16),
+            procs: 0,
+            pending_send: Default::default(),
+            pending_recv: Default::default(),
+            msg_by_send: Default::default(),
+            msg_by_recv: Default::default(),
+        })
+    }
+
+    fn line(&mut self, rectype: i32, event: i32, t: Time, p: u32, data: &[i64]) {
+        let b = &mut self.buf;
+        push_i64(b, rectype as i64);
+        b.push(b' ');
+        push_i64(b, event as i64);
+        b.push(b' ');
+        push_secs(b, t);
+        b.push(b' ');
+        push_u64(b, p as u64);
+        b.push(b' ');
+        push_u64(b, p as u64);
+        b.push(b' ');
+        push_u64(b, data.len() as u64);
+        if !data.is_empty() {
+            b.extend_from_slice(b" 2");
+            for d in data {
+                b.push(b' ');
+                push_i64(b, *d);
+            }
+        }
+        b.push(b'\n');
+    }
+
+    fn send(&mut self, p: u32, start: Time, end: Time, (dst, bytes, tag): (u32, u64, i64)) {
+        self.line(
+            -3,
+            -21,
+            start,
+            p,
+            &[bytes as i64, tag, dst as i64, dst as i64],
+        );
+        self.line(-4, -21, end, p, &[]);
+    }
+
+    fn recv(&mut self, p: u32, start: Time, end: Time, (src, bytes, tag): (u32, u64, i64)) {
+        self.line(-3, -52, start, p, &[tag, src as i64, src as i64]);
+        self.line(
+            -4,
+            -52,
+            end,
+            p,
+            &[bytes as i64, tag, src as i64, src as i64],
+        );
+    }
+
+    fn flush_buf(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let f = self
+            .file
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("the PICL writer was already finished".into()))?;
+        f.write_all(&self.buf).map_err(|e| Error::io(path, e))?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+impl RecordSink for PiclWriter {
+    fn begin(&mut self, layout: &Layout) -> Result<()> {
+        self.procs = layout.procs;
+        for p in 0..layout.procs {
+            self.line(-3, -901, 0, p, &[]);
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, r: &Record) -> Result<()> {
+        match *r {
+            Record::State {
+                loc,
+                start,
+                end,
+                state,
+            } => match state {
+                SimState::Sending => match self.msg_by_send.remove(&(loc, start)) {
+                    Some(m) => self.send(loc, start, end, m),
+                    None => {
+                        self.pending_send.insert((loc, start), end);
+                    }
+                },
+                SimState::Waiting => match self.msg_by_recv.remove(&(loc, end)) {
+                    Some(m) => self.recv(loc, start, end, m),
+                    None => {
+                        self.pending_recv.insert((loc, end), start);
+                    }
+                },
+                SimState::Running => {}
+            },
+            Record::Message {
+                src,
+                dst,
+                send,
+                recv,
+                bytes,
+                tag,
+            } => {
+                match self.pending_send.remove(&(src, send)) {
+                    Some(end) => self.send(src, send, end, (dst, bytes, tag)),
+                    None => {
+                        self.msg_by_send.insert((src, send), (dst, bytes, tag));
+                    }
+                }
+                match self.pending_recv.remove(&(dst, recv)) {
+                    Some(start) => self.recv(dst, start, recv, (src, bytes, tag)),
+                    None => {
+                        self.msg_by_recv.insert((dst, recv), (src, bytes, tag));
+                    }
+                }
+            }
+            Record::Event {
+                loc,
+                time,
+                kind,
+                value,
+            } => {
+                let code = -100 - SimEvent::ALL.iter().position(|k| *k == kind).unwrap_or(0) as i32;
+                self.line(-3, code, time, loc, &[value]);
+            }
+        }
+        if self.buf.len() >= 1 << 16 {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, end: Time) -> Result<()> {
+        if !(self.pending_send.is_empty() && self.pending_recv.is_empty()) {
+            return Err(Error::Invalid(
+                "PICL writer: a send or receive without its message".into(),
+            ));
+        }
+        for p in 0..self.procs {
+            self.line(-4, -901, end, p, &[]);
+        }
+        self.flush_buf()?;
+        self.file
+            .take()
+            .ok_or_else(|| Error::Invalid("the PICL writer was already finished".into()))?
+            .commit()
+    }
+}

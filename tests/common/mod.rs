@@ -6,7 +6,9 @@ use std::process::Command;
 
 /// `../shared/traces/<rel>` beside the project root.
 pub fn shared_trace(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/traces")
+        .join(rel)
 }
 
 /// Runs the `tapestry` binary; returns (exit code, stdout, stderr).
