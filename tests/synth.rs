@@ -139,6 +139,7 @@ fn every_workload_round_trips_through_both_formats() {
             height: 8,
             steps: 4,
             setup_steps: 2,
+            ops_per_element: 50.0,
         }),
         4,
     ));
@@ -219,6 +220,7 @@ fn kernel_access_tensor() {
             height: h,
             steps,
             setup_steps: setup,
+            ops_per_element: 50.0,
         }),
         p,
     );

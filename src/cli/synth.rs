@@ -70,6 +70,9 @@ enum WorkloadCmd {
         /// Leading intervals without accesses.
         #[arg(long, default_value_t = 3)]
         setup: u32,
+        /// Operations of computation per element update.
+        #[arg(long, default_value_t = 50.0)]
+        ops_per_element: f64,
         /// Write the element access tensor [interval, element, processor,
         /// (local read, remote read, local write, remote write)] as .npy.
         #[arg(long, value_name = "PATH")]
@@ -184,6 +187,7 @@ pub fn run(a: SynthArgs) -> Result<()> {
             height,
             steps,
             setup,
+            ops_per_element,
             tensor,
             common,
         } => (
@@ -192,6 +196,7 @@ pub fn run(a: SynthArgs) -> Result<()> {
                 height,
                 steps,
                 setup_steps: setup,
+                ops_per_element,
             }),
             common,
             tensor,

@@ -26,7 +26,12 @@ pub struct KernelParams {
     pub steps: u32,
     /// Leading intervals without accesses.
     pub setup_steps: u32,
+    /// Operations of computation per element update.
+    pub ops_per_element: f64,
 }
+
+/// The largest grid simulated.
+pub const MAX_ELEMENTS: u64 = 1 << 28;
 
 /// The largest tensor written (elements of 4 bytes).
 pub const MAX_TENSOR_ELEMENTS: u64 = 1 << 30;
@@ -49,6 +54,17 @@ pub fn tensor_shape(k: &KernelParams, procs: u32) -> [u64; 4] {
 pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32>>) -> Result<()> {
     let p = sim.procs();
     let (w, h) = (k.width, k.height);
+    if w as u64 * h as u64 > MAX_ELEMENTS {
+        return Err(Error::Invalid(format!(
+            "the kernel grid {w} x {h} has more than {MAX_ELEMENTS} elements"
+        )));
+    }
+    if !k.ops_per_element.is_finite() || k.ops_per_element < 0.0 {
+        return Err(Error::Invalid(format!(
+            "operations per element must be a finite non-negative number, got {}",
+            k.ops_per_element
+        )));
+    }
     if w == 0 || h < p {
         return Err(Error::Invalid(format!(
             "the kernel needs a grid at least one row per processor: {w} x {h} on {p} processors"
@@ -64,14 +80,16 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
         }
     ];
     let idx = |el: usize, q: u32, kind: usize| (el * p as usize + q as usize) * 4 + kind;
-    let rows_of = |q: u32| (0..h).filter(move |&y| owner(y, h, p) == q);
+    // rows owned by q: owner(y) = floor(y P / H) = q  <=>  q H / P <= y < (q + 1) H / P
+    let first_row = |q: u64| (q * h as u64).div_ceil(p as u64) as u32;
+    let rows_of = |q: u32| first_row(q as u64)..first_row(q as u64 + 1);
     let shift = (h / (2 * p)).max(1);
     for q in 0..p {
         sim.event(q, SimEvent::Phase, 5);
     }
     for _ in 0..k.setup_steps {
         for q in 0..p {
-            sim.compute(q, (w as u64 * rows_of(q).count() as u64) as f64);
+            sim.compute(q, (w as u64 * rows_of(q).len() as u64) as f64 * k.ops_per_element);
         }
         if let Some(tw) = tensor.as_deref_mut() {
             tw.write(&slab)?;
@@ -103,8 +121,8 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
             }
         }
         for q in 0..p {
-            let rows = rows_of(q).count() as u64;
-            sim.compute(q, (rows * w as u64 * if stencil { 5 } else { 1 }) as f64);
+            let rows = rows_of(q).len() as u64;
+            sim.compute(q, (rows * w as u64) as f64 * k.ops_per_element * if stencil { 1.0 } else { 0.2 });
         }
         if tensor.is_some() {
             for y in 0..h {
