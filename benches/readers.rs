@@ -34,7 +34,10 @@ fn target_bytes() -> u64 {
 fn input(format: OutputFormat, name: &str) -> PathBuf {
     let path = data_dir().join(name);
     let want = target_bytes();
-    if std::fs::metadata(&path).map(|m| m.len() >= want).unwrap_or(false) {
+    if std::fs::metadata(&path)
+        .map(|m| m.len() >= want)
+        .unwrap_or(false)
+    {
         return path;
     }
     // Gaussian elimination on 512 processors: grow n until the file is big enough
@@ -87,7 +90,10 @@ struct Row {
 fn measure(name: &'static str, path: &Path) -> Row {
     let opts = ReadOptions::default();
     let mb = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
     let t0 = Instant::now();
     let t = one.install(|| readers::read(path, &opts)).expect("read");
     let one_s = t0.elapsed().as_secs_f64();
@@ -97,7 +103,11 @@ fn measure(name: &'static str, path: &Path) -> Row {
     let t = readers::read(path, &opts).expect("read");
     let all_s = t0.elapsed().as_secs_f64();
     let peak = peak_mib();
-    let records = t.intervals.len() + t.events.len() + t.messages.len() + t.counters.len() + t.collectives.len();
+    let records = t.intervals.len()
+        + t.events.len()
+        + t.messages.len()
+        + t.counters.len()
+        + t.collectives.len();
     Row {
         name,
         mb,

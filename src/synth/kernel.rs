@@ -89,7 +89,10 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
     }
     for _ in 0..k.setup_steps {
         for q in 0..p {
-            sim.compute(q, (w as u64 * rows_of(q).len() as u64) as f64 * k.ops_per_element);
+            sim.compute(
+                q,
+                (w as u64 * rows_of(q).len() as u64) as f64 * k.ops_per_element,
+            );
         }
         if let Some(tw) = tensor.as_deref_mut() {
             tw.write(&slab)?;
@@ -122,7 +125,10 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
         }
         for q in 0..p {
             let rows = rows_of(q).len() as u64;
-            sim.compute(q, (rows * w as u64) as f64 * k.ops_per_element * if stencil { 1.0 } else { 0.2 });
+            sim.compute(
+                q,
+                (rows * w as u64) as f64 * k.ops_per_element * if stencil { 1.0 } else { 0.2 },
+            );
         }
         if tensor.is_some() {
             for y in 0..h {
