@@ -3,7 +3,8 @@
 # describes them with `tapestry info`. Output goes to demo-out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release
+bash scripts/setup.sh
+cargo build --release --features otf2
 T=target/release/tapestry
 OUT=demo-out
 mkdir -p "$OUT"
@@ -29,5 +30,10 @@ $T info "$OUT/kernel.prv" --locations 0
 echo "== 65,536 processors"
 $T synth bcast -p 65536 --reps 2 -o "$OUT/bcast-64k.prv"
 $T info "$OUT/bcast-64k.prv" --locations 4 --stats
+
+echo "== A real OTF2 trace (Score-P ping-pong), if ../shared is beside this checkout"
+if [ -f ../shared/traces/ping-pong-otf2/traces.otf2 ]; then
+    $T info ../shared/traces/ping-pong-otf2/traces.otf2 --locations 2
+fi
 
 echo "demo output in $OUT/"

@@ -34,6 +34,14 @@ impl Position {
     pub fn none() -> Self {
         Position::default()
     }
+
+    /// `:line 3 (byte 40)` after a file name, or nothing for the whole file.
+    pub fn suffix(&self) -> String {
+        match (self.line, self.byte) {
+            (None, None) => String::new(),
+            _ => format!(":{self}"),
+        }
+    }
 }
 
 impl fmt::Display for Position {
@@ -66,9 +74,9 @@ impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}:{}: {} [{}; {} record(s) affected]",
+            "{}{}: {} [{}; {} record(s) affected]",
             self.file.display(),
-            self.first,
+            self.first.suffix(),
             self.message,
             self.kind,
             self.count

@@ -22,7 +22,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The content of a file does not follow its format.
-    #[error("{}:{pos}: {msg}", path.display())]
+    #[error("{}{}: {msg}", path.display(), pos.suffix())]
     Parse {
         path: PathBuf,
         pos: Position,

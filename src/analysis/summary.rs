@@ -273,7 +273,12 @@ impl Summary {
             .max()
             .unwrap_or(5)
             .clamp(5, 40);
-        for t in &self.time_per_state {
+        let idle_states = self
+            .time_per_state
+            .iter()
+            .filter(|t| t.time_ns == 0)
+            .count();
+        for t in self.time_per_state.iter().filter(|t| t.time_ns > 0) {
             let name: String = t.name.chars().take(40).collect();
             let _ = writeln!(
                 s,
@@ -281,6 +286,12 @@ impl Summary {
                 t.class.name(),
                 format_ns(t.time_ns as f64),
                 t.percent
+            );
+        }
+        if idle_states > 0 {
+            let _ = writeln!(
+                s,
+                "  ({idle_states} state(s) without time not shown; see --json)"
             );
         }
         let _ = writeln!(s, "time per class");

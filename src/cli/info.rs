@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use tapestry::analysis::summary::summarize;
 
@@ -28,8 +28,8 @@ pub struct InfoArgs {
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let t0 = Instant::now();
-    let trace = tapestry::readers::read(&a.trace, &a.read.options())
-        .with_context(|| format!("cannot read trace {}", a.trace.display()))?;
+    // library errors name the file and the position already
+    let trace = tapestry::readers::read(&a.trace, &a.read.options())?;
     let read_s = t0.elapsed().as_secs_f64();
     for w in &trace.meta.diagnostics.warnings {
         eprintln!("warning: {w}");

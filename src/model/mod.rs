@@ -50,6 +50,7 @@ pub enum Format {
     ChromeJson,
     Paraver,
     Picl,
+    Otf2,
     Synthetic,
 }
 
@@ -59,6 +60,7 @@ impl Format {
             Format::ChromeJson => "Chrome Trace Event JSON",
             Format::Paraver => "Paraver",
             Format::Picl => "PICL (new format)",
+            Format::Otf2 => "OTF2",
             Format::Synthetic => "synthetic",
         }
     }

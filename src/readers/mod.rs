@@ -6,6 +6,7 @@
 //! | Chrome Trace Event JSON | [`chrome`] | first non-blank byte `[` or `{` |
 //! | Paraver `.prv` (+ `.pcf`, `.row`) | [`paraver`] | `#Paraver` |
 //! | PICL new format | [`picl`] | a first record `-3`/`-4`/... followed by numbers |
+//! | OTF2 archive (anchor `.otf2`) | `otf2` (feature `otf2`) | the anchor's `OTF2` signature |
 //!
 //! Every reader streams its input (memory is the size of the model, not of
 //! the file), repairs recoverable damage with a warning (see
@@ -17,6 +18,8 @@ pub mod chrome;
 pub mod decimal;
 pub mod input;
 mod json_split;
+#[cfg(feature = "otf2")]
+pub mod otf2;
 pub mod paraver;
 mod paraver_pcf;
 pub mod picl;
@@ -60,6 +63,9 @@ pub fn detect(path: &Path) -> Result<Format> {
 
 /// Detects a format from the first bytes of the (decompressed) content.
 pub fn detect_bytes(head: &[u8]) -> Option<Format> {
+    if is_otf2_anchor(head) {
+        return Some(Format::Otf2);
+    }
     let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
     if head.starts_with(b"#Paraver") {
         return Some(Format::Paraver);
@@ -72,12 +78,35 @@ pub fn detect_bytes(head: &[u8]) -> Option<Format> {
     }
 }
 
+/// Whether `head` (the first bytes of a file) is an OTF2 anchor file.
+pub fn is_otf2_anchor(head: &[u8]) -> bool {
+    head.len() >= 6 && &head[2..6] == b"OTF2"
+}
+
+/// Reads an OTF2 archive (requires the `otf2` feature).
+fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    #[cfg(feature = "otf2")]
+    {
+        otf2::read(path, opts)
+    }
+    #[cfg(not(feature = "otf2"))]
+    {
+        let _ = opts;
+        Err(Error::Invalid(format!(
+            "{} is an OTF2 archive, but this tapestry was built without OTF2 support: \
+             install libopen-trace-format2-dev and build with `cargo build --release --features otf2`",
+            path.display()
+        )))
+    }
+}
+
 /// Reads a trace, detecting its format.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     match detect(path)? {
         Format::Paraver => paraver::read(path, opts),
         Format::ChromeJson => chrome::read(path, opts),
         Format::Picl => picl::read(path, opts),
+        Format::Otf2 => read_otf2(path, opts),
         Format::Synthetic => Err(Error::Invalid(
             "synthetic traces are not read from files".into(),
         )),

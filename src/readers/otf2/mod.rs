@@ -1,0 +1,1117 @@
+//! OTF2 archives (Score-P) through the official OTF2 library (feature
+//! `otf2`; Debian: `libopen-trace-format2-dev`).
+//!
+//! Definitions read: strings, clock properties, system tree nodes, location
+//! groups, locations, regions (role, paradigm), groups, communicators,
+//! metric members, classes and instances. Events read: Enter/Leave, MPI
+//! send/isend/isend-complete/recv/irecv/irecv-request, collective
+//! begin/end, metrics, program begin/end; unknown records are counted.
+//!
+//! Model: one location per OTF2 location, under its location group
+//! (process) and system tree nodes (machine → node); the state of a location
+//! is its innermost open region. Messages are matched sender ↔ receiver per
+//! (communicator, ranks, tag), in order, from the send event to the receive
+//! event. Metrics become counters named after their members. Timestamps
+//! become nanoseconds since the global offset, with the timer resolution.
+//!
+//! Default classes: regions of the MPI, SHMEM, GASPI and UPC paradigms, of
+//! the measurement system, and regions whose role is a barrier, a
+//! collective, point-to-point, RMA, data transfer, task or thread wait are
+//! overhead; every other region is busy.
+
+mod ffi;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::path::{Path, PathBuf};
+
+use super::ReadOptions;
+use crate::diagnostics::Position;
+use crate::error::{Error, Result};
+use crate::model::{
+    BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
+    TimeUnit, Trace, TraceBuilder, flatten_nested,
+};
+
+const UNDEF32: u32 = u32::MAX;
+
+#[derive(Default)]
+struct Defs {
+    strings: HashMap<u32, String>,
+    /// (resolution, global offset, trace length)
+    clock: Option<(u64, u64, u64)>,
+    /// id → (name, class, parent)
+    system_nodes: BTreeMap<u32, (u32, u32, u32)>,
+    /// id → (name, system tree parent)
+    location_groups: BTreeMap<u32, (u32, u32)>,
+    /// id → (name, type, group)
+    locations: BTreeMap<u64, (u32, u8, u32)>,
+    /// id → (name, role, paradigm)
+    regions: HashMap<u32, (u32, u8, u8)>,
+    /// id → (type, paradigm, members)
+    groups: HashMap<u32, (u8, u8, Vec<u64>)>,
+    /// id → (name, group)
+    comms: HashMap<u32, (u32, u32)>,
+    /// id → (name, unit)
+    metric_members: HashMap<u32, (u32, u32)>,
+    /// class or instance id → members
+    metric_classes: HashMap<u32, Vec<u32>>,
+    metric_instances: HashMap<u32, u32>,
+}
+
+/// A point-to-point event: (time, location, peer rank, communicator, tag, bytes).
+type P2p = (u64, u64, u32, u32, u32, u64);
+
+/// A collective: (location, begin, end, op, communicator, root, sent, received).
+type Coll = (u64, u64, u64, u8, u32, u32, u64, u64);
+
+/// Sends waiting for their receive, per (sender, receiver, communicator, tag):
+/// (time, bytes).
+type SendQueues = HashMap<(u64, u64, u32, u32), VecDeque<(u64, u64)>>;
+
+#[derive(Default)]
+struct Events {
+    /// per OTF2 location: open regions (time, region, seq)
+    stacks: HashMap<u64, Vec<(u64, u32, u64)>>,
+    /// per OTF2 location: closed regions (start, end, region, seq)
+    slices: HashMap<u64, Vec<(u64, u64, u32, u64)>>,
+    sends: Vec<P2p>,
+    recvs: Vec<P2p>,
+    coll_begin: HashMap<u64, VecDeque<u64>>,
+    collectives: Vec<Coll>,
+    /// (location, time, member, value)
+    metrics: Vec<(u64, u64, u32, f64)>,
+    /// (location, time, kind: 0 program begin / 1 program end, value)
+    markers: Vec<(u64, u64, u8, i64)>,
+    mismatched_leave: u64,
+    unmatched_collective: u64,
+    unknown: u64,
+    min_time: u64,
+    seq: u64,
+}
+
+struct Ctx {
+    defs: Defs,
+    ev: Events,
+}
+
+fn ctx<'a>(user: *mut c_void) -> &'a mut Ctx {
+    // SAFETY: every callback is registered with a pointer to the `Ctx` that
+    // lives on the stack of `read` for the whole read, and the library calls
+    // them serially from that same thread.
+    unsafe { &mut *(user as *mut Ctx) }
+}
+
+const OK: ffi::OTF2_CallbackCode = ffi::OTF2_CALLBACK_SUCCESS;
+
+// ---- definition callbacks -------------------------------------------------
+
+unsafe extern "C" fn def_string(
+    user: *mut c_void,
+    id: u32,
+    s: *const c_char,
+) -> ffi::OTF2_CallbackCode {
+    let text = if s.is_null() {
+        String::new()
+    } else {
+        // SAFETY: the library passes a NUL-terminated string valid during the call.
+        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    };
+    ctx(user).defs.strings.insert(id, text);
+    OK
+}
+
+unsafe extern "C" fn def_clock(
+    user: *mut c_void,
+    res: u64,
+    offset: u64,
+    length: u64,
+    _rt: u64,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user).defs.clock = Some((res, offset, length));
+    OK
+}
+
+unsafe extern "C" fn def_system_node(
+    user: *mut c_void,
+    id: u32,
+    name: u32,
+    class: u32,
+    parent: u32,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user)
+        .defs
+        .system_nodes
+        .insert(id, (name, class, parent));
+    OK
+}
+
+unsafe extern "C" fn def_location_group(
+    user: *mut c_void,
+    id: u32,
+    name: u32,
+    _ty: ffi::OTF2_LocationGroupType,
+    parent: u32,
+    _creator: u32,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user).defs.location_groups.insert(id, (name, parent));
+    OK
+}
+
+unsafe extern "C" fn def_location(
+    user: *mut c_void,
+    id: u64,
+    name: u32,
+    ty: ffi::OTF2_LocationType,
+    _events: u64,
+    group: u32,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user).defs.locations.insert(id, (name, ty, group));
+    OK
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn def_region(
+    user: *mut c_void,
+    id: u32,
+    name: u32,
+    _canonical: u32,
+    _description: u32,
+    role: ffi::OTF2_RegionRole,
+    paradigm: ffi::OTF2_Paradigm,
+    _flags: ffi::OTF2_RegionFlag,
+    _file: u32,
+    _begin: u32,
+    _end: u32,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user).defs.regions.insert(id, (name, role, paradigm));
+    OK
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn def_group(
+    user: *mut c_void,
+    id: u32,
+    _name: u32,
+    ty: ffi::OTF2_GroupType,
+    paradigm: ffi::OTF2_Paradigm,
+    _flags: ffi::OTF2_GroupFlag,
+    n: u32,
+    members: *const u64,
+) -> ffi::OTF2_CallbackCode {
+    let m = if members.is_null() || n == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: the library passes `n` members valid during the call.
+        unsafe { std::slice::from_raw_parts(members, n as usize) }.to_vec()
+    };
+    ctx(user).defs.groups.insert(id, (ty, paradigm, m));
+    OK
+}
+
+unsafe extern "C" fn def_comm(
+    user: *mut c_void,
+    id: u32,
+    name: u32,
+    group: u32,
+    _parent: u32,
+    _flags: ffi::OTF2_CommFlag,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user).defs.comms.insert(id, (name, group));
+    OK
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn def_metric_member(
+    user: *mut c_void,
+    id: u32,
+    name: u32,
+    _description: u32,
+    _ty: ffi::OTF2_MetricType,
+    _mode: ffi::OTF2_MetricMode,
+    _value: ffi::OTF2_Type,
+    _base: ffi::OTF2_Base,
+    _exponent: i64,
+    unit: u32,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user).defs.metric_members.insert(id, (name, unit));
+    OK
+}
+
+unsafe extern "C" fn def_metric_class(
+    user: *mut c_void,
+    id: u32,
+    n: u8,
+    members: *const u32,
+    _occurrence: ffi::OTF2_MetricOccurrence,
+    _recorder: ffi::OTF2_RecorderKind,
+) -> ffi::OTF2_CallbackCode {
+    let m = if members.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: the library passes `n` members valid during the call.
+        unsafe { std::slice::from_raw_parts(members, n as usize) }.to_vec()
+    };
+    ctx(user).defs.metric_classes.insert(id, m);
+    OK
+}
+
+unsafe extern "C" fn def_metric_instance(
+    user: *mut c_void,
+    id: u32,
+    class: u32,
+    _recorder: u64,
+    _scope_kind: ffi::OTF2_MetricScope,
+    _scope: u64,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user).defs.metric_instances.insert(id, class);
+    OK
+}
+
+// ---- event callbacks ------------------------------------------------------
+
+fn seen(ev: &mut Events, time: u64) -> u64 {
+    ev.min_time = ev.min_time.min(time);
+    ev.seq += 1;
+    ev.seq
+}
+
+unsafe extern "C" fn ev_enter(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    region: u32,
+) -> ffi::OTF2_CallbackCode {
+    let ev = &mut ctx(user).ev;
+    let seq = seen(ev, time);
+    ev.stacks.entry(loc).or_default().push((time, region, seq));
+    OK
+}
+
+unsafe extern "C" fn ev_leave(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    region: u32,
+) -> ffi::OTF2_CallbackCode {
+    let ev = &mut ctx(user).ev;
+    seen(ev, time);
+    match ev.stacks.get_mut(&loc).and_then(|s| s.pop()) {
+        Some((start, r, seq)) => {
+            if r != region {
+                ev.mismatched_leave += 1;
+            }
+            ev.slices
+                .entry(loc)
+                .or_default()
+                .push((start, time, r, seq));
+        }
+        None => ev.mismatched_leave += 1,
+    }
+    OK
+}
+
+unsafe extern "C" fn ev_send(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    receiver: u32,
+    comm: u32,
+    tag: u32,
+    len: u64,
+) -> ffi::OTF2_CallbackCode {
+    let ev = &mut ctx(user).ev;
+    seen(ev, time);
+    ev.sends.push((time, loc, receiver, comm, tag, len));
+    OK
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_isend(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    a: *mut ffi::OTF2_AttributeList,
+    receiver: u32,
+    comm: u32,
+    tag: u32,
+    len: u64,
+    _request: u64,
+) -> ffi::OTF2_CallbackCode {
+    // SAFETY: forwards the library's arguments unchanged.
+    unsafe { ev_send(loc, time, user, a, receiver, comm, tag, len) }
+}
+
+unsafe extern "C" fn ev_request(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    _req: u64,
+) -> ffi::OTF2_CallbackCode {
+    let _ = loc;
+    seen(&mut ctx(user).ev, time);
+    OK
+}
+
+unsafe extern "C" fn ev_recv(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    sender: u32,
+    comm: u32,
+    tag: u32,
+    len: u64,
+) -> ffi::OTF2_CallbackCode {
+    let ev = &mut ctx(user).ev;
+    seen(ev, time);
+    ev.recvs.push((time, loc, sender, comm, tag, len));
+    OK
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_irecv(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    a: *mut ffi::OTF2_AttributeList,
+    sender: u32,
+    comm: u32,
+    tag: u32,
+    len: u64,
+    _request: u64,
+) -> ffi::OTF2_CallbackCode {
+    // SAFETY: forwards the library's arguments unchanged.
+    unsafe { ev_recv(loc, time, user, a, sender, comm, tag, len) }
+}
+
+unsafe extern "C" fn ev_coll_begin(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+) -> ffi::OTF2_CallbackCode {
+    let ev = &mut ctx(user).ev;
+    seen(ev, time);
+    ev.coll_begin.entry(loc).or_default().push_back(time);
+    OK
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_coll_end(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    op: ffi::OTF2_CollectiveOp,
+    comm: u32,
+    root: u32,
+    sent: u64,
+    received: u64,
+) -> ffi::OTF2_CallbackCode {
+    let ev = &mut ctx(user).ev;
+    seen(ev, time);
+    let begin = match ev.coll_begin.get_mut(&loc).and_then(|q| q.pop_back()) {
+        Some(b) => b,
+        None => {
+            ev.unmatched_collective += 1;
+            time
+        }
+    };
+    ev.collectives
+        .push((loc, begin, time, op, comm, root, sent, received));
+    OK
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_metric(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    metric: u32,
+    n: u8,
+    types: *const ffi::OTF2_Type,
+    values: *const ffi::OTF2_MetricValue,
+) -> ffi::OTF2_CallbackCode {
+    let c = ctx(user);
+    seen(&mut c.ev, time);
+    if types.is_null() || values.is_null() {
+        return OK;
+    }
+    // SAFETY: the library passes `n` types and values valid during the call.
+    let (types, values) = unsafe {
+        (
+            std::slice::from_raw_parts(types, n as usize),
+            std::slice::from_raw_parts(values, n as usize),
+        )
+    };
+    let class = c
+        .defs
+        .metric_instances
+        .get(&metric)
+        .copied()
+        .unwrap_or(metric);
+    let members = c
+        .defs
+        .metric_classes
+        .get(&class)
+        .cloned()
+        .unwrap_or_default();
+    for (i, (&ty, v)) in types.iter().zip(values).enumerate() {
+        // SAFETY: the type id says which member of the union is set.
+        let x = unsafe {
+            match ty as u32 {
+                ffi::OTF2_TYPE_INT64 => v.signed_int as f64,
+                ffi::OTF2_TYPE_DOUBLE => v.floating_point,
+                _ => v.unsigned_int as f64,
+            }
+        };
+        let member = members.get(i).copied().unwrap_or(UNDEF32);
+        c.ev.metrics.push((loc, time, member, x));
+    }
+    OK
+}
+
+unsafe extern "C" fn ev_program_begin(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    _name: u32,
+    _n: u32,
+    _args: *const u32,
+) -> ffi::OTF2_CallbackCode {
+    let ev = &mut ctx(user).ev;
+    seen(ev, time);
+    ev.markers.push((loc, time, 0, 0));
+    OK
+}
+
+unsafe extern "C" fn ev_program_end(
+    loc: u64,
+    time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+    status: i64,
+) -> ffi::OTF2_CallbackCode {
+    let ev = &mut ctx(user).ev;
+    seen(ev, time);
+    ev.markers.push((loc, time, 1, status));
+    OK
+}
+
+unsafe extern "C" fn ev_unknown(
+    _loc: u64,
+    _time: u64,
+    user: *mut c_void,
+    _a: *mut ffi::OTF2_AttributeList,
+) -> ffi::OTF2_CallbackCode {
+    ctx(user).ev.unknown += 1;
+    OK
+}
+
+/// Error handler: keeps the library quiet (errors are reported by the
+/// return codes) and remembers the last failing function.
+unsafe extern "C" fn on_error(
+    _user: *mut c_void,
+    _file: *const c_char,
+    _line: u64,
+    function: *const c_char,
+    code: ffi::OTF2_ErrorCode,
+    _fmt: *const c_char,
+    _va: *mut ffi::__va_list_tag,
+) -> ffi::OTF2_ErrorCode {
+    if !function.is_null() {
+        // SAFETY: a NUL-terminated string valid during the call.
+        let f = unsafe { CStr::from_ptr(function) }
+            .to_string_lossy()
+            .into_owned();
+        LAST_FUNCTION.with(|l| *l.borrow_mut() = f);
+    }
+    code
+}
+
+thread_local! {
+    static LAST_FUNCTION: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn describe(code: ffi::OTF2_ErrorCode) -> String {
+    // SAFETY: the library returns static NUL-terminated strings (or null).
+    let (name, desc) = unsafe {
+        (
+            ffi::OTF2_Error_GetName(code),
+            ffi::OTF2_Error_GetDescription(code),
+        )
+    };
+    let s = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    let func = LAST_FUNCTION.with(|l| l.borrow().clone());
+    let mut m = format!("{} ({})", s(desc), s(name));
+    if !func.is_empty() {
+        m.push_str(&format!(" in {func}"));
+    }
+    m
+}
+
+/// The open library reader, closed on drop.
+struct Reader(*mut ffi::OTF2_Reader);
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: the pointer came from OTF2_Reader_Open and is closed once.
+            unsafe { ffi::OTF2_Reader_Close(self.0) };
+        }
+    }
+}
+
+/// Checks that the archive's files stay inside the anchor's directory.
+fn check_archive(anchor: &Path) -> Result<PathBuf> {
+    let real = anchor.canonicalize().map_err(|e| Error::io(anchor, e))?;
+    if !real.is_file() {
+        return Err(Error::parse(
+            anchor,
+            Position::none(),
+            "expected an OTF2 anchor file (.otf2), found a directory",
+        ));
+    }
+    let dir = real.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let stem = real
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let def = dir.join(format!("{stem}.def"));
+    if !def.is_file() {
+        return Err(Error::parse(
+            anchor,
+            Position::none(),
+            format!(
+                "expected the global definitions {} beside the anchor, found none",
+                def.display()
+            ),
+        ));
+    }
+    for p in [def, dir.join(&stem)] {
+        if let Ok(r) = p.canonicalize()
+            && !r.starts_with(&dir)
+        {
+            return Err(Error::parse(
+                anchor,
+                Position::none(),
+                format!(
+                    "{} resolves to {}, outside the archive's directory {}; refusing to read it",
+                    p.display(),
+                    r.display(),
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(real)
+}
+
+fn overhead(role: u8, paradigm: u8) -> bool {
+    use ffi::*;
+    matches!(
+        paradigm as u32,
+        OTF2_PARADIGM_MPI
+            | OTF2_PARADIGM_SHMEM
+            | OTF2_PARADIGM_GASPI
+            | OTF2_PARADIGM_UPC
+            | OTF2_PARADIGM_MEASUREMENT_SYSTEM
+    ) || matches!(
+        role as u32,
+        OTF2_REGION_ROLE_BARRIER
+            | OTF2_REGION_ROLE_IMPLICIT_BARRIER
+            | OTF2_REGION_ROLE_COLL_ONE2ALL
+            | OTF2_REGION_ROLE_COLL_ALL2ONE
+            | OTF2_REGION_ROLE_COLL_ALL2ALL
+            | OTF2_REGION_ROLE_COLL_OTHER
+            | OTF2_REGION_ROLE_POINT2POINT
+            | OTF2_REGION_ROLE_RMA
+            | OTF2_REGION_ROLE_DATA_TRANSFER
+            | OTF2_REGION_ROLE_TASK_WAIT
+            | OTF2_REGION_ROLE_THREAD_WAIT
+    )
+}
+
+/// Reads an OTF2 archive from its anchor file.
+pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let real = check_archive(path)?;
+    let fail = |what: &str, code: ffi::OTF2_ErrorCode| {
+        Error::parse(
+            path,
+            Position::none(),
+            format!("OTF2 library: {what} failed: {}", describe(code)),
+        )
+    };
+    let c_path = CString::new(real.to_string_lossy().as_bytes())
+        .map_err(|_| Error::Invalid(format!("{}: path contains a NUL byte", path.display())))?;
+    let mut ctx = Ctx {
+        defs: Defs::default(),
+        ev: Events {
+            min_time: u64::MAX,
+            ..Default::default()
+        },
+    };
+    let user = &mut ctx as *mut Ctx as *mut c_void;
+
+    // SAFETY: plain calls into the OTF2 C API following its documented
+    // reading sequence; every pointer passed is valid for the call, and
+    // `user` points to `ctx`, which outlives the reader.
+    unsafe {
+        ffi::OTF2_Error_RegisterCallback(Some(on_error), std::ptr::null_mut());
+        let reader = Reader(ffi::OTF2_Reader_Open(c_path.as_ptr()));
+        if reader.0.is_null() {
+            return Err(Error::parse(
+                path,
+                Position::none(),
+                format!(
+                    "OTF2 library: cannot open the archive: {}",
+                    describe(ffi::OTF2_ERROR_INVALID_ARGUMENT)
+                ),
+            ));
+        }
+        let r = reader.0;
+        let check = |what: &str, code: ffi::OTF2_ErrorCode| {
+            if code == ffi::OTF2_SUCCESS {
+                Ok(())
+            } else {
+                Err(fail(what, code))
+            }
+        };
+        check(
+            "setting serial collectives",
+            ffi::OTF2_Reader_SetSerialCollectiveCallbacks(r),
+        )?;
+
+        let gdr = ffi::OTF2_Reader_GetGlobalDefReader(r);
+        if gdr.is_null() {
+            return Err(fail(
+                "opening the global definitions",
+                ffi::OTF2_ERROR_INVALID_DATA,
+            ));
+        }
+        let cbs = ffi::OTF2_GlobalDefReaderCallbacks_New();
+        ffi::OTF2_GlobalDefReaderCallbacks_SetStringCallback(cbs, Some(def_string));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(cbs, Some(def_clock));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetSystemTreeNodeCallback(cbs, Some(def_system_node));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetLocationGroupCallback(cbs, Some(def_location_group));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetLocationCallback(cbs, Some(def_location));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cbs, Some(def_region));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cbs, Some(def_group));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetCommCallback(cbs, Some(def_comm));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetMetricMemberCallback(cbs, Some(def_metric_member));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback(cbs, Some(def_metric_class));
+        ffi::OTF2_GlobalDefReaderCallbacks_SetMetricInstanceCallback(
+            cbs,
+            Some(def_metric_instance),
+        );
+        let reg = ffi::OTF2_Reader_RegisterGlobalDefCallbacks(r, gdr, cbs, user);
+        ffi::OTF2_GlobalDefReaderCallbacks_Delete(cbs);
+        check("registering definition callbacks", reg)?;
+        let mut n_defs = 0u64;
+        check(
+            "reading the global definitions",
+            ffi::OTF2_Reader_ReadAllGlobalDefinitions(r, gdr, &mut n_defs),
+        )?;
+        ffi::OTF2_Reader_CloseGlobalDefReader(r, gdr);
+
+        let locations: Vec<u64> = ctx.defs.locations.keys().copied().collect();
+        // per-location event files (POSIX substrate): name a missing one exactly
+        let evt_dir = real.with_extension("");
+        if evt_dir.is_dir() {
+            for &l in &locations {
+                let f = evt_dir.join(format!("{l}.evt"));
+                if !f.is_file() {
+                    return Err(Error::parse(
+                        path,
+                        Position::none(),
+                        format!(
+                            "expected the event file {} of location {l}, found none",
+                            f.display()
+                        ),
+                    ));
+                }
+            }
+        }
+        for &l in &locations {
+            check(
+                "selecting a location",
+                ffi::OTF2_Reader_SelectLocation(r, l),
+            )?;
+        }
+        let defs_open = ffi::OTF2_Reader_OpenDefFiles(r) == ffi::OTF2_SUCCESS;
+        check("opening the event files", ffi::OTF2_Reader_OpenEvtFiles(r))?;
+        for &l in &locations {
+            if defs_open {
+                let dr = ffi::OTF2_Reader_GetDefReader(r, l);
+                if !dr.is_null() {
+                    let mut n = 0u64;
+                    check(
+                        "reading local definitions",
+                        ffi::OTF2_Reader_ReadAllLocalDefinitions(r, dr, &mut n),
+                    )?;
+                    ffi::OTF2_Reader_CloseDefReader(r, dr);
+                }
+            }
+            if ffi::OTF2_Reader_GetEvtReader(r, l).is_null() {
+                return Err(fail(
+                    &format!("opening the events of location {l}"),
+                    ffi::OTF2_ERROR_INVALID_DATA,
+                ));
+            }
+        }
+        if defs_open {
+            ffi::OTF2_Reader_CloseDefFiles(r);
+        }
+        let ger = ffi::OTF2_Reader_GetGlobalEvtReader(r);
+        if ger.is_null() {
+            return Err(fail(
+                "opening the global event reader",
+                ffi::OTF2_ERROR_INVALID_DATA,
+            ));
+        }
+        let ecb = ffi::OTF2_GlobalEvtReaderCallbacks_New();
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(ecb, Some(ev_enter));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(ecb, Some(ev_leave));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(ecb, Some(ev_send));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(ecb, Some(ev_isend));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(ecb, Some(ev_request));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(ecb, Some(ev_request));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(ecb, Some(ev_recv));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(ecb, Some(ev_irecv));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(ecb, Some(ev_coll_begin));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(ecb, Some(ev_coll_end));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetMetricCallback(ecb, Some(ev_metric));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetProgramBeginCallback(ecb, Some(ev_program_begin));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetProgramEndCallback(ecb, Some(ev_program_end));
+        ffi::OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback(ecb, Some(ev_unknown));
+        let reg = ffi::OTF2_Reader_RegisterGlobalEvtCallbacks(r, ger, ecb, user);
+        ffi::OTF2_GlobalEvtReaderCallbacks_Delete(ecb);
+        check("registering event callbacks", reg)?;
+        let mut n_events = 0u64;
+        check(
+            "reading the events",
+            ffi::OTF2_Reader_ReadAllGlobalEvents(r, ger, &mut n_events),
+        )?;
+        ffi::OTF2_Reader_CloseGlobalEvtReader(r, ger);
+        ffi::OTF2_Reader_CloseEvtFiles(r);
+    }
+    assemble(ctx, path, opts)
+}
+
+fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let Ctx { defs, mut ev } = ctx;
+    let name = |id: u32| defs.strings.get(&id).cloned().unwrap_or_default();
+    let (res, offset, length) = defs.clock.unwrap_or((1_000_000_000, 0, 0));
+    if res == 0 {
+        return Err(Error::parse(
+            path,
+            Position::none(),
+            "expected a timer resolution above 0 in the clock properties, found 0",
+        ));
+    }
+    let unit = TimeUnit {
+        name: format!("1/{res} s"),
+        ns_per_unit: (1_000_000_000 / res).max(1),
+    };
+    let mut b = TraceBuilder::new(Format::Otf2, path, unit, opts.strict);
+    let origin = offset.min(ev.min_time);
+    let ns = |t: u64| -> Time {
+        ((t.saturating_sub(origin) as u128 * 1_000_000_000) / res as u128).min(u64::MAX as u128)
+            as Time
+    };
+    b.set_origin(((origin as u128 * 1_000_000_000 / res as u128).min(i64::MAX as u128)) as i64);
+    b.set_declared_end(ns(offset.saturating_add(length)));
+
+    // hierarchy: system tree nodes, location groups, locations
+    let mut node_group: HashMap<u32, u32> = HashMap::new();
+    // parents first: iterate until every node whose parent is known is placed
+    let mut pending: Vec<u32> = defs.system_nodes.keys().copied().collect();
+    let mut guard = 0;
+    while !pending.is_empty() && guard < 64 {
+        guard += 1;
+        pending.retain(|id| {
+            let (n, class, parent) = defs.system_nodes[id];
+            let parent_group = if parent == UNDEF32 || !defs.system_nodes.contains_key(&parent) {
+                None
+            } else if let Some(g) = node_group.get(&parent) {
+                Some(*g)
+            } else {
+                return true;
+            };
+            let kind = if name(class).eq_ignore_ascii_case("machine") {
+                GroupKind::Machine
+            } else {
+                GroupKind::Node
+            };
+            let g = b.locations.add_group(name(n), kind, parent_group);
+            node_group.insert(*id, g);
+            false
+        });
+    }
+    let mut lg_group: HashMap<u32, u32> = HashMap::new();
+    for (id, &(n, parent)) in &defs.location_groups {
+        let g = b.locations.add_group(
+            name(n),
+            GroupKind::Process,
+            node_group.get(&parent).copied(),
+        );
+        lg_group.insert(*id, g);
+    }
+    let mut loc_of: HashMap<u64, LocId> = HashMap::new();
+    let mut ordered: Vec<(u32, u64)> = defs
+        .locations
+        .iter()
+        .map(|(id, &(_, _, g))| (g, *id))
+        .collect();
+    ordered.sort_unstable();
+    for (g, id) in ordered {
+        let (n, ty, _) = defs.locations[&id];
+        let kind = if ty as u32 == ffi::OTF2_LOCATION_TYPE_CPU_THREAD {
+            LocationKind::Thread
+        } else {
+            LocationKind::Stream
+        };
+        let l = b
+            .locations
+            .add(name(n), kind, lg_group.get(&g).copied(), id as i64);
+        loc_of.insert(id, l);
+    }
+
+    // states: one per region, by name
+    let mut state_of: HashMap<u32, StateId> = HashMap::new();
+    let mut regions: Vec<_> = defs.regions.iter().collect();
+    regions.sort_by_key(|(id, _)| **id);
+    for (id, &(n, role, paradigm)) in regions {
+        let class = if overhead(role, paradigm) {
+            StateClass::Overhead
+        } else {
+            StateClass::Busy
+        };
+        let nm = name(n);
+        let s = match b.states.by_name(&nm) {
+            Some(s) => s,
+            None => b.states.add(&nm, class, None, *id as i64),
+        };
+        state_of.insert(*id, s);
+    }
+    let mut unknown_region = 0u64;
+    let mut unclosed = 0u64;
+    let end_time = ev
+        .slices
+        .values()
+        .flatten()
+        .map(|s| s.1)
+        .max()
+        .unwrap_or(0)
+        .max(offset.saturating_add(length));
+    let mut flat = Vec::new();
+    let mut clipped = 0u64;
+    let mut all_locs: Vec<u64> = ev.slices.keys().chain(ev.stacks.keys()).copied().collect();
+    all_locs.sort_unstable();
+    all_locs.dedup();
+    for l in all_locs {
+        let Some(&loc) = loc_of.get(&l) else { continue };
+        let mut slices: Vec<NestedSlice> = Vec::new();
+        let open = ev.stacks.remove(&l).unwrap_or_default();
+        unclosed += open.len() as u64;
+        let closed = ev.slices.remove(&l).unwrap_or_default();
+        for (s, e, r, seq) in closed
+            .into_iter()
+            .chain(open.into_iter().map(|(s, r, seq)| (s, end_time, r, seq)))
+        {
+            match state_of.get(&r) {
+                Some(&st) => slices.push(NestedSlice {
+                    start: ns(s),
+                    end: ns(e),
+                    state: st,
+                    seq,
+                }),
+                None => unknown_region += 1,
+            }
+        }
+        flat.clear();
+        clipped += flatten_nested(&mut slices, &mut flat);
+        for &(s, e, st) in &flat {
+            b.interval(loc, s, e, st);
+        }
+    }
+
+    // ranks → locations, per communicator
+    let comm_locations: HashMap<u8, &Vec<u64>> = defs
+        .groups
+        .values()
+        .filter(|g| g.0 as u32 == ffi::OTF2_GROUP_TYPE_COMM_LOCATIONS)
+        .map(|g| (g.1, &g.2))
+        .collect();
+    let rank_loc = |comm: u32, rank: u32, me: u64| -> Option<u64> {
+        let (_, group) = defs.comms.get(&comm)?;
+        let (ty, paradigm, members) = defs.groups.get(group)?;
+        if *ty as u32 == ffi::OTF2_GROUP_TYPE_COMM_SELF {
+            return Some(me);
+        }
+        let world = comm_locations.get(paradigm)?;
+        let idx = *members.get(rank as usize)?;
+        world.get(idx as usize).copied()
+    };
+    let mut queues: SendQueues = HashMap::new();
+    let mut unmatched = 0u64;
+    ev.sends.sort_unstable();
+    for &(t, loc, peer, comm, tag, len) in &ev.sends {
+        match rank_loc(comm, peer, loc) {
+            Some(dst) => queues
+                .entry((loc, dst, comm, tag))
+                .or_default()
+                .push_back((t, len)),
+            None => unmatched += 1,
+        }
+    }
+    ev.recvs.sort_unstable();
+    for &(t, loc, peer, comm, tag, len) in &ev.recvs {
+        let Some(src) = rank_loc(comm, peer, loc) else {
+            unmatched += 1;
+            continue;
+        };
+        match queues
+            .get_mut(&(src, loc, comm, tag))
+            .and_then(|q| q.pop_front())
+        {
+            Some((st, slen)) => match (loc_of.get(&src), loc_of.get(&loc)) {
+                (Some(&s), Some(&d)) => b.message(s, d, ns(st), ns(t), slen.max(len), tag as i64),
+                _ => unmatched += 1,
+            },
+            None => unmatched += 1,
+        }
+    }
+    unmatched += queues.values().map(|q| q.len() as u64).sum::<u64>();
+
+    for &(l, begin, end, op, comm, root, sent, received) in &ev.collectives {
+        let Some(&loc) = loc_of.get(&l) else { continue };
+        let opname = collective_name(op);
+        let o = b.collective_op(opname);
+        b.collective(
+            loc,
+            ns(begin),
+            ns(end),
+            comm as i64,
+            o,
+            sent,
+            received,
+            if root == UNDEF32 { -1 } else { root as i64 },
+        );
+    }
+    for &(l, t, member, x) in &ev.metrics {
+        let Some(&loc) = loc_of.get(&l) else { continue };
+        let (n, u) = defs
+            .metric_members
+            .get(&member)
+            .map_or((format!("metric {member}"), String::new()), |&(n, u)| {
+                (name(n), name(u))
+            });
+        let c = b.counter_def(&n, &u);
+        b.counter(loc, c, ns(t), x);
+    }
+    for &(l, t, kind, v) in &ev.markers {
+        let Some(&loc) = loc_of.get(&l) else { continue };
+        let k = b.event_types.intern(if kind == 0 {
+            "program begin"
+        } else {
+            "program end"
+        });
+        b.event(loc, ns(t), k, v);
+    }
+    if ev.unknown > 0 {
+        b.ignore("OTF2 events of unknown or unsupported kinds", ev.unknown);
+    }
+    b.communicators = {
+        let mut v: Vec<_> = defs
+            .comms
+            .iter()
+            .map(|(id, &(n, g))| crate::model::Communicator {
+                id: *id as i64,
+                name: name(n),
+                members: defs
+                    .groups
+                    .get(&g)
+                    .map(|g| g.2.iter().map(|&m| m as i64).collect())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        v.sort_by_key(|c| c.id);
+        v
+    };
+
+    let src = path.to_path_buf();
+    let none = Position::none();
+    let mismatched = ev.mismatched_leave;
+    b.diagnostics
+        .repair("unmatched-leave", &src, none, mismatched, || {
+            format!("{mismatched} Leave event(s) without a matching Enter of the same region")
+        })?;
+    b.diagnostics
+        .repair("unclosed-enter", &src, none, unclosed, || {
+            format!("{unclosed} region(s) entered and never left; closed at the end of the trace")
+        })?;
+    b.diagnostics
+        .repair("improper-nesting", &src, none, clipped, || {
+            format!("{clipped} region(s) end after their enclosing region; clipped to it")
+        })?;
+    b.diagnostics
+        .repair("unknown-region", &src, none, unknown_region, || {
+            format!("{unknown_region} Enter/Leave event(s) name an undefined region; ignored")
+        })?;
+    b.diagnostics.repair("unmatched-message", &src, none, unmatched, || {
+        format!("{unmatched} send(s) or receive(s) without a partner (or with an unknown rank); no message for them")
+    })?;
+    let uc = ev.unmatched_collective;
+    b.diagnostics
+        .repair("unmatched-collective", &src, none, uc, || {
+            format!("{uc} collective end(s) without a begin")
+        })?;
+    let mut t = b.finish(BuildOptions {
+        warn_unsorted: false,
+    })?;
+    t.reclassify(&opts.classes)?;
+    Ok(t)
+}
+
+fn collective_name(op: u8) -> &'static str {
+    const NAMES: [&str; 23] = [
+        "barrier",
+        "broadcast",
+        "gather",
+        "gatherv",
+        "scatter",
+        "scatterv",
+        "allgather",
+        "allgatherv",
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "allreduce",
+        "reduce",
+        "reduce_scatter",
+        "scan",
+        "exscan",
+        "reduce_scatter_block",
+        "create_handle",
+        "destroy_handle",
+        "allocate",
+        "deallocate",
+        "create_handle_and_allocate",
+        "destroy_handle_and_deallocate",
+    ];
+    NAMES.get(op as usize).copied().unwrap_or("collective")
+}

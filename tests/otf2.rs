@@ -1,0 +1,279 @@
+//! OTF2 archives through the official library: the Score-P ping-pong traces
+//! against what `otf2-print` prints, archives written by the official Python
+//! writer with exact expectations, and damaged archives.
+#![cfg(feature = "otf2")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{shared_trace, tapestry};
+use tapestry::model::StateClass;
+use tapestry::readers::{self, ReadOptions};
+
+/// `otf2-print` output (events, or definitions with `-G`).
+fn otf2_print(anchor: &Path, defs: bool) -> String {
+    let mut c = Command::new("otf2-print");
+    if defs {
+        c.arg("-G");
+    }
+    let out = c
+        .arg(anchor)
+        .output()
+        .expect("otf2-print (Debian package otf2-tools) must be installed");
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn count_lines(text: &str, first_word: &str) -> usize {
+    text.lines()
+        .filter(|l| l.split_whitespace().next() == Some(first_word))
+        .count()
+}
+
+#[test]
+fn ping_pong_archives_match_otf2_print() {
+    for (dir, metrics) in [("ping-pong-otf2", false), ("ping-pong-otf2-papi", true)] {
+        let anchor = shared_trace(&format!("{dir}/traces.otf2"));
+        let ev = otf2_print(&anchor, false);
+        let defs = otf2_print(&anchor, true);
+        let sends = count_lines(&ev, "MPI_SEND");
+        let recvs = count_lines(&ev, "MPI_RECV");
+        let bytes: u64 = ev
+            .lines()
+            .filter(|l| l.starts_with("MPI_SEND"))
+            .map(|l| {
+                l.rsplit("Length: ")
+                    .next()
+                    .unwrap()
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum();
+        // each METRIC line carries "N Value(s)"
+        let metric_values: usize = ev
+            .lines()
+            .filter(|l| l.starts_with("METRIC"))
+            .map(|l| {
+                let after = l.split("Metric: ").nth(1).unwrap();
+                after
+                    .split(',')
+                    .nth(1)
+                    .unwrap()
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            })
+            .sum();
+        let locations = count_lines(&defs, "LOCATION");
+        let regions = count_lines(&defs, "REGION");
+        assert_eq!(
+            (sends, recvs, locations),
+            (16, 16, 2),
+            "{dir}: otf2-print counts"
+        );
+
+        let t = readers::read(&anchor, &ReadOptions::default()).unwrap();
+        assert!(
+            t.meta.diagnostics.warnings.is_empty(),
+            "{dir}: {:?}",
+            t.meta.diagnostics.warnings
+        );
+        assert_eq!(t.num_locations(), locations);
+        assert_eq!(t.states.len(), regions, "{dir}: one state per region");
+        assert_eq!(t.messages.len(), sends);
+        assert_eq!(t.messages.total_bytes(), bytes);
+        assert_eq!(t.counters.len(), metric_values, "{dir}: counter samples");
+        assert_eq!(!t.counters.is_empty(), metrics);
+        // MPI regions are overhead, main is busy
+        let class = |n: &str| t.states.get(t.states.by_name(n).unwrap()).unwrap().class;
+        assert_eq!(class("MPI_Send"), StateClass::Overhead);
+        assert_eq!(class("int main(int, char**)"), StateClass::Busy);
+        // every message goes between the two ranks, after it was sent
+        for i in 0..t.messages.len() {
+            assert_ne!(t.messages.sender[i], t.messages.receiver[i]);
+            assert!(t.messages.recv_time[i] >= t.messages.send_time[i]);
+        }
+        let (code, out, err) = tapestry(&["info", anchor.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("OTF2") && out.contains("16 ("), "{out}");
+    }
+}
+
+/// Writes an archive with the official Python writer.
+fn python_archive(dir: &Path, ranks: u32, resolution: u64, offset: u64) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/write_otf2.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(dir)
+        .args([
+            ranks.to_string(),
+            resolution.to_string(),
+            offset.to_string(),
+        ])
+        .output()
+        .expect("/usr/bin/python3 with the otf2 module (Debian package python3-otf2)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("traces.otf2")
+}
+
+#[test]
+fn python_written_archives_read_exactly() {
+    // (ranks, timer resolution in ticks per second, global offset in ticks)
+    for (ranks, res, offset) in [
+        (3u32, 1_000_000u64, 5_000u64),
+        (4, 250_000_000, 123_456_789),
+        (2, 3, 7),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let anchor = python_archive(&d.path().join("a"), ranks, res, offset);
+        let t = readers::read(&anchor, &ReadOptions::default()).unwrap();
+        assert!(
+            t.meta.diagnostics.warnings.is_empty(),
+            "{:?}",
+            t.meta.diagnostics.warnings
+        );
+        let ns = |ticks: u64| (ticks as u128 * 1_000_000_000 / res as u128) as u64;
+        assert_eq!(
+            t.meta.origin_ns,
+            (offset as u128 * 1_000_000_000 / res as u128) as i64
+        );
+        assert_eq!(t.meta.span, ns(400));
+        assert_eq!(t.num_locations(), ranks as usize);
+        let p = ranks as u64;
+        for r in 0..p {
+            let name = |s: u32| t.states.get(s).unwrap().name.clone();
+            let got: Vec<(u64, u64, String)> = t
+                .intervals
+                .of(r as u32)
+                .iter()
+                .map(|(a, b, s)| (a, b, name(s)))
+                .collect();
+            let mut want = vec![
+                (ns(0), ns(10 + r), "main".to_string()),
+                (ns(10 + r), ns(100), "compute".into()),
+                (ns(100), ns(110), "MPI_Send".into()),
+                (ns(110), ns(151 + r), "MPI_Recv".into()),
+                (ns(151 + r), ns(200), "main".into()),
+                (ns(200), ns(251 + r), "MPI_Allreduce".into()),
+                (ns(251 + r), ns(400), "main".into()),
+            ];
+            want.retain(|w| w.1 > w.0);
+            assert_eq!(got, want, "rank {r} at resolution {res}");
+        }
+        // messages around the ring
+        let mut m: Vec<_> = (0..t.messages.len())
+            .map(|i| {
+                (
+                    t.messages.sender[i] as u64,
+                    t.messages.receiver[i] as u64,
+                    t.messages.send_time[i],
+                    t.messages.recv_time[i],
+                    t.messages.bytes[i],
+                    t.messages.tag[i],
+                )
+            })
+            .collect();
+        m.sort();
+        let want: Vec<_> = (0..p)
+            .map(|r| {
+                (
+                    r,
+                    (r + 1) % p,
+                    ns(101),
+                    ns(150 + (r + 1) % p),
+                    1000 * (r + 1),
+                    r as i64,
+                )
+            })
+            .collect();
+        assert_eq!(m, want, "messages at resolution {res}");
+        // collectives, counters, program markers
+        assert_eq!(t.collectives.len(), ranks as usize);
+        assert_eq!(t.collectives.ops[t.collectives.op[0] as usize], "allreduce");
+        assert_eq!(t.counters.defs[0].name, "cycles");
+        assert_eq!(t.counters.len(), 2 * ranks as usize);
+        for r in 0..p {
+            let range = t.counters.range_of(r as u32);
+            assert_eq!(
+                t.counters.value[range.clone()],
+                [0.0, 1000.0 * (r + 1) as f64]
+            );
+            assert_eq!(t.counters.time[range.end - 1], ns(300));
+        }
+        assert_eq!(t.events.len(), 2 * ranks as usize);
+        let groups: Vec<_> = t.locations.groups.iter().map(|g| g.name.clone()).collect();
+        assert!(
+            groups.starts_with(&["machine".to_string(), "node0".into()]),
+            "{groups:?}"
+        );
+    }
+}
+
+#[test]
+fn damaged_archives_fail_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let fresh = |name: &str| {
+        let dir = d.path().join(name);
+        python_archive(&dir, 2, 1_000_000, 0)
+    };
+    let fails = |anchor: &Path, want: &str| {
+        let e = match readers::read(anchor, &ReadOptions::default()) {
+            Ok(_) => panic!("reading {} must fail", anchor.display()),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains(want), "{e}");
+        assert!(e.contains(&anchor.display().to_string()), "{e}");
+        let (code, _, err) = tapestry(&["info", anchor.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert!(!err.contains("panicked"));
+    };
+    // missing event file
+    let a = fresh("no-evt");
+    std::fs::remove_file(a.with_extension("").join("1.evt")).unwrap();
+    fails(&a, "expected the event file");
+    // truncated global definitions
+    let a = fresh("short-def");
+    let def = a.with_extension("def");
+    let len = std::fs::metadata(&def).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&def)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    fails(&a, "definitions");
+    // missing global definitions
+    let a = fresh("no-def");
+    std::fs::remove_file(a.with_extension("def")).unwrap();
+    fails(&a, "global definitions");
+    // truncated event file
+    let a = fresh("short-evt");
+    let evt = a.with_extension("").join("0.evt");
+    let len = std::fs::metadata(&evt).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&evt)
+        .unwrap()
+        .set_len(len - 7)
+        .unwrap();
+    fails(&a, "OTF2 library");
+    // the event directory resolves outside the archive's directory
+    let a = fresh("elsewhere-src");
+    let outside = d.path().join("outside");
+    std::fs::rename(a.with_extension(""), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, a.with_extension("")).unwrap();
+    fails(&a, "outside the archive's directory");
+    // garbage in an anchor-named file
+    let g = d.path().join("garbage.otf2");
+    std::fs::write(&g, b"\x00\x01\x02\x03\x04\x05\x06\x07").unwrap();
+    fails(&g, "unrecognised trace format");
+}
