@@ -329,3 +329,166 @@ impl Summary {
         s
     }
 }
+
+/// Totals of one metric of a profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricTotal {
+    pub name: String,
+    pub unit: String,
+    /// Sum over all rows (call paths excluded) and columns.
+    pub total: f64,
+    /// Per-column totals: smallest, mean, largest.
+    pub column_min: f64,
+    pub column_mean: f64,
+    pub column_max: f64,
+}
+
+/// One of the hottest rows of a profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct HotRow {
+    pub row: String,
+    /// The procedure containing the line (line profiles).
+    pub procedure: Option<String>,
+    pub value: f64,
+    /// Share of the metric's total, in percent.
+    pub percent: f64,
+}
+
+/// The description of a profile printed by `tapestry info`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileSummary {
+    pub source: String,
+    pub format: String,
+    pub row_kind: crate::model::RowKind,
+    pub rows: usize,
+    pub callpaths: usize,
+    pub columns: usize,
+    pub procedures: usize,
+    pub source_file: Option<String>,
+    pub metrics: Vec<MetricTotal>,
+    /// The metric the hottest rows are ranked by.
+    pub ranked_by: String,
+    pub hottest: Vec<HotRow>,
+}
+
+/// Describes a profile, with its `top` hottest rows (call paths excluded).
+pub fn summarize_profile(p: &crate::model::ProfileMatrix, top: usize) -> ProfileSummary {
+    let metrics = (0..p.metrics.len())
+        .map(|m| {
+            let cols = p.column_totals(m);
+            let total: f64 = cols.iter().sum();
+            let n = cols.len().max(1) as f64;
+            MetricTotal {
+                name: p.metrics[m].name.clone(),
+                unit: p.metrics[m].unit.clone(),
+                total,
+                column_min: if cols.is_empty() {
+                    0.0
+                } else {
+                    cols.iter().copied().fold(f64::INFINITY, f64::min)
+                },
+                column_mean: total / n,
+                column_max: cols.iter().copied().fold(0.0, f64::max),
+            }
+        })
+        .collect::<Vec<_>>();
+    let pm = p.primary_metric();
+    let totals = p.row_totals(pm);
+    let grand = metrics.get(pm).map_or(0.0, |m| m.total);
+    let mut order: Vec<usize> = (0..p.rows.len())
+        .filter(|&r| !p.callpath[r] && totals[r] > 0.0)
+        .collect();
+    order.sort_by(|&a, &b| totals[b].total_cmp(&totals[a]).then(a.cmp(&b)));
+    let hottest = order
+        .into_iter()
+        .take(top)
+        .map(|r| HotRow {
+            row: p.rows[r].clone(),
+            procedure: p
+                .procedures
+                .iter()
+                .find(|pr| {
+                    (pr.first_line..=pr.last_line).contains(&p.row_ids[r])
+                        && p.row_kind == crate::model::RowKind::Line
+                })
+                .map(|pr| pr.name.clone()),
+            value: totals[r],
+            percent: if grand > 0.0 {
+                100.0 * totals[r] / grand
+            } else {
+                0.0
+            },
+        })
+        .collect();
+    ProfileSummary {
+        source: p.source.display().to_string(),
+        format: p.format.clone(),
+        row_kind: p.row_kind,
+        rows: p.rows.len(),
+        callpaths: p.callpath.iter().filter(|c| **c).count(),
+        columns: p.columns.len(),
+        procedures: p.procedures.len(),
+        source_file: p.source_file.clone(),
+        metrics,
+        ranked_by: p.metrics.get(pm).map_or(String::new(), |m| m.name.clone()),
+        hottest,
+    }
+}
+
+impl ProfileSummary {
+    /// The plain-text description printed by `tapestry info`.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(s, "profile    {}", self.source);
+        let _ = writeln!(s, "format     {}", self.format);
+        let (rows, cols) = match self.row_kind {
+            crate::model::RowKind::Function => ("functions", "threads"),
+            crate::model::RowKind::Line => ("lines", "processors"),
+        };
+        let _ = writeln!(
+            s,
+            "dimensions {} {rows}{} x {} {cols}",
+            self.rows,
+            if self.callpaths > 0 {
+                format!(" ({} of them call paths)", self.callpaths)
+            } else {
+                String::new()
+            },
+            self.columns
+        );
+        if let Some(f) = &self.source_file {
+            let _ = writeln!(s, "source     {f}");
+        }
+        if self.procedures > 0 {
+            let _ = writeln!(s, "procedures {}", self.procedures);
+        }
+        let _ = writeln!(
+            s,
+            "metrics (totals over {rows}, call paths excluded; per-{} min / mean / max)",
+            &cols[..cols.len() - 1]
+        );
+        for m in &self.metrics {
+            let _ = writeln!(
+                s,
+                "  {:<28} {:>16.6} {:<6} {:>14.4} / {:.4} / {:.4}",
+                m.name, m.total, m.unit, m.column_min, m.column_mean, m.column_max
+            );
+        }
+        let _ = writeln!(s, "hottest {rows} by {}", self.ranked_by);
+        for h in &self.hottest {
+            let name: String = h.row.chars().take(60).collect();
+            let proc_ = h
+                .procedure
+                .as_ref()
+                .map(|p| format!(" [{p}]"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "  {:>7.3} %  {:>16.6}  {name}{proc_}",
+                h.percent, h.value
+            );
+        }
+        s
+    }
+}

@@ -5,17 +5,23 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::Args;
-use tapestry::analysis::summary::summarize;
+use tapestry::analysis::summary::{summarize, summarize_profile};
+use tapestry::readers::Loaded;
 
 use super::ReadArgs;
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// The trace file (Chrome JSON, Paraver .prv, PICL; gzip is fine).
+    /// The trace or profile: Chrome JSON, Paraver .prv, PICL, an OTF2 anchor
+    /// (.otf2), a TAU profile directory, a line-profile table (gzip is fine
+    /// for the text formats).
     pub trace: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// How many of the hottest rows of a profile to list.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
     /// How many locations to list in the text output.
     #[arg(long, default_value_t = 16, value_name = "N")]
     pub locations: usize,
@@ -29,7 +35,25 @@ pub struct InfoArgs {
 pub fn run(a: InfoArgs) -> Result<()> {
     let t0 = Instant::now();
     // library errors name the file and the position already
-    let trace = tapestry::readers::read(&a.trace, &a.read.options())?;
+    let trace = match tapestry::readers::load(&a.trace, &a.read.options())? {
+        Loaded::Trace(t) => t,
+        Loaded::Profile(p) => {
+            let s = summarize_profile(&p, a.top);
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                print!("{}", s.to_text());
+            }
+            if a.stats {
+                eprintln!(
+                    "read {:.3} s, peak memory {:.1} MiB",
+                    t0.elapsed().as_secs_f64(),
+                    super::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
+                );
+            }
+            return Ok(());
+        }
+    };
     let read_s = t0.elapsed().as_secs_f64();
     for w in &trace.meta.diagnostics.warnings {
         eprintln!("warning: {w}");
@@ -41,7 +65,7 @@ pub fn run(a: InfoArgs) -> Result<()> {
         print!("{}", summary.to_text(&trace, a.locations));
     }
     if a.stats {
-        let bytes = std::fs::metadata(&a.trace).map(|m| m.len()).unwrap_or(0);
+        let bytes = tapestry::readers::input_size(&a.trace);
         let records = trace.intervals.len()
             + trace.events.len()
             + trace.messages.len()

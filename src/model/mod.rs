@@ -18,6 +18,7 @@ mod events;
 mod intervals;
 mod locations;
 mod nesting;
+pub mod profile;
 mod states;
 
 pub use builder::{BuildOptions, GLOBAL, TraceBuilder};
@@ -28,6 +29,7 @@ pub use events::{
 pub use intervals::{IntervalSlice, Intervals};
 pub use locations::{Group, GroupKind, Location, LocationKind, Locations};
 pub use nesting::{NestedSlice, flatten_nested};
+pub use profile::{Procedure, ProfileMatrix, ProfileMetric, RowKind};
 pub use states::{ClassOverride, State, StateClass, StateTable};
 
 use serde::Serialize;

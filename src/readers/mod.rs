@@ -18,16 +18,18 @@ pub mod chrome;
 pub mod decimal;
 pub mod input;
 mod json_split;
+pub mod line_profile;
 #[cfg(feature = "otf2")]
 pub mod otf2;
 pub mod paraver;
 mod paraver_pcf;
 pub mod picl;
+pub mod tau;
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::model::{ClassOverride, Format, Trace};
+use crate::model::{ClassOverride, Format, ProfileMatrix, Trace};
 
 pub use paraver_pcf::{Pcf, parse_pcf, parse_row};
 
@@ -54,7 +56,7 @@ pub fn detect(path: &Path) -> Result<Format> {
                 "the file is empty".to_string()
             } else {
                 format!(
-                    "starts with '{shown}'; expected Chrome JSON ('[' or '{{'), a Paraver header ('#Paraver') or PICL records ('-3 ...')"
+                    "starts with '{shown}'; expected Chrome JSON ('[' or '{{'), a Paraver header ('#Paraver'), PICL records ('-3 ...'), an OTF2 anchor, a TAU profile or a line-profile table"
                 )
             },
         }
@@ -83,6 +85,26 @@ pub fn is_otf2_anchor(head: &[u8]) -> bool {
     head.len() >= 6 && &head[2..6] == b"OTF2"
 }
 
+/// Bytes read for `path`: the file, or for an OTF2 anchor the whole archive
+/// (anchor, global definitions and the per-location files), or for a
+/// directory every file in it.
+pub fn input_size(path: &Path) -> u64 {
+    fn tree(p: &Path) -> u64 {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.is_dir() => std::fs::read_dir(p)
+                .map(|rd| rd.filter_map(|e| e.ok()).map(|e| tree(&e.path())).sum())
+                .unwrap_or(0),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        }
+    }
+    let own = tree(path);
+    if path.extension().is_some_and(|e| e == "otf2") && path.is_file() {
+        return own + tree(&path.with_extension("def")) + tree(&path.with_extension(""));
+    }
+    own
+}
+
 /// Reads an OTF2 archive (requires the `otf2` feature).
 fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     #[cfg(feature = "otf2")]
@@ -98,6 +120,59 @@ fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             path.display()
         )))
     }
+}
+
+/// What a file holds: a trace (timelines) or a profile (a matrix).
+#[derive(Debug)]
+pub enum Loaded {
+    Trace(Box<Trace>),
+    Profile(Box<ProfileMatrix>),
+}
+
+/// Reads a trace or a profile, detecting the format: an OTF2 anchor, a
+/// directory of TAU profiles (or one of its `profile.N.C.T` files), a
+/// line-profile table, or any trace format of [`read`].
+pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
+    if path.is_dir() {
+        let mut anchors = Vec::new();
+        let mut tau = false;
+        for e in std::fs::read_dir(path).map_err(|e| Error::io(path, e))? {
+            let p = e.map_err(|e| Error::io(path, e))?.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.ends_with(".otf2") && p.is_file() {
+                anchors.push(p.clone());
+            }
+            tau |= name.starts_with("profile.") || name.starts_with("MULTI__");
+        }
+        if tau {
+            return Ok(Loaded::Profile(Box::new(tau::read(path)?)));
+        }
+        return match anchors.as_slice() {
+            [a] => Ok(Loaded::Trace(Box::new(read(a, opts)?))),
+            [] => Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                found: "a directory without an OTF2 anchor (.otf2) or TAU profiles (profile.N.C.T)"
+                    .into(),
+            }),
+            _ => Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                found: format!(
+                    "a directory with {} OTF2 anchors; name the one to read",
+                    anchors.len()
+                ),
+            }),
+        };
+    }
+    let head = input::peek(path, 4096)?;
+    if detect_bytes(&head).is_none() {
+        if tau::looks_like_tau(&head) {
+            return Ok(Loaded::Profile(Box::new(tau::read(path)?)));
+        }
+        if line_profile::looks_like_line_profile(&head) {
+            return Ok(Loaded::Profile(Box::new(line_profile::read(path)?)));
+        }
+    }
+    Ok(Loaded::Trace(Box::new(read(path, opts)?)))
 }
 
 /// Reads a trace, detecting its format.

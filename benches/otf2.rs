@@ -1,0 +1,104 @@
+//! OTF2 read throughput against `otf2-print > /dev/null` on the same archive.
+//!
+//! The archive (64 ranks exchanging messages in a ring, about 4.6 M events)
+//! is written once into `target/bench-data/otf2-ring/` by the official OTF2
+//! Python writer (`tests/data/write_otf2_large.py`, Debian `python3-otf2`).
+//! Run: `cargo bench --features otf2 --bench otf2`.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+use tapestry::readers::{self, ReadOptions};
+
+const RANKS: u32 = 64;
+const ITERATIONS: u32 = 8000;
+
+fn archive() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target/bench-data/otf2-ring");
+    let anchor = dir.join("traces.otf2");
+    if !anchor.is_file() {
+        // written beside, then renamed: an interrupted run leaves no half archive
+        let tmp = root.join("target/bench-data/otf2-ring.tmp");
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(dir.parent().expect("parent")).expect("bench data directory");
+        let ok = Command::new("/usr/bin/python3")
+            .arg(root.join("tests/data/write_otf2_large.py"))
+            .arg(&tmp)
+            .args([RANKS.to_string(), ITERATIONS.to_string()])
+            .status()
+            .expect("/usr/bin/python3 with the otf2 module (python3-otf2)");
+        assert!(ok.success(), "writing the bench archive failed");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::rename(&tmp, &dir).expect("moving the bench archive into place");
+    }
+    anchor
+}
+
+fn otf2_print_seconds(anchor: &Path) -> f64 {
+    let t0 = Instant::now();
+    let ok = Command::new("otf2-print")
+        .arg(anchor)
+        .stdout(Stdio::null())
+        .status()
+        .expect("otf2-print (otf2-tools)");
+    assert!(ok.success());
+    t0.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let anchor = archive();
+    let bytes = readers::input_size(&anchor);
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(15))
+        .configure_from_args();
+    {
+        let mut g = c.benchmark_group("otf2");
+        g.throughput(Throughput::Bytes(bytes));
+        g.bench_function("tapestry read", |b| {
+            b.iter(|| black_box(readers::read(&anchor, &ReadOptions::default()).expect("read")))
+        });
+        g.finish();
+    }
+    c.final_summary();
+
+    let events = (RANKS as u64) * (ITERATIONS as u64) * 9;
+    let runs = 3;
+    let mut ours = f64::INFINITY;
+    let mut print = f64::INFINITY;
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let t = readers::read(&anchor, &ReadOptions::default()).expect("read");
+        ours = ours.min(t0.elapsed().as_secs_f64());
+        black_box(t);
+        print = print.min(otf2_print_seconds(&anchor));
+    }
+    println!();
+    println!(
+        "archive: {:.1} MB, {} events ({} ranks)",
+        bytes as f64 / 1e6,
+        events,
+        RANKS
+    );
+    println!("reader                  seconds   M events/s   MB/s");
+    println!(
+        "tapestry read           {:>7.3} {:>12.2} {:>6.1}",
+        ours,
+        events as f64 / 1e6 / ours,
+        bytes as f64 / 1e6 / ours
+    );
+    println!(
+        "otf2-print > /dev/null  {:>7.3} {:>12.2} {:>6.1}",
+        print,
+        events as f64 / 1e6 / print,
+        bytes as f64 / 1e6 / print
+    );
+    println!(
+        "ratio (otf2-print time / tapestry time): {:.2}",
+        print / ours
+    );
+}

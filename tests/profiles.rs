@@ -1,0 +1,244 @@
+//! TAU profiles and line-profile tables: small hand-made examples with exact
+//! expectations, and malformed ones.
+
+mod common;
+
+use common::{tapestry, write};
+use tapestry::model::RowKind;
+use tapestry::readers::{self, Loaded, ReadOptions, line_profile, tau};
+
+const T000: &str = r#"3 templated_functions_MULTI_TIME
+# Name Calls Subrs Excl Incl ProfileCalls # <metadata><attribute><name>Metric Name</name><value>TIME</value></attribute></metadata>
+"main" 1 2 10 100 0 GROUP="TAU_DEFAULT"
+"compute" 4 0 80 80 0 GROUP="TAU_USER"
+"main => compute" 4 0 80 80 0 GROUP="TAU_CALLPATH"
+0 aggregates
+0 userevents
+"#;
+
+const T010: &str = r#"2 templated_functions_MULTI_TIME
+# Name Calls Subrs Excl Incl ProfileCalls #
+"main" 1 1 5 50 0 GROUP="TAU_DEFAULT"
+"MPI_Recv()" 3 0 45 45 0 GROUP="MPI"
+0 aggregates
+"#;
+
+#[test]
+fn tau_profile_directory() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "profile.0.0.0", T000.as_bytes());
+    write(d.path(), "profile.1.0.0", T010.as_bytes());
+    let p = tau::read(d.path()).unwrap();
+    assert_eq!(p.row_kind, RowKind::Function);
+    assert_eq!(
+        p.rows,
+        vec!["main", "compute", "main => compute", "MPI_Recv()"]
+    );
+    assert_eq!(p.callpath, vec![false, false, true, false]);
+    assert_eq!(p.columns, vec!["0,0,0", "1,0,0"]);
+    let names: Vec<_> = p.metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        vec!["calls", "subroutines", "exclusive TIME", "inclusive TIME"]
+    );
+    let excl = p.metric("exclusive TIME").unwrap();
+    assert_eq!(excl.unit, "us");
+    // rows × columns, row-major; absent functions are 0
+    assert_eq!(
+        excl.values,
+        vec![10.0, 5.0, 80.0, 0.0, 80.0, 0.0, 0.0, 45.0]
+    );
+    assert_eq!(
+        p.metric("calls").unwrap().values,
+        vec![1.0, 1.0, 4.0, 0.0, 4.0, 0.0, 0.0, 3.0]
+    );
+    assert_eq!(p.groups[3], "MPI");
+    // column totals exclude call paths
+    assert_eq!(p.column_totals(p.primary_metric()), vec![90.0, 50.0]);
+    // a single profile file reads its whole directory, and info describes it
+    let (code, out, err) = tapestry(&["info", d.path().join("profile.0.0.0").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("dimensions 4 functions (1 of them call paths) x 2 threads"),
+        "{out}"
+    );
+    assert!(out.contains("hottest functions by exclusive TIME"), "{out}");
+    let first_hot = out
+        .lines()
+        .skip_while(|l| !l.starts_with("hottest"))
+        .nth(1)
+        .unwrap();
+    assert!(
+        first_hot.contains("compute") && first_hot.contains("57.143 %"),
+        "{first_hot}"
+    );
+    let (code, out, _) = tapestry(&["info", "--json", d.path().to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["rows"], 4);
+    assert_eq!(v["metrics"][2]["total"], 140.0);
+}
+
+#[test]
+fn tau_multiple_metrics() {
+    let d = tempfile::tempdir().unwrap();
+    for (m, scale) in [("TIME", 1.0), ("PAPI_FP_OPS", 1000.0)] {
+        let sub = d.path().join(format!("MULTI__{m}"));
+        std::fs::create_dir(&sub).unwrap();
+        let text = format!(
+            "1 templated_functions_MULTI_{m}\n# Name Calls Subrs Excl Incl ProfileCalls #\n\"main\" 1 0 {} {} 0 GROUP=\"TAU_DEFAULT\"\n0 aggregates\n",
+            7.0 * scale,
+            7.0 * scale
+        );
+        write(&sub, "profile.0.0.0", text.as_bytes());
+    }
+    let Loaded::Profile(p) = readers::load(d.path(), &ReadOptions::default()).unwrap() else {
+        panic!("a profile")
+    };
+    let names: Vec<_> = p.metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "calls",
+            "subroutines",
+            "exclusive PAPI_FP_OPS",
+            "inclusive PAPI_FP_OPS",
+            "exclusive TIME",
+            "inclusive TIME"
+        ]
+    );
+    assert_eq!(
+        p.metric("exclusive PAPI_FP_OPS").unwrap().values,
+        vec![7000.0]
+    );
+    assert_eq!(p.metric("exclusive TIME").unwrap().unit, "us");
+}
+
+#[test]
+fn tau_malformed() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "x templated_functions_MULTI_TIME\n",
+            &["line 1", "number of functions"],
+        ),
+        ("2 functions\n", &["line 1", "templated_functions"]),
+        ("99999999999 templated_functions\n", &["line 1", "absurd"]),
+        ("1 templated_functions\nName\n", &["line 2", "# Name"]),
+        (
+            "2 templated_functions\n# Name Calls Subrs Excl Incl ProfileCalls #\n\"a\" 1 0 1 1 0 GROUP=\"g\"\n",
+            &["line 4", "2 function lines, found 1"],
+        ),
+        (
+            "1 templated_functions\n# Name Calls Subrs Excl Incl ProfileCalls #\n\"a\" 1 0 abc 1 0 GROUP=\"g\"\n",
+            &["line 3", "'abc'"],
+        ),
+        (
+            "1 templated_functions\n# Name Calls Subrs Excl Incl ProfileCalls #\n\"a\" 1 0 NaN 1 0 GROUP=\"g\"\n",
+            &["line 3", "'NaN'"],
+        ),
+        (
+            "1 templated_functions\n# Name Calls Subrs Excl Incl ProfileCalls #\na 1 0 1 1 0\n",
+            &["line 3", "quoted"],
+        ),
+    ];
+    for (text, want) in cases {
+        let d = tempfile::tempdir().unwrap();
+        let f = write(d.path(), "profile.0.0.0", text.as_bytes());
+        let e = tau::read(d.path()).unwrap_err().to_string();
+        assert!(e.contains(f.to_str().unwrap()), "{e}");
+        for w in *want {
+            assert!(e.contains(w), "'{w}' missing in: {e}");
+        }
+        let (code, _, err) = tapestry(&["info", d.path().to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("MULTI__TIME")).unwrap();
+    let e = tau::read(d.path()).unwrap_err().to_string();
+    assert!(e.contains("found none"), "{e}");
+}
+
+const LINES: &str = "\
+# source: solver.c
+# procedure: main 10 12
+# procedure: update 13 20
+line,processor,ticks
+10,0,5
+12,1,7
+12,1,1
+20,2,30
+";
+
+#[test]
+fn line_profile_table() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "lines.csv", LINES.as_bytes());
+    let p = line_profile::read(&f).unwrap();
+    assert_eq!(p.row_kind, RowKind::Line);
+    assert_eq!(p.row_ids, (10..=20).collect::<Vec<i64>>());
+    assert_eq!(p.columns, vec!["0", "1", "2"]);
+    let t = &p.metrics[0].values;
+    assert_eq!(t.len(), 11 * 3);
+    assert_eq!((t[0], t[2 * 3 + 1], t[10 * 3 + 2]), (5.0, 8.0, 30.0));
+    assert_eq!(t.iter().sum::<f64>(), 43.0);
+    assert_eq!(p.source_file.as_deref(), Some("solver.c"));
+    assert_eq!(p.procedures.len(), 2);
+    assert_eq!(p.procedures[1].first_line, 13);
+    // TSV with columns in another order, detected from the content
+    let tsv = "ticks\tline\tprocessor\textra\n3\t1\t0\tx\n4\t2\t1\ty\n";
+    let f2 = write(d.path(), "lines.data", tsv.as_bytes());
+    let Loaded::Profile(p2) = readers::load(&f2, &ReadOptions::default()).unwrap() else {
+        panic!("a profile")
+    };
+    assert_eq!(p2.metrics[0].values, vec![3.0, 0.0, 0.0, 4.0]);
+    let (code, out, err) = tapestry(&["info", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("dimensions 11 lines x 3 processors"), "{out}");
+    assert!(out.contains("line 20 [update]"), "{out}");
+}
+
+#[test]
+fn line_profile_malformed() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "line,processor,ticks\n1,x,3\n",
+            &["line 2", "processor number", "'x'"],
+        ),
+        (
+            "line,processor,ticks\n1,0,-3\n",
+            &["line 2", "non-negative tick"],
+        ),
+        ("line,processor,ticks\n1,0\n", &["line 2", "ticks column"]),
+        (
+            "line,processor,ticks\n99999999999,0,1\n",
+            &["line 2", "line number"],
+        ),
+        (
+            "line,processor,ticks\n1,999999999,1\n",
+            &["line 2", "processor number below"],
+        ),
+        (
+            "line,processor,ticks\n1000000000,0,1\n1,16000000,1\n",
+            &["exceeds"],
+        ),
+        (
+            "# procedure: f 9 3\nline,processor,ticks\n1,0,1\n",
+            &["line 1", "ends"],
+        ),
+        ("line,processor,ticks\n", &["no", "samples"]),
+    ];
+    for (text, want) in cases {
+        let d = tempfile::tempdir().unwrap();
+        let f = write(d.path(), "p.csv", text.as_bytes());
+        let e = line_profile::read(&f).unwrap_err().to_string();
+        assert!(e.contains(f.to_str().unwrap()), "{e}");
+        for w in *want {
+            assert!(
+                e.to_lowercase().contains(&w.to_lowercase()),
+                "'{w}' missing in: {e}"
+            );
+        }
+        let (code, _, _) = tapestry(&["info", f.to_str().unwrap()]);
+        assert_eq!(code, 1);
+    }
+}
