@@ -36,6 +36,7 @@ pub fn looks_like_tau(head: &[u8]) -> bool {
 }
 
 /// One function line of one thread.
+#[derive(Debug)]
 struct Entry {
     name: String,
     group: String,
@@ -168,19 +169,22 @@ fn parse_entry(line: &str) -> std::result::Result<Entry, String> {
         Some(k) => (&line[..k], line[k + 8..].trim_end_matches('"').to_string()),
         None => (line, String::new()),
     };
-    let mut parts = body.rsplitn(6, char::is_whitespace);
+    let parts: Vec<&str> = body.rsplitn(6, char::is_whitespace).collect();
+    if parts.len() < 6 {
+        return Err(format!(
+            "expected a quoted function name and 5 numbers, found {} field(s)",
+            parts.len()
+        ));
+    }
     let mut nums = [0f64; 5];
-    for (i, slot) in nums.iter_mut().rev().enumerate() {
-        let tok = parts
-            .next()
-            .ok_or_else(|| format!("expected 5 numbers after the name, found {i}"))?;
+    for (slot, tok) in nums.iter_mut().rev().zip(&parts[..5]) {
         *slot = tok
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite())
             .ok_or_else(|| format!("expected a number, found '{tok}'"))?;
     }
-    let name = parts.next().unwrap_or("").trim();
+    let name = parts[5].trim();
     let name = name
         .strip_prefix('"')
         .and_then(|n| n.strip_suffix('"'))
