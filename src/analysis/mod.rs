@@ -1,7 +1,20 @@
-//! Analyses of a trace. They run on the CPU, without a GPU.
+//! Analyses of a trace or profile (SPEC §3). They run on the CPU, without a
+//! GPU, and their accumulators merge (parallel, GPU, across machines).
 //!
-//! * [`summary`]: the trace description of `tapestry info` (HyperView's
-//!   "trace description", paper 001 §3.3.1): sizes, time per state, busy
-//!   fraction per location.
+//! * [`summary`]: the trace description of `tapestry info` (paper 001 §3.3.1).
+//! * [`moments`]: moments of utilization m0..m3 (paper 000).
+//! * [`metric`]: the metric matrix, state vector, spatial domain and the
+//!   event-domain and temporal signals (paper 002).
+//! * [`image`]: performance images, layouts and image operations (paper 002).
+//! * [`signal`]: spectra, moving average, correlations, thresholds,
+//!   filters, histograms, Markov model (paper 002).
+//! * [`fields`]: time-binned fields for the data-parallel views (paper 003).
+//! * [`matrices`]: communication matrices and profile reductions (papers 001, 004).
 
+pub mod fields;
+pub mod image;
+pub mod matrices;
+pub mod metric;
+pub mod moments;
+pub mod signal;
 pub mod summary;

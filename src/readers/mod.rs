@@ -19,6 +19,7 @@ pub mod decimal;
 pub mod input;
 mod json_split;
 pub mod line_profile;
+pub mod npy;
 #[cfg(feature = "otf2")]
 pub mod otf2;
 pub mod paraver;

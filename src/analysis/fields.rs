@@ -1,0 +1,350 @@
+//! Fields for the data-parallel views (paper 003, SPEC §3.3): one value per
+//! time bin and element, with a layout (ring, grid or cube).
+//!
+//! From traces (element = location): the busy fraction per bin, computed
+//! exactly from interval overlaps; messages or bytes sent per bin; a
+//! counter's time-average per bin. From element access tensors
+//! (`[interval, element, processor, kind]`): accesses of the chosen kinds
+//! per interval and element, over all processors or one.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::model::{Time, Trace};
+use crate::readers::npy::Npy;
+
+/// How the elements of a field are arranged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum FieldLayout {
+    /// Elements on a circle (Kiviat tube).
+    Ring,
+    /// W × H grid, row-major (displacement, scatter).
+    Grid { width: usize, height: usize },
+    /// X × Y × Z cube, x fastest (isosurfaces).
+    Cube { x: usize, y: usize, z: usize },
+}
+
+impl FieldLayout {
+    /// Checks that the layout holds `elements` elements.
+    pub fn check(&self, elements: usize) -> Result<()> {
+        let n = match *self {
+            FieldLayout::Ring => elements,
+            FieldLayout::Grid { width, height } => width * height,
+            FieldLayout::Cube { x, y, z } => x * y * z,
+        };
+        if n != elements {
+            return Err(Error::Invalid(format!(
+                "the layout {self:?} holds {n} elements, the field has {elements}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A field `F[t][e]`, row-major by time bin.
+#[derive(Debug, Clone, Serialize)]
+pub struct Field {
+    pub bins: usize,
+    pub elements: usize,
+    pub values: Vec<f64>,
+    /// Bin edges in ns (`bins + 1`); for tensors, interval numbers.
+    pub edges: Vec<u64>,
+    pub layout: FieldLayout,
+    pub quantity: String,
+    pub unit: String,
+}
+
+impl Field {
+    pub fn at(&self, t: usize, e: usize) -> f64 {
+        self.values[t * self.elements + e]
+    }
+}
+
+/// Integer bin edges `t0 + floor(k (t1 − t0) / B)`.
+pub fn bin_edges(t0: Time, t1: Time, bins: usize) -> Vec<Time> {
+    let span = (t1 - t0) as u128;
+    (0..=bins)
+        .map(|k| t0 + (k as u128 * span / bins as u128) as Time)
+        .collect()
+}
+
+fn check_bins(t0: Time, t1: Time, bins: usize) -> Result<()> {
+    if bins == 0 || t1 <= t0 {
+        return Err(Error::Invalid(format!(
+            "a field needs bins > 0 and a window t0 < t1 (got {bins} bins, [{t0}, {t1}))"
+        )));
+    }
+    if bins as u64 > t1 - t0 {
+        return Err(Error::Invalid(format!(
+            "{bins} bins are more than the {} ns of the window",
+            t1 - t0
+        )));
+    }
+    Ok(())
+}
+
+/// Busy time of one location per bin (exact integer overlaps).
+pub fn busy_per_bin(
+    iv: crate::model::IntervalSlice<'_>,
+    mask: &[bool],
+    edges: &[Time],
+    out: &mut [f64],
+) {
+    let bins = edges.len() - 1;
+    let (t0, t1) = (edges[0], edges[bins]);
+    let span = (t1 - t0) as u128;
+    let w = iv.window(t0, t1);
+    for i in 0..w.len() {
+        if !mask.get(w.state[i] as usize).copied().unwrap_or(false) {
+            continue;
+        }
+        let a = w.start[i].max(t0);
+        let b = w.end[i].min(t1);
+        if b <= a {
+            continue;
+        }
+        // first bin containing a
+        let mut k = (((a - t0) as u128 * bins as u128) / span) as usize;
+        k = k.min(bins - 1);
+        while k > 0 && edges[k] > a {
+            k -= 1;
+        }
+        while k + 1 < bins && edges[k + 1] <= a {
+            k += 1;
+        }
+        let mut s = a;
+        while s < b && k < bins {
+            let e = b.min(edges[k + 1]);
+            out[k] += (e - s) as f64;
+            s = e;
+            k += 1;
+        }
+    }
+}
+
+/// The busy fraction of every location per bin over `[t0, t1)`.
+pub fn busy_fraction(
+    trace: &Trace,
+    mask: &[bool],
+    t0: Time,
+    t1: Time,
+    bins: usize,
+) -> Result<Field> {
+    check_bins(t0, t1, bins)?;
+    let edges = bin_edges(t0, t1, bins);
+    let p = trace.num_locations();
+    // per location (parallel), then transpose to [t][e]
+    let per_loc: Vec<Vec<f64>> = (0..p as u32)
+        .into_par_iter()
+        .map(|l| {
+            let mut v = vec![0.0; bins];
+            busy_per_bin(trace.intervals.of(l), mask, &edges, &mut v);
+            for (k, x) in v.iter_mut().enumerate() {
+                *x /= (edges[k + 1] - edges[k]) as f64;
+            }
+            v
+        })
+        .collect();
+    let mut values = vec![0.0; bins * p];
+    for (e, v) in per_loc.iter().enumerate() {
+        for (t, x) in v.iter().enumerate() {
+            values[t * p + e] = *x;
+        }
+    }
+    Ok(Field {
+        bins,
+        elements: p,
+        values,
+        edges,
+        layout: FieldLayout::Ring,
+        quantity: "busy fraction".into(),
+        unit: "fraction".into(),
+    })
+}
+
+/// Messages (or bytes) sent by every location per bin.
+pub fn messages(trace: &Trace, bytes: bool, t0: Time, t1: Time, bins: usize) -> Result<Field> {
+    check_bins(t0, t1, bins)?;
+    let edges = bin_edges(t0, t1, bins);
+    let p = trace.num_locations();
+    let mut values = vec![0.0; bins * p];
+    let m = &trace.messages;
+    for i in 0..m.len() {
+        let t = m.send_time[i];
+        if t < t0 || t >= t1 {
+            continue;
+        }
+        let k = edges.partition_point(|&e| e <= t) - 1;
+        values[k * p + m.sender[i] as usize] += if bytes { m.bytes[i] as f64 } else { 1.0 };
+    }
+    Ok(Field {
+        bins,
+        elements: p,
+        values,
+        edges,
+        layout: FieldLayout::Ring,
+        quantity: if bytes {
+            "bytes sent".into()
+        } else {
+            "messages sent".into()
+        },
+        unit: if bytes {
+            "bytes".into()
+        } else {
+            "messages".into()
+        },
+    })
+}
+
+/// The time-average per bin of a counter held between its samples (before
+/// the first sample a location's value is 0).
+pub fn counter(trace: &Trace, counter: u32, t0: Time, t1: Time, bins: usize) -> Result<Field> {
+    check_bins(t0, t1, bins)?;
+    let def = trace
+        .counters
+        .defs
+        .get(counter as usize)
+        .ok_or_else(|| Error::Invalid(format!("no counter number {counter} in this trace")))?;
+    let edges = bin_edges(t0, t1, bins);
+    let p = trace.num_locations();
+    let mut values = vec![0.0; bins * p];
+    for l in 0..p as u32 {
+        let mut samples: Vec<(Time, f64)> = trace
+            .counters
+            .range_of(l)
+            .filter(|&i| trace.counters.counter[i] == counter)
+            .map(|i| (trace.counters.time[i], trace.counters.value[i]))
+            .collect();
+        samples.push((Time::MAX, 0.0));
+        let mut cur = 0.0;
+        let mut j = 0;
+        for k in 0..bins {
+            let (b0, b1) = (edges[k], edges[k + 1]);
+            let mut t = b0;
+            let mut acc = 0.0;
+            while samples[j].0 < b1 {
+                let ts = samples[j].0.max(t);
+                acc += cur * (ts - t) as f64;
+                t = ts;
+                cur = samples[j].1;
+                j += 1;
+            }
+            acc += cur * (b1 - t) as f64;
+            values[k * p + l as usize] = acc / (b1 - b0) as f64;
+        }
+    }
+    Ok(Field {
+        bins,
+        elements: p,
+        values,
+        edges,
+        layout: FieldLayout::Ring,
+        quantity: def.name.clone(),
+        unit: def.unit.clone(),
+    })
+}
+
+/// Kinds of access selected from a tensor (its last axis:
+/// local read, remote read, local write, remote write).
+pub fn access_kinds(name: &str) -> Result<[bool; 4]> {
+    Ok(match name {
+        "local-reads" => [true, false, false, false],
+        "remote-reads" => [false, true, false, false],
+        "local-writes" => [false, false, true, false],
+        "remote-writes" => [false, false, false, true],
+        "reads" => [true, true, false, false],
+        "writes" => [false, false, true, true],
+        "local" => [true, false, true, false],
+        "remote" => [false, true, false, true],
+        "all" => [true; 4],
+        other => {
+            return Err(Error::Invalid(format!(
+                "unknown access kind '{other}' (local-reads, remote-reads, local-writes, remote-writes, reads, writes, local, remote, all)"
+            )));
+        }
+    })
+}
+
+/// A field from an element access tensor `.npy` of shape `[T, E, P, 4]`:
+/// the accesses of the selected kinds per interval and element, summed
+/// over processors (or of one processor).
+pub fn from_tensor(path: &Path, kinds: [bool; 4], processor: Option<usize>) -> Result<Field> {
+    let mut a = Npy::open(path)?;
+    let shape = a.header.shape.clone();
+    let [t, e, p, k] = shape[..] else {
+        return Err(Error::Invalid(format!(
+            "{}: expected an access tensor of shape [interval, element, processor, 4], found {shape:?}",
+            path.display()
+        )));
+    };
+    if k != 4 {
+        return Err(Error::Invalid(format!(
+            "{}: the last axis must have 4 kinds, found {k}",
+            path.display()
+        )));
+    }
+    if let Some(q) = processor
+        && q as u64 >= p
+    {
+        return Err(Error::Invalid(format!(
+            "processor {q} is not in the tensor (it has {p})"
+        )));
+    }
+    if t.saturating_mul(e) > 1 << 30 {
+        return Err(Error::Invalid(format!(
+            "{}: a field of {t} x {e} values is too large",
+            path.display()
+        )));
+    }
+    let (t, e, p) = (t as usize, e as usize, p as usize);
+    let mut values = vec![0.0; t * e];
+    let mut slab = vec![0.0; p * 4];
+    for ti in 0..t {
+        for ei in 0..e {
+            a.read_f64(&mut slab)?;
+            let mut s = 0.0;
+            for (q, kinds_of_q) in slab.chunks_exact(4).enumerate() {
+                if processor.is_some_and(|x| x != q) {
+                    continue;
+                }
+                for (v, on) in kinds_of_q.iter().zip(kinds) {
+                    if on {
+                        s += v;
+                    }
+                }
+            }
+            values[ti * e + ei] = s;
+        }
+    }
+    Ok(Field {
+        bins: t,
+        elements: e,
+        values,
+        edges: (0..=t as u64).collect(),
+        layout: FieldLayout::Ring,
+        quantity: "accesses".into(),
+        unit: "accesses".into(),
+    })
+}
+
+/// Leading bins where every element is zero (trimmed by the Kiviat tube).
+pub fn leading_empty_bins(f: &Field) -> usize {
+    (0..f.bins)
+        .take_while(|&t| (0..f.elements).all(|e| f.at(t, e) == 0.0))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edges_are_exact() {
+        assert_eq!(bin_edges(0, 10, 3), vec![0, 3, 6, 10]);
+        assert_eq!(bin_edges(5, 9, 4), vec![5, 6, 7, 8, 9]);
+    }
+}

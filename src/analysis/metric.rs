@@ -1,0 +1,287 @@
+//! The metric matrix M, the state vector, the spatial domain and the
+//! event-domain and temporal performance signals (paper 002 chapters 4–5,
+//! SPEC §3.2).
+//!
+//! M has one row `(time, location, value)` for every event that sets the
+//! chosen metric, in time order. The state vector `v(n)` holds the value of
+//! every location after all rows at times `≤ n`; the spatial domain `S(n0)`
+//! is `v(n0)`. The event-domain signal `x` has one sample per distinct row
+//! time (or per row), `x = (1/P) Σ v_k` (in percent for utilization
+//! metrics); the temporal signal `w` holds `x` between events and samples it
+//! with a period Δ, either at the sample instants (`hold`, the thesis's
+//! definition for Δ = one tick) or as the exact mean over each period
+//! (`mean`).
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::model::{Time, Trace};
+
+/// The metric of the metric matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Metric {
+    /// 1 while the location is in one of the selected states, else 0.
+    Busy,
+    /// (time in the selected states up to n) / n.
+    BusyFraction,
+    /// Messages sent so far.
+    MessageCount,
+    /// Bytes sent so far.
+    MessageBytes,
+    /// The value of a counter (index into the counter definitions).
+    Counter(u32),
+}
+
+impl Metric {
+    /// Unit of the metric's values.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Metric::Busy | Metric::BusyFraction => "fraction",
+            Metric::MessageCount => "messages",
+            Metric::MessageBytes => "bytes",
+            Metric::Counter(_) => "counter value",
+        }
+    }
+    /// Scale of the signals x and w: utilization is given in percent.
+    pub fn signal_scale(&self) -> (f64, &'static str) {
+        match self {
+            Metric::Busy | Metric::BusyFraction => (100.0, "percent"),
+            m => (1.0, m.unit()),
+        }
+    }
+}
+
+/// The metric matrix: rows sorted by time (stable within a time).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MetricMatrix {
+    pub time: Vec<Time>,
+    pub location: Vec<u32>,
+    pub value: Vec<f64>,
+    /// Number of locations P.
+    pub locations: usize,
+    /// Value of every location before its first row.
+    pub initial: f64,
+}
+
+/// Builds M for `metric` over the selected states (`mask`, by state id).
+pub fn metric_matrix(trace: &Trace, metric: &Metric, mask: &[bool]) -> Result<MetricMatrix> {
+    let p = trace.num_locations();
+    let mut rows: Vec<(Time, u32, u64, f64)> = Vec::new();
+    let busy = |s: u32| mask.get(s as usize).copied().unwrap_or(false);
+    match metric {
+        Metric::Busy | Metric::BusyFraction => {
+            for l in 0..p as u32 {
+                let iv = trace.intervals.of(l);
+                let mut acc: u64 = 0; // busy time so far
+                let mut seq = 0u64;
+                for i in 0..iv.len() {
+                    let (s, e, st) = (iv.start[i], iv.end[i], iv.state[i]);
+                    let b = busy(st);
+                    let frac = |t: Time, a: u64| if t == 0 { 0.0 } else { a as f64 / t as f64 };
+                    let v = match metric {
+                        Metric::Busy => b as u8 as f64,
+                        _ => frac(s, acc),
+                    };
+                    rows.push((s, l, seq, v));
+                    seq += 1;
+                    if b {
+                        acc += e - s;
+                    }
+                    // an end that no interval continues sets the idle value
+                    let continued = i + 1 < iv.len() && iv.start[i + 1] == e;
+                    if !continued {
+                        let v = match metric {
+                            Metric::Busy => 0.0,
+                            _ => frac(e, acc),
+                        };
+                        rows.push((e, l, seq, v));
+                        seq += 1;
+                    }
+                }
+            }
+        }
+        Metric::MessageCount | Metric::MessageBytes => {
+            let mut count = vec![0f64; p];
+            let m = &trace.messages;
+            for i in 0..m.len() {
+                let s = m.sender[i] as usize;
+                count[s] += if *metric == Metric::MessageCount {
+                    1.0
+                } else {
+                    m.bytes[i] as f64
+                };
+                rows.push((m.send_time[i], s as u32, i as u64, count[s]));
+            }
+        }
+        Metric::Counter(c) => {
+            if *c as usize >= trace.counters.defs.len() {
+                return Err(Error::Invalid(format!(
+                    "no counter number {c} in this trace"
+                )));
+            }
+            for l in 0..p as u32 {
+                for i in trace.counters.range_of(l) {
+                    if trace.counters.counter[i] == *c {
+                        rows.push((trace.counters.time[i], l, i as u64, trace.counters.value[i]));
+                    }
+                }
+            }
+        }
+    }
+    rows.sort_by_key(|r| (r.0, r.1, r.2));
+    Ok(MetricMatrix {
+        time: rows.iter().map(|r| r.0).collect(),
+        location: rows.iter().map(|r| r.1).collect(),
+        value: rows.iter().map(|r| r.3).collect(),
+        locations: p,
+        initial: 0.0,
+    })
+}
+
+impl MetricMatrix {
+    pub fn len(&self) -> usize {
+        self.time.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.time.is_empty()
+    }
+
+    /// The state vector after all rows at times `≤ n0`.
+    pub fn state_vector(&self, n0: Time) -> Vec<f64> {
+        let mut v = vec![self.initial; self.locations];
+        let end = self.time.partition_point(|&t| t <= n0);
+        for i in 0..end {
+            if let Some(x) = v.get_mut(self.location[i] as usize) {
+                *x = self.value[i];
+            }
+        }
+        v
+    }
+}
+
+/// The event-domain signal: sample times and values.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventSignal {
+    pub time: Vec<Time>,
+    pub x: Vec<f64>,
+    pub unit: String,
+}
+
+/// `x = scale · (1/P) Σ v_k` after all rows at each distinct time, or
+/// after each row (`per_event`).
+pub fn event_signal(m: &MetricMatrix, scale: f64, unit: &str, per_event: bool) -> EventSignal {
+    let p = m.locations.max(1) as f64;
+    let mut v = vec![m.initial; m.locations];
+    let mut sum: f64 = m.initial * m.locations as f64;
+    let (mut time, mut x) = (Vec::new(), Vec::new());
+    let n = m.len();
+    for i in 0..n {
+        let l = m.location[i] as usize;
+        if let Some(old) = v.get_mut(l) {
+            sum += m.value[i] - *old;
+            *old = m.value[i];
+        }
+        let last_at_time = i + 1 == n || m.time[i + 1] != m.time[i];
+        if per_event || last_at_time {
+            time.push(m.time[i]);
+            x.push(scale * sum / p);
+        }
+    }
+    EventSignal {
+        time,
+        x,
+        unit: unit.to_string(),
+    }
+}
+
+/// How the temporal signal samples the held event signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampleMode {
+    /// The value at each sample instant `n·Δ` (after the events at it).
+    Hold,
+    /// The exact time average over `[n·Δ, (n+1)·Δ)`.
+    Mean,
+}
+
+/// The temporal signal w with period `delta` (ns) from time 0: `hold` has
+/// `floor(last event / Δ) + 1` samples; `mean` covers `[0, end)` with
+/// `ceil(end / Δ)` bins. Before the first event the signal is `initial`.
+pub fn temporal_signal(
+    x: &EventSignal,
+    initial: f64,
+    delta: Time,
+    mode: SampleMode,
+    end: Time,
+) -> Result<Vec<f64>> {
+    if delta == 0 {
+        return Err(Error::Invalid(
+            "the sampling period must be at least 1 ns".into(),
+        ));
+    }
+    let last = x.time.last().copied().unwrap_or(0);
+    let n = match mode {
+        SampleMode::Hold => last / delta + 1,
+        SampleMode::Mean => end.max(last).div_ceil(delta).max(1),
+    };
+    if n > 1 << 31 {
+        return Err(Error::Invalid(format!(
+            "{n} samples with a period of {delta} ns; use a longer period"
+        )));
+    }
+    let n = n as usize;
+    let mut w = Vec::with_capacity(n);
+    match mode {
+        SampleMode::Hold => {
+            let mut k = 0usize;
+            let mut cur = initial;
+            for s in 0..n {
+                let t = s as u64 * delta;
+                while k < x.time.len() && x.time[k] <= t {
+                    cur = x.x[k];
+                    k += 1;
+                }
+                w.push(cur);
+            }
+        }
+        SampleMode::Mean => {
+            // integrate the step function bin by bin
+            let mut k = 0usize;
+            let mut cur = initial;
+            for s in 0..n {
+                let (b0, b1) = (s as u64 * delta, (s as u64 + 1) * delta);
+                let mut t = b0;
+                let mut acc = 0.0;
+                while k < x.time.len() && x.time[k] < b1 {
+                    let te = x.time[k].max(t);
+                    acc += cur * (te - t) as f64;
+                    t = te;
+                    cur = x.x[k];
+                    k += 1;
+                }
+                acc += cur * (b1 - t) as f64;
+                w.push(acc / delta as f64);
+            }
+        }
+    }
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_and_mean_sampling() {
+        let x = EventSignal {
+            time: vec![0, 10, 15],
+            x: vec![100.0, 50.0, 0.0],
+            unit: "percent".into(),
+        };
+        let w = temporal_signal(&x, 0.0, 5, SampleMode::Hold, 15).unwrap();
+        assert_eq!(w, vec![100.0, 100.0, 50.0, 0.0]);
+        let w = temporal_signal(&x, 0.0, 4, SampleMode::Mean, 16).unwrap();
+        // bins [0,4) [4,8) [8,12) [12,16)
+        assert_eq!(w, vec![100.0, 100.0, 75.0, 0.75 * 50.0]);
+    }
+}

@@ -1,0 +1,488 @@
+//! Signal processing of performance signals (paper 002 chapter 5, SPEC
+//! §3.2): spectra, moving average, auto- and cross-correlation (FFT-based,
+//! equal to the direct sums), thresholds, FFT low-pass and decimation,
+//! histograms, the Markov model and the indicator sequence.
+
+use rustfft::FftPlanner;
+use rustfft::num_complex::Complex64;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+fn fft(data: &mut [Complex64], inverse: bool) {
+    let mut planner = FftPlanner::<f64>::new();
+    let plan = if inverse {
+        planner.plan_fft_inverse(data.len())
+    } else {
+        planner.plan_fft_forward(data.len())
+    };
+    plan.process(data);
+}
+
+/// A one-sided spectrum: `K = 0..=N/2`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spectrum {
+    /// Frequency of each bin: Hz for temporal signals, cycles per event
+    /// for event-domain signals.
+    pub frequency: Vec<f64>,
+    /// `|W(K)|`.
+    pub magnitude: Vec<f64>,
+    /// `|W(K)|² / N`.
+    pub power: Vec<f64>,
+    pub frequency_unit: String,
+}
+
+/// The DFT `W(K) = Σ w(n) e^{−j2πnK/N}` of `w`; `period_s` is the sampling
+/// period in seconds (`None` for the event domain: cycles per event).
+pub fn spectrum(w: &[f64], period_s: Option<f64>) -> Spectrum {
+    let n = w.len();
+    let mut buf: Vec<Complex64> = w.iter().map(|&v| Complex64::new(v, 0.0)).collect();
+    if n > 0 {
+        fft(&mut buf, false);
+    }
+    let bins: Vec<usize> = if n == 0 {
+        Vec::new()
+    } else {
+        (0..=n / 2).collect()
+    };
+    let scale = match period_s {
+        Some(p) => 1.0 / (n as f64 * p),
+        None => 1.0 / n.max(1) as f64,
+    };
+    Spectrum {
+        frequency: bins.iter().map(|&k| k as f64 * scale).collect(),
+        magnitude: bins.iter().map(|&k| buf[k].norm()).collect(),
+        power: bins.iter().map(|&k| buf[k].norm_sqr() / n as f64).collect(),
+        frequency_unit: if period_s.is_some() {
+            "Hz".into()
+        } else {
+            "cycles per event".into()
+        },
+    }
+}
+
+/// The causal moving average `y(n) = (1/N) Σ_{k=0}^{N−1} w(n−k)` with a
+/// running sum; the first `N − 1` outputs are `None` (not enough history).
+pub fn moving_average(w: &[f64], order: usize) -> Result<Vec<Option<f64>>> {
+    if order == 0 {
+        return Err(Error::Invalid(
+            "the moving-average order must be at least 1".into(),
+        ));
+    }
+    let mut out = Vec::with_capacity(w.len());
+    // compensated running sum: stays exact to rounding over long signals
+    let (mut sum, mut comp) = (0.0f64, 0.0f64);
+    let add = |sum: &mut f64, comp: &mut f64, v: f64| {
+        let y = v - *comp;
+        let t = *sum + y;
+        *comp = (t - *sum) - y;
+        *sum = t;
+    };
+    for i in 0..w.len() {
+        add(&mut sum, &mut comp, w[i]);
+        if i >= order {
+            add(&mut sum, &mut comp, -w[i - order]);
+        }
+        out.push((i + 1 >= order).then(|| sum / order as f64));
+    }
+    Ok(out)
+}
+
+fn centred(x: &[f64], zero_mean: bool) -> Vec<f64> {
+    if !zero_mean || x.is_empty() {
+        return x.to_vec();
+    }
+    let m = x.iter().sum::<f64>() / x.len() as f64;
+    x.iter().map(|v| v - m).collect()
+}
+
+/// The unbiased autocorrelation `γ(l) = (1/(M−l)) Σ_{n=0}^{M−l−1} x(n) x(n+l)`
+/// for `l = 0..=max_lag` (at most `M − 1`), optionally of the zero-mean
+/// signal; computed with an FFT zero-padded to at least `2M`.
+pub fn autocorrelation(x: &[f64], max_lag: usize, zero_mean: bool) -> Vec<f64> {
+    let m = x.len();
+    if m == 0 {
+        return Vec::new();
+    }
+    let x = centred(x, zero_mean);
+    let size = (2 * m).next_power_of_two();
+    let mut buf: Vec<Complex64> = (0..size)
+        .map(|i| Complex64::new(if i < m { x[i] } else { 0.0 }, 0.0))
+        .collect();
+    fft(&mut buf, false);
+    for c in buf.iter_mut() {
+        *c = Complex64::new(c.norm_sqr(), 0.0);
+    }
+    fft(&mut buf, true);
+    (0..=max_lag.min(m - 1))
+        .map(|l| buf[l].re / size as f64 / (m - l) as f64)
+        .collect()
+}
+
+/// The direct O(M²) autocorrelation (reference for tests and tiny inputs).
+pub fn autocorrelation_direct(x: &[f64], max_lag: usize, zero_mean: bool) -> Vec<f64> {
+    let m = x.len();
+    let x = centred(x, zero_mean);
+    (0..=max_lag.min(m.saturating_sub(1)))
+        .take(m)
+        .map(|l| (0..m - l).map(|n| x[n] * x[n + l]).sum::<f64>() / (m - l) as f64)
+        .collect()
+}
+
+/// The cross-correlation `γ_wy(l) = Σ_n w(n)·y(n−l)` for `l = 0..N−1`
+/// (`N = len(w)`), optionally of the zero-mean signals; FFT-based.
+pub fn cross_correlation(w: &[f64], y: &[f64], zero_mean: bool) -> Vec<f64> {
+    let (nw, ny) = (w.len(), y.len());
+    if nw == 0 || ny == 0 {
+        return vec![0.0; nw];
+    }
+    let (w, y) = (centred(w, zero_mean), centred(y, zero_mean));
+    let size = (nw + ny).next_power_of_two();
+    let mut a: Vec<Complex64> = (0..size)
+        .map(|i| Complex64::new(if i < nw { w[i] } else { 0.0 }, 0.0))
+        .collect();
+    let mut b: Vec<Complex64> = (0..size)
+        .map(|i| Complex64::new(if i < ny { y[i] } else { 0.0 }, 0.0))
+        .collect();
+    fft(&mut a, false);
+    fft(&mut b, false);
+    for (p, q) in a.iter_mut().zip(&b) {
+        *p *= q.conj();
+    }
+    fft(&mut a, true);
+    (0..nw).map(|l| a[l].re / size as f64).collect()
+}
+
+/// The direct cross-correlation (reference).
+pub fn cross_correlation_direct(w: &[f64], y: &[f64], zero_mean: bool) -> Vec<f64> {
+    let (w, y) = (centred(w, zero_mean), centred(y, zero_mean));
+    (0..w.len())
+        .map(|l| {
+            (l..w.len())
+                .filter(|&n| n - l < y.len())
+                .map(|n| w[n] * y[n - l])
+                .sum()
+        })
+        .collect()
+}
+
+/// Comparison of a threshold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Comparison {
+    Equal(f64),
+    AtLeast(f64),
+    AtMost(f64),
+    /// Inclusive range.
+    Between(f64, f64),
+}
+
+impl Comparison {
+    pub fn test(&self, v: f64) -> bool {
+        match *self {
+            Comparison::Equal(t) => (v - t).abs() <= 1e-9 * t.abs().max(1.0),
+            Comparison::AtLeast(t) => v >= t,
+            Comparison::AtMost(t) => v <= t,
+            Comparison::Between(a, b) => v >= a && v <= b,
+        }
+    }
+
+    /// Parses `=X`, `>=X`, `<=X` or `A..B`.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::Invalid(format!(
+                "expected a threshold '=X', '>=X', '<=X' or 'A..B', found '{s}'"
+            ))
+        };
+        let num = |t: &str| {
+            t.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(bad)
+        };
+        if let Some(t) = s.strip_prefix(">=") {
+            Ok(Comparison::AtLeast(num(t)?))
+        } else if let Some(t) = s.strip_prefix("<=") {
+            Ok(Comparison::AtMost(num(t)?))
+        } else if let Some(t) = s.strip_prefix('=') {
+            Ok(Comparison::Equal(num(t)?))
+        } else if let Some((a, b)) = s.split_once("..") {
+            let (a, b) = (num(a)?, num(b)?);
+            if b < a {
+                return Err(bad());
+            }
+            Ok(Comparison::Between(a, b))
+        } else {
+            Err(bad())
+        }
+    }
+}
+
+/// The binary signal where `w(n)` meets the comparison.
+pub fn threshold(w: &[f64], c: Comparison) -> Vec<f64> {
+    w.iter().map(|&v| c.test(v) as u8 as f64).collect()
+}
+
+/// FFT low-pass: keeps the bins with `min(K, N−K) ≤ cutoff` (so the result
+/// stays real) and zeroes the others.
+pub fn lowpass(w: &[f64], cutoff: usize) -> Vec<f64> {
+    let n = w.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut buf: Vec<Complex64> = w.iter().map(|&v| Complex64::new(v, 0.0)).collect();
+    fft(&mut buf, false);
+    for (k, c) in buf.iter_mut().enumerate() {
+        if k.min(n - k) > cutoff {
+            *c = Complex64::new(0.0, 0.0);
+        }
+    }
+    fft(&mut buf, true);
+    buf.iter().map(|c| c.re / n as f64).collect()
+}
+
+/// Decimation by `alpha`: low-pass to `N/(2α)`, then every α-th sample.
+pub fn decimate(w: &[f64], alpha: usize) -> Result<Vec<f64>> {
+    if alpha == 0 {
+        return Err(Error::Invalid(
+            "the decimation factor must be at least 1".into(),
+        ));
+    }
+    let f = lowpass(w, w.len() / (2 * alpha));
+    Ok(f.into_iter().step_by(alpha).collect())
+}
+
+/// A histogram over `classes` equal classes between `lo` and `hi`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Histogram {
+    /// Class edges (`classes + 1`).
+    pub edges: Vec<f64>,
+    /// Count (or time, for a time-weighted histogram) per class.
+    pub weight: Vec<f64>,
+    pub weight_unit: String,
+}
+
+fn class_of(v: f64, lo: f64, hi: f64, classes: usize) -> usize {
+    if hi <= lo {
+        return 0;
+    }
+    (((v - lo) / (hi - lo) * classes as f64).floor().max(0.0) as usize).min(classes - 1)
+}
+
+fn range_of(x: &[f64], range: Option<(f64, f64)>) -> (f64, f64) {
+    range.unwrap_or_else(|| {
+        let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) }
+    })
+}
+
+/// Event-frequency histogram: how many samples of `x` fall in each class
+/// ("event-frequency density", thesis §5.3.3).
+pub fn histogram(x: &[f64], classes: usize, range: Option<(f64, f64)>) -> Result<Histogram> {
+    if classes == 0 {
+        return Err(Error::Invalid(
+            "a histogram needs at least one class".into(),
+        ));
+    }
+    let (lo, hi) = range_of(x, range);
+    let mut weight = vec![0.0; classes];
+    for &v in x {
+        if v >= lo && v <= hi {
+            weight[class_of(v, lo, hi, classes)] += 1.0;
+        }
+    }
+    Ok(Histogram {
+        edges: (0..=classes)
+            .map(|i| lo + (hi - lo) * i as f64 / classes as f64)
+            .collect(),
+        weight,
+        weight_unit: "events".into(),
+    })
+}
+
+/// Time-weighted histogram: how long the held signal (value `x[i]` from
+/// `time[i]` to `time[i+1]`, the last until `end`) spends in each class (ns).
+pub fn time_histogram(
+    time: &[u64],
+    x: &[f64],
+    end: u64,
+    classes: usize,
+    range: Option<(f64, f64)>,
+) -> Result<Histogram> {
+    if classes == 0 {
+        return Err(Error::Invalid(
+            "a histogram needs at least one class".into(),
+        ));
+    }
+    let (lo, hi) = range_of(x, range);
+    let mut weight = vec![0.0; classes];
+    for i in 0..x.len() {
+        let t1 = time.get(i + 1).copied().unwrap_or(end.max(time[i]));
+        let v = x[i];
+        if v >= lo && v <= hi {
+            weight[class_of(v, lo, hi, classes)] += t1.saturating_sub(time[i]) as f64;
+        }
+    }
+    Ok(Histogram {
+        edges: (0..=classes)
+            .map(|i| lo + (hi - lo) * i as f64 / classes as f64)
+            .collect(),
+        weight,
+        weight_unit: "ns".into(),
+    })
+}
+
+/// A Markov model of the quantized signal (thesis §5.3.4).
+#[derive(Debug, Clone, Serialize)]
+pub struct Markov {
+    pub edges: Vec<f64>,
+    /// Transition counts `counts[i][j]` from state i to state j.
+    pub counts: Vec<Vec<u64>>,
+    /// Row-normalised transition probabilities (a state never left keeps
+    /// itself with probability 1).
+    pub transition: Vec<Vec<f64>>,
+    /// Stationary distribution π = π P.
+    pub stationary: Vec<f64>,
+}
+
+/// Quantizes `x` into `states` classes, counts transitions between
+/// successive samples and computes the stationary distribution.
+pub fn markov(x: &[f64], states: usize, range: Option<(f64, f64)>) -> Result<Markov> {
+    if states == 0 {
+        return Err(Error::Invalid(
+            "a Markov model needs at least one state".into(),
+        ));
+    }
+    let (lo, hi) = range_of(x, range);
+    let q: Vec<usize> = x
+        .iter()
+        .map(|&v| class_of(v.clamp(lo, hi), lo, hi, states))
+        .collect();
+    let mut counts = vec![vec![0u64; states]; states];
+    for w in q.windows(2) {
+        counts[w[0]][w[1]] += 1;
+    }
+    let transition: Vec<Vec<f64>> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let s: u64 = row.iter().sum();
+            if s == 0 {
+                (0..states).map(|j| (i == j) as u8 as f64).collect()
+            } else {
+                row.iter().map(|&c| c as f64 / s as f64).collect()
+            }
+        })
+        .collect();
+    // power iteration on the lazy chain (I + P)/2: same stationary
+    // distribution, converges for periodic chains too
+    let mut pi = vec![1.0 / states as f64; states];
+    for _ in 0..100_000 {
+        let mut next = vec![0.0; states];
+        for i in 0..states {
+            for j in 0..states {
+                next[j] += pi[i] * 0.5 * (transition[i][j] + (i == j) as u8 as f64);
+            }
+        }
+        let diff: f64 = next.iter().zip(&pi).map(|(a, b)| (a - b).abs()).sum();
+        pi = next;
+        if diff < 1e-14 {
+            break;
+        }
+    }
+    Ok(Markov {
+        edges: (0..=states)
+            .map(|i| lo + (hi - lo) * i as f64 / states as f64)
+            .collect(),
+        counts,
+        transition,
+        stationary: pi,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moving_average_flags_the_start() {
+        let y = moving_average(&[1.0, 2.0, 3.0, 4.0], 2).unwrap();
+        assert_eq!(y, vec![None, Some(1.5), Some(2.5), Some(3.5)]);
+    }
+
+    #[test]
+    fn correlations_match_direct_sums() {
+        let x: Vec<f64> = (0..37).map(|i| ((i * 7919) % 13) as f64 - 3.5).collect();
+        let y: Vec<f64> = (0..29).map(|i| ((i * 104729) % 11) as f64).collect();
+        for zm in [false, true] {
+            let a = autocorrelation(&x, 36, zm);
+            let b = autocorrelation_direct(&x, 36, zm);
+            for (p, q) in a.iter().zip(&b) {
+                assert!((p - q).abs() < 1e-9, "{p} {q}");
+            }
+            let a = cross_correlation(&x, &y, zm);
+            let b = cross_correlation_direct(&x, &y, zm);
+            assert_eq!(a.len(), b.len());
+            for (p, q) in a.iter().zip(&b) {
+                assert!((p - q).abs() < 1e-9, "{p} {q}");
+            }
+        }
+    }
+
+    #[test]
+    fn spectrum_matches_the_dft_sum() {
+        let w: Vec<f64> = (0..10).map(|i| (i as f64 * 0.7).sin() + 0.3).collect();
+        let s = spectrum(&w, Some(1e-6));
+        assert_eq!(s.magnitude.len(), 6);
+        for k in 0..6 {
+            let (mut re, mut im) = (0.0, 0.0);
+            for (n, v) in w.iter().enumerate() {
+                let a = -2.0 * std::f64::consts::PI * (n * k) as f64 / 10.0;
+                re += v * a.cos();
+                im += v * a.sin();
+            }
+            assert!((s.magnitude[k] - (re * re + im * im).sqrt()).abs() < 1e-9);
+        }
+        assert!((s.frequency[1] - 1e5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn lowpass_keeps_slow_parts() {
+        let n = 64;
+        let slow: Vec<f64> = (0..n)
+            .map(|i| (2.0 * std::f64::consts::PI * i as f64 / n as f64).cos())
+            .collect();
+        let fast: Vec<f64> = (0..n)
+            .map(|i| (2.0 * std::f64::consts::PI * 20.0 * i as f64 / n as f64).cos())
+            .collect();
+        let mix: Vec<f64> = slow.iter().zip(&fast).map(|(a, b)| a + b).collect();
+        let f = lowpass(&mix, 2);
+        for (a, b) in f.iter().zip(&slow) {
+            assert!((a - b).abs() < 1e-9);
+        }
+        assert_eq!(decimate(&mix, 4).unwrap().len(), 16);
+    }
+
+    #[test]
+    fn markov_of_an_alternating_signal() {
+        let x: Vec<f64> = (0..100).map(|i| (i % 2) as f64).collect();
+        let m = markov(&x, 2, None).unwrap();
+        assert_eq!(m.transition, vec![vec![0.0, 1.0], vec![1.0, 0.0]]);
+        assert!((m.stationary[0] - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(Comparison::parse(">=3").unwrap(), Comparison::AtLeast(3.0));
+        assert_eq!(
+            Comparison::parse("1..2").unwrap(),
+            Comparison::Between(1.0, 2.0)
+        );
+        assert!(Comparison::parse("x").is_err());
+        assert_eq!(
+            threshold(&[1.0, 5.0, 3.0], Comparison::AtLeast(3.0)),
+            vec![0.0, 1.0, 1.0]
+        );
+    }
+}
