@@ -1,6 +1,7 @@
 //! Subcommands of the `tapestry` binary. Each is a thin layer over the
 //! library; errors get their context here (anyhow) and a non-zero exit.
 
+mod analyze;
 mod info;
 mod synth;
 
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Describe a trace: locations, span, record counts, time per state, busy fractions.
     Info(info::InfoArgs),
+    /// Run one analysis (moments, signals, images, fields, matrices, profile reductions).
+    Analyze(Box<analyze::AnalyzeArgs>),
     /// Simulate a message-passing workload and write it as a trace.
     Synth(synth::SynthArgs),
 }
@@ -61,6 +64,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(a) => info::run(a),
+        Command::Analyze(a) => analyze::run(*a),
         Command::Synth(a) => synth::run(a),
     };
     match result {

@@ -181,6 +181,29 @@ impl StateTable {
         Ok(())
     }
 
+    /// The mask (by state id) of a state set given as class names (`busy`,
+    /// `overhead`, `idle`) and/or state patterns (names with `*`, or ids).
+    pub fn select(&self, spec: &[String]) -> Result<Vec<bool>, Error> {
+        let mut mask = vec![false; self.states.len()];
+        let mut patterns = Vec::new();
+        for s in spec {
+            match StateClass::parse(s.trim()) {
+                Some(c) => {
+                    for (m, st) in mask.iter_mut().zip(&self.states) {
+                        *m |= st.class == c;
+                    }
+                }
+                None => patterns.push(s.clone()),
+            }
+        }
+        if !patterns.is_empty() {
+            for (m, h) in mask.iter_mut().zip(self.matching(&patterns)?) {
+                *m |= h;
+            }
+        }
+        Ok(mask)
+    }
+
     /// Which states match any of the patterns; every pattern must match a state.
     fn matching(&self, patterns: &[String]) -> Result<Vec<bool>, Error> {
         let mut hits = vec![false; self.states.len()];

@@ -1,0 +1,1131 @@
+//! `tapestry analyze TRACE ANALYSIS [options]`: one analysis per invocation,
+//! written as CSV (default, to standard output), JSON or `.npy`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+use tapestry::analysis::{fields, image, matrices, metric, moments, signal};
+use tapestry::export::AtomicFile;
+use tapestry::export::npy::write_array;
+use tapestry::model::{ProfileMatrix, Time, Trace};
+use tapestry::readers::decimal::parse_scaled;
+use tapestry::readers::{self, Loaded};
+
+use super::ReadArgs;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum Analysis {
+    /// m0..m3 per location (paper 000).
+    Moments,
+    /// The metric matrix M: (time, location, value) rows.
+    MetricMatrix,
+    /// The state vector / spatial domain S(n0).
+    StateVector,
+    /// The performance image G(n0) (with --op for image operations).
+    Image,
+    /// The event-domain signal x.
+    SignalX,
+    /// The temporal signal w.
+    SignalW,
+    /// Magnitude and power spectra of w (or x with --domain event).
+    Spectrum,
+    /// Causal moving average of w (or x).
+    MovingAverage,
+    /// Unbiased autocorrelation of w (or x).
+    Autocorrelation,
+    /// Cross-correlation of w (of --metric) with the w of --metric2.
+    CrossCorrelation,
+    /// Binary signal where w (or x) meets --th.
+    Threshold,
+    /// FFT low-pass of w (or x), keeping bins up to --cutoff.
+    Lowpass,
+    /// Decimation of w (or x) by --alpha.
+    Decimate,
+    /// Event-frequency histogram of x and time-weighted histogram.
+    Histogram,
+    /// Markov transition matrix and stationary distribution of x.
+    Markov,
+    /// Indicator sequence of marker events (--marker) over the w grid.
+    Indicator,
+    /// A field F[t][e] (--quantity) with --bins time bins.
+    Field,
+    /// Task × task message count and volume.
+    CommMatrix,
+    /// Profiles: per-row min/max (with columns), mean, variance.
+    ProfileRows,
+    /// Profiles: ranked procedures (or functions).
+    ProfileProcedures,
+    /// Profiles: overview reduction (skip zero runs, bin, strips).
+    ProfileOverview,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum LayoutArg {
+    Natural,
+    Gray,
+    Hypercube,
+    NearSquare,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum ImageOp {
+    /// Colour indices of G(n0).
+    None,
+    /// G(n0-b) − G(n0), contrast-stretched to the colour range.
+    Diff,
+    /// Hot spots: colour index where ≥ --th (or in LO..HI), else g_min.
+    Hotspot,
+    /// Binary threshold: g_max where the colour index ≥ --th, else g_min.
+    Binary,
+    /// Statistics (min, max, mean, std) and a histogram of the colour indices.
+    Stats,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum Domain {
+    Temporal,
+    Event,
+}
+
+#[derive(Args, Clone)]
+pub struct AnalyzeArgs {
+    /// The trace or profile.
+    pub trace: PathBuf,
+    /// The analysis.
+    #[arg(value_enum)]
+    pub analysis: Analysis,
+    /// Output file: .csv, .json or .npy (default: CSV on standard output).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// The state set: classes (busy, overhead, idle) and/or state names
+    /// (`*` wildcards) or ids, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "busy")]
+    pub states: Vec<String>,
+    /// Time window T0:T1 (ns, or with a unit: 1.5ms:20ms); default the whole trace.
+    #[arg(long)]
+    pub window: Option<String>,
+    /// The metric: busy, busy-fraction, messages, bytes, or counter:NAME.
+    #[arg(long, default_value = "busy")]
+    pub metric: String,
+    /// The second metric of a cross-correlation.
+    #[arg(long)]
+    pub metric2: Option<String>,
+    /// Observation time n0 (state vector, image).
+    #[arg(long, default_value = "0")]
+    pub n0: String,
+    /// Second observation time for --op diff.
+    #[arg(long)]
+    pub n0_b: Option<String>,
+    /// Image layout.
+    #[arg(long, value_enum, default_value_t = LayoutArg::NearSquare)]
+    pub layout: LayoutArg,
+    /// Columns of the natural layout.
+    #[arg(long)]
+    pub cols: Option<usize>,
+    /// User coordinates: a CSV of `location,row,col`.
+    #[arg(long)]
+    pub coords: Option<PathBuf>,
+    /// Image operation.
+    #[arg(long, value_enum, default_value_t = ImageOp::None)]
+    pub op: ImageOp,
+    /// Colour index range g_min:g_max.
+    #[arg(long, default_value = "0:255")]
+    pub g_range: String,
+    /// Metric range m_min:m_max mapped onto the colours (default: the data's).
+    #[arg(long)]
+    pub m_range: Option<String>,
+    /// Sampling period Δ of w (ns or with a unit).
+    #[arg(long, default_value = "1us")]
+    pub period: String,
+    /// Sampling of w.
+    #[arg(long, value_enum, default_value_t = metric::SampleMode::Mean)]
+    pub mode: metric::SampleMode,
+    /// Which signal the DSP analyses use.
+    #[arg(long, value_enum, default_value_t = Domain::Temporal)]
+    pub domain: Domain,
+    /// One x sample per event instead of per distinct event time.
+    #[arg(long)]
+    pub per_event: bool,
+    /// Moving-average order N.
+    #[arg(long, default_value_t = 20)]
+    pub order: usize,
+    /// Largest autocorrelation lag (default M − 1).
+    #[arg(long)]
+    pub lags: Option<usize>,
+    /// Correlate the zero-mean signals.
+    #[arg(long)]
+    pub zero_mean: bool,
+    /// Threshold: =X, >=X, <=X or A..B.
+    #[arg(long)]
+    pub th: Option<String>,
+    /// Low-pass cutoff bin K.
+    #[arg(long, default_value_t = 10)]
+    pub cutoff: usize,
+    /// Decimation factor α.
+    #[arg(long, default_value_t = 2)]
+    pub alpha: usize,
+    /// Classes of histograms and states of the Markov model.
+    #[arg(long, default_value_t = 10)]
+    pub classes: usize,
+    /// Value range LO:HI of histograms and the Markov model (default: the data's).
+    #[arg(long)]
+    pub range: Option<String>,
+    /// Marker events of the indicator: an event type name, optionally =VALUE.
+    #[arg(long)]
+    pub marker: Option<String>,
+    /// Time bins of a field.
+    #[arg(long, default_value_t = 100)]
+    pub bins: usize,
+    /// Field quantity: busy, messages, bytes, counter:NAME, or tensor:PATH.npy.
+    #[arg(long, default_value = "busy")]
+    pub quantity: String,
+    /// Access kinds of a tensor field (local-reads, remote-reads, reads, writes, local, remote, all, ...).
+    #[arg(long, default_value = "all")]
+    pub kinds: String,
+    /// Only this processor's accesses (tensor fields).
+    #[arg(long)]
+    pub processor: Option<usize>,
+    /// Field layout: ring, grid:WxH or cube:XxYxZ.
+    #[arg(long, default_value = "ring")]
+    pub field_layout: String,
+    /// Profile metric (default: the primary one).
+    #[arg(long)]
+    pub profile_metric: Option<String>,
+    /// How many ranked procedures.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Overview: runs of more than K zero rows are skipped.
+    #[arg(long, default_value_t = 4)]
+    pub skip: usize,
+    /// Overview: rows per bin.
+    #[arg(long, default_value_t = 1)]
+    pub bin: usize,
+    /// Overview: combine binned rows by max or sum.
+    #[arg(long, value_enum, default_value_t = matrices::BinBy::Max)]
+    pub by: matrices::BinBy,
+    /// Overview: strips side by side.
+    #[arg(long, default_value_t = 1)]
+    pub strips: usize,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// A result: named columns with units and rows, or a matrix.
+enum Output {
+    Table {
+        columns: Vec<(String, String)>,
+        rows: Vec<Vec<Option<f64>>>,
+        labels: Option<(String, Vec<String>)>,
+        meta: Value,
+    },
+    Matrix {
+        rows: usize,
+        cols: usize,
+        values: Vec<Option<f64>>,
+        unit: String,
+        meta: Value,
+    },
+}
+
+/// Parses `1500`, `1.5ms`, `20us`, `3s`, `100ns` into ns.
+pub fn parse_time(s: &str) -> Result<Time> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 9)
+    } else {
+        (s, 0)
+    };
+    let v = parse_scaled(num.trim().as_bytes(), scale).map_err(|e| {
+        anyhow!(
+            "expected a time like 1500, 20us, 1.5ms or 3s, found '{s}' ({})",
+            e.describe()
+        )
+    })?;
+    u64::try_from(v).map_err(|_| anyhow!("expected a non-negative time, found '{s}'"))
+}
+
+fn parse_pair(s: &str, what: &str) -> Result<(f64, f64)> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| anyhow!("expected {what} as LO:HI, found '{s}'"))?;
+    let p = |t: &str| {
+        t.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| anyhow!("expected a number in {what}, found '{t}'"))
+    };
+    let (a, b) = (p(a)?, p(b)?);
+    if b < a {
+        bail!("{what}: {b} is below {a}");
+    }
+    Ok((a, b))
+}
+
+fn window(a: &AnalyzeArgs, t: &Trace) -> Result<(Time, Time)> {
+    match &a.window {
+        None => Ok((0, t.meta.span.max(1))),
+        Some(w) => {
+            let (x, y) = w
+                .split_once(':')
+                .ok_or_else(|| anyhow!("expected --window T0:T1, found '{w}'"))?;
+            let (x, y) = (parse_time(x)?, parse_time(y)?);
+            if y <= x {
+                bail!("--window: the end {y} ns is not after the start {x} ns");
+            }
+            Ok((x, y))
+        }
+    }
+}
+
+fn parse_metric(s: &str, t: &Trace) -> Result<metric::Metric> {
+    Ok(match s {
+        "busy" => metric::Metric::Busy,
+        "busy-fraction" => metric::Metric::BusyFraction,
+        "messages" => metric::Metric::MessageCount,
+        "bytes" => metric::Metric::MessageBytes,
+        other => {
+            let name = other
+                .strip_prefix("counter:")
+                .ok_or_else(|| anyhow!("expected --metric busy, busy-fraction, messages, bytes or counter:NAME, found '{other}'"))?;
+            let c = t
+                .counters
+                .defs
+                .iter()
+                .position(|d| d.name == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> =
+                        t.counters.defs.iter().map(|d| d.name.as_str()).collect();
+                    anyhow!(
+                        "no counter '{name}' in this trace (counters: {})",
+                        names.join(", ")
+                    )
+                })?;
+            metric::Metric::Counter(c as u32)
+        }
+    })
+}
+
+fn table(columns: &[(&str, &str)], rows: Vec<Vec<Option<f64>>>, meta: Value) -> Output {
+    Output::Table {
+        columns: columns
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+        rows,
+        labels: None,
+        meta,
+    }
+}
+
+fn series(name: &str, unit: &str, v: &[f64], meta: Value) -> Output {
+    table(
+        &[("n", "sample"), (name, unit)],
+        v.iter()
+            .enumerate()
+            .map(|(i, x)| vec![Some(i as f64), Some(*x)])
+            .collect(),
+        meta,
+    )
+}
+
+/// The signal the DSP analyses work on: (values, unit, period in seconds or None).
+fn dsp_signal(
+    a: &AnalyzeArgs,
+    t: &Trace,
+    metric_text: &str,
+) -> Result<(Vec<f64>, String, Option<f64>, Vec<Time>)> {
+    let mask = t.states.select(&a.states)?;
+    let m = parse_metric(metric_text, t)?;
+    let mm = metric::metric_matrix(t, &m, &mask)?;
+    let (scale, unit) = m.signal_scale();
+    let x = metric::event_signal(&mm, scale, unit, a.per_event);
+    match a.domain {
+        Domain::Event => Ok((x.x.clone(), unit.to_string(), None, x.time)),
+        Domain::Temporal => {
+            let delta = parse_time(&a.period)?;
+            let w = metric::temporal_signal(&x, mm.initial * scale, delta, a.mode, t.meta.span)?;
+            let times = (0..w.len() as u64).map(|k| k * delta).collect();
+            Ok((w, unit.to_string(), Some(delta as f64 * 1e-9), times))
+        }
+    }
+}
+
+fn field_layout(s: &str) -> Result<fields::FieldLayout> {
+    let dims = |t: &str, n: usize| -> Result<Vec<usize>> {
+        let v: Vec<usize> = t
+            .split('x')
+            .map(|p| p.trim().parse::<usize>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| anyhow!("bad dimensions '{t}'"))?;
+        if v.len() != n {
+            bail!("expected {n} dimensions in '{t}'");
+        }
+        Ok(v)
+    };
+    Ok(if s == "ring" {
+        fields::FieldLayout::Ring
+    } else if let Some(g) = s.strip_prefix("grid:") {
+        let d = dims(g, 2)?;
+        fields::FieldLayout::Grid {
+            width: d[0],
+            height: d[1],
+        }
+    } else if let Some(c) = s.strip_prefix("cube:") {
+        let d = dims(c, 3)?;
+        fields::FieldLayout::Cube {
+            x: d[0],
+            y: d[1],
+            z: d[2],
+        }
+    } else {
+        bail!("expected --field-layout ring, grid:WxH or cube:XxYxZ, found '{s}'")
+    })
+}
+
+fn image_layout(a: &AnalyzeArgs) -> Result<image::Layout> {
+    if let Some(path) = &a.coords {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let mut xy: Vec<(usize, usize, usize)> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let l = line.trim();
+            if l.is_empty() || l.starts_with('#') || l.starts_with("location") {
+                continue;
+            }
+            let f: Vec<&str> = l.split(',').map(str::trim).collect();
+            let parsed =
+                (f.len() == 3).then(|| (f[0].parse().ok(), f[1].parse().ok(), f[2].parse().ok()));
+            match parsed {
+                Some((Some(p), Some(r), Some(c))) => xy.push((p, r, c)),
+                _ => bail!(
+                    "{}:line {}: expected 'location,row,col' integers, found '{l}'",
+                    path.display(),
+                    i + 1
+                ),
+            }
+        }
+        xy.sort();
+        return Ok(image::Layout::Coordinates(
+            xy.into_iter().map(|(_, r, c)| (r, c)).collect(),
+        ));
+    }
+    Ok(match a.layout {
+        LayoutArg::Natural => image::Layout::Natural { cols: a.cols },
+        LayoutArg::Gray => image::Layout::Gray,
+        LayoutArg::Hypercube => image::Layout::Hypercube,
+        LayoutArg::NearSquare => image::Layout::NearSquare,
+    })
+}
+
+fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
+    let (t0, t1) = window(a, t)?;
+    let span_meta = json!({"window_ns": [t0, t1], "trace": t.meta.source});
+    Ok(match a.analysis {
+        Analysis::Moments => {
+            let mask = t.states.select(&a.states)?;
+            let m = moments::moments(t, &mask, t0, t1);
+            let rows = m
+                .iter()
+                .enumerate()
+                .map(|(l, m)| vec![Some(l as f64), Some(m.m0), m.m1, m.m2, m.m3])
+                .collect();
+            let labels = (0..t.num_locations() as u32)
+                .map(|l| t.locations.path(l))
+                .collect();
+            Output::Table {
+                columns: [
+                    ("location", "index"),
+                    ("m0", "ns"),
+                    ("m1", "ns"),
+                    ("m2", "ns"),
+                    ("m3", "ns"),
+                ]
+                .iter()
+                .map(|(x, y)| (x.to_string(), y.to_string()))
+                .collect(),
+                rows,
+                labels: Some(("name".into(), labels)),
+                meta: json!({"analysis": "moments", "states": a.states, "window_ns": [t0, t1], "note": "m1 is ns from the trace start; m1..m3 are empty where m0 = 0"}),
+            }
+        }
+        Analysis::MetricMatrix => {
+            let mask = t.states.select(&a.states)?;
+            let m = parse_metric(&a.metric, t)?;
+            let mm = metric::metric_matrix(t, &m, &mask)?;
+            let rows = (0..mm.len())
+                .map(|i| {
+                    vec![
+                        Some(mm.time[i] as f64),
+                        Some(mm.location[i] as f64),
+                        Some(mm.value[i]),
+                    ]
+                })
+                .collect();
+            table(
+                &[("time", "ns"), ("location", "index"), ("value", m.unit())],
+                rows,
+                json!({"analysis": "metric-matrix", "metric": a.metric}),
+            )
+        }
+        Analysis::StateVector => {
+            let mask = t.states.select(&a.states)?;
+            let m = parse_metric(&a.metric, t)?;
+            let n0 = parse_time(&a.n0)?;
+            let v = state_vector(t, &m, &mask, n0)?;
+            let rows = v
+                .iter()
+                .enumerate()
+                .map(|(l, x)| vec![Some(l as f64), Some(*x)])
+                .collect();
+            table(
+                &[("location", "index"), ("value", m.unit())],
+                rows,
+                json!({"analysis": "state-vector", "metric": a.metric, "n0_ns": n0}),
+            )
+        }
+        Analysis::Image => image_output(a, t)?,
+        Analysis::SignalX => {
+            let mask = t.states.select(&a.states)?;
+            let m = parse_metric(&a.metric, t)?;
+            let mm = metric::metric_matrix(t, &m, &mask)?;
+            let (scale, unit) = m.signal_scale();
+            let x = metric::event_signal(&mm, scale, unit, a.per_event);
+            let rows = x
+                .time
+                .iter()
+                .zip(&x.x)
+                .enumerate()
+                .map(|(i, (t, v))| vec![Some(i as f64), Some(*t as f64), Some(*v)])
+                .collect();
+            table(
+                &[("n", "sample"), ("time", "ns"), ("x", unit)],
+                rows,
+                json!({"analysis": "signal-x", "metric": a.metric}),
+            )
+        }
+        Analysis::SignalW => {
+            let (w, unit, period, times) = dsp_signal(
+                &AnalyzeArgs {
+                    domain: Domain::Temporal,
+                    ..a.clone()
+                },
+                t,
+                &a.metric,
+            )?;
+            let rows = w
+                .iter()
+                .zip(&times)
+                .enumerate()
+                .map(|(i, (v, t))| vec![Some(i as f64), Some(*t as f64), Some(*v)])
+                .collect();
+            table(
+                &[("n", "sample"), ("time", "ns"), ("w", &unit)],
+                rows,
+                json!({"analysis": "signal-w", "metric": a.metric, "period_s": period, "mode": a.mode}),
+            )
+        }
+        Analysis::Spectrum => {
+            let (w, _, period, _) = dsp_signal(a, t, &a.metric)?;
+            let s = signal::spectrum(&w, period);
+            let rows = (0..s.frequency.len())
+                .map(|k| {
+                    vec![
+                        Some(k as f64),
+                        Some(s.frequency[k]),
+                        Some(s.magnitude[k]),
+                        Some(s.power[k]),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("K", "bin"),
+                    ("frequency", &s.frequency_unit),
+                    ("magnitude", "|W(K)|"),
+                    ("power", "|W(K)|^2/N"),
+                ],
+                rows,
+                json!({"analysis": "spectrum", "samples": w.len()}),
+            )
+        }
+        Analysis::MovingAverage => {
+            let (w, unit, _, _) = dsp_signal(a, t, &a.metric)?;
+            let y = signal::moving_average(&w, a.order)?;
+            let rows = w
+                .iter()
+                .zip(&y)
+                .enumerate()
+                .map(|(i, (v, y))| vec![Some(i as f64), Some(*v), *y])
+                .collect();
+            table(
+                &[("n", "sample"), ("input", &unit), ("y", &unit)],
+                rows,
+                json!({"analysis": "moving-average", "order": a.order, "note": "the first order-1 outputs are empty"}),
+            )
+        }
+        Analysis::Autocorrelation => {
+            let (w, unit, _, _) = dsp_signal(a, t, &a.metric)?;
+            let g = signal::autocorrelation(
+                &w,
+                a.lags.unwrap_or(w.len().saturating_sub(1)),
+                a.zero_mean,
+            );
+            series(
+                "gamma",
+                &format!("({unit})^2"),
+                &g,
+                json!({"analysis": "autocorrelation", "zero_mean": a.zero_mean}),
+            )
+        }
+        Analysis::CrossCorrelation => {
+            let m2 = a
+                .metric2
+                .as_deref()
+                .ok_or_else(|| anyhow!("cross-correlation needs --metric2"))?;
+            let (w, _, _, _) = dsp_signal(a, t, &a.metric)?;
+            let (y, _, _, _) = dsp_signal(a, t, m2)?;
+            let g = signal::cross_correlation(&w, &y, a.zero_mean);
+            series(
+                "gamma_wy",
+                "product",
+                &g,
+                json!({"analysis": "cross-correlation", "metric": a.metric, "metric2": m2}),
+            )
+        }
+        Analysis::Threshold => {
+            let th = signal::Comparison::parse(
+                a.th.as_deref()
+                    .ok_or_else(|| anyhow!("threshold needs --th"))?,
+            )?;
+            let (w, _, _, _) = dsp_signal(a, t, &a.metric)?;
+            series(
+                "meets",
+                "0/1",
+                &signal::threshold(&w, th),
+                json!({"analysis": "threshold", "th": a.th}),
+            )
+        }
+        Analysis::Lowpass => {
+            let (w, unit, _, _) = dsp_signal(a, t, &a.metric)?;
+            series(
+                "filtered",
+                &unit,
+                &signal::lowpass(&w, a.cutoff),
+                json!({"analysis": "lowpass", "cutoff": a.cutoff}),
+            )
+        }
+        Analysis::Decimate => {
+            let (w, unit, _, _) = dsp_signal(a, t, &a.metric)?;
+            series(
+                "decimated",
+                &unit,
+                &signal::decimate(&w, a.alpha)?,
+                json!({"analysis": "decimate", "alpha": a.alpha}),
+            )
+        }
+        Analysis::Histogram => {
+            let mask = t.states.select(&a.states)?;
+            let m = parse_metric(&a.metric, t)?;
+            let mm = metric::metric_matrix(t, &m, &mask)?;
+            let (scale, unit) = m.signal_scale();
+            let x = metric::event_signal(&mm, scale, unit, a.per_event);
+            let range = a
+                .range
+                .as_deref()
+                .map(|r| parse_pair(r, "--range"))
+                .transpose()?;
+            let h = signal::histogram(&x.x, a.classes, range)?;
+            let tw = signal::time_histogram(&x.time, &x.x, t.meta.span, a.classes, range)?;
+            let rows = (0..a.classes)
+                .map(|k| {
+                    vec![
+                        Some(h.edges[k]),
+                        Some(h.edges[k + 1]),
+                        Some(h.weight[k]),
+                        Some(tw.weight[k]),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    ("from", unit),
+                    ("to", unit),
+                    ("events", "count"),
+                    ("time", "ns"),
+                ],
+                rows,
+                json!({"analysis": "histogram", "classes": a.classes}),
+            )
+        }
+        Analysis::Markov => {
+            let mask = t.states.select(&a.states)?;
+            let m = parse_metric(&a.metric, t)?;
+            let mm = metric::metric_matrix(t, &m, &mask)?;
+            let (scale, unit) = m.signal_scale();
+            let x = metric::event_signal(&mm, scale, unit, a.per_event);
+            let range = a
+                .range
+                .as_deref()
+                .map(|r| parse_pair(r, "--range"))
+                .transpose()?;
+            let mk = signal::markov(&x.x, a.classes, range)?;
+            let n = a.classes;
+            let mut rows = Vec::new();
+            for i in 0..n {
+                let mut r = vec![
+                    Some(i as f64),
+                    Some(mk.edges[i]),
+                    Some(mk.edges[i + 1]),
+                    Some(mk.stationary[i]),
+                ];
+                r.extend(mk.transition[i].iter().map(|p| Some(*p)));
+                rows.push(r);
+            }
+            let mut cols: Vec<(String, String)> = vec![
+                ("state".into(), "index".into()),
+                ("from".into(), unit.into()),
+                ("to".into(), unit.into()),
+                ("stationary".into(), "probability".into()),
+            ];
+            cols.extend((0..n).map(|j| (format!("p_to_{j}"), "probability".to_string())));
+            Output::Table {
+                columns: cols,
+                rows,
+                labels: None,
+                meta: json!({"analysis": "markov", "counts": mk.counts}),
+            }
+        }
+        Analysis::Indicator => {
+            let spec = a
+                .marker
+                .as_deref()
+                .ok_or_else(|| anyhow!("indicator needs --marker NAME[=VALUE]"))?;
+            let (name, value) = match spec.split_once('=') {
+                Some((n, v)) => (
+                    n,
+                    Some(
+                        v.trim()
+                            .parse::<i64>()
+                            .map_err(|_| anyhow!("bad marker value '{v}'"))?,
+                    ),
+                ),
+                None => (spec, None),
+            };
+            let kind = t.event_types.by_name(name).ok_or_else(|| {
+                let names: Vec<&str> = t.event_types.iter().map(|e| e.name.as_str()).collect();
+                anyhow!(
+                    "no event type '{name}' in this trace (types: {})",
+                    names.join(", ")
+                )
+            })?;
+            let delta = parse_time(&a.period)?;
+            let n = (t.meta.span / delta + 1) as usize;
+            if n > 1 << 31 {
+                bail!("{n} samples; use a longer --period");
+            }
+            let mut ind = vec![0.0; n];
+            for i in 0..t.events.len() {
+                if t.events.kind[i] == kind && value.is_none_or(|v| v == t.events.value[i]) {
+                    ind[(t.events.time[i] / delta) as usize] = 1.0;
+                }
+            }
+            series(
+                "indicator",
+                "0/1",
+                &ind,
+                json!({"analysis": "indicator", "marker": spec, "period_ns": delta}),
+            )
+        }
+        Analysis::Field => {
+            let layout = field_layout(&a.field_layout)?;
+            let mut f = if let Some(p) = a.quantity.strip_prefix("tensor:") {
+                fields::from_tensor(Path::new(p), fields::access_kinds(&a.kinds)?, a.processor)?
+            } else {
+                match a.quantity.as_str() {
+                    "busy" => {
+                        fields::busy_fraction(t, &t.states.select(&a.states)?, t0, t1, a.bins)?
+                    }
+                    "messages" => fields::messages(t, false, t0, t1, a.bins)?,
+                    "bytes" => fields::messages(t, true, t0, t1, a.bins)?,
+                    q => match (q.starts_with("counter:"), parse_metric(q, t)) {
+                        (true, Ok(metric::Metric::Counter(c))) => {
+                            fields::counter(t, c, t0, t1, a.bins)?
+                        }
+                        (true, Err(e)) => return Err(e),
+                        _ => bail!(
+                            "expected --quantity busy, messages, bytes, counter:NAME or tensor:PATH, found '{q}'"
+                        ),
+                    },
+                }
+            };
+            layout.check(f.elements)?;
+            f.layout = layout;
+            Output::Matrix {
+                rows: f.bins,
+                cols: f.elements,
+                values: f.values.iter().map(|v| Some(*v)).collect(),
+                unit: f.unit.clone(),
+                meta: json!({"analysis": "field", "quantity": f.quantity, "unit": f.unit, "layout": f.layout, "edges": f.edges, "leading_empty_bins": fields::leading_empty_bins(&f), "shape": "[time bin][element]"}),
+            }
+        }
+        Analysis::CommMatrix => {
+            let c = matrices::comm_matrix(t, t0, t1)?;
+            let quantity = if a.metric == "bytes" {
+                "bytes"
+            } else {
+                "messages"
+            };
+            let values = if quantity == "bytes" {
+                &c.bytes
+            } else {
+                &c.count
+            };
+            Output::Matrix {
+                rows: c.size,
+                cols: c.size,
+                values: values.iter().map(|v| Some(*v as f64)).collect(),
+                unit: quantity.into(),
+                meta: json!({"analysis": "comm-matrix", "quantity": quantity, "rows": "sender", "columns": "receiver", "window_ns": [t0, t1]}),
+            }
+        }
+        Analysis::ProfileRows | Analysis::ProfileProcedures | Analysis::ProfileOverview => {
+            let _ = span_meta;
+            bail!(
+                "{:?} works on profiles (TAU directories, line-profile tables), not on traces",
+                a.analysis
+            )
+        }
+    })
+}
+
+fn state_vector(t: &Trace, m: &metric::Metric, mask: &[bool], n0: Time) -> Result<Vec<f64>> {
+    // the cumulative busy fraction is exact at any n0, not only at events
+    if *m == metric::Metric::BusyFraction {
+        return Ok((0..t.num_locations() as u32)
+            .map(|l| {
+                if n0 == 0 {
+                    return 0.0;
+                }
+                moments::accumulate(t.intervals.of(l), mask, 0, n0).w / n0 as f64
+            })
+            .collect());
+    }
+    Ok(metric::metric_matrix(t, m, mask)?.state_vector(n0))
+}
+
+fn image_output(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
+    let mask = t.states.select(&a.states)?;
+    let m = parse_metric(&a.metric, t)?;
+    let layout = image_layout(a)?;
+    let n0 = parse_time(&a.n0)?;
+    let g = parse_pair(&a.g_range, "--g-range")?;
+    let mr = a
+        .m_range
+        .as_deref()
+        .map(|r| parse_pair(r, "--m-range"))
+        .transpose()?;
+    let img = image::render(&state_vector(t, &m, &mask, n0)?, &layout)?;
+    let gi = image::color_index(&img, g, mr);
+    let th = || -> Result<(f64, Option<f64>)> {
+        let s =
+            a.th.as_deref()
+                .ok_or_else(|| anyhow!("this image operation needs --th"))?;
+        match signal::Comparison::parse(s)? {
+            signal::Comparison::AtLeast(x) | signal::Comparison::Equal(x) => Ok((x, None)),
+            signal::Comparison::Between(x, y) => Ok((x, Some(y))),
+            signal::Comparison::AtMost(_) => bail!("image thresholds take >=X or A..B"),
+        }
+    };
+    let mut meta = json!({"analysis": "image", "n0_ns": n0, "layout": format!("{:?}", a.layout), "g_range": [g.0, g.1], "rows": img.rows, "cols": img.cols, "cells": "colour index; empty = no data"});
+    let values = match a.op {
+        ImageOp::None => gi,
+        ImageOp::Diff => {
+            let nb = parse_time(
+                a.n0_b
+                    .as_deref()
+                    .ok_or_else(|| anyhow!("--op diff needs --n0-b"))?,
+            )?;
+            let other = image::render(&state_vector(t, &m, &mask, nb)?, &layout)?;
+            let d = image::difference(&img, &other)?;
+            let stretched = image::contrast_stretch(&d, g);
+            meta["mismatch_energy"] = json!(image::mismatch_energy(&img.values, &other.values));
+            meta["n0_b_ns"] = json!(nb);
+            stretched
+        }
+        ImageOp::Hotspot => {
+            let (lo, hi) = th()?;
+            image::hot_spots(&gi, lo, hi, g.0)
+        }
+        ImageOp::Binary => image::binary(&gi, th()?.0, g),
+        ImageOp::Stats => {
+            let s = image::stats_of(&gi).ok_or_else(|| anyhow!("the image has no data"))?;
+            let vals: Vec<f64> = gi.iter().flatten().copied().collect();
+            let h = signal::histogram(&vals, a.classes, Some(g))?;
+            let rows = (0..a.classes)
+                .map(|k| vec![Some(h.edges[k]), Some(h.edges[k + 1]), Some(h.weight[k])])
+                .collect();
+            meta["stats"] = json!(s);
+            return Ok(table(
+                &[
+                    ("from", "colour index"),
+                    ("to", "colour index"),
+                    ("cells", "count"),
+                ],
+                rows,
+                meta,
+            ));
+        }
+    };
+    Ok(Output::Matrix {
+        rows: img.rows,
+        cols: img.cols,
+        values,
+        unit: "colour index".into(),
+        meta,
+    })
+}
+
+fn run_profile(a: &AnalyzeArgs, p: &ProfileMatrix) -> Result<Output> {
+    let m = match &a.profile_metric {
+        Some(n) => p.metrics.iter().position(|x| &x.name == n).ok_or_else(|| {
+            let names: Vec<&str> = p.metrics.iter().map(|m| m.name.as_str()).collect();
+            anyhow!("no metric '{n}' in this profile ({})", names.join(", "))
+        })?,
+        None => p.primary_metric(),
+    };
+    let unit = p.metrics[m].unit.clone();
+    Ok(match a.analysis {
+        Analysis::ProfileRows => {
+            let s = matrices::row_stats(p, m)?;
+            let rows = s
+                .iter()
+                .map(|r| {
+                    vec![
+                        Some(r.id as f64),
+                        Some(r.min),
+                        Some(r.min_column as f64),
+                        Some(r.max),
+                        Some(r.max_column as f64),
+                        Some(r.mean),
+                        Some(r.variance),
+                        Some(r.total),
+                    ]
+                })
+                .collect();
+            Output::Table {
+                columns: [
+                    ("id", "row"),
+                    ("min", unit.as_str()),
+                    ("min_column", "index"),
+                    ("max", unit.as_str()),
+                    ("max_column", "index"),
+                    ("mean", unit.as_str()),
+                    ("variance", "unit^2"),
+                    ("total", unit.as_str()),
+                ]
+                .iter()
+                .map(|(x, y)| (x.to_string(), y.to_string()))
+                .collect(),
+                rows,
+                labels: Some(("row".into(), s.iter().map(|r| r.row.clone()).collect())),
+                meta: json!({"analysis": "profile-rows", "metric": p.metrics[m].name}),
+            }
+        }
+        Analysis::ProfileProcedures => {
+            let r = matrices::ranked_procedures(p, m, a.top)?;
+            Output::Table {
+                columns: vec![
+                    ("rank".into(), "index".into()),
+                    ("total".into(), unit.clone()),
+                    ("percent".into(), "%".into()),
+                ],
+                rows: r
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| vec![Some(i as f64 + 1.0), Some(x.total), Some(x.percent)])
+                    .collect(),
+                labels: Some((
+                    "procedure".into(),
+                    r.iter().map(|x| x.name.clone()).collect(),
+                )),
+                meta: json!({"analysis": "profile-procedures", "metric": p.metrics[m].name}),
+            }
+        }
+        Analysis::ProfileOverview => {
+            let o = matrices::overview(p, m, a.skip, a.bin, a.by, a.strips)?;
+            Output::Matrix {
+                rows: o.rows,
+                cols: o.cols,
+                values: o.values,
+                unit,
+                meta: json!({"analysis": "profile-overview", "metric": p.metrics[m].name, "skip": a.skip, "bin": a.bin, "by": a.by, "strips": a.strips, "skipped": o.skipped, "first_id": o.first_id}),
+            }
+        }
+        other => bail!("{other:?} works on traces, not on profiles"),
+    })
+}
+
+fn cell(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => {
+            if x == x.trunc() && x.abs() < 1e15 {
+                format!("{}", x as i64)
+            } else {
+                format!("{x}")
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+fn csv_text(o: &Output) -> String {
+    let mut s = String::new();
+    match o {
+        Output::Table {
+            columns,
+            rows,
+            labels,
+            meta,
+        } => {
+            s.push_str(&format!("# {meta}\n"));
+            let mut head: Vec<String> = columns.iter().map(|(n, u)| format!("{n} [{u}]")).collect();
+            if let Some((l, _)) = labels {
+                head.insert(1, l.clone());
+            }
+            s.push_str(&head.join(","));
+            s.push('\n');
+            for (i, r) in rows.iter().enumerate() {
+                let mut cells: Vec<String> = r.iter().map(|v| cell(*v)).collect();
+                if let Some((_, names)) = labels {
+                    let n = names.get(i).cloned().unwrap_or_default();
+                    cells.insert(
+                        1,
+                        if n.contains([',', '"']) {
+                            format!("\"{}\"", n.replace('"', "\"\""))
+                        } else {
+                            n
+                        },
+                    );
+                }
+                s.push_str(&cells.join(","));
+                s.push('\n');
+            }
+        }
+        Output::Matrix {
+            rows,
+            cols,
+            values,
+            unit,
+            meta,
+        } => {
+            s.push_str(&format!(
+                "# {meta}\n# rows x columns = {rows} x {cols}, values in {unit}\n"
+            ));
+            for r in 0..*rows {
+                let line: Vec<String> = (0..*cols).map(|c| cell(values[r * cols + c])).collect();
+                s.push_str(&line.join(","));
+                s.push('\n');
+            }
+        }
+    }
+    s
+}
+
+fn json_value(o: &Output) -> Value {
+    match o {
+        Output::Table {
+            columns,
+            rows,
+            labels,
+            meta,
+        } => json!({
+            "meta": meta,
+            "columns": columns.iter().map(|(n, u)| json!({"name": n, "unit": u})).collect::<Vec<_>>(),
+            "labels": labels.as_ref().map(|l| &l.1),
+            "rows": rows,
+        }),
+        Output::Matrix {
+            rows,
+            cols,
+            values,
+            unit,
+            meta,
+        } => json!({
+            "meta": meta, "rows": rows, "cols": cols, "unit": unit, "values": values,
+        }),
+    }
+}
+
+pub fn run(a: AnalyzeArgs) -> Result<()> {
+    let out = match readers::load(&a.trace, &a.read.options())? {
+        Loaded::Trace(t) => {
+            for w in &t.meta.diagnostics.warnings {
+                eprintln!("warning: {w}");
+            }
+            run_trace(&a, &t)?
+        }
+        Loaded::Profile(p) => run_profile(&a, &p)?,
+    };
+    let Some(path) = &a.out else {
+        print!("{}", csv_text(&out));
+        return Ok(());
+    };
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let inputs = [a.trace.as_path()];
+    match ext {
+        "csv" => {
+            let mut f = AtomicFile::create(path, &inputs)?;
+            f.write_all(csv_text(&out).as_bytes())?;
+            f.commit()?;
+        }
+        "json" => {
+            let mut f = AtomicFile::create(path, &inputs)?;
+            f.write_all(serde_json::to_string_pretty(&json_value(&out))?.as_bytes())?;
+            f.commit()?;
+        }
+        "npy" => {
+            let (shape, data, meta) = match &out {
+                Output::Matrix {
+                    rows,
+                    cols,
+                    values,
+                    meta,
+                    ..
+                } => (
+                    vec![*rows as u64, *cols as u64],
+                    values.clone(),
+                    meta.clone(),
+                ),
+                Output::Table {
+                    columns,
+                    rows,
+                    meta,
+                    ..
+                } => (
+                    vec![rows.len() as u64, columns.len() as u64],
+                    rows.iter().flatten().copied().collect(),
+                    json!({"meta": meta, "columns": columns}),
+                ),
+            };
+            let data: Vec<f64> = data.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+            write_array(path, &shape, &data)?;
+            // the metadata (units, layout, parameters) beside the array
+            let side = path.with_extension("npy.json");
+            let mut f = AtomicFile::create(&side, &inputs)?;
+            f.write_all(serde_json::to_string_pretty(&meta)?.as_bytes())?;
+            f.commit()?;
+        }
+        other => bail!("expected an output ending in .csv, .json or .npy, found '.{other}'"),
+    }
+    Ok(())
+}
