@@ -1,0 +1,543 @@
+//! The analysis core against closed forms, direct definitions, brute force,
+//! and the worked example of paper 002 §5.5.
+
+mod common;
+
+use common::{shared_trace, tapestry};
+use proptest::prelude::*;
+use tapestry::Trace;
+use tapestry::analysis::image::{self, Layout};
+use tapestry::analysis::metric::{self, Metric, SampleMode};
+use tapestry::analysis::moments::{self, MomentAcc};
+use tapestry::analysis::{fields, signal, summary};
+use tapestry::model::{BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder};
+use tapestry::readers::{self, ReadOptions};
+
+const US: u64 = 1000;
+
+/// Figure 5-9 of paper 002 as a trace: every processor busy from the start
+/// of tracing (0 µs) and set busy again at 11 µs, then the state changes of M.
+fn worked_example() -> Trace {
+    let mut b = TraceBuilder::new(Format::Synthetic, "fig5-9", TimeUnit::microseconds(), false);
+    for p in 0..4 {
+        b.locations
+            .add(format!("proc {p}"), LocationKind::Thread, None, p);
+    }
+    let start = b.states.add("start", StateClass::Busy, None, 0);
+    let busy = b.states.add("compute", StateClass::Busy, None, 1);
+    let busy_intervals: [&[(u64, u64)]; 4] = [
+        &[(11, 204), (325, 367), (488, 553)],
+        &[(11, 106), (399, 455), (577, 641)],
+        &[(11, 106), (553, 634)],
+        &[(11, 106), (643, 724)],
+    ];
+    for (p, ivs) in busy_intervals.iter().enumerate() {
+        b.interval(p as u32, 0, 11 * US, start);
+        for &(s, e) in ivs.iter() {
+            b.interval(p as u32, s * US, e * US, busy);
+        }
+    }
+    b.finish(BuildOptions::default()).unwrap()
+}
+
+#[test]
+fn worked_example_of_paper_002() {
+    let t = worked_example();
+    let mask = t.states.select(&["busy".into()]).unwrap();
+    let m = metric::metric_matrix(&t, &Metric::Busy, &mask).unwrap();
+    // M: Figure 5-9 (times in µs), after the 4 rows of the initial state at 0
+    let rows: Vec<(u64, u32, f64)> = (0..m.len())
+        .map(|i| (m.time[i] / US, m.location[i], m.value[i]))
+        .collect();
+    let fig: Vec<(u64, u32, f64)> = vec![
+        (0, 0, 1.0),
+        (0, 1, 1.0),
+        (0, 2, 1.0),
+        (0, 3, 1.0),
+        (11, 0, 1.0),
+        (11, 1, 1.0),
+        (11, 2, 1.0),
+        (11, 3, 1.0),
+        (106, 1, 0.0),
+        (106, 2, 0.0),
+        (106, 3, 0.0),
+        (204, 0, 0.0),
+        (325, 0, 1.0),
+        (367, 0, 0.0),
+        (399, 1, 1.0),
+        (455, 1, 0.0),
+        (488, 0, 1.0),
+        (553, 0, 0.0),
+        (553, 2, 1.0),
+        (577, 1, 1.0),
+        (634, 2, 0.0),
+        (641, 1, 0.0),
+        (643, 3, 1.0),
+        (724, 3, 0.0),
+    ];
+    assert_eq!(rows, fig);
+    // S(106) and G(106)
+    let s = m.state_vector(106 * US);
+    assert_eq!(s, vec![1.0, 0.0, 0.0, 0.0]);
+    let g = image::render(&s, &Layout::Hypercube).unwrap();
+    assert_eq!((g.rows, g.cols), (2, 2));
+    assert_eq!(g.values, vec![Some(1.0), Some(0.0), Some(0.0), Some(0.0)]);
+    // x at every event time
+    let x = metric::event_signal(&m, 100.0, "percent", false);
+    let times: Vec<u64> = x.time.iter().map(|t| t / US).collect();
+    assert_eq!(
+        times,
+        vec![
+            0, 11, 106, 204, 325, 367, 399, 455, 488, 553, 577, 634, 641, 643, 724
+        ]
+    );
+    assert_eq!(
+        x.x,
+        vec![
+            100.0, 100.0, 25.0, 0.0, 25.0, 0.0, 25.0, 0.0, 25.0, 25.0, 50.0, 25.0, 0.0, 25.0, 0.0
+        ]
+    );
+    // w: 725 samples of 1 µs in hold mode; A(0) holds 11 samples of 100 %
+    let w = metric::temporal_signal(&x, 0.0, US, SampleMode::Hold, t.meta.span).unwrap();
+    assert_eq!(w.len(), 725);
+    assert!(w[..11].iter().all(|&v| v == 100.0));
+    assert_eq!(
+        (w[11], w[105], w[106], w[203], w[204], w[724]),
+        (100.0, 100.0, 25.0, 25.0, 0.0, 0.0)
+    );
+    // the spectra of w and x are their DFTs
+    for sig in [&w, &x.x] {
+        let sp = signal::spectrum(sig, None);
+        let n = sig.len();
+        for k in [0usize, 1, 7, n / 2] {
+            let (mut re, mut im) = (0.0, 0.0);
+            for (i, v) in sig.iter().enumerate() {
+                let a = -2.0 * std::f64::consts::PI * (i * k) as f64 / n as f64;
+                re += v * a.cos();
+                im += v * a.sin();
+            }
+            assert!((sp.magnitude[k] - (re * re + im * im).sqrt()).abs() < 1e-6 * n as f64);
+        }
+    }
+    // the temporal signal holds more energy at low frequencies than x
+    assert!(signal::spectrum(&w, None).power[1] > signal::spectrum(&x.x, None).power[1]);
+}
+
+#[test]
+fn moments_closed_forms() {
+    // one interval: m0 = L, m1 = centre, m2 = L/2, m3 = 0
+    let m = MomentAcc::interval(1000, 3000).moments();
+    assert_eq!(
+        (m.m0, m.m1, m.m2, m.m3),
+        (2000.0, Some(2000.0), Some(1000.0), Some(0.0))
+    );
+    // two equal intervals symmetric about 50: [0,10) and [90,100)
+    let acc = MomentAcc::interval(0, 10).merge(MomentAcc::interval(90, 100));
+    let m = acc.moments();
+    assert_eq!(m.m1, Some(50.0));
+    // μ2 = (1/20)(2·10·(45² + 100/12)) = 2025 + 25/3
+    assert!((m.m2.unwrap() - (3.0 * (2025.0 + 25.0 / 3.0f64)).sqrt()).abs() < 1e-9);
+    assert!(m.m3.unwrap().abs() < 1e-9);
+    // skewed: [0,2) and [10,11): m1 = (2·1 + 1·10.5)/3; μ3 by hand
+    let acc = MomentAcc::interval(0, 2).merge(MomentAcc::interval(10, 11));
+    let m1: f64 = (2.0 * 1.0 + 10.5) / 3.0;
+    let (d1, d2) = (1.0 - m1, 10.5 - m1);
+    let mu3 = (2.0 * (d1.powi(3) + 3.0 * d1 * 4.0 / 12.0) + (d2.powi(3) + 3.0 * d2 / 12.0)) / 3.0;
+    let m = acc.moments();
+    assert!((m.m1.unwrap() - m1).abs() < 1e-12);
+    assert!((m.m3.unwrap() - 3.0 * mu3.cbrt()).abs() < 1e-9);
+    assert!(
+        m.m3.unwrap() > 0.0,
+        "more activity before m1: positive skew"
+    );
+}
+
+fn trace_of(intervals: &[(u64, u64)]) -> Trace {
+    let mut b = TraceBuilder::new(Format::Synthetic, "t", TimeUnit::nanoseconds(), false);
+    b.locations.add("l", LocationKind::Thread, None, 0);
+    let s = b.states.add("busy", StateClass::Busy, None, 0);
+    let i = b.states.add("idle", StateClass::Idle, None, 1);
+    for (k, &(a, e)) in intervals.iter().enumerate() {
+        b.interval(0, a, e, if k % 3 == 2 { i } else { s });
+    }
+    b.finish(BuildOptions::default()).unwrap()
+}
+
+#[test]
+fn moments_are_shift_invariant_near_1e18() {
+    let base: Vec<(u64, u64)> = (0..50).map(|k| (k * 7, k * 7 + 1 + k % 3)).collect();
+    let far: u64 = 1_000_000_000_000_000_000;
+    let shifted: Vec<(u64, u64)> = base.iter().map(|&(a, b)| (a + far, b + far)).collect();
+    let (t1, t2) = (trace_of(&base), trace_of(&shifted));
+    let mask = t1.states.select(&["busy".into()]).unwrap();
+    let a = moments::moments(&t1, &mask, 0, u64::MAX)[0];
+    let b = moments::moments(&t2, &mask, 0, u64::MAX)[0];
+    assert_eq!(a.m0, b.m0);
+    assert_eq!(a.m2, b.m2);
+    assert_eq!(a.m3, b.m3);
+    // m1 as an f64 near 1e18 is only good to its 128 ns ulp; the
+    // accumulator keeps it exactly as an integer origin plus a small mean
+    let (aa, ab) = (
+        moments::accumulate(t1.intervals.of(0), &mask, 0, u64::MAX),
+        moments::accumulate(t2.intervals.of(0), &mask, 0, u64::MAX),
+    );
+    assert_eq!(ab.origin - far, aa.origin);
+    assert_eq!(ab.mean, aa.mean);
+    assert!((b.m1.unwrap() - (far as f64 + a.m1.unwrap())).abs() <= 256.0);
+}
+
+#[test]
+fn undefined_moments_stay_undefined() {
+    let t = trace_of(&[(0, 10)]);
+    let mask = t.states.select(&["idle".into()]).unwrap();
+    let m = moments::moments(&t, &mask, 0, 100)[0];
+    assert_eq!((m.m0, m.m1, m.m2, m.m3), (0.0, None, None, None));
+}
+
+proptest! {
+    #[test]
+    fn two_m2_is_at_least_m0(raw in prop::collection::vec((0u64..10_000, 1u64..500), 1..40)) {
+        let mut acc = MomentAcc::default();
+        let mut t = 0;
+        for &(gap, len) in &raw {
+            acc = acc.merge(MomentAcc::interval(t + gap, t + gap + len));
+            t += gap + len;
+        }
+        let m = acc.moments();
+        prop_assert!(2.0 * m.m2.unwrap() >= m.m0 * (1.0 - 1e-12));
+    }
+
+    #[test]
+    fn merging_partials_equals_one_pass(raw in prop::collection::vec((0u64..1000, 1u64..50), 2..40), cut in 1usize..39) {
+        let mut ivs = Vec::new();
+        let mut t = 0;
+        for &(gap, len) in &raw {
+            ivs.push((t + gap, t + gap + len));
+            t += gap + len;
+        }
+        let tr = trace_of(&ivs);
+        let all = tr.states.select(&["busy".into(), "idle".into()]).unwrap();
+        let one = moments::accumulate(tr.intervals.of(0), &all, 0, u64::MAX);
+        let cut = cut.min(ivs.len() - 1);
+        let split = ivs[cut].0;
+        let a = moments::accumulate(tr.intervals.of(0), &all, 0, split);
+        let b = moments::accumulate(tr.intervals.of(0), &all, split, u64::MAX);
+        let m = a.merge(b).moments();
+        let o = one.moments();
+        prop_assert_eq!(m.m0, o.m0);
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0);
+        prop_assert!(close(m.m1.unwrap(), o.m1.unwrap()));
+        prop_assert!(close(m.m2.unwrap(), o.m2.unwrap()));
+        prop_assert!((m.m3.unwrap() - o.m3.unwrap()).abs() <= 1e-6 * o.m2.unwrap().max(1.0));
+    }
+
+    #[test]
+    fn busy_fraction_field_matches_brute_force(
+        raw in prop::collection::vec((0u64..30, 1u64..20), 1..15),
+        bins in 1usize..9,
+        t0 in 0u64..40,
+        len in 9u64..200,
+    ) {
+        let mut ivs = Vec::new();
+        let mut t = 0;
+        for &(gap, l) in &raw {
+            ivs.push((t + gap, t + gap + l));
+            t += gap + l;
+        }
+        let tr = trace_of(&ivs);
+        let mask = tr.states.select(&["busy".into()]).unwrap();
+        let t1 = t0 + len;
+        let f = fields::busy_fraction(&tr, &mask, t0, t1, bins).unwrap();
+        // brute force: every nanosecond
+        let busy_at = |ns: u64| tr.intervals.of(0).iter().any(|(a, b, s)| mask[s as usize] && a <= ns && ns < b);
+        let mut total = 0.0;
+        for k in 0..bins {
+            let (a, b) = (f.edges[k], f.edges[k + 1]);
+            let n = (a..b).filter(|&x| busy_at(x)).count() as f64;
+            prop_assert!((f.at(k, 0) - n / (b - a) as f64).abs() < 1e-12);
+            total += f.at(k, 0) * (b - a) as f64;
+        }
+        // the bins add up to m0 over the window
+        let m0 = moments::moments(&tr, &mask, t0, t1)[0].m0;
+        prop_assert!((total - m0).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn correlations_and_filters_against_direct_definitions() {
+    let x: Vec<f64> = (0..300)
+        .map(|i| ((i * 37) % 17) as f64 + (i as f64 * 0.1).sin())
+        .collect();
+    let y: Vec<f64> = (0..200).map(|i| ((i * 13) % 7) as f64).collect();
+    let a = signal::autocorrelation(&x, 299, true);
+    let d = signal::autocorrelation_direct(&x, 299, true);
+    assert!(a.iter().zip(&d).all(|(p, q)| (p - q).abs() < 1e-8));
+    let a = signal::cross_correlation(&x, &y, false);
+    let d = signal::cross_correlation_direct(&x, &y, false);
+    assert!(a.iter().zip(&d).all(|(p, q)| (p - q).abs() < 1e-7));
+    // moving average against its definition
+    let ma = signal::moving_average(&x, 7).unwrap();
+    for n in 6..x.len() {
+        let direct: f64 = (0..7).map(|k| x[n - k]).sum::<f64>() / 7.0;
+        assert!((ma[n].unwrap() - direct).abs() < 1e-9);
+    }
+    assert!(ma[..6].iter().all(Option::is_none));
+    // low-pass against the inverse DFT of the kept bins
+    let n = 40;
+    let w: Vec<f64> = x[..n].to_vec();
+    let f = signal::lowpass(&w, 3);
+    for (t, ft) in f.iter().enumerate() {
+        let mut v = 0.0;
+        for k in 0..n {
+            if k.min(n - k) > 3 {
+                continue;
+            }
+            let (mut re, mut im) = (0.0, 0.0);
+            for (i, s) in w.iter().enumerate() {
+                let ang = -2.0 * std::f64::consts::PI * (i * k) as f64 / n as f64;
+                re += s * ang.cos();
+                im += s * ang.sin();
+            }
+            let ang = 2.0 * std::f64::consts::PI * (t * k) as f64 / n as f64;
+            v += re * ang.cos() - im * ang.sin();
+        }
+        assert!((ft - v / n as f64).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn real_traces_are_consistent_with_info() {
+    for rel in [
+        "paraver-qsort/qsort_beo3.prv",
+        "chrome/simple_trace.json",
+        "chrome/flow_simple.json",
+    ] {
+        let t = readers::read(&shared_trace(rel), &ReadOptions::default()).unwrap();
+        let s = summary::summarize(&t);
+        let mask = t.states.select(&["busy".into()]).unwrap();
+        let m0: f64 = moments::moments(&t, &mask, 0, t.meta.span)
+            .iter()
+            .map(|m| m.m0)
+            .sum();
+        assert_eq!(
+            m0 as u128, s.time_per_class[0].time_ns,
+            "{rel}: Σ m0 = busy time of info"
+        );
+        let f = fields::busy_fraction(&t, &mask, 0, t.meta.span, 50).unwrap();
+        let total: f64 = (0..f.bins)
+            .map(|k| {
+                (0..f.elements).map(|e| f.at(k, e)).sum::<f64>()
+                    * (f.edges[k + 1] - f.edges[k]) as f64
+            })
+            .sum();
+        assert!(
+            (total - m0).abs() < 1e-3 * m0.max(1.0),
+            "{rel}: field total {total} vs {m0}"
+        );
+        // the mean of w (mean mode) is the mean utilization
+        let mm = metric::metric_matrix(&t, &Metric::Busy, &mask).unwrap();
+        let x = metric::event_signal(&mm, 100.0, "percent", false);
+        let delta = t.meta.span.div_ceil(64).max(1);
+        let w = metric::temporal_signal(&x, 0.0, delta, SampleMode::Mean, t.meta.span).unwrap();
+        let mean_w = w.iter().sum::<f64>() * delta as f64 / t.meta.span as f64 / 100.0;
+        let util = m0 / (t.meta.span as f64 * t.num_locations() as f64);
+        assert!((mean_w - util).abs() < 1e-9, "{rel}: {mean_w} vs {util}");
+    }
+}
+
+#[test]
+fn every_analysis_runs_from_the_command_line() {
+    let q = shared_trace("paraver-qsort/qsort_beo3.prv");
+    let q = q.to_str().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["moments"],
+        vec![
+            "moments",
+            "--states",
+            "Running,Waiting*",
+            "--window",
+            "50ms:150ms",
+        ],
+        vec!["metric-matrix", "--metric", "messages"],
+        vec!["state-vector", "--metric", "busy-fraction", "--n0", "100ms"],
+        vec!["image", "--n0", "60ms", "--layout", "hypercube"],
+        vec!["image", "--n0", "60ms", "--n0-b", "80ms", "--op", "diff"],
+        vec!["image", "--n0", "60ms", "--op", "binary", "--th", ">=100"],
+        vec![
+            "image", "--n0", "60ms", "--op", "hotspot", "--th", "100..200",
+        ],
+        vec!["image", "--n0", "60ms", "--op", "stats"],
+        vec!["signal-x"],
+        vec!["signal-w", "--period", "1ms", "--mode", "hold"],
+        vec!["spectrum", "--period", "1ms"],
+        vec!["spectrum", "--domain", "event"],
+        vec!["moving-average", "--period", "1ms", "--order", "5"],
+        vec![
+            "autocorrelation",
+            "--period",
+            "1ms",
+            "--zero-mean",
+            "--lags",
+            "50",
+        ],
+        vec![
+            "cross-correlation",
+            "--period",
+            "1ms",
+            "--metric2",
+            "messages",
+        ],
+        vec!["threshold", "--period", "1ms", "--th", ">=50"],
+        vec!["lowpass", "--period", "1ms", "--cutoff", "5"],
+        vec!["decimate", "--period", "1ms", "--alpha", "4"],
+        vec!["histogram", "--classes", "5"],
+        vec!["markov", "--classes", "3"],
+        vec![
+            "indicator",
+            "--marker",
+            "MPI Point-to-point=1",
+            "--period",
+            "1ms",
+        ],
+        vec!["field", "--bins", "20"],
+        vec![
+            "field",
+            "--bins",
+            "20",
+            "--quantity",
+            "bytes",
+            "--field-layout",
+            "grid:2x2",
+        ],
+        vec!["comm-matrix", "--metric", "bytes"],
+    ];
+    for c in &cases {
+        let mut args = vec!["analyze", q];
+        args.extend(c.iter().copied());
+        let (code, out, err) = tapestry(&args);
+        assert_eq!(code, 0, "{c:?}: {err}");
+        assert!(out.starts_with("# {"), "{c:?}: {out}");
+    }
+    // output files: json and npy with a metadata file
+    let j = d.path().join("m.json");
+    let (code, _, err) = tapestry(&["analyze", q, "moments", "-o", j.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&j).unwrap()).unwrap();
+    assert_eq!(v["columns"][1]["unit"], "ns");
+    let n = d.path().join("f.npy");
+    let (code, _, err) = tapestry(&[
+        "analyze",
+        q,
+        "field",
+        "--bins",
+        "8",
+        "-o",
+        n.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let head = std::fs::read(&n).unwrap();
+    assert!(String::from_utf8_lossy(&head[..128]).contains("'shape': (8, 4)"));
+    assert!(d.path().join("f.npy.json").exists());
+    // bad parameters
+    for (args, want) in [
+        (vec!["moments", "--window", "5:2"], "not after"),
+        (vec!["moments", "--states", "Nope"], "matches no state"),
+        (vec!["signal-w", "--period", "0"], "at least 1 ns"),
+        (
+            vec!["image", "--coords", "/nonexistent/coords.csv"],
+            "cannot read",
+        ),
+        (vec!["threshold"], "--th"),
+        (
+            vec!["field", "--field-layout", "grid:3x3"],
+            "holds 9 elements",
+        ),
+        (vec!["metric-matrix", "--metric", "counter:x"], "no counter"),
+        (vec!["profile-rows"], "profiles"),
+        (vec!["moments", "-o", "/tmp/x.txt"], ".csv, .json or .npy"),
+    ] {
+        let mut a = vec!["analyze", q];
+        a.extend(args.iter().copied());
+        let (code, _, err) = tapestry(&a);
+        assert_eq!(code, 1, "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn tensor_fields_and_profile_reductions_from_the_command_line() {
+    let d = tempfile::tempdir().unwrap();
+    let prv = d.path().join("k.prv");
+    let npy = d.path().join("acc.npy");
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "kernel",
+        "-p",
+        "4",
+        "--width",
+        "4",
+        "--height",
+        "4",
+        "--steps",
+        "4",
+        "--setup",
+        "2",
+        "--tensor",
+        npy.to_str().unwrap(),
+        "-o",
+        prv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let q = format!("tensor:{}", npy.display());
+    let (code, out, err) = tapestry(&[
+        "analyze",
+        prv.to_str().unwrap(),
+        "field",
+        "--quantity",
+        &q,
+        "--kinds",
+        "writes",
+        "--field-layout",
+        "grid:4x4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"leading_empty_bins\":2"), "{out}");
+    // each stencil interval writes every element once
+    let rows: Vec<Vec<f64>> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 6);
+    assert!(rows[2].iter().all(|&v| v == 1.0));
+    // profile reductions on a line profile
+    let lp = common::write(
+        d.path(),
+        "p.csv",
+        b"# procedure: f 1 3\n# procedure: g 4 9\nline,processor,ticks\n1,0,4\n2,1,6\n9,0,1\n",
+    );
+    let (code, out, err) = tapestry(&["analyze", lp.to_str().unwrap(), "profile-procedures"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1,f,10,90.9"), "{out}");
+    let (code, out, _) = tapestry(&["analyze", lp.to_str().unwrap(), "profile-rows"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("1,line 1,0,1,4,0,2,4,4"),
+        "{out}"
+    );
+    let (code, out, _) = tapestry(&[
+        "analyze",
+        lp.to_str().unwrap(),
+        "profile-overview",
+        "--skip",
+        "2",
+        "--strips",
+        "2",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\"skipped\":[[3,8]]"), "{out}");
+}
