@@ -96,8 +96,9 @@ pub fn busy_per_bin(
 ) {
     let bins = edges.len() - 1;
     let (t0, t1) = (edges[0], edges[bins]);
-    let span = (t1 - t0) as u128;
     let w = iv.window(t0, t1);
+    // intervals are sorted and disjoint: the bin cursor only moves forward
+    let mut k = 0usize;
     for i in 0..w.len() {
         if !mask.get(w.state[i] as usize).copied().unwrap_or(false) {
             continue;
@@ -107,21 +108,19 @@ pub fn busy_per_bin(
         if b <= a {
             continue;
         }
-        // first bin containing a
-        let mut k = (((a - t0) as u128 * bins as u128) / span) as usize;
-        k = k.min(bins - 1);
-        while k > 0 && edges[k] > a {
-            k -= 1;
-        }
-        while k + 1 < bins && edges[k + 1] <= a {
+        while edges[k + 1] <= a {
             k += 1;
         }
         let mut s = a;
-        while s < b && k < bins {
-            let e = b.min(edges[k + 1]);
-            out[k] += (e - s) as f64;
+        let mut j = k;
+        loop {
+            let e = b.min(edges[j + 1]);
+            out[j] += (e - s) as f64;
+            if e == b {
+                break;
+            }
             s = e;
-            k += 1;
+            j += 1;
         }
     }
 }
@@ -137,24 +136,18 @@ pub fn busy_fraction(
     check_bins(t0, t1, bins)?;
     let edges = bin_edges(t0, t1, bins);
     let p = trace.num_locations();
-    // per location (parallel), then transpose to [t][e]
-    let per_loc: Vec<Vec<f64>> = (0..p as u32)
-        .into_par_iter()
-        .map(|l| {
-            let mut v = vec![0.0; bins];
-            busy_per_bin(trace.intervals.of(l), mask, &edges, &mut v);
-            for (k, x) in v.iter_mut().enumerate() {
-                *x /= (edges[k + 1] - edges[k]) as f64;
-            }
-            v
-        })
+    // per location (parallel, location-major), then a tiled transpose to [t][e]
+    let inv: Vec<f64> = (0..bins)
+        .map(|k| 1.0 / (edges[k + 1] - edges[k]) as f64)
         .collect();
-    let mut values = vec![0.0; bins * p];
-    for (e, v) in per_loc.iter().enumerate() {
-        for (t, x) in v.iter().enumerate() {
-            values[t * p + e] = *x;
+    let mut by_loc = vec![0.0; bins * p];
+    by_loc.par_chunks_mut(bins).enumerate().for_each(|(l, v)| {
+        busy_per_bin(trace.intervals.of(l as u32), mask, &edges, v);
+        for (x, s) in v.iter_mut().zip(&inv) {
+            *x *= s;
         }
-    }
+    });
+    let values = transpose(&by_loc, p, bins);
     Ok(Field {
         bins,
         elements: p,
@@ -164,6 +157,29 @@ pub fn busy_fraction(
         quantity: "busy fraction".into(),
         unit: "fraction".into(),
     })
+}
+
+/// Transposes a `rows × cols` row-major matrix, tile by tile, in parallel.
+fn transpose(m: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    const TILE: usize = 64;
+    let mut out = vec![0.0; rows * cols];
+    // each task owns a band of TILE output rows (= input columns)
+    out.par_chunks_mut(TILE * rows)
+        .enumerate()
+        .for_each(|(band, chunk)| {
+            let c0 = band * TILE;
+            let c1 = (c0 + TILE).min(cols);
+            for r0 in (0..rows).step_by(TILE) {
+                let r1 = (r0 + TILE).min(rows);
+                for c in c0..c1 {
+                    let dst = &mut chunk[(c - c0) * rows..(c - c0 + 1) * rows];
+                    for r in r0..r1 {
+                        dst[r] = m[r * cols + c];
+                    }
+                }
+            }
+        });
+    out
 }
 
 /// Messages (or bytes) sent by every location per bin.

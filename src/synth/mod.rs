@@ -172,3 +172,57 @@ pub fn write(
         }
     }
 }
+
+/// A trace of `locations × per_location` state intervals alternating between
+/// a busy state (`Running`) and an idle one, with random lengths and gaps,
+/// built directly in memory (for benchmarks and tests of the analyses at
+/// scale: 10^8 intervals take 2 GB). Deterministic for a seed; generated in
+/// parallel over locations.
+pub fn random_intervals(locations: u32, per_location: u32, seed: u64) -> Trace {
+    use rayon::prelude::*;
+
+    use crate::model::{BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder};
+    let mut b = TraceBuilder::new(
+        Format::Synthetic,
+        "random-intervals",
+        TimeUnit::nanoseconds(),
+        false,
+    );
+    for l in 0..locations {
+        b.locations
+            .add(format!("rank {l}"), LocationKind::Thread, None, l as i64);
+    }
+    b.states.add("Running", StateClass::Busy, None, 1);
+    b.states.add("Idle", StateClass::Idle, None, 0);
+    let mut trace = b
+        .finish(BuildOptions::default())
+        .expect("an empty trace builds");
+    let n = locations as usize * per_location as usize;
+    let mut start = vec![0u64; n];
+    let mut end = vec![0u64; n];
+    let mut state = vec![0u32; n];
+    let k = per_location.max(1) as usize;
+    start
+        .par_chunks_mut(k)
+        .zip(end.par_chunks_mut(k))
+        .zip(state.par_chunks_mut(k))
+        .enumerate()
+        .for_each(|(l, ((s, e), st))| {
+            let mut rng = sim::Rng::new(seed ^ (l as u64).wrapping_mul(0x9E37_79B9));
+            let mut t = rng.next_u64() % 1000;
+            for i in 0..s.len() {
+                let len = 1 + rng.next_u64() % 2000;
+                s[i] = t;
+                e[i] = t + len;
+                st[i] = (i % 2) as u32;
+                t += len + rng.next_u64() % 200;
+            }
+        });
+    let offsets = (0..=locations as u64)
+        .map(|l| l * per_location as u64)
+        .collect();
+    let span = end.iter().copied().max().unwrap_or(0);
+    trace.intervals = crate::model::Intervals::from_columns(offsets, start, end, state);
+    trace.meta.span = span;
+    trace
+}
