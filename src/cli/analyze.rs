@@ -338,12 +338,12 @@ fn series(name: &str, unit: &str, v: &[f64], meta: Value) -> Output {
     )
 }
 
-/// The signal the DSP analyses work on: (values, unit, period in seconds or None).
-fn dsp_signal(
-    a: &AnalyzeArgs,
-    t: &Trace,
-    metric_text: &str,
-) -> Result<(Vec<f64>, String, Option<f64>, Vec<Time>)> {
+/// The signal the DSP analyses work on: values, unit, sampling period in
+/// seconds (None in the event domain), sample times.
+type DspSignal = (Vec<f64>, String, Option<f64>, Vec<Time>);
+
+/// The signal the DSP analyses work on.
+fn dsp_signal(a: &AnalyzeArgs, t: &Trace, metric_text: &str) -> Result<DspSignal> {
     let mask = t.states.select(&a.states)?;
     let m = parse_metric(metric_text, t)?;
     let mm = metric::metric_matrix(t, &m, &mask)?;
