@@ -338,6 +338,15 @@ fn series(name: &str, unit: &str, v: &[f64], meta: Value) -> Output {
     )
 }
 
+/// The event-domain signal of `--metric` over `--states`, and its unit.
+fn event_signal_of(a: &AnalyzeArgs, t: &Trace) -> Result<(metric::EventSignal, &'static str)> {
+    let mask = t.states.select(&a.states)?;
+    let m = parse_metric(&a.metric, t)?;
+    let mm = metric::metric_matrix(t, &m, &mask)?;
+    let (scale, unit) = m.signal_scale();
+    Ok((metric::event_signal(&mm, scale, unit, a.per_event), unit))
+}
+
 /// The signal the DSP analyses work on: values, unit, sampling period in
 /// seconds (None in the event domain), sample times.
 type DspSignal = (Vec<f64>, String, Option<f64>, Vec<Time>);
@@ -495,11 +504,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
         }
         Analysis::Image => image_output(a, t)?,
         Analysis::SignalX => {
-            let mask = t.states.select(&a.states)?;
-            let m = parse_metric(&a.metric, t)?;
-            let mm = metric::metric_matrix(t, &m, &mask)?;
-            let (scale, unit) = m.signal_scale();
-            let x = metric::event_signal(&mm, scale, unit, a.per_event);
+            let (x, unit) = event_signal_of(a, t)?;
             let rows = x
                 .time
                 .iter()
@@ -634,11 +639,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             )
         }
         Analysis::Histogram => {
-            let mask = t.states.select(&a.states)?;
-            let m = parse_metric(&a.metric, t)?;
-            let mm = metric::metric_matrix(t, &m, &mask)?;
-            let (scale, unit) = m.signal_scale();
-            let x = metric::event_signal(&mm, scale, unit, a.per_event);
+            let (x, unit) = event_signal_of(a, t)?;
             let range = a
                 .range
                 .as_deref()
@@ -668,11 +669,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             )
         }
         Analysis::Markov => {
-            let mask = t.states.select(&a.states)?;
-            let m = parse_metric(&a.metric, t)?;
-            let mm = metric::metric_matrix(t, &m, &mask)?;
-            let (scale, unit) = m.signal_scale();
-            let x = metric::event_signal(&mm, scale, unit, a.per_event);
+            let (x, unit) = event_signal_of(a, t)?;
             let range = a
                 .range
                 .as_deref()

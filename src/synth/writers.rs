@@ -18,37 +18,31 @@ fn push_i64(buf: &mut Vec<u8>, v: i64) {
     buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-fn nodes(layout: &Layout) -> u32 {
-    layout.procs.div_ceil(layout.procs_per_node.max(1))
-}
-
-/// Writes a Paraver trace; `.pcf` and `.row` are written beside it.
-pub struct ParaverWriter {
+/// A buffered output file, written atomically (see [`AtomicFile`]).
+struct Out {
     path: PathBuf,
     file: Option<AtomicFile>,
-    end_offset: u64,
     buf: Vec<u8>,
-    layout: Option<Layout>,
 }
 
-impl ParaverWriter {
-    pub fn create(path: &Path) -> Result<Self> {
-        Ok(ParaverWriter {
+impl Out {
+    fn create(path: &Path) -> Result<Self> {
+        Ok(Out {
             path: path.to_path_buf(),
             file: Some(AtomicFile::create(path, &[])?),
-            end_offset: 0,
             buf: Vec::with_capacity(1 << 16),
-            layout: None,
         })
     }
 
     fn file(&mut self) -> Result<&mut AtomicFile> {
+        let path = self.path.display().to_string();
         self.file
             .as_mut()
-            .ok_or_else(|| Error::Invalid("the Paraver writer was already finished".into()))
+            .ok_or_else(|| Error::Invalid(format!("{path} was already finished")))
     }
 
-    fn flush_buf(&mut self) -> Result<()> {
+    /// Writes the buffer out.
+    fn flush(&mut self) -> Result<()> {
         let buf = std::mem::take(&mut self.buf);
         let path = self.path.clone();
         self.file()?
@@ -59,13 +53,53 @@ impl ParaverWriter {
         Ok(())
     }
 
+    /// Writes the buffer out once it is large.
+    fn flush_if_full(&mut self) -> Result<()> {
+        if self.buf.len() >= 1 << 16 {
+            self.flush()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Flushes and makes the file appear; returns it for a last patch.
+    fn finish(&mut self) -> Result<AtomicFile> {
+        self.flush()?;
+        let path = self.path.display().to_string();
+        self.file
+            .take()
+            .ok_or_else(|| Error::Invalid(format!("{path} was already finished")))
+    }
+}
+
+fn nodes(layout: &Layout) -> u32 {
+    layout.procs.div_ceil(layout.procs_per_node.max(1))
+}
+
+/// Writes a Paraver trace; `.pcf` and `.row` are written beside it.
+pub struct ParaverWriter {
+    out: Out,
+    end_offset: u64,
+    layout: Option<Layout>,
+}
+
+impl ParaverWriter {
+    pub fn create(path: &Path) -> Result<Self> {
+        Ok(ParaverWriter {
+            out: Out::create(path)?,
+            end_offset: 0,
+            layout: None,
+        })
+    }
+
     fn sibling(&self, ext: &str) -> PathBuf {
         let stem = self
+            .out
             .path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        self.path.with_file_name(format!("{stem}.{ext}"))
+        self.out.path.with_file_name(format!("{stem}.{ext}"))
     }
 
     fn pcf() -> String {
@@ -130,13 +164,13 @@ impl RecordSink for ParaverWriter {
             .collect();
         h.push_str(&tasks.join(","));
         h.push_str(")\n");
-        self.buf.extend_from_slice(h.as_bytes());
+        self.out.buf.extend_from_slice(h.as_bytes());
         self.layout = Some(layout.clone());
         Ok(())
     }
 
     fn record(&mut self, r: &Record) -> Result<()> {
-        let b = &mut self.buf;
+        let b = &mut self.out.buf;
         match *r {
             Record::State {
                 loc,
@@ -206,21 +240,14 @@ impl RecordSink for ParaverWriter {
             }
         }
         b.push(b'\n');
-        if self.buf.len() >= 1 << 16 {
-            self.flush_buf()?;
-        }
+        self.out.flush_if_full()?;
         Ok(())
     }
 
     fn finish(&mut self, end: Time) -> Result<()> {
-        self.flush_buf()?;
-        let off = self.end_offset;
-        let path = self.path.clone();
-        let mut file = self
-            .file
-            .take()
-            .ok_or_else(|| Error::Invalid("the Paraver writer was already finished".into()))?;
-        file.patch_at(off, format!("{end:020}").as_bytes())
+        let path = self.out.path.clone();
+        let mut file = self.out.finish()?;
+        file.patch_at(self.end_offset, format!("{end:020}").as_bytes())
             .map_err(|e| Error::io(&path, e))?;
         file.commit()?;
         let layout = self
@@ -235,9 +262,7 @@ impl RecordSink for ParaverWriter {
 
 /// Writes Chrome Trace Event JSON, one event per line.
 pub struct ChromeWriter {
-    path: PathBuf,
-    file: Option<AtomicFile>,
-    buf: Vec<u8>,
+    out: Out,
     description: String,
     flow_id: u64,
 }
@@ -254,27 +279,14 @@ fn push_us(b: &mut Vec<u8>, ns: u64) {
 impl ChromeWriter {
     pub fn create(path: &Path) -> Result<Self> {
         Ok(ChromeWriter {
-            path: path.to_path_buf(),
-            file: Some(AtomicFile::create(path, &[])?),
-            buf: Vec::with_capacity(1 << 16),
+            out: Out::create(path)?,
             description: String::new(),
             flow_id: 0,
         })
     }
 
-    fn flush_buf(&mut self) -> Result<()> {
-        let path = self.path.clone();
-        let f = self
-            .file
-            .as_mut()
-            .ok_or_else(|| Error::Invalid("the Chrome writer was already finished".into()))?;
-        f.write_all(&self.buf).map_err(|e| Error::io(path, e))?;
-        self.buf.clear();
-        Ok(())
-    }
-
     fn head(&mut self, ph: &str, loc: u32, time: Time) {
-        let b = &mut self.buf;
+        let b = &mut self.out.buf;
         b.extend_from_slice(b",\n{\"ph\":\"");
         b.extend_from_slice(ph.as_bytes());
         b.extend_from_slice(b"\",\"pid\":");
@@ -289,20 +301,18 @@ impl ChromeWriter {
 impl RecordSink for ChromeWriter {
     fn begin(&mut self, layout: &Layout) -> Result<()> {
         self.description = layout.description.clone();
-        self.buf.extend_from_slice(b"{\"traceEvents\":[\n");
-        self.buf.extend_from_slice(b"{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0\"}}");
+        self.out.buf.extend_from_slice(b"{\"traceEvents\":[\n");
+        self.out.buf.extend_from_slice(b"{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0\"}}");
         for r in 0..layout.procs {
             if r > 0 {
-                self.buf.extend_from_slice(
+                self.out.buf.extend_from_slice(
                     format!(",\n{{\"ph\":\"M\",\"pid\":{r},\"tid\":{r},\"name\":\"process_name\",\"args\":{{\"name\":\"rank {r}\"}}}}").as_bytes(),
                 );
             }
-            self.buf.extend_from_slice(
+            self.out.buf.extend_from_slice(
                 format!(",\n{{\"ph\":\"M\",\"pid\":{r},\"tid\":{r},\"name\":\"thread_name\",\"args\":{{\"name\":\"rank {r}\"}}}}").as_bytes(),
             );
-            if self.buf.len() >= 1 << 16 {
-                self.flush_buf()?;
-            }
+            self.out.flush_if_full()?;
         }
         Ok(())
     }
@@ -316,7 +326,7 @@ impl RecordSink for ChromeWriter {
                 state,
             } => {
                 self.head("X", loc, start);
-                let b = &mut self.buf;
+                let b = &mut self.out.buf;
                 b.extend_from_slice(b",\"dur\":");
                 push_us(b, end - start);
                 b.extend_from_slice(b",\"name\":\"");
@@ -336,7 +346,7 @@ impl RecordSink for ChromeWriter {
                 self.flow_id += 1;
                 let id = self.flow_id;
                 self.head("s", src, send);
-                let b = &mut self.buf;
+                let b = &mut self.out.buf;
                 b.extend_from_slice(b",\"name\":\"message\",\"cat\":\"message\",\"id\":");
                 push_u64(b, id);
                 b.extend_from_slice(b",\"args\":{\"bytes\":");
@@ -345,7 +355,7 @@ impl RecordSink for ChromeWriter {
                 push_i64(b, tag);
                 b.extend_from_slice(b"}}");
                 self.head("f", dst, recv);
-                let b = &mut self.buf;
+                let b = &mut self.out.buf;
                 b.extend_from_slice(
                     b",\"bp\":\"e\",\"name\":\"message\",\"cat\":\"message\",\"id\":",
                 );
@@ -359,7 +369,7 @@ impl RecordSink for ChromeWriter {
                 value,
             } => {
                 self.head("i", loc, time);
-                let b = &mut self.buf;
+                let b = &mut self.out.buf;
                 b.extend_from_slice(b",\"s\":\"t\",\"name\":\"");
                 b.extend_from_slice(kind.name().as_bytes());
                 b.extend_from_slice(b"\",\"args\":{\"value\":");
@@ -367,23 +377,17 @@ impl RecordSink for ChromeWriter {
                 b.extend_from_slice(b"}}");
             }
         }
-        if self.buf.len() >= 1 << 16 {
-            self.flush_buf()?;
-        }
+        self.out.flush_if_full()?;
         Ok(())
     }
 
     fn finish(&mut self, _end: Time) -> Result<()> {
         let desc = serde_json::to_string(&self.description).unwrap_or_else(|_| "\"\"".into());
-        self.buf.extend_from_slice(
+        self.out.buf.extend_from_slice(
             format!("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"tapestry synth\",\"workload\":{desc}}}}}\n")
                 .as_bytes(),
         );
-        self.flush_buf()?;
-        self.file
-            .take()
-            .ok_or_else(|| Error::Invalid("the Chrome writer was already finished".into()))?
-            .commit()
+        self.out.finish()?.commit()
     }
 }
 
@@ -512,9 +516,7 @@ impl RecordSink for ModelSink {
 /// (busy = outside communication), so PICL keeps the busy/overhead split but
 /// not idle gaps.
 pub struct PiclWriter {
-    path: PathBuf,
-    file: Option<AtomicFile>,
-    buf: Vec<u8>,
+    out: Out,
     procs: u32,
     pending_send: rustc_hash::FxHashMap<(u32, Time), Time>,
     pending_recv: rustc_hash::FxHashMap<(u32, Time), Time>,
@@ -530,9 +532,7 @@ fn push_secs(b: &mut Vec<u8>, ns: Time) {
 impl PiclWriter {
     pub fn create(path: &Path) -> Result<Self> {
         Ok(PiclWriter {
-            path: path.to_path_buf(),
-            file: Some(AtomicFile::create(path, &[])?),
-            buf: Vec::with_capacity(1 << 16),
+            out: Out::create(path)?,
             procs: 0,
             pending_send: Default::default(),
             pending_recv: Default::default(),
@@ -542,7 +542,7 @@ impl PiclWriter {
     }
 
     fn line(&mut self, rectype: i32, event: i32, t: Time, p: u32, data: &[i64]) {
-        let b = &mut self.buf;
+        let b = &mut self.out.buf;
         push_i64(b, rectype as i64);
         b.push(b' ');
         push_i64(b, event as i64);
@@ -584,17 +584,6 @@ impl PiclWriter {
             p,
             &[bytes as i64, tag, src as i64, src as i64],
         );
-    }
-
-    fn flush_buf(&mut self) -> Result<()> {
-        let path = self.path.clone();
-        let f = self
-            .file
-            .as_mut()
-            .ok_or_else(|| Error::Invalid("the PICL writer was already finished".into()))?;
-        f.write_all(&self.buf).map_err(|e| Error::io(path, e))?;
-        self.buf.clear();
-        Ok(())
     }
 }
 
@@ -660,9 +649,7 @@ impl RecordSink for PiclWriter {
                 self.line(-3, code, time, loc, &[value]);
             }
         }
-        if self.buf.len() >= 1 << 16 {
-            self.flush_buf()?;
-        }
+        self.out.flush_if_full()?;
         Ok(())
     }
 
@@ -675,10 +662,6 @@ impl RecordSink for PiclWriter {
         for p in 0..self.procs {
             self.line(-4, -901, end, p, &[]);
         }
-        self.flush_buf()?;
-        self.file
-            .take()
-            .ok_or_else(|| Error::Invalid("the PICL writer was already finished".into()))?
-            .commit()
+        self.out.finish()?.commit()
     }
 }
