@@ -10,4 +10,4 @@ fi
 cargo fmt --check
 cargo clippy --release --all-targets --features otf2 -- -D warnings
 cargo bench --no-run --features otf2
-cargo test --release --features otf2
+TAPESTRY_REQUIRE_GPU=1 cargo test --release --features otf2

@@ -31,6 +31,9 @@ pub enum Error {
     /// The format of a file could not be recognised from its content.
     #[error("{}: unrecognised trace format: {found}", path.display())]
     UnknownFormat { path: PathBuf, found: String },
+    /// The GPU could not be used.
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::GpuError),
     /// A parameter given by the user is not acceptable.
     #[error("{0}")]
     Invalid(String),

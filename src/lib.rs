@@ -19,6 +19,7 @@ pub mod analysis;
 pub mod diagnostics;
 pub mod error;
 pub mod export;
+pub mod gpu;
 pub mod model;
 pub mod readers;
 pub mod synth;

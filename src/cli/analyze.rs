@@ -209,8 +209,24 @@ pub struct AnalyzeArgs {
     /// Overview: strips side by side.
     #[arg(long, default_value_t = 1)]
     pub strips: usize,
+    /// Run the GPU-capable analyses (moments, busy fields) on the CPU.
+    #[arg(long, conflicts_with = "gpu")]
+    pub cpu: bool,
+    /// Run the GPU-capable analyses on the GPU (lavapipe included).
+    #[arg(long)]
+    pub gpu: bool,
     #[command(flatten)]
     pub read: ReadArgs,
+}
+
+impl AnalyzeArgs {
+    fn compute(&self) -> tapestry::gpu::Compute {
+        match (self.cpu, self.gpu) {
+            (true, _) => tapestry::gpu::Compute::Cpu,
+            (_, true) => tapestry::gpu::Compute::Gpu,
+            _ => tapestry::gpu::Compute::Auto,
+        }
+    }
 }
 
 /// A result: named columns with units and rows, or a matrix.
@@ -442,7 +458,13 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
     Ok(match a.analysis {
         Analysis::Moments => {
             let mask = t.states.select(&a.states)?;
-            let m = moments::moments(t, &mask, t0, t1);
+            let m = match tapestry::gpu::choose(a.compute(), t.intervals.len())? {
+                Some(ctx) => {
+                    eprintln!("moments on the GPU: {}", ctx.describe());
+                    tapestry::gpu::kernels::moments::moments(&ctx, t, &mask, t0, t1, None)?
+                }
+                None => moments::moments(t, &mask, t0, t1),
+            };
             let rows = m
                 .iter()
                 .enumerate()

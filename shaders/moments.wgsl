@@ -1,0 +1,75 @@
+// Moments of utilization: one workgroup reduces one segment of at most 256
+// intervals of one location (positions relative to the segment's origin,
+// scaled on the host so that f32 keeps its precision) into the mergeable
+// accumulator (w, mean, m2, m3) with the parallel-axis (Pébay) formulas.
+// The host merges the segments of a location in f64.
+
+struct Segment {
+    first: u32,
+    count: u32,
+}
+
+struct Params {
+    segments: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+@group(0) @binding(0) var<storage, read> intervals: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read> segments: array<Segment>;
+@group(0) @binding(2) var<storage, read_write> partials: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+const WG: u32 = 256u;
+var<workgroup> acc: array<vec4<f32>, 256>;
+
+fn merge(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    if (b.x == 0.0) {
+        return a;
+    }
+    if (a.x == 0.0) {
+        return b;
+    }
+    let w = a.x + b.x;
+    let d = b.y - a.y;
+    let mean = a.y + d * b.x / w;
+    let m2 = a.z + b.z + d * d * a.x * b.x / w;
+    let m3 = a.w + b.w + d * d * d * a.x * b.x * (a.x - b.x) / (w * w) + 3.0 * d * (a.x * b.z - b.x * a.z) / w;
+    return vec4<f32>(w, mean, m2, m3);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let s = wid.x + wid.y * groups.x;
+    let i = lid.x;
+    var v = vec4<f32>(0.0, 0.0, 0.0, 0.0);
+    if (s < params.segments) {
+        let seg = segments[s];
+        if (i < seg.count) {
+            let ab = intervals[seg.first + i];
+            let l = ab.y - ab.x;
+            v = vec4<f32>(l, ab.x + 0.5 * l, l * l * l / 12.0, 0.0);
+        }
+    }
+    acc[i] = v;
+    workgroupBarrier();
+    var stride = WG / 2u;
+    loop {
+        if (stride == 0u) {
+            break;
+        }
+        if (i < stride) {
+            acc[i] = merge(acc[i], acc[i + stride]);
+        }
+        workgroupBarrier();
+        stride = stride / 2u;
+    }
+    if (i == 0u && s < params.segments) {
+        partials[s] = acc[0];
+    }
+}

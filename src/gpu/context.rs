@@ -1,0 +1,124 @@
+//! Adapter and device selection.
+//!
+//! Prefers a hardware GPU and falls back to a software adapter (Mesa's
+//! lavapipe); honours `WGPU_BACKEND` and `WGPU_ADAPTER_NAME`; checks the
+//! optional features (`SHADER_F64`, subgroups, timestamp queries) and the
+//! storage binding limit instead of assuming them.
+
+use std::sync::Arc;
+
+/// Why no GPU could be used.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error(
+        "no GPU adapter found ({0}); install a Vulkan driver, or Mesa's software one: \
+         apt-get install mesa-vulkan-drivers libvulkan1 (analyses and info work without a GPU)"
+    )]
+    NoAdapter(String),
+    #[error("the GPU adapter {adapter} refused a device: {reason}")]
+    Device { adapter: String, reason: String },
+    #[error("GPU: {0}")]
+    Other(String),
+}
+
+/// A device and queue with what the adapter offers.
+#[derive(Clone)]
+pub struct GpuContext {
+    pub device: Arc<wgpu::Device>,
+    pub queue: Arc<wgpu::Queue>,
+    pub info: wgpu::AdapterInfo,
+    pub features: wgpu::Features,
+    pub limits: wgpu::Limits,
+}
+
+impl GpuContext {
+    /// Opens the best adapter: `WGPU_ADAPTER_NAME` if set, else a
+    /// high-performance hardware adapter, else any (software) adapter.
+    pub fn new() -> Result<Self, GpuError> {
+        pollster::block_on(Self::open())
+    }
+
+    async fn open() -> Result<Self, GpuError> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = match wgpu::util::initialize_adapter_from_env(&instance, None).await {
+            Ok(a) => a,
+            Err(_) => {
+                let mut all = instance.enumerate_adapters(wgpu::Backends::all()).await;
+                if all.is_empty() {
+                    return Err(GpuError::NoAdapter(
+                        "no Vulkan, Metal, DX12 or GL adapter".into(),
+                    ));
+                }
+                // hardware first, then integrated, then software
+                let rank = |a: &wgpu::Adapter| match a.get_info().device_type {
+                    wgpu::DeviceType::DiscreteGpu => 0,
+                    wgpu::DeviceType::IntegratedGpu => 1,
+                    wgpu::DeviceType::VirtualGpu => 2,
+                    wgpu::DeviceType::Other => 3,
+                    wgpu::DeviceType::Cpu => 4,
+                };
+                all.sort_by_key(rank);
+                all.remove(0)
+            }
+        };
+        let info = adapter.get_info();
+        let offered = adapter.features();
+        let wanted =
+            wgpu::Features::SHADER_F64 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
+        let features = offered & wanted;
+        let adapter_limits = adapter.limits();
+        let mut limits = wgpu::Limits::default().using_resolution(adapter_limits.clone());
+        // as large storage bindings as the adapter allows (chunking adapts to it)
+        limits.max_storage_buffer_binding_size = adapter_limits.max_storage_buffer_binding_size;
+        limits.max_buffer_size = adapter_limits.max_buffer_size;
+        limits.max_storage_buffers_per_shader_stage = adapter_limits
+            .max_storage_buffers_per_shader_stage
+            .max(8)
+            .min(adapter_limits.max_storage_buffers_per_shader_stage);
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("tapestry"),
+                required_features: features,
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::Device {
+                adapter: info.name.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(GpuContext {
+            device: Arc::new(device),
+            queue: Arc::new(queue),
+            info,
+            features,
+            limits,
+        })
+    }
+
+    /// Whether the adapter is a software rasterizer (lavapipe, llvmpipe).
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// The largest storage binding, in bytes (at most 128 MiB is assumed
+    /// by nothing: the kernels chunk to this).
+    pub fn max_binding(&self) -> u64 {
+        self.limits.max_storage_buffer_binding_size as u64
+    }
+
+    /// One line describing the adapter and what it offers.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({:?}, {:?}); f64 {}, subgroups {}, timestamps {}; storage bindings up to {} MiB",
+            self.info.name,
+            self.info.device_type,
+            self.info.backend,
+            self.features.contains(wgpu::Features::SHADER_F64),
+            self.features.contains(wgpu::Features::SUBGROUP),
+            self.features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            self.max_binding() >> 20
+        )
+    }
+}
