@@ -105,7 +105,7 @@ impl GpuContext {
     /// The largest storage binding, in bytes (at most 128 MiB is assumed
     /// by nothing: the kernels chunk to this).
     pub fn max_binding(&self) -> u64 {
-        self.limits.max_storage_buffer_binding_size as u64
+        self.limits.max_storage_buffer_binding_size
     }
 
     /// One line describing the adapter and what it offers.

@@ -1,0 +1,94 @@
+//! GPU kernels against the CPU path: moments and the busy-fraction field at
+//! P = 65,536 and P = 1,048,576 locations (about 16.8 M intervals each).
+//! On lavapipe (no GPU) the "GPU" runs on the CPU cores through LLVM.
+//!
+//! Run: `cargo bench --bench gpu`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+use tapestry::analysis::{fields, moments};
+use tapestry::gpu::{GpuContext, kernels};
+use tapestry::synth;
+
+fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
+    (0..runs)
+        .map(|_| {
+            let t0 = Instant::now();
+            black_box(f());
+            t0.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    let ctx = match GpuContext::new() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("no GPU adapter, nothing to compare: {e}");
+            return;
+        }
+    };
+    eprintln!("adapter: {}", ctx.describe());
+    let cases = [(65_536u32, 256u32), (1_048_576, 16)];
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10))
+        .configure_from_args();
+    let mut rows = Vec::new();
+    for (p, per) in cases {
+        let t = synth::random_intervals(p, per, 5);
+        let n = t.intervals.len() as u64;
+        let mask = t.states.select(&["busy".into()]).expect("busy");
+        let span = t.meta.span;
+        {
+            let mut g = c.benchmark_group(format!("P={p}"));
+            g.throughput(Throughput::Elements(n));
+            g.bench_function("moments gpu", |b| {
+                b.iter(|| kernels::moments::moments(&ctx, &t, &mask, 0, span, None).expect("gpu"))
+            });
+            g.bench_function("moments cpu", |b| {
+                b.iter(|| moments::moments(&t, &mask, 0, span))
+            });
+            g.bench_function("busy field gpu (16 bins)", |b| {
+                b.iter(|| {
+                    kernels::busy_bins::busy_fraction(&ctx, &t, &mask, 0, span, 16, None)
+                        .expect("gpu")
+                })
+            });
+            g.bench_function("busy field cpu (16 bins)", |b| {
+                b.iter(|| fields::busy_fraction(&t, &mask, 0, span, 16).expect("cpu"))
+            });
+            g.finish();
+        }
+        rows.push((
+            p,
+            n,
+            best(3, || {
+                kernels::moments::moments(&ctx, &t, &mask, 0, span, None)
+            }),
+            best(3, || moments::moments(&t, &mask, 0, span)),
+            best(3, || {
+                kernels::busy_bins::busy_fraction(&ctx, &t, &mask, 0, span, 16, None)
+            }),
+            best(3, || fields::busy_fraction(&t, &mask, 0, span, 16)),
+        ));
+    }
+    c.final_summary();
+    println!();
+    println!("adapter: {}", ctx.describe());
+    println!(
+        "P          intervals   moments GPU / CPU (M intervals/s)   busy field GPU / CPU (M intervals/s)"
+    );
+    for (p, n, mg, mc, bg, bc) in rows {
+        let r = |s: f64| n as f64 / 1e6 / s;
+        println!(
+            "{p:<10} {n:>10} {:>14.1} / {:<14.1} {:>16.1} / {:.1}",
+            r(mg),
+            r(mc),
+            r(bg),
+            r(bc)
+        );
+    }
+}
