@@ -22,6 +22,7 @@ pub mod export;
 pub mod gpu;
 pub mod model;
 pub mod readers;
+pub mod render;
 pub mod scene;
 pub mod synth;
 

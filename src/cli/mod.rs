@@ -3,6 +3,7 @@
 
 mod analyze;
 mod info;
+mod render;
 mod synth;
 
 use std::process::ExitCode;
@@ -24,6 +25,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Run one analysis (moments, signals, images, fields, matrices, profile reductions).
     Analyze(Box<analyze::AnalyzeArgs>),
+    /// Render a view headless to PNG (Kiviat tube, moment display).
+    Render(Box<render::RenderArgs>),
     /// Simulate a message-passing workload and write it as a trace.
     Synth(synth::SynthArgs),
 }
@@ -65,6 +68,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(a) => info::run(a),
         Command::Analyze(a) => analyze::run(*a),
+        Command::Render(a) => render::run(*a),
         Command::Synth(a) => synth::run(a),
     };
     match result {

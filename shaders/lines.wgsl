@@ -1,0 +1,32 @@
+// Line segments with per-vertex colour.
+
+struct Globals {
+    view_proj: mat4x4<f32>,
+    light_dir: vec4<f32>,
+    params: vec4<f32>,
+}
+
+@group(0) @binding(0) var<uniform> globals: Globals;
+
+struct VertexIn {
+    @location(0) position: vec3<f32>,
+    @location(1) color: vec4<f32>,
+}
+
+struct VertexOut {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) color: vec4<f32>,
+}
+
+@vertex
+fn vs_main(v: VertexIn) -> VertexOut {
+    var out: VertexOut;
+    out.clip = globals.view_proj * vec4<f32>(v.position, 1.0);
+    out.color = v.color;
+    return out;
+}
+
+@fragment
+fn fs_main(in: VertexOut) -> @location(0) vec4<f32> {
+    return in.color;
+}

@@ -1,0 +1,350 @@
+//! The renderer: draws any [`Scene`] (meshes, lines) with wgpu, headless
+//! into an image (PNG export) — the window uses the same pipelines.
+//!
+//! Opaque meshes are drawn first with depth writes; transparent meshes
+//! (any vertex alpha below 1) follow, sorted back to front by their
+//! centroid, without depth writes. 4× MSAA, 32-bit depth.
+//!
+//! Not yet drawn: the text labels and the colour legend of a scene (they
+//! are part of the scene; their overlay comes with the window).
+
+pub mod camera;
+
+use bytemuck::{Pod, Zeroable};
+use glam::Vec3;
+use wgpu::util::DeviceExt;
+
+pub use camera::Camera;
+
+use crate::error::{Error, Result};
+use crate::gpu::{GpuContext, GpuError};
+use crate::scene::Scene;
+
+const MESH_SHADER: &str = include_str!("../../shaders/mesh.wgsl");
+const LINES_SHADER: &str = include_str!("../../shaders/lines.wgsl");
+const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
+const DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+const SAMPLES: u32 = 4;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Globals {
+    view_proj: [[f32; 4]; 4],
+    light_dir: [f32; 4],
+    params: [f32; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct LineVertex {
+    position: [f32; 3],
+    color: [f32; 4],
+}
+
+/// An RGBA8 image (sRGB), row-major from the top.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub width: u32,
+    pub height: u32,
+    pub rgba: Vec<u8>,
+}
+
+impl Frame {
+    /// Encodes as PNG.
+    pub fn png(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let enc = image::codecs::png::PngEncoder::new(&mut out);
+        image::ImageEncoder::write_image(enc, &self.rgba, self.width, self.height, image::ExtendedColorType::Rgba8)
+            .map_err(|e| Error::Invalid(format!("PNG encoding failed: {e}")))?;
+        Ok(out)
+    }
+
+    /// Writes a PNG atomically.
+    pub fn save_png(&self, path: &std::path::Path) -> Result<()> {
+        crate::export::write_atomic(path, &self.png()?, &[])
+    }
+}
+
+/// Pipelines for meshes and lines, reusable across frames.
+pub struct Renderer {
+    ctx: GpuContext,
+    lit: wgpu::RenderPipeline,
+    transparent: wgpu::RenderPipeline,
+    lines: wgpu::RenderPipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+impl Renderer {
+    pub fn new(ctx: &GpuContext) -> Renderer {
+        let d = &ctx.device;
+        let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("globals"),
+            entries: &[wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            }],
+        });
+        let pl = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("scene"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let mesh_mod = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("mesh"),
+            source: wgpu::ShaderSource::Wgsl(MESH_SHADER.into()),
+        });
+        let line_mod = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("lines"),
+            source: wgpu::ShaderSource::Wgsl(LINES_SHADER.into()),
+        });
+        let mesh_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Float32x4];
+        let line_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4];
+        let pipeline = |module: &wgpu::ShaderModule, attrs: &[wgpu::VertexAttribute], stride: u64, topology, depth_write: bool| {
+            d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+                label: Some("scene"),
+                layout: Some(&pl),
+                vertex: wgpu::VertexState {
+                    module,
+                    entry_point: Some("vs_main"),
+                    compilation_options: Default::default(),
+                    buffers: &[Some(wgpu::VertexBufferLayout {
+                        array_stride: stride,
+                        step_mode: wgpu::VertexStepMode::Vertex,
+                        attributes: attrs,
+                    })],
+                },
+                primitive: wgpu::PrimitiveState {
+                    topology,
+                    cull_mode: None,
+                    ..Default::default()
+                },
+                depth_stencil: Some(wgpu::DepthStencilState {
+                    format: DEPTH,
+                    depth_write_enabled: Some(depth_write),
+                    depth_compare: Some(wgpu::CompareFunction::LessEqual),
+                    stencil: Default::default(),
+                    bias: Default::default(),
+                }),
+                multisample: wgpu::MultisampleState {
+                    count: SAMPLES,
+                    mask: !0,
+                    alpha_to_coverage_enabled: false,
+                },
+                fragment: Some(wgpu::FragmentState {
+                    module,
+                    entry_point: Some("fs_main"),
+                    compilation_options: Default::default(),
+                    targets: &[Some(wgpu::ColorTargetState {
+                        format: FORMAT,
+                        blend: Some(wgpu::BlendState::ALPHA_BLENDING),
+                        write_mask: wgpu::ColorWrites::ALL,
+                    })],
+                }),
+                multiview_mask: None,
+                cache: None,
+            })
+        };
+        let vstride = std::mem::size_of::<crate::scene::Vertex>() as u64;
+        let lstride = std::mem::size_of::<LineVertex>() as u64;
+        Renderer {
+            lit: pipeline(&mesh_mod, &mesh_attrs, vstride, wgpu::PrimitiveTopology::TriangleList, true),
+            transparent: pipeline(&mesh_mod, &mesh_attrs, vstride, wgpu::PrimitiveTopology::TriangleList, false),
+            lines: pipeline(&line_mod, &line_attrs, lstride, wgpu::PrimitiveTopology::LineList, true),
+            layout,
+            ctx: ctx.clone(),
+        }
+    }
+
+    fn globals(&self, vp: glam::Mat4, light: Vec3, lit: bool) -> wgpu::BindGroup {
+        let g = Globals {
+            view_proj: vp.to_cols_array_2d(),
+            light_dir: [light.x, light.y, light.z, 0.0],
+            params: [lit as u8 as f32, 0.0, 0.0, 0.0],
+        };
+        let buf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("globals"),
+            contents: bytemuck::bytes_of(&g),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        self.ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("globals"),
+            layout: &self.layout,
+            entries: &[wgpu::BindGroupEntry { binding: 0, resource: buf.as_entire_binding() }],
+        })
+    }
+
+    /// Renders `scene` seen by `camera` into a `width × height` image.
+    pub fn render(&self, scene: &Scene, camera: &Camera, width: u32, height: u32, background: [f64; 4]) -> Result<Frame> {
+        let max = self.ctx.limits.max_texture_dimension_2d;
+        if width == 0 || height == 0 || width > max || height > max {
+            return Err(Error::Invalid(format!("image size {width}x{height} outside 1..={max}")));
+        }
+        let d = &self.ctx.device;
+        let size = wgpu::Extent3d { width, height, depth_or_array_layers: 1 };
+        let tex = |format, samples, usage| {
+            d.create_texture(&wgpu::TextureDescriptor {
+                label: Some("target"),
+                size,
+                mip_level_count: 1,
+                sample_count: samples,
+                dimension: wgpu::TextureDimension::D2,
+                format,
+                usage,
+                view_formats: &[],
+            })
+        };
+        let msaa = tex(FORMAT, SAMPLES, wgpu::TextureUsages::RENDER_ATTACHMENT);
+        let resolve = tex(FORMAT, 1, wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC);
+        let depth = tex(DEPTH, SAMPLES, wgpu::TextureUsages::RENDER_ATTACHMENT);
+        let (msaa_v, resolve_v, depth_v) = (
+            msaa.create_view(&Default::default()),
+            resolve.create_view(&Default::default()),
+            depth.create_view(&Default::default()),
+        );
+        let vp = camera.view_proj(width as f32 / height as f32);
+        let eye = Vec3::from(camera.eye);
+        let light = (eye - Vec3::from(camera.target)).normalize_or(Vec3::Z) + Vec3::new(0.3, 0.5, 0.0);
+        let lit_bind = self.globals(vp, light, true);
+        let flat_bind = self.globals(vp, light, false);
+
+        // opaque meshes, then transparent ones back to front
+        let mut order: Vec<(bool, f32, usize)> = scene
+            .meshes
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.indices.is_empty())
+            .map(|(i, m)| {
+                let transparent = m.vertices.iter().any(|v| v.color[3] < 1.0);
+                let c = m.vertices.iter().fold(Vec3::ZERO, |a, v| a + Vec3::from(v.position)) / m.vertices.len().max(1) as f32;
+                (transparent, -(c - eye).length(), i)
+            })
+            .collect();
+        order.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        let buffers: Vec<(wgpu::Buffer, wgpu::Buffer, u32, bool, bool)> = order
+            .iter()
+            .map(|&(transparent, _, i)| {
+                let m = &scene.meshes[i];
+                let vb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("vertices"),
+                    contents: bytemuck::cast_slice(&m.vertices),
+                    usage: wgpu::BufferUsages::VERTEX,
+                });
+                let ib = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("indices"),
+                    contents: bytemuck::cast_slice(&m.indices),
+                    usage: wgpu::BufferUsages::INDEX,
+                });
+                (vb, ib, m.indices.len() as u32, m.lit, transparent)
+            })
+            .collect();
+        let line_vertices: Vec<LineVertex> = scene
+            .lines
+            .iter()
+            .flat_map(|s| [LineVertex { position: s.a, color: s.color }, LineVertex { position: s.b, color: s.color }])
+            .collect();
+        let line_buf = (!line_vertices.is_empty()).then(|| {
+            d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("lines"),
+                contents: bytemuck::cast_slice(&line_vertices),
+                usage: wgpu::BufferUsages::VERTEX,
+            })
+        });
+
+        let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+        {
+            let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("scene"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view: &msaa_v,
+                    depth_slice: None,
+                    resolve_target: Some(&resolve_v),
+                    ops: wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(wgpu::Color {
+                            r: background[0],
+                            g: background[1],
+                            b: background[2],
+                            a: background[3],
+                        }),
+                        store: wgpu::StoreOp::Discard,
+                    },
+                })],
+                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                    view: &depth_v,
+                    depth_ops: Some(wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(1.0),
+                        store: wgpu::StoreOp::Discard,
+                    }),
+                    stencil_ops: None,
+                }),
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            for (vb, ib, n, lit, transparent) in &buffers {
+                pass.set_pipeline(if *transparent { &self.transparent } else { &self.lit });
+                pass.set_bind_group(0, if *lit { &lit_bind } else { &flat_bind }, &[]);
+                pass.set_vertex_buffer(0, vb.slice(..));
+                pass.set_index_buffer(ib.slice(..), wgpu::IndexFormat::Uint32);
+                pass.draw_indexed(0..*n, 0, 0..1);
+            }
+            if let Some(lb) = &line_buf {
+                pass.set_pipeline(&self.lines);
+                pass.set_bind_group(0, &flat_bind, &[]);
+                pass.set_vertex_buffer(0, lb.slice(..));
+                pass.draw(0..line_vertices.len() as u32, 0..1);
+            }
+        }
+        // texture → buffer with rows padded to 256 bytes
+        let row = width * 4;
+        let padded = row.next_multiple_of(256);
+        let out = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("frame read back"),
+            size: padded as u64 * height as u64,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+            mapped_at_creation: false,
+        });
+        enc.copy_texture_to_buffer(
+            wgpu::TexelCopyTextureInfo {
+                texture: &resolve,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            },
+            wgpu::TexelCopyBufferInfo {
+                buffer: &out,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(padded),
+                    rows_per_image: Some(height),
+                },
+            },
+            size,
+        );
+        self.ctx.queue.submit([enc.finish()]);
+        let slice = out.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        d.poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Other(format!("waiting for the frame: {e}")))?;
+        rx.recv()
+            .map_err(|e| GpuError::Other(e.to_string()))?
+            .map_err(|e| GpuError::Other(format!("mapping the frame: {e}")))?;
+        let data = slice.get_mapped_range().map_err(|e| GpuError::Other(format!("reading the frame: {e}")))?;
+        let mut rgba = Vec::with_capacity((row * height) as usize);
+        for y in 0..height as usize {
+            let start = y * padded as usize;
+            rgba.extend_from_slice(&data[start..start + row as usize]);
+        }
+        drop(data);
+        out.unmap();
+        Ok(Frame { width, height, rgba })
+    }
+}
