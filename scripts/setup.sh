@@ -5,7 +5,7 @@
 # virtual display for the GPU and window work.
 set -euo pipefail
 PACKAGES="pkg-config libclang-dev libopen-trace-format2-dev otf2-tools python3-otf2 \
-mesa-vulkan-drivers libvulkan1 xvfb xauth"
+mesa-vulkan-drivers libvulkan1 xvfb xauth libxkbcommon-x11-0 libxcursor1 libxi6 libxrandr2 libx11-xcb1"
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "setup: no apt-get here; install the equivalents of: $PACKAGES" >&2
     exit 0

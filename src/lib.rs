@@ -16,6 +16,7 @@
 //! * [`export`] writes files atomically.
 
 pub mod analysis;
+pub mod app;
 pub mod diagnostics;
 pub mod error;
 pub mod export;

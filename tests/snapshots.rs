@@ -39,7 +39,11 @@ fn ring_field() -> Field {
         values: (0..bins * e)
             .map(|i| {
                 let (t, k) = (i / e, i % e);
-                if t < 4 { 0.0 } else { 1.0 + ((t as f64 * 0.4).sin() + 1.0) * (1.0 + (k % 6) as f64) }
+                if t < 4 {
+                    0.0
+                } else {
+                    1.0 + ((t as f64 * 0.4).sin() + 1.0) * (1.0 + (k % 6) as f64)
+                }
             })
             .collect(),
         edges: (0..=bins as u64).collect(),
@@ -65,19 +69,34 @@ fn kiviat_scene(colormap: &str) -> Scene {
 fn moments_scene() -> Scene {
     let p = 48u64;
     let accs: Vec<MomentAcc> = (0..p)
-        .map(|r| MomentAcc::interval(0, 1000 - 15 * r).merge(MomentAcc::interval(1200 + 10 * r, 1500)))
+        .map(|r| {
+            MomentAcc::interval(0, 1000 - 15 * r).merge(MomentAcc::interval(1200 + 10 * r, 1500))
+        })
         .collect();
     let bins = 30usize;
     let field = Field {
         bins,
         elements: p as usize,
-        values: (0..bins * p as usize).map(|i| ((i / p as usize) as f64 / bins as f64 + (i % p as usize) as f64 / p as f64) / 2.0).collect(),
+        values: (0..bins * p as usize)
+            .map(|i| {
+                ((i / p as usize) as f64 / bins as f64 + (i % p as usize) as f64 / p as f64) / 2.0
+            })
+            .collect(),
         edges: (0..=bins as u64).map(|k| k * 50).collect(),
         layout: FieldLayout::Ring,
         quantity: "busy fraction".into(),
         unit: "fraction".into(),
     };
-    moments::build(&accs, Some(&field), &moments::MomentParams { t0: 0, t1: 1500, ..Default::default() }).unwrap()
+    moments::build(
+        &accs,
+        Some(&field),
+        &moments::MomentParams {
+            t0: 0,
+            t1: 1500,
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 fn render(r: &Renderer, s: &Scene, bg: [f64; 4]) -> Frame {
@@ -90,20 +109,34 @@ fn failing(a: &Frame, b: &image::RgbaImage) -> usize {
     a.rgba
         .chunks_exact(4)
         .zip(b.as_raw().chunks_exact(4))
-        .filter(|(p, q)| p.iter().zip(q.iter()).any(|(x, y)| (*x as i32 - *y as i32).abs() > CHANNEL_TOLERANCE))
+        .filter(|(p, q)| {
+            p.iter()
+                .zip(q.iter())
+                .any(|(x, y)| (*x as i32 - *y as i32).abs() > CHANNEL_TOLERANCE)
+        })
         .count()
 }
 
 fn check(name: &str, frame: &Frame) -> image::RgbaImage {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(format!("{name}.png"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.png"));
     if std::env::var_os("TAPESTRY_UPDATE_SNAPSHOTS").is_some() || !path.exists() {
-        assert!(std::env::var_os("CI").is_none(), "missing snapshot {} in CI", path.display());
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "missing snapshot {} in CI",
+            path.display()
+        );
         frame.save_png(&path).unwrap();
     }
     let reference = image::open(&path).unwrap().to_rgba8();
     let bad = failing(frame, &reference);
     let allowed = (FAILING_FRACTION * (W * H) as f64) as usize;
-    assert!(bad <= allowed, "{name}: {bad} pixels differ (at most {allowed} allowed); see {}", path.display());
+    assert!(
+        bad <= allowed,
+        "{name}: {bad} pixels differ (at most {allowed} allowed); see {}",
+        path.display()
+    );
     reference
 }
 

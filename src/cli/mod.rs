@@ -5,6 +5,7 @@ mod analyze;
 mod info;
 mod render;
 mod synth;
+mod view;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Run one analysis (moments, signals, images, fields, matrices, profile reductions).
     Analyze(Box<analyze::AnalyzeArgs>),
+    /// Open the viewer window on a trace.
+    View(Box<view::ViewArgs>),
     /// Render a view headless to PNG (Kiviat tube, moment display).
     Render(Box<render::RenderArgs>),
     /// Simulate a message-passing workload and write it as a trace.
@@ -69,6 +72,7 @@ pub fn main() -> ExitCode {
         Command::Info(a) => info::run(a),
         Command::Analyze(a) => analyze::run(*a),
         Command::Render(a) => render::run(*a),
+        Command::View(a) => view::run(*a),
         Command::Synth(a) => synth::run(a),
     };
     match result {

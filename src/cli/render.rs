@@ -95,7 +95,11 @@ pub struct RenderArgs {
 }
 
 fn vec3(s: &str, what: &str) -> Result<[f32; 3]> {
-    let v: Vec<f32> = s.split(',').map(|x| x.trim().parse::<f32>()).collect::<std::result::Result<_, _>>().map_err(|_| anyhow!("expected {what} as x,y,z, found '{s}'"))?;
+    let v: Vec<f32> = s
+        .split(',')
+        .map(|x| x.trim().parse::<f32>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| anyhow!("expected {what} as x,y,z, found '{s}'"))?;
     match v[..] {
         [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok([x, y, z]),
         _ => bail!("expected {what} as three finite numbers x,y,z, found '{s}'"),
@@ -116,7 +120,10 @@ fn field_of(q: &str, a: &RenderArgs, t: &Trace, t0: u64, t1: u64) -> Result<fiel
 }
 
 fn numbered(path: &Path, i: usize) -> PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "frame".into());
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "frame".into());
     path.with_file_name(format!("{stem}-{i:04}.png"))
 }
 
@@ -128,11 +135,16 @@ pub fn run(a: RenderArgs) -> Result<()> {
         .ok_or_else(|| anyhow!("expected --size WxH, found '{}'", a.size))?;
     let t = match readers::load(&a.trace, &a.read.options())? {
         Loaded::Trace(t) => t,
-        Loaded::Profile(_) => bail!("{} is a profile; the Kiviat and moment views need a trace", a.trace.display()),
+        Loaded::Profile(_) => bail!(
+            "{} is a profile; the Kiviat and moment views need a trace",
+            a.trace.display()
+        ),
     };
     let (t0, t1) = match &a.window {
         Some(wd) => {
-            let (x, y) = wd.split_once(':').ok_or_else(|| anyhow!("expected --window T0:T1"))?;
+            let (x, y) = wd
+                .split_once(':')
+                .ok_or_else(|| anyhow!("expected --window T0:T1"))?;
             (parse_time(x)?, parse_time(y)?)
         }
         None => (0, t.meta.span.max(1)),
@@ -145,12 +157,20 @@ pub fn run(a: RenderArgs) -> Result<()> {
     match a.view {
         View::Kiviat => {
             let f = field_of(&a.quantity, &a, &t, t0, t1)?;
-            let c = a.color_by.as_deref().map(|q| field_of(q, &a, &t, t0, t1)).transpose()?;
+            let c = a
+                .color_by
+                .as_deref()
+                .map(|q| field_of(q, &a, &t, t0, t1))
+                .transpose()?;
             let mut p = kiviat::KiviatParams {
                 start: a.start,
                 width: (a.width > 0).then_some(a.width),
                 stretch: a.stretch,
-                scale: if a.log { kiviat::RadiusScale::Log } else { kiviat::RadiusScale::Linear },
+                scale: if a.log {
+                    kiviat::RadiusScale::Log
+                } else {
+                    kiviat::RadiusScale::Linear
+                },
                 trim_leading_empty: !a.keep_empty,
                 colormap: a.colormap.clone().unwrap_or_else(|| "viridis".into()),
                 ..Default::default()
@@ -158,7 +178,11 @@ pub fn run(a: RenderArgs) -> Result<()> {
             match a.frames {
                 None => scenes.push(kiviat::build(&f, c.as_ref(), &p)?),
                 Some(n) => {
-                    let skip = if p.trim_leading_empty { fields::leading_empty_bins(&f) } else { 0 };
+                    let skip = if p.trim_leading_empty {
+                        fields::leading_empty_bins(&f)
+                    } else {
+                        0
+                    };
                     let last = f.bins.saturating_sub(skip + a.width.max(1));
                     for i in 0..n.max(1) {
                         p.start = if n > 1 { i * last / (n - 1) } else { 0 };
@@ -169,8 +193,16 @@ pub fn run(a: RenderArgs) -> Result<()> {
         }
         View::Moments => {
             let mask = t.states.select(&a.states)?;
-            let accs: Vec<_> = (0..t.num_locations() as u32).map(|l| moments::accumulate(t.intervals.of(l), &mask, t0, t1)).collect();
-            let g = fields::busy_fraction(&t, &mask, t0, t1, a.gantt_bins.min((t1 - t0) as usize).max(1))?;
+            let accs: Vec<_> = (0..t.num_locations() as u32)
+                .map(|l| moments::accumulate(t.intervals.of(l), &mask, t0, t1))
+                .collect();
+            let g = fields::busy_fraction(
+                &t,
+                &mask,
+                t0,
+                t1,
+                a.gantt_bins.min((t1 - t0) as usize).max(1),
+            )?;
             let p = moment_scene::MomentParams {
                 t0,
                 t1,
@@ -185,8 +217,10 @@ pub fn run(a: RenderArgs) -> Result<()> {
     let renderer = Renderer::new(&ctx);
     // the camera: from a file, the command line, or fitted to the first scene
     let mut camera = match &a.view_state {
-        Some(p) => serde_json::from_slice::<Camera>(&std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?)
-            .with_context(|| format!("{}: not a view-state file", p.display()))?,
+        Some(p) => serde_json::from_slice::<Camera>(
+            &std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
+        )
+        .with_context(|| format!("{}: not a view-state file", p.display()))?,
         None => Camera::fit(&scenes[0]),
     };
     if let Some(e) = &a.eye {
@@ -202,11 +236,24 @@ pub fn run(a: RenderArgs) -> Result<()> {
     let t_render = std::time::Instant::now();
     for (i, s) in scenes.iter().enumerate() {
         let frame = renderer.render(s, &camera, w, h, background)?;
-        let path = if a.frames.is_some() { numbered(&a.out, i) } else { a.out.clone() };
+        let path = if a.frames.is_some() {
+            numbered(&a.out, i)
+        } else {
+            a.out.clone()
+        };
         frame.save_png(&path)?;
-        eprintln!("wrote {} ({} triangles): {}", path.display(), s.triangles(), s.title);
+        eprintln!(
+            "wrote {} ({} triangles): {}",
+            path.display(),
+            s.triangles(),
+            s.title
+        );
     }
-    eprintln!("{} frame(s) in {:.2} s", scenes.len(), t_render.elapsed().as_secs_f64());
+    eprintln!(
+        "{} frame(s) in {:.2} s",
+        scenes.len(),
+        t_render.elapsed().as_secs_f64()
+    );
     if let Some(p) = &a.save_view_state {
         tapestry::export::write_atomic(p, serde_json::to_string_pretty(&camera)?.as_bytes(), &[])?;
     }

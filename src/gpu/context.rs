@@ -24,6 +24,7 @@ pub enum GpuError {
 /// A device and queue with what the adapter offers.
 #[derive(Clone)]
 pub struct GpuContext {
+    pub adapter: wgpu::Adapter,
     pub device: Arc<wgpu::Device>,
     pub queue: Arc<wgpu::Queue>,
     pub info: wgpu::AdapterInfo,
@@ -62,6 +63,27 @@ impl GpuContext {
                 all.remove(0)
             }
         };
+        Self::from_adapter(adapter).await
+    }
+
+    /// An adapter that can present to `surface` (a window), and its device.
+    pub async fn for_surface(
+        instance: &wgpu::Instance,
+        surface: &wgpu::Surface<'_>,
+    ) -> Result<Self, GpuError> {
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: Some(surface),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        Self::from_adapter(adapter).await
+    }
+
+    async fn from_adapter(adapter: wgpu::Adapter) -> Result<Self, GpuError> {
         let info = adapter.get_info();
         let offered = adapter.features();
         let wanted =
@@ -89,6 +111,7 @@ impl GpuContext {
                 reason: e.to_string(),
             })?;
         Ok(GpuContext {
+            adapter,
             device: Arc::new(device),
             queue: Arc::new(queue),
             info,

@@ -22,9 +22,12 @@ use crate::scene::Scene;
 
 const MESH_SHADER: &str = include_str!("../../shaders/mesh.wgsl");
 const LINES_SHADER: &str = include_str!("../../shaders/lines.wgsl");
-const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
-const DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
-const SAMPLES: u32 = 4;
+/// The format of headless frames.
+pub const FRAME_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
+/// The depth format.
+pub const DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+/// MSAA samples.
+pub const SAMPLES: u32 = 4;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -54,8 +57,14 @@ impl Frame {
     pub fn png(&self) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let enc = image::codecs::png::PngEncoder::new(&mut out);
-        image::ImageEncoder::write_image(enc, &self.rgba, self.width, self.height, image::ExtendedColorType::Rgba8)
-            .map_err(|e| Error::Invalid(format!("PNG encoding failed: {e}")))?;
+        image::ImageEncoder::write_image(
+            enc,
+            &self.rgba,
+            self.width,
+            self.height,
+            image::ExtendedColorType::Rgba8,
+        )
+        .map_err(|e| Error::Invalid(format!("PNG encoding failed: {e}")))?;
         Ok(out)
     }
 
@@ -68,14 +77,56 @@ impl Frame {
 /// Pipelines for meshes and lines, reusable across frames.
 pub struct Renderer {
     ctx: GpuContext,
+    format: wgpu::TextureFormat,
     lit: wgpu::RenderPipeline,
     transparent: wgpu::RenderPipeline,
     lines: wgpu::RenderPipeline,
     layout: wgpu::BindGroupLayout,
 }
 
+/// The targets of one frame: multisampled colour, its resolve target, depth.
+pub struct Targets {
+    pub msaa: wgpu::TextureView,
+    pub depth: wgpu::TextureView,
+}
+
+impl Targets {
+    /// Multisampled colour and depth targets of `width × height`.
+    pub fn new(ctx: &GpuContext, format: wgpu::TextureFormat, width: u32, height: u32) -> Targets {
+        let size = wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        };
+        let tex = |format, usage| {
+            ctx.device
+                .create_texture(&wgpu::TextureDescriptor {
+                    label: Some("target"),
+                    size,
+                    mip_level_count: 1,
+                    sample_count: SAMPLES,
+                    dimension: wgpu::TextureDimension::D2,
+                    format,
+                    usage,
+                    view_formats: &[],
+                })
+                .create_view(&Default::default())
+        };
+        Targets {
+            msaa: tex(format, wgpu::TextureUsages::RENDER_ATTACHMENT),
+            depth: tex(DEPTH, wgpu::TextureUsages::RENDER_ATTACHMENT),
+        }
+    }
+}
+
 impl Renderer {
+    /// A renderer for headless frames.
     pub fn new(ctx: &GpuContext) -> Renderer {
+        Self::with_format(ctx, FRAME_FORMAT)
+    }
+
+    /// A renderer drawing into targets of `format` (a window's surface).
+    pub fn with_format(ctx: &GpuContext, format: wgpu::TextureFormat) -> Renderer {
         let d = &ctx.device;
         let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("globals"),
@@ -105,7 +156,11 @@ impl Renderer {
         });
         let mesh_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Float32x4];
         let line_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4];
-        let pipeline = |module: &wgpu::ShaderModule, attrs: &[wgpu::VertexAttribute], stride: u64, topology, depth_write: bool| {
+        let pipeline = |module: &wgpu::ShaderModule,
+                        attrs: &[wgpu::VertexAttribute],
+                        stride: u64,
+                        topology,
+                        depth_write: bool| {
             d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some("scene"),
                 layout: Some(&pl),
@@ -141,7 +196,7 @@ impl Renderer {
                     entry_point: Some("fs_main"),
                     compilation_options: Default::default(),
                     targets: &[Some(wgpu::ColorTargetState {
-                        format: FORMAT,
+                        format,
                         blend: Some(wgpu::BlendState::ALPHA_BLENDING),
                         write_mask: wgpu::ColorWrites::ALL,
                     })],
@@ -153,12 +208,36 @@ impl Renderer {
         let vstride = std::mem::size_of::<crate::scene::Vertex>() as u64;
         let lstride = std::mem::size_of::<LineVertex>() as u64;
         Renderer {
-            lit: pipeline(&mesh_mod, &mesh_attrs, vstride, wgpu::PrimitiveTopology::TriangleList, true),
-            transparent: pipeline(&mesh_mod, &mesh_attrs, vstride, wgpu::PrimitiveTopology::TriangleList, false),
-            lines: pipeline(&line_mod, &line_attrs, lstride, wgpu::PrimitiveTopology::LineList, true),
+            lit: pipeline(
+                &mesh_mod,
+                &mesh_attrs,
+                vstride,
+                wgpu::PrimitiveTopology::TriangleList,
+                true,
+            ),
+            transparent: pipeline(
+                &mesh_mod,
+                &mesh_attrs,
+                vstride,
+                wgpu::PrimitiveTopology::TriangleList,
+                false,
+            ),
+            lines: pipeline(
+                &line_mod,
+                &line_attrs,
+                lstride,
+                wgpu::PrimitiveTopology::LineList,
+                true,
+            ),
             layout,
             ctx: ctx.clone(),
+            format,
         }
+    }
+
+    /// The colour format the pipelines draw into.
+    pub fn format(&self) -> wgpu::TextureFormat {
+        self.format
     }
 
     fn globals(&self, vp: glam::Mat4, light: Vec3, lit: bool) -> wgpu::BindGroup {
@@ -167,52 +246,46 @@ impl Renderer {
             light_dir: [light.x, light.y, light.z, 0.0],
             params: [lit as u8 as f32, 0.0, 0.0, 0.0],
         };
-        let buf = self.ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("globals"),
-            contents: bytemuck::bytes_of(&g),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
-        self.ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("globals"),
-            layout: &self.layout,
-            entries: &[wgpu::BindGroupEntry { binding: 0, resource: buf.as_entire_binding() }],
-        })
+        let buf = self
+            .ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("globals"),
+                contents: bytemuck::bytes_of(&g),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        self.ctx
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("globals"),
+                layout: &self.layout,
+                entries: &[wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: buf.as_entire_binding(),
+                }],
+            })
     }
 
-    /// Renders `scene` seen by `camera` into a `width × height` image.
-    pub fn render(&self, scene: &Scene, camera: &Camera, width: u32, height: u32, background: [f64; 4]) -> Result<Frame> {
-        let max = self.ctx.limits.max_texture_dimension_2d;
-        if width == 0 || height == 0 || width > max || height > max {
-            return Err(Error::Invalid(format!("image size {width}x{height} outside 1..={max}")));
-        }
+    /// Records the drawing of `scene` into `enc`: clears and draws into
+    /// `targets`, resolving into `resolve`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        targets: &Targets,
+        resolve: &wgpu::TextureView,
+        scene: &Scene,
+        camera: &Camera,
+        aspect: f32,
+        background: [f64; 4],
+    ) {
         let d = &self.ctx.device;
-        let size = wgpu::Extent3d { width, height, depth_or_array_layers: 1 };
-        let tex = |format, samples, usage| {
-            d.create_texture(&wgpu::TextureDescriptor {
-                label: Some("target"),
-                size,
-                mip_level_count: 1,
-                sample_count: samples,
-                dimension: wgpu::TextureDimension::D2,
-                format,
-                usage,
-                view_formats: &[],
-            })
-        };
-        let msaa = tex(FORMAT, SAMPLES, wgpu::TextureUsages::RENDER_ATTACHMENT);
-        let resolve = tex(FORMAT, 1, wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC);
-        let depth = tex(DEPTH, SAMPLES, wgpu::TextureUsages::RENDER_ATTACHMENT);
-        let (msaa_v, resolve_v, depth_v) = (
-            msaa.create_view(&Default::default()),
-            resolve.create_view(&Default::default()),
-            depth.create_view(&Default::default()),
-        );
-        let vp = camera.view_proj(width as f32 / height as f32);
+        let vp = camera.view_proj(aspect);
         let eye = Vec3::from(camera.eye);
-        let light = (eye - Vec3::from(camera.target)).normalize_or(Vec3::Z) + Vec3::new(0.3, 0.5, 0.0);
+        let light =
+            (eye - Vec3::from(camera.target)).normalize_or(Vec3::Z) + Vec3::new(0.3, 0.5, 0.0);
         let lit_bind = self.globals(vp, light, true);
         let flat_bind = self.globals(vp, light, false);
-
         // opaque meshes, then transparent ones back to front
         let mut order: Vec<(bool, f32, usize)> = scene
             .meshes
@@ -221,7 +294,11 @@ impl Renderer {
             .filter(|(_, m)| !m.indices.is_empty())
             .map(|(i, m)| {
                 let transparent = m.vertices.iter().any(|v| v.color[3] < 1.0);
-                let c = m.vertices.iter().fold(Vec3::ZERO, |a, v| a + Vec3::from(v.position)) / m.vertices.len().max(1) as f32;
+                let c = m
+                    .vertices
+                    .iter()
+                    .fold(Vec3::ZERO, |a, v| a + Vec3::from(v.position))
+                    / m.vertices.len().max(1) as f32;
                 (transparent, -(c - eye).length(), i)
             })
             .collect();
@@ -246,7 +323,18 @@ impl Renderer {
         let line_vertices: Vec<LineVertex> = scene
             .lines
             .iter()
-            .flat_map(|s| [LineVertex { position: s.a, color: s.color }, LineVertex { position: s.b, color: s.color }])
+            .flat_map(|s| {
+                [
+                    LineVertex {
+                        position: s.a,
+                        color: s.color,
+                    },
+                    LineVertex {
+                        position: s.b,
+                        color: s.color,
+                    },
+                ]
+            })
             .collect();
         let line_buf = (!line_vertices.is_empty()).then(|| {
             d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -256,14 +344,13 @@ impl Renderer {
             })
         });
 
-        let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
         {
             let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("scene"),
                 color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &msaa_v,
+                    view: &targets.msaa,
                     depth_slice: None,
-                    resolve_target: Some(&resolve_v),
+                    resolve_target: Some(resolve),
                     ops: wgpu::Operations {
                         load: wgpu::LoadOp::Clear(wgpu::Color {
                             r: background[0],
@@ -275,7 +362,7 @@ impl Renderer {
                     },
                 })],
                 depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &depth_v,
+                    view: &targets.depth,
                     depth_ops: Some(wgpu::Operations {
                         load: wgpu::LoadOp::Clear(1.0),
                         store: wgpu::StoreOp::Discard,
@@ -287,7 +374,11 @@ impl Renderer {
                 multiview_mask: None,
             });
             for (vb, ib, n, lit, transparent) in &buffers {
-                pass.set_pipeline(if *transparent { &self.transparent } else { &self.lit });
+                pass.set_pipeline(if *transparent {
+                    &self.transparent
+                } else {
+                    &self.lit
+                });
                 pass.set_bind_group(0, if *lit { &lit_bind } else { &flat_bind }, &[]);
                 pass.set_vertex_buffer(0, vb.slice(..));
                 pass.set_index_buffer(ib.slice(..), wgpu::IndexFormat::Uint32);
@@ -300,6 +391,53 @@ impl Renderer {
                 pass.draw(0..line_vertices.len() as u32, 0..1);
             }
         }
+    }
+
+    /// Renders `scene` seen by `camera` into a `width × height` image.
+    pub fn render(
+        &self,
+        scene: &Scene,
+        camera: &Camera,
+        width: u32,
+        height: u32,
+        background: [f64; 4],
+    ) -> Result<Frame> {
+        let max = self.ctx.limits.max_texture_dimension_2d;
+        if width == 0 || height == 0 || width > max || height > max {
+            return Err(Error::Invalid(format!(
+                "image size {width}x{height} outside 1..={max}"
+            )));
+        }
+        let d = &self.ctx.device;
+        let size = wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        };
+        let targets = Targets::new(&self.ctx, self.format, width, height);
+        let resolve = d.create_texture(&wgpu::TextureDescriptor {
+            label: Some("frame"),
+            size,
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: self.format,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
+        });
+        let resolve_v = resolve.create_view(&Default::default());
+        let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("frame"),
+        });
+        self.encode(
+            &mut enc,
+            &targets,
+            &resolve_v,
+            scene,
+            camera,
+            width as f32 / height as f32,
+            background,
+        );
         // texture → buffer with rows padded to 256 bytes
         let row = width * 4;
         let padded = row.next_multiple_of(256);
@@ -337,7 +475,9 @@ impl Renderer {
         rx.recv()
             .map_err(|e| GpuError::Other(e.to_string()))?
             .map_err(|e| GpuError::Other(format!("mapping the frame: {e}")))?;
-        let data = slice.get_mapped_range().map_err(|e| GpuError::Other(format!("reading the frame: {e}")))?;
+        let data = slice
+            .get_mapped_range()
+            .map_err(|e| GpuError::Other(format!("reading the frame: {e}")))?;
         let mut rgba = Vec::with_capacity((row * height) as usize);
         for y in 0..height as usize {
             let start = y * padded as usize;
@@ -345,6 +485,10 @@ impl Renderer {
         }
         drop(data);
         out.unmap();
-        Ok(Frame { width, height, rgba })
+        Ok(Frame {
+            width,
+            height,
+            rgba,
+        })
     }
 }

@@ -14,11 +14,20 @@ pub struct Colormap {
 }
 
 const SOURCES: [(&str, &str); 5] = [
-    ("viridis", include_str!("../../assets/colormaps/viridis.csv")),
+    (
+        "viridis",
+        include_str!("../../assets/colormaps/viridis.csv"),
+    ),
     ("magma", include_str!("../../assets/colormaps/magma.csv")),
-    ("coolwarm", include_str!("../../assets/colormaps/coolwarm.csv")),
+    (
+        "coolwarm",
+        include_str!("../../assets/colormaps/coolwarm.csv"),
+    ),
     ("heat", include_str!("../../assets/colormaps/heat.csv")),
-    ("categorical", include_str!("../../assets/colormaps/categorical.csv")),
+    (
+        "categorical",
+        include_str!("../../assets/colormaps/categorical.csv"),
+    ),
 ];
 
 /// Names of the built-in colour maps.
@@ -29,10 +38,12 @@ pub fn names() -> Vec<&'static str> {
 impl Colormap {
     /// The built-in map `name`.
     pub fn named(name: &str) -> Result<Colormap> {
-        let (n, text) = SOURCES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| Error::Invalid(format!("unknown colour map '{name}' (known: {})", names().join(", "))))?;
+        let (n, text) = SOURCES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            Error::Invalid(format!(
+                "unknown colour map '{name}' (known: {})",
+                names().join(", ")
+            ))
+        })?;
         let stops = text
             .lines()
             .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -56,12 +67,20 @@ impl Colormap {
         }
         let t = t.clamp(0.0, 1.0);
         if self.categorical {
-            let k = ((t * (self.stops.len() - 1) as f32).round() as usize).min(self.stops.len() - 1);
+            let k =
+                ((t * (self.stops.len() - 1) as f32).round() as usize).min(self.stops.len() - 1);
             return self.stops[k].1;
         }
-        let i = self.stops.partition_point(|s| s.0 <= t).clamp(1, self.stops.len() - 1);
+        let i = self
+            .stops
+            .partition_point(|s| s.0 <= t)
+            .clamp(1, self.stops.len() - 1);
         let (a, b) = (self.stops[i - 1], self.stops[i]);
-        let f = if b.0 > a.0 { (t - a.0) / (b.0 - a.0) } else { 0.0 };
+        let f = if b.0 > a.0 {
+            (t - a.0) / (b.0 - a.0)
+        } else {
+            0.0
+        };
         [0, 1, 2].map(|c| a.1[c] + f * (b.1[c] - a.1[c]))
     }
 

@@ -53,14 +53,22 @@ impl Default for KiviatParams {
 pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<Scene> {
     let e = field.elements;
     if e < 3 {
-        return Err(Error::Invalid(format!("a Kiviat tube needs at least 3 elements, the field has {e}")));
+        return Err(Error::Invalid(format!(
+            "a Kiviat tube needs at least 3 elements, the field has {e}"
+        )));
     }
     if let Some(c) = color
         && (c.bins != field.bins || c.elements != e)
     {
-        return Err(Error::Invalid("the colour field must have the shape of the radius field".into()));
+        return Err(Error::Invalid(
+            "the colour field must have the shape of the radius field".into(),
+        ));
     }
-    let skip = if p.trim_leading_empty { leading_empty_bins(field) } else { 0 };
+    let skip = if p.trim_leading_empty {
+        leading_empty_bins(field)
+    } else {
+        0
+    };
     let first = skip + p.start;
     let available = field.bins.saturating_sub(first);
     let n = p.width.map_or(available, |w| w.min(available));
@@ -179,7 +187,11 @@ pub fn smooth_normals(mesh: &mut Mesh) {
         let [a, b, c] = [tri[0], tri[1], tri[2]].map(|i| mesh.vertices[i as usize].position);
         let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
         let v = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
-        let n = [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]];
+        let n = [
+            u[1] * v[2] - u[2] * v[1],
+            u[2] * v[0] - u[0] * v[2],
+            u[0] * v[1] - u[1] * v[0],
+        ];
         for &i in tri {
             for k in 0..3 {
                 acc[i as usize][k] += n[k];
@@ -188,7 +200,11 @@ pub fn smooth_normals(mesh: &mut Mesh) {
     }
     for (v, n) in mesh.vertices.iter_mut().zip(acc) {
         let l = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
-        v.normal = if l > 0.0 { [n[0] / l, n[1] / l, n[2] / l] } else { [0.0, 0.0, 1.0] };
+        v.normal = if l > 0.0 {
+            [n[0] / l, n[1] / l, n[2] / l]
+        } else {
+            [0.0, 0.0, 1.0]
+        };
     }
 }
 
@@ -233,17 +249,49 @@ mod tests {
         assert_eq!(&m.vertices[0].color[..3], &cmap.at(0.0));
         assert_eq!(&m.vertices[7].color[..3], &cmap.at(1.0));
         // every normal is unit length
-        assert!(m.vertices.iter().all(|v| ((v.normal[0].powi(2) + v.normal[1].powi(2) + v.normal[2].powi(2)).sqrt() - 1.0).abs() < 1e-4));
+        assert!(m.vertices.iter().all(|v| {
+            ((v.normal[0].powi(2) + v.normal[1].powi(2) + v.normal[2].powi(2)).sqrt() - 1.0).abs()
+                < 1e-4
+        }));
     }
 
     #[test]
     fn sliding_window_and_errors() {
         let f = field(30, 6, |t, e| (t * e) as f64);
-        let whole = build(&f, None, &KiviatParams { width: None, trim_leading_empty: false, ..Default::default() }).unwrap();
+        let whole = build(
+            &f,
+            None,
+            &KiviatParams {
+                width: None,
+                trim_leading_empty: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(whole.meshes[0].vertices.len(), 30 * 6);
-        let slid = build(&f, None, &KiviatParams { start: 20, width: Some(15), trim_leading_empty: false, ..Default::default() }).unwrap();
+        let slid = build(
+            &f,
+            None,
+            &KiviatParams {
+                start: 20,
+                width: Some(15),
+                trim_leading_empty: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(slid.meshes[0].vertices.len(), 10 * 6);
-        assert!(build(&f, None, &KiviatParams { start: 40, ..Default::default() }).is_err());
+        assert!(
+            build(
+                &f,
+                None,
+                &KiviatParams {
+                    start: 40,
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
         assert!(build(&field(3, 2, |_, _| 1.0), None, &KiviatParams::default()).is_err());
     }
 }

@@ -52,7 +52,10 @@ pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Res
     if let Some(g) = gantt
         && g.elements != n
     {
-        return Err(Error::Invalid(format!("the Gantt field has {} elements for {n} processors", g.elements)));
+        return Err(Error::Invalid(format!(
+            "the Gantt field has {} elements for {n} processors",
+            g.elements
+        )));
     }
     let group = n.div_ceil(p.max_rows.max(1));
     let rows = n.div_ceil(group);
@@ -102,7 +105,14 @@ pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Res
                 if v <= 0.0 {
                     continue;
                 }
-                mesh.rect(gx(g.edges[k]), y0, gx(g.edges[k + 1]), y1, 0.0, rgba(cmap.at(v as f32), 1.0));
+                mesh.rect(
+                    gx(g.edges[k]),
+                    y0,
+                    gx(g.edges[k + 1]),
+                    y1,
+                    0.0,
+                    rgba(cmap.at(v as f32), 1.0),
+                );
             }
         }
         scene.meshes.push(mesh);
@@ -117,7 +127,12 @@ pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Res
     // frame and axis labels
     let bottom = -(rows as f32);
     for (x0, x1) in [(0.0, 1.0), (1.05, 2.05)] {
-        for (a, b) in [([x0, 0.0], [x1, 0.0]), ([x1, 0.0], [x1, bottom]), ([x1, bottom], [x0, bottom]), ([x0, bottom], [x0, 0.0])] {
+        for (a, b) in [
+            ([x0, 0.0], [x1, 0.0]),
+            ([x1, 0.0], [x1, bottom]),
+            ([x1, bottom], [x0, bottom]),
+            ([x0, bottom], [x0, 0.0]),
+        ] {
             scene.lines.push(Segment {
                 a: [a[0], a[1], 0.3],
                 b: [b[0], b[1], 0.3],
@@ -134,14 +149,29 @@ pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Res
         size: 14.0,
         color: [0.1, 0.1, 0.1, 1.0],
     };
-    scene.labels.push(label(format!("{:.3} ms", p.t0 as f64 / 1e6), 0.0, bottom));
-    scene.labels.push(label(format!("{:.3} ms", p.t1 as f64 / 1e6), 1.0, bottom));
+    scene
+        .labels
+        .push(label(format!("{:.3} ms", p.t0 as f64 / 1e6), 0.0, bottom));
+    scene
+        .labels
+        .push(label(format!("{:.3} ms", p.t1 as f64 / 1e6), 1.0, bottom));
     scene.labels.push(label(
-        if group > 1 { format!("{n} processors, {group} per row") } else { format!("{n} processors") },
+        if group > 1 {
+            format!("{n} processors, {group} per row")
+        } else {
+            format!("{n} processors")
+        },
         0.0,
         0.0,
     ));
-    scene.title = format!("Moments of utilization m0..m3 ({n} processors){}", if gantt.is_some() { " and utilization Gantt chart" } else { "" });
+    scene.title = format!(
+        "Moments of utilization m0..m3 ({n} processors){}",
+        if gantt.is_some() {
+            " and utilization Gantt chart"
+        } else {
+            ""
+        }
+    );
     Ok(scene)
 }
 
@@ -152,17 +182,38 @@ mod tests {
     #[test]
     fn one_row_per_processor_and_grouping() {
         // processor p busy on [100p, 100p + 50)
-        let accs: Vec<MomentAcc> = (0..10).map(|p| MomentAcc::interval(100 * p, 100 * p + 50)).collect();
-        let params = MomentParams { t0: 0, t1: 1000, ..Default::default() };
+        let accs: Vec<MomentAcc> = (0..10)
+            .map(|p| MomentAcc::interval(100 * p, 100 * p + 50))
+            .collect();
+        let params = MomentParams {
+            t0: 0,
+            t1: 1000,
+            ..Default::default()
+        };
         let s = build(&accs, None, &params).unwrap();
         // 3 rectangles per row (two black bars of zero width for one interval, one grey)
         assert_eq!(s.meshes[0].vertices.len(), 10 * 3 * 4);
         // grey bar of row 3: [300, 350) → x in [0.30, 0.35]
-        let grey: Vec<_> = s.meshes[0].vertices.iter().filter(|v| v.color == GREY).collect();
+        let grey: Vec<_> = s.meshes[0]
+            .vertices
+            .iter()
+            .filter(|v| v.color == GREY)
+            .collect();
         let xs: Vec<f32> = grey[12..16].iter().map(|v| v.position[0]).collect();
-        assert!((xs[0] - 0.30).abs() < 1e-6 && (xs[1] - 0.35).abs() < 1e-6, "{xs:?}");
+        assert!(
+            (xs[0] - 0.30).abs() < 1e-6 && (xs[1] - 0.35).abs() < 1e-6,
+            "{xs:?}"
+        );
         // grouped: 10 processors in 4 rows of 3
-        let g = build(&accs, None, &MomentParams { max_rows: 4, ..params.clone() }).unwrap();
+        let g = build(
+            &accs,
+            None,
+            &MomentParams {
+                max_rows: 4,
+                ..params.clone()
+            },
+        )
+        .unwrap();
         assert_eq!(g.meshes[0].vertices.len(), 4 * 3 * 4);
         assert!(build(&[], None, &params).is_err());
     }

@@ -1,0 +1,79 @@
+//! The viewer window under a virtual display: it starts, renders frames,
+//! takes a screenshot through its own key binding (F12), saves the view
+//! state (F5), and exits cleanly after a scripted number of frames.
+//! Needs `xvfb-run`; without it the test says so and passes, unless
+//! `TAPESTRY_REQUIRE_GPU` is set (CI sets it and installs xvfb).
+
+mod common;
+
+use std::process::Command;
+
+#[test]
+fn window_runs_screenshots_and_exits() {
+    if Command::new("xvfb-run").arg("--help").output().is_err() {
+        assert!(
+            std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none(),
+            "xvfb-run is required in CI"
+        );
+        eprintln!("skipped: no xvfb-run");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("g.prv");
+    let (code, _, err) = common::tapestry(&[
+        "synth",
+        "gauss",
+        "-p",
+        "8",
+        "--n",
+        "64",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for view in ["kiviat", "moments"] {
+        let out = d.path().join(view);
+        std::fs::create_dir(&out).unwrap();
+        let o = Command::new("xvfb-run")
+            .args(["-a", "-s", "-screen 0 1024x768x24"])
+            .arg(env!("CARGO_BIN_EXE_tapestry"))
+            .args([
+                "view",
+                trace.to_str().unwrap(),
+                "--view",
+                view,
+                "--size",
+                "640x480",
+            ])
+            .args([
+                "--press",
+                "F12@25",
+                "--press",
+                "F5@26",
+                "--exit-after",
+                "30",
+            ])
+            .arg("--output-dir")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{view}: {stderr}");
+        let shot = out.join("tapestry-0001.png");
+        let img = image::open(&shot)
+            .unwrap_or_else(|e| panic!("{view}: no screenshot ({e}): {stderr}"))
+            .to_rgba8();
+        assert_eq!(img.dimensions(), (640, 480));
+        // the scene was drawn: more than one colour in the image
+        let first = img.get_pixel(0, 0);
+        assert!(
+            img.pixels().any(|p| p != first),
+            "{view}: a blank screenshot"
+        );
+        let state: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("tapestry-view.json")).unwrap())
+                .unwrap();
+        assert_eq!(state["view"], view);
+        assert!(state["camera"].is_object());
+    }
+}
