@@ -10,7 +10,7 @@ use tapestry::gpu::GpuContext;
 use tapestry::model::Trace;
 use tapestry::readers::{self, Loaded};
 use tapestry::render::{Camera, Renderer};
-use tapestry::scene::{self, kiviat, moments as moment_scene};
+use tapestry::scene::{kiviat, moments as moment_scene};
 
 use super::ReadArgs;
 use super::analyze::parse_time;
@@ -78,7 +78,8 @@ pub struct RenderArgs {
     /// Colour map (viridis, magma, coolwarm, heat, categorical).
     #[arg(long)]
     pub colormap: Option<String>,
-    /// Camera from a view-state JSON file (as written by --save-view-state).
+    /// Camera and view parameters from a view-state JSON file (as the
+    /// window writes with F5, or --save-view-state).
     #[arg(long)]
     pub view_state: Option<PathBuf>,
     /// Camera position x,y,z.
@@ -87,7 +88,7 @@ pub struct RenderArgs {
     /// Camera target x,y,z.
     #[arg(long)]
     pub target: Option<String>,
-    /// Write the camera used to this view-state JSON file.
+    /// Write the camera and view parameters used to this view-state JSON file.
     #[arg(long)]
     pub save_view_state: Option<PathBuf>,
     #[command(flatten)]
@@ -151,6 +152,21 @@ pub fn run(a: RenderArgs) -> Result<()> {
     };
     if t1 <= t0 {
         bail!("--window: the end is not after the start");
+    }
+    let loaded: Option<tapestry::app::ViewState> = match &a.view_state {
+        Some(p) => Some(
+            serde_json::from_slice(&std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?)
+                .with_context(|| format!("{}: not a view-state file", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut a = a;
+    if let Some(vs) = &loaded {
+        a.colormap = a.colormap.or(Some(vs.colormap.clone()));
+        a.start = vs.kiviat_start;
+        a.width = vs.kiviat_width;
+        a.stretch = vs.kiviat_stretch;
+        a.log = vs.kiviat_log;
     }
     // scenes to draw (one per frame)
     let mut scenes = Vec::new();
@@ -255,8 +271,20 @@ pub fn run(a: RenderArgs) -> Result<()> {
         t_render.elapsed().as_secs_f64()
     );
     if let Some(p) = &a.save_view_state {
-        tapestry::export::write_atomic(p, serde_json::to_string_pretty(&camera)?.as_bytes(), &[])?;
+        let state = tapestry::app::ViewState {
+            view: match a.view {
+                View::Kiviat => tapestry::app::ViewKind::Kiviat,
+                View::Moments => tapestry::app::ViewKind::Moments,
+            },
+            camera: Some(camera),
+            colormap: a.colormap.clone().unwrap_or_else(|| "viridis".into()),
+            kiviat_start: a.start,
+            kiviat_width: a.width,
+            kiviat_stretch: a.stretch,
+            kiviat_log: a.log,
+            fly: false,
+        };
+        tapestry::export::write_atomic(p, serde_json::to_string_pretty(&state)?.as_bytes(), &[])?;
     }
-    let _ = scene::colormap::names();
     Ok(())
 }

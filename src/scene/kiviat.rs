@@ -32,6 +32,9 @@ pub struct KiviatParams {
     /// Radius of a zero value, relative to the largest radius (keeps the
     /// tube closed where values are 0).
     pub inner: f32,
+    /// Level of detail: at most this many triangles; beyond, successive
+    /// bins are averaged into one ring.
+    pub max_triangles: usize,
 }
 
 impl Default for KiviatParams {
@@ -44,6 +47,7 @@ impl Default for KiviatParams {
             trim_leading_empty: true,
             colormap: "viridis".into(),
             inner: 0.05,
+            max_triangles: 2_000_000,
         }
     }
 }
@@ -78,6 +82,13 @@ pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<S
             field.bins, p.start
         )));
     }
+    // level of detail: average `group` successive bins into one ring
+    let group = (2 * e * n).div_ceil(p.max_triangles.max(2 * e)).max(1);
+    let rings = n.div_ceil(group);
+    let avg = |f: &Field, r: usize, k: usize| -> f64 {
+        let (a, b) = (first + r * group, (first + (r + 1) * group).min(first + n));
+        (a..b).map(|t| f.at(t, k)).sum::<f64>() / (b - a) as f64
+    };
     let radius = |v: f64| -> f64 {
         match p.scale {
             RadiusScale::Linear => v.max(0.0),
@@ -87,10 +98,10 @@ pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<S
     // scales over the shown bins
     let (mut vmax, mut cmin, mut cmax) = (0f64, f64::INFINITY, f64::NEG_INFINITY);
     let cf = color.unwrap_or(field);
-    for t in first..first + n {
+    for r in 0..rings {
         for k in 0..e {
-            vmax = vmax.max(radius(field.at(t, k)));
-            let c = cf.at(t, k);
+            vmax = vmax.max(radius(avg(field, r, k)));
+            let c = avg(cf, r, k);
             cmin = cmin.min(c);
             cmax = cmax.max(c);
         }
@@ -106,13 +117,13 @@ pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<S
     };
     let angle = |k: usize| std::f32::consts::TAU * k as f32 / e as f32;
     let pos = |t: usize, k: usize| -> [f32; 3] {
-        let r = p.inner + (1.0 - p.inner) * (radius(field.at(first + t, k)) / vmax) as f32;
+        let r = p.inner + (1.0 - p.inner) * (radius(avg(field, t, k)) / vmax) as f32;
         let a = angle(k);
-        [r * a.cos(), r * a.sin(), -(t as f32) * p.stretch]
+        [r * a.cos(), r * a.sin(), -((t * group) as f32) * p.stretch]
     };
-    for t in 0..n {
+    for t in 0..rings {
         for k in 0..e {
-            let c = ((cf.at(first + t, k) - cmin) / (cmax - cmin)) as f32;
+            let c = ((avg(cf, t, k) - cmin) / (cmax - cmin)) as f32;
             mesh.vertices.push(Vertex {
                 position: pos(t, k),
                 normal: [0.0; 3],
@@ -121,7 +132,7 @@ pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<S
         }
     }
     // quads between adjacent elements (wrapping) and successive rings
-    for t in 0..n.saturating_sub(1) {
+    for t in 0..rings.saturating_sub(1) {
         for k in 0..e {
             let (a, b) = ((t * e + k) as u32, (t * e + (k + 1) % e) as u32);
             let (c, d) = (a + e as u32, b + e as u32);
@@ -131,7 +142,7 @@ pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<S
     smooth_normals(&mut mesh);
     let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
     // a single ring (width 1) is drawn as its outline
-    if n == 1 {
+    if rings == 1 {
         for k in 0..e {
             let (a, b) = (mesh.vertices[k], mesh.vertices[(k + 1) % e]);
             scene.lines.push(Segment {
@@ -142,7 +153,7 @@ pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<S
         }
     }
     // the axis, with the time bins it spans
-    let z1 = -((n.max(2) - 1) as f32) * p.stretch;
+    let z1 = -(((rings.max(2) - 1) * group) as f32) * p.stretch;
     scene.lines.push(Segment {
         a: [0.0, 0.0, 0.0],
         b: [0.0, 0.0, z1],
@@ -162,13 +173,14 @@ pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<S
     });
     scene.meshes.push(mesh);
     scene.title = format!(
-        "Kiviat tube: {} ({} elements, bins {}..{} of {}, {} leading empty bins trimmed)",
+        "Kiviat tube: {} ({} elements, bins {}..{} of {}, {} leading empty bins trimmed{})",
         field.quantity,
         e,
         first,
         first + n - 1,
         field.bins,
-        skip
+        skip,
+        if group > 1 { format!("; {group} bins per ring") } else { String::new() }
     );
     scene.legend = Some(Legend {
         title: color.map_or(field.quantity.clone(), |c| c.quantity.clone()),
@@ -293,5 +305,14 @@ mod tests {
             .is_err()
         );
         assert!(build(&field(3, 2, |_, _| 1.0), None, &KiviatParams::default()).is_err());
+    }
+
+    #[test]
+    fn level_of_detail_keeps_the_budget() {
+        let f = field(10_000, 64, |t, e| ((t + e) % 7) as f64);
+        let s = build(&f, None, &KiviatParams { width: None, trim_leading_empty: false, max_triangles: 100_000, ..Default::default() }).unwrap();
+        assert!(s.triangles() <= 100_000, "{}", s.triangles());
+        assert!(s.triangles() > 50_000);
+        assert!(s.title.contains("bins per ring"));
     }
 }

@@ -21,6 +21,8 @@ pub struct MomentParams {
     pub t1: Time,
     /// At most this many rows (processors are grouped beyond).
     pub max_rows: usize,
+    /// At most this many rows in the Gantt chart (rows are averaged beyond).
+    pub max_gantt_rows: usize,
     pub colormap: String,
 }
 
@@ -30,6 +32,7 @@ impl Default for MomentParams {
             t0: 0,
             t1: 1,
             max_rows: 65_536,
+            max_gantt_rows: 2048,
             colormap: "heat".into(),
         }
     }
@@ -97,9 +100,12 @@ pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Res
         let cmap = Colormap::named(&p.colormap)?;
         let mut mesh = Mesh::default();
         let gx = |t: u64| 1.05 + x(t as f64);
-        for r in 0..rows {
-            let (a, b) = (r * group, ((r + 1) * group).min(n));
-            let (y0, y1) = (-(r as f32) - 1.0, -(r as f32));
+        let ggroup = n.div_ceil(p.max_gantt_rows.max(1)).max(group);
+        let grows = n.div_ceil(ggroup);
+        let scale = rows as f32 / grows as f32;
+        for r in 0..grows {
+            let (a, b) = (r * ggroup, ((r + 1) * ggroup).min(n));
+            let (y0, y1) = (-((r + 1) as f32) * scale, -(r as f32) * scale);
             for k in 0..g.bins {
                 let v = (a..b).map(|e| g.at(k, e)).sum::<f64>() / (b - a) as f64;
                 if v <= 0.0 {
