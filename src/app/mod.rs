@@ -277,6 +277,17 @@ impl App {
     }
 
     fn ui(&mut self, root: &mut egui::Ui) {
+        // the scene's title, legend and labels over the 3D view
+        if let (Some(s), Some(cam)) = (&self.scene, &self.state.camera) {
+            let rect = root.max_rect();
+            crate::render::overlay::paint(
+                root.painter(),
+                rect,
+                s,
+                cam,
+                self.state.view == ViewKind::Kiviat,
+            );
+        }
         egui::Panel::left("controls")
             .min_size(220.0)
             .show(root, |ui| {
@@ -543,6 +554,7 @@ fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
     let renderer = Renderer::with_format(&ctx, config.format);
     let targets = Targets::new(&ctx, config.format, config.width, config.height);
     let egui_ctx = egui::Context::default();
+    crate::render::overlay::install_font(&egui_ctx);
     let egui_state = egui_winit::State::new(
         egui_ctx.clone(),
         egui::ViewportId::ROOT,

@@ -155,8 +155,10 @@ pub fn run(a: RenderArgs) -> Result<()> {
     }
     let loaded: Option<tapestry::app::ViewState> = match &a.view_state {
         Some(p) => Some(
-            serde_json::from_slice(&std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?)
-                .with_context(|| format!("{}: not a view-state file", p.display()))?,
+            serde_json::from_slice(
+                &std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
+            )
+            .with_context(|| format!("{}: not a view-state file", p.display()))?,
         ),
         None => None,
     };

@@ -35,7 +35,13 @@ impl Camera {
                     target: [c.x, c.y, lo.z - 10.0],
                     up: [0.0, 1.0, 0.0],
                     fov_y: 45.0,
-                    ortho: Some([lo.x - m.x, lo.y - m.y, hi.x + m.x, hi.y + m.y]),
+                    // room on the right for the colour legend
+                    ortho: Some([
+                        lo.x - m.x,
+                        lo.y - m.y * 2.0,
+                        hi.x + (hi.x - lo.x) * 0.12,
+                        hi.y + m.y * 2.5,
+                    ]),
                 }
             }
             Projection::Perspective => {

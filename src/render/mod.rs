@@ -5,10 +5,12 @@
 //! (any vertex alpha below 1) follow, sorted back to front by their
 //! centroid, without depth writes. 4× MSAA, 32-bit depth.
 //!
-//! Not yet drawn: the text labels and the colour legend of a scene (they
-//! are part of the scene; their overlay comes with the window).
+//! The title, colour legend and text labels are painted over the scene by
+//! [`overlay`] (egui, DejaVu Sans from `assets/fonts/`), in the window and
+//! in headless frames alike.
 
 pub mod camera;
+pub mod overlay;
 
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
@@ -78,6 +80,7 @@ impl Frame {
 pub struct Renderer {
     ctx: GpuContext,
     format: wgpu::TextureFormat,
+    overlay: std::sync::Mutex<Option<overlay::Headless>>,
     lit: wgpu::RenderPipeline,
     transparent: wgpu::RenderPipeline,
     lines: wgpu::RenderPipeline,
@@ -232,6 +235,7 @@ impl Renderer {
             layout,
             ctx: ctx.clone(),
             format,
+            overlay: std::sync::Mutex::new(None),
         }
     }
 
@@ -438,6 +442,14 @@ impl Renderer {
             width as f32 / height as f32,
             background,
         );
+        {
+            let dark = background[0] + background[1] + background[2] < 1.5;
+            let mut guard = self.overlay.lock().unwrap_or_else(|e| e.into_inner());
+            let ov = guard.get_or_insert_with(|| overlay::Headless::new(&self.ctx, self.format));
+            ov.encode(
+                &self.ctx, &mut enc, &resolve_v, scene, camera, width, height, dark,
+            );
+        }
         // texture → buffer with rows padded to 256 bytes
         let row = width * 4;
         let padded = row.next_multiple_of(256);

@@ -180,7 +180,11 @@ pub fn build(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Result<S
         first + n - 1,
         field.bins,
         skip,
-        if group > 1 { format!("; {group} bins per ring") } else { String::new() }
+        if group > 1 {
+            format!("; {group} bins per ring")
+        } else {
+            String::new()
+        }
     );
     scene.legend = Some(Legend {
         title: color.map_or(field.quantity.clone(), |c| c.quantity.clone()),
@@ -310,7 +314,17 @@ mod tests {
     #[test]
     fn level_of_detail_keeps_the_budget() {
         let f = field(10_000, 64, |t, e| ((t + e) % 7) as f64);
-        let s = build(&f, None, &KiviatParams { width: None, trim_leading_empty: false, max_triangles: 100_000, ..Default::default() }).unwrap();
+        let s = build(
+            &f,
+            None,
+            &KiviatParams {
+                width: None,
+                trim_leading_empty: false,
+                max_triangles: 100_000,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(s.triangles() <= 100_000, "{}", s.triangles());
         assert!(s.triangles() > 50_000);
         assert!(s.title.contains("bins per ring"));
