@@ -152,6 +152,29 @@ fn kiviat_tube_snapshot() {
 }
 
 #[test]
+fn moment_display_3d_snapshot() {
+    let Some(ctx) = context() else { return };
+    let r = Renderer::new(&ctx);
+    let accs: Vec<MomentAcc> = (0..24u64)
+        .map(|p| MomentAcc::interval(20 * p, 500).merge(MomentAcc::interval(900, 1000 + 10 * p)))
+        .collect();
+    let s = moments::build_3d(
+        &accs,
+        &moments::MomentParams {
+            t0: 0,
+            t1: 1300,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let frame = render(&r, &s, [0.02, 0.02, 0.05, 1.0]);
+    let reference = check("moments3d", &frame);
+    let flat = moments_scene();
+    let other = render(&r, &flat, [0.02, 0.02, 0.05, 1.0]);
+    assert!(failing(&other, &reference) > (FAILING_FRACTION * (W * H) as f64) as usize);
+}
+
+#[test]
 fn moment_display_snapshot() {
     let Some(ctx) = context() else { return };
     let r = Renderer::new(&ctx);

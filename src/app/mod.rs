@@ -46,6 +46,9 @@ pub struct ViewState {
     pub kiviat_stretch: f32,
     pub kiviat_log: bool,
     pub fly: bool,
+    /// The 3D variant of the moment display.
+    #[serde(default)]
+    pub moments_3d: bool,
 }
 
 impl Default for ViewState {
@@ -59,6 +62,7 @@ impl Default for ViewState {
             kiviat_stretch: 0.15,
             kiviat_log: false,
             fly: false,
+            moments_3d: false,
         }
     }
 }
@@ -183,16 +187,19 @@ impl App {
                     ..Default::default()
                 },
             ),
-            ViewKind::Moments => moment_scene::build(
-                &d.accs,
-                Some(&d.field),
-                &moment_scene::MomentParams {
+            ViewKind::Moments => {
+                let mp = moment_scene::MomentParams {
                     t0: d.t0,
                     t1: d.t1,
                     colormap: self.state.colormap.clone(),
                     ..Default::default()
-                },
-            ),
+                };
+                if self.state.moments_3d {
+                    moment_scene::build_3d(&d.accs, &mp)
+                } else {
+                    moment_scene::build(&d.accs, Some(&d.field), &mp)
+                }
+            }
         };
         match built {
             Ok(s) => {
@@ -253,7 +260,7 @@ impl App {
             .output_dir
             .join(format!("tapestry-{:04}.png", self.shots));
         let r = Renderer::new(&g.ctx);
-        let bg = background(self.state.view);
+        let bg = background(&self.state);
         self.message = match r
             .render(s, cam, g.config.width.max(1), g.config.height.max(1), bg)
             .and_then(|f| f.save_png(&path))
@@ -467,7 +474,7 @@ impl App {
             self.scene.as_ref().unwrap_or(&empty),
             &cam,
             aspect,
-            background(self.state.view),
+            background(&self.state),
         );
         let tris = egui_ctx.tessellate(out.shapes, out.pixels_per_point);
         let screen = egui_wgpu::ScreenDescriptor {
@@ -513,9 +520,10 @@ impl App {
 
 impl ViewState {
     /// The fields whose change requires rebuilding the scene.
-    fn clone_key(&self) -> (ViewKind, String, usize, usize, u32, bool) {
+    fn clone_key(&self) -> (ViewKind, bool, String, usize, usize, u32, bool) {
         (
             self.view,
+            self.moments_3d,
             self.colormap.clone(),
             self.kiviat_start,
             self.kiviat_width,
@@ -525,10 +533,10 @@ impl ViewState {
     }
 }
 
-fn background(v: ViewKind) -> [f64; 4] {
-    match v {
-        ViewKind::Kiviat => [0.02, 0.02, 0.05, 1.0],
-        ViewKind::Moments => [1.0, 1.0, 1.0, 1.0],
+fn background(s: &ViewState) -> [f64; 4] {
+    match (s.view, s.moments_3d) {
+        (ViewKind::Moments, false) => [1.0, 1.0, 1.0, 1.0],
+        _ => [0.02, 0.02, 0.05, 1.0],
     }
 }
 

@@ -72,6 +72,9 @@ pub struct RenderArgs {
     /// Kiviat: keep leading empty bins.
     #[arg(long)]
     pub keep_empty: bool,
+    /// Moments: the 3D variant (processors in depth).
+    #[arg(long)]
+    pub moments_3d: bool,
     /// Moments: time bins of the Gantt chart.
     #[arg(long, default_value_t = 200)]
     pub gantt_bins: usize,
@@ -169,6 +172,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         a.width = vs.kiviat_width;
         a.stretch = vs.kiviat_stretch;
         a.log = vs.kiviat_log;
+        a.moments_3d |= vs.moments_3d;
     }
     // scenes to draw (one per frame)
     let mut scenes = Vec::new();
@@ -227,7 +231,11 @@ pub fn run(a: RenderArgs) -> Result<()> {
                 colormap: a.colormap.clone().unwrap_or_else(|| "heat".into()),
                 ..Default::default()
             };
-            scenes.push(moment_scene::build(&accs, Some(&g), &p)?);
+            scenes.push(if a.moments_3d {
+                moment_scene::build_3d(&accs, &p)?
+            } else {
+                moment_scene::build(&accs, Some(&g), &p)?
+            });
         }
     }
     let ctx = GpuContext::new().context("rendering needs a GPU adapter")?;
@@ -248,7 +256,8 @@ pub fn run(a: RenderArgs) -> Result<()> {
         camera.target = vec3(tg, "--target")?;
     }
     let background = match a.view {
-        View::Moments => [1.0, 1.0, 1.0, 1.0],
+        View::Moments if !a.moments_3d => [1.0, 1.0, 1.0, 1.0],
+        View::Moments => [0.02, 0.02, 0.05, 1.0],
         View::Kiviat => [0.02, 0.02, 0.05, 1.0],
     };
     let t_render = std::time::Instant::now();
@@ -285,6 +294,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
             kiviat_stretch: a.stretch,
             kiviat_log: a.log,
             fly: false,
+            moments_3d: a.moments_3d,
         };
         tapestry::export::write_atomic(p, serde_json::to_string_pretty(&state)?.as_bytes(), &[])?;
     }

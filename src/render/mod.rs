@@ -24,6 +24,7 @@ use crate::scene::Scene;
 
 const MESH_SHADER: &str = include_str!("../../shaders/mesh.wgsl");
 const LINES_SHADER: &str = include_str!("../../shaders/lines.wgsl");
+const GLYPH_SHADER: &str = include_str!("../../shaders/glyph.wgsl");
 /// The format of headless frames.
 pub const FRAME_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
 /// The depth format.
@@ -84,6 +85,7 @@ pub struct Renderer {
     lit: wgpu::RenderPipeline,
     transparent: wgpu::RenderPipeline,
     lines: wgpu::RenderPipeline,
+    glyphs: wgpu::RenderPipeline,
     layout: wgpu::BindGroupLayout,
 }
 
@@ -156,6 +158,62 @@ impl Renderer {
         let line_mod = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("lines"),
             source: wgpu::ShaderSource::Wgsl(LINES_SHADER.into()),
+        });
+        let glyph_mod = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("glyphs"),
+            source: wgpu::ShaderSource::Wgsl(GLYPH_SHADER.into()),
+        });
+        let base_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3];
+        let inst_attrs = wgpu::vertex_attr_array![2 => Float32x3, 3 => Float32x3, 4 => Float32x4];
+        let glyphs = d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("glyphs"),
+            layout: Some(&pl),
+            vertex: wgpu::VertexState {
+                module: &glyph_mod,
+                entry_point: Some("vs_main"),
+                compilation_options: Default::default(),
+                buffers: &[
+                    Some(wgpu::VertexBufferLayout {
+                        array_stride: 24,
+                        step_mode: wgpu::VertexStepMode::Vertex,
+                        attributes: &base_attrs,
+                    }),
+                    Some(wgpu::VertexBufferLayout {
+                        array_stride: std::mem::size_of::<crate::scene::GlyphInstance>() as u64,
+                        step_mode: wgpu::VertexStepMode::Instance,
+                        attributes: &inst_attrs,
+                    }),
+                ],
+            },
+            primitive: wgpu::PrimitiveState {
+                topology: wgpu::PrimitiveTopology::TriangleList,
+                cull_mode: None,
+                ..Default::default()
+            },
+            depth_stencil: Some(wgpu::DepthStencilState {
+                format: DEPTH,
+                depth_write_enabled: Some(true),
+                depth_compare: Some(wgpu::CompareFunction::LessEqual),
+                stencil: Default::default(),
+                bias: Default::default(),
+            }),
+            multisample: wgpu::MultisampleState {
+                count: SAMPLES,
+                mask: !0,
+                alpha_to_coverage_enabled: false,
+            },
+            fragment: Some(wgpu::FragmentState {
+                module: &glyph_mod,
+                entry_point: Some("fs_main"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format,
+                    blend: Some(wgpu::BlendState::ALPHA_BLENDING),
+                    write_mask: wgpu::ColorWrites::ALL,
+                })],
+            }),
+            multiview_mask: None,
+            cache: None,
         });
         let mesh_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Float32x4];
         let line_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4];
@@ -232,6 +290,7 @@ impl Renderer {
                 wgpu::PrimitiveTopology::LineList,
                 true,
             ),
+            glyphs,
             layout,
             ctx: ctx.clone(),
             format,
@@ -348,6 +407,35 @@ impl Renderer {
             })
         });
 
+        let glyph_bufs: Vec<(wgpu::Buffer, wgpu::Buffer, wgpu::Buffer, u32, u32)> = scene
+            .glyphs
+            .iter()
+            .filter(|g| !g.instances.is_empty())
+            .map(|g| {
+                let (p, n, idx) = crate::scene::glyph_mesh(g.shape);
+                let verts: Vec<[f32; 6]> = p
+                    .iter()
+                    .zip(&n)
+                    .map(|(p, n)| [p[0], p[1], p[2], n[0], n[1], n[2]])
+                    .collect();
+                let vb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("glyph shape"),
+                    contents: bytemuck::cast_slice(&verts),
+                    usage: wgpu::BufferUsages::VERTEX,
+                });
+                let ib = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("glyph indices"),
+                    contents: bytemuck::cast_slice(&idx),
+                    usage: wgpu::BufferUsages::INDEX,
+                });
+                let inst = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("glyph instances"),
+                    contents: bytemuck::cast_slice(&g.instances),
+                    usage: wgpu::BufferUsages::VERTEX,
+                });
+                (vb, ib, inst, idx.len() as u32, g.instances.len() as u32)
+            })
+            .collect();
         {
             let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("scene"),
@@ -387,6 +475,14 @@ impl Renderer {
                 pass.set_vertex_buffer(0, vb.slice(..));
                 pass.set_index_buffer(ib.slice(..), wgpu::IndexFormat::Uint32);
                 pass.draw_indexed(0..*n, 0, 0..1);
+            }
+            for (vb, ib, inst, n, count) in &glyph_bufs {
+                pass.set_pipeline(&self.glyphs);
+                pass.set_bind_group(0, &lit_bind, &[]);
+                pass.set_vertex_buffer(0, vb.slice(..));
+                pass.set_vertex_buffer(1, inst.slice(..));
+                pass.set_index_buffer(ib.slice(..), wgpu::IndexFormat::Uint32);
+                pass.draw_indexed(0..*n, 0, 0..*count);
             }
             if let Some(lb) = &line_buf {
                 pass.set_pipeline(&self.lines);
