@@ -31,9 +31,20 @@ echo "== 65,536 processors"
 $T synth bcast -p 65536 --reps 2 -o "$OUT/bcast-64k.prv"
 $T info "$OUT/bcast-64k.prv" --locations 4 --stats
 
+echo "== Views rendered headless (PNG): the Kiviat tube of the kernel's remote accesses, the moment display"
+$T render "$OUT/kernel.prv" --view kiviat --quantity tensor:"$OUT/access.npy" --kinds remote --width 20 --size 1280x720 -o "$OUT/kiviat.png"
+$T render "$OUT/kernel.prv" --view kiviat --quantity tensor:"$OUT/access.npy" --kinds local --width 15 --frames 8 --size 640x360 -o "$OUT/kiviat-slide.png"
+$T render "$OUT/gauss-block.prv" --view moments --size 1280x720 -o "$OUT/moments.png"
+$T render "$OUT/gauss-block.prv" --view moments --moments-3d --size 1280x720 -o "$OUT/moments-3d.png"
+$T analyze "$OUT/gauss-block.prv" moments --gpu -o "$OUT/moments-gpu.csv"
+
 echo "== A real OTF2 trace (Score-P ping-pong), if ../shared is beside this checkout"
 if [ -f ../shared/traces/ping-pong-otf2/traces.otf2 ]; then
     $T info ../shared/traces/ping-pong-otf2/traces.otf2 --locations 2
 fi
 
 echo "demo output in $OUT/"
+if [ -n "${DISPLAY:-}" ] && [ -z "${CI:-}" ]; then
+    echo "== The viewer window (close it to finish)"
+    $T view "$OUT/gauss.prv" --output-dir "$OUT" || true
+fi

@@ -21,6 +21,21 @@ pub enum GpuError {
     Other(String),
 }
 
+/// The instance options: `WGPU_BACKEND` when set; otherwise the primary
+/// backends (Vulkan, Metal, DX12), or with `gl` the GL backend as a last
+/// resort (probing GL/EGL first prints noise on headless machines).
+pub fn instance_descriptor(gl: bool) -> wgpu::InstanceDescriptor {
+    let mut d = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    if std::env::var_os("WGPU_BACKEND").is_none() {
+        d.backends = if gl {
+            wgpu::Backends::GL
+        } else {
+            wgpu::Backends::PRIMARY
+        };
+    }
+    d
+}
+
 /// A device and queue with what the adapter offers.
 #[derive(Clone)]
 pub struct GpuContext {
