@@ -224,7 +224,7 @@ pub fn temporal_signal(
         SampleMode::Hold => last / delta + 1,
         SampleMode::Mean => end.max(last).div_ceil(delta).max(1),
     };
-    if n > 1 << 31 {
+    if n > 1 << 27 {
         return Err(Error::Invalid(format!(
             "{n} samples with a period of {delta} ns; use a longer period"
         )));

@@ -749,7 +749,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             })?;
             let delta = parse_time(&a.period)?;
             let n = (t.meta.span / delta + 1) as usize;
-            if n > 1 << 31 {
+            if n > 1 << 27 {
                 bail!("{n} samples; use a longer --period");
             }
             let mut ind = vec![0.0; n];
