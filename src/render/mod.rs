@@ -19,7 +19,7 @@ use wgpu::util::DeviceExt;
 pub use camera::Camera;
 
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, GpuError};
+use crate::gpu::GpuContext;
 use crate::scene::Scene;
 
 const MESH_SHADER: &str = include_str!("../../shaders/mesh.wgsl");
@@ -573,26 +573,12 @@ impl Renderer {
             size,
         );
         self.ctx.queue.submit([enc.finish()]);
-        let slice = out.slice(..);
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        d.poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Other(format!("waiting for the frame: {e}")))?;
-        rx.recv()
-            .map_err(|e| GpuError::Other(e.to_string()))?
-            .map_err(|e| GpuError::Other(format!("mapping the frame: {e}")))?;
-        let data = slice
-            .get_mapped_range()
-            .map_err(|e| GpuError::Other(format!("reading the frame: {e}")))?;
+        let data = crate::gpu::kernels::map_read(&self.ctx, &out)?;
         let mut rgba = Vec::with_capacity((row * height) as usize);
         for y in 0..height as usize {
             let start = y * padded as usize;
             rgba.extend_from_slice(&data[start..start + row as usize]);
         }
-        drop(data);
-        out.unmap();
         Ok(Frame {
             width,
             height,

@@ -64,6 +64,11 @@ pub(crate) fn read_back(
     });
     encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
     ctx.queue.submit([encoder.finish()]);
+    map_read(ctx, &staging)
+}
+
+/// Maps a `MAP_READ` buffer whose copy was submitted, and returns its bytes.
+pub(crate) fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
     let slice = staging.slice(..);
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
