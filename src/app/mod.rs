@@ -489,26 +489,7 @@ impl App {
         }
         g.egui_renderer
             .update_buffers(&g.ctx.device, &g.ctx.queue, &mut enc, &tris, &screen);
-        {
-            let pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
-                label: Some("egui"),
-                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &view,
-                    depth_slice: None,
-                    resolve_target: None,
-                    ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Load,
-                        store: wgpu::StoreOp::Store,
-                    },
-                })],
-                depth_stencil_attachment: None,
-                timestamp_writes: None,
-                occlusion_query_set: None,
-                multiview_mask: None,
-            });
-            let mut pass = pass.forget_lifetime();
-            g.egui_renderer.render(&mut pass, &tris, &screen);
-        }
+        crate::render::overlay::draw_egui(&g.egui_renderer, &mut enc, &view, &tris, &screen);
         for id in &out.textures_delta.free {
             g.egui_renderer.free_texture(id);
         }

@@ -47,6 +47,15 @@ struct LineVertex {
     color: [f32; 4],
 }
 
+const MESH_ATTRS: [wgpu::VertexAttribute; 3] =
+    wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Float32x4];
+const LINE_ATTRS: [wgpu::VertexAttribute; 2] =
+    wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4];
+const BASE_ATTRS: [wgpu::VertexAttribute; 2] =
+    wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3];
+const INSTANCE_ATTRS: [wgpu::VertexAttribute; 3] =
+    wgpu::vertex_attr_array![2 => Float32x3, 3 => Float32x3, 4 => Float32x4];
+
 /// An RGBA8 image (sRGB), row-major from the top.
 #[derive(Debug, Clone)]
 pub struct Frame {
@@ -151,76 +160,40 @@ impl Renderer {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let mesh_mod = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("mesh"),
-            source: wgpu::ShaderSource::Wgsl(MESH_SHADER.into()),
-        });
-        let line_mod = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("lines"),
-            source: wgpu::ShaderSource::Wgsl(LINES_SHADER.into()),
-        });
-        let glyph_mod = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("glyphs"),
-            source: wgpu::ShaderSource::Wgsl(GLYPH_SHADER.into()),
-        });
-        let base_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3];
-        let inst_attrs = wgpu::vertex_attr_array![2 => Float32x3, 3 => Float32x3, 4 => Float32x4];
-        let glyphs = d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("glyphs"),
-            layout: Some(&pl),
-            vertex: wgpu::VertexState {
-                module: &glyph_mod,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &[
-                    Some(wgpu::VertexBufferLayout {
-                        array_stride: 24,
-                        step_mode: wgpu::VertexStepMode::Vertex,
-                        attributes: &base_attrs,
-                    }),
-                    Some(wgpu::VertexBufferLayout {
-                        array_stride: std::mem::size_of::<crate::scene::GlyphInstance>() as u64,
-                        step_mode: wgpu::VertexStepMode::Instance,
-                        attributes: &inst_attrs,
-                    }),
-                ],
-            },
-            primitive: wgpu::PrimitiveState {
-                topology: wgpu::PrimitiveTopology::TriangleList,
-                cull_mode: None,
-                ..Default::default()
-            },
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: DEPTH,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::LessEqual),
-                stencil: Default::default(),
-                bias: Default::default(),
+        let module = |label: &str, src: &str| {
+            d.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(src.into()),
+            })
+        };
+        let (mesh_mod, line_mod, glyph_mod) = (
+            module("mesh", MESH_SHADER),
+            module("lines", LINES_SHADER),
+            module("glyphs", GLYPH_SHADER),
+        );
+        let per_vertex = |stride: usize, attributes: &'static [wgpu::VertexAttribute]| {
+            Some(wgpu::VertexBufferLayout {
+                array_stride: stride as u64,
+                step_mode: wgpu::VertexStepMode::Vertex,
+                attributes,
+            })
+        };
+        let mesh_buffers = [per_vertex(
+            std::mem::size_of::<crate::scene::Vertex>(),
+            &MESH_ATTRS,
+        )];
+        let line_buffers = [per_vertex(std::mem::size_of::<LineVertex>(), &LINE_ATTRS)];
+        let glyph_buffers = [
+            per_vertex(24, &BASE_ATTRS),
+            Some(wgpu::VertexBufferLayout {
+                array_stride: std::mem::size_of::<crate::scene::GlyphInstance>() as u64,
+                step_mode: wgpu::VertexStepMode::Instance,
+                attributes: &INSTANCE_ATTRS,
             }),
-            multisample: wgpu::MultisampleState {
-                count: SAMPLES,
-                mask: !0,
-                alpha_to_coverage_enabled: false,
-            },
-            fragment: Some(wgpu::FragmentState {
-                module: &glyph_mod,
-                entry_point: Some("fs_main"),
-                compilation_options: Default::default(),
-                targets: &[Some(wgpu::ColorTargetState {
-                    format,
-                    blend: Some(wgpu::BlendState::ALPHA_BLENDING),
-                    write_mask: wgpu::ColorWrites::ALL,
-                })],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
-        let mesh_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Float32x4];
-        let line_attrs = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4];
+        ];
         let pipeline = |module: &wgpu::ShaderModule,
-                        attrs: &[wgpu::VertexAttribute],
-                        stride: u64,
-                        topology,
+                        buffers: &[Option<wgpu::VertexBufferLayout>],
+                        topology: wgpu::PrimitiveTopology,
                         depth_write: bool| {
             d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some("scene"),
@@ -229,11 +202,7 @@ impl Renderer {
                     module,
                     entry_point: Some("vs_main"),
                     compilation_options: Default::default(),
-                    buffers: &[Some(wgpu::VertexBufferLayout {
-                        array_stride: stride,
-                        step_mode: wgpu::VertexStepMode::Vertex,
-                        attributes: attrs,
-                    })],
+                    buffers,
                 },
                 primitive: wgpu::PrimitiveState {
                     topology,
@@ -266,31 +235,17 @@ impl Renderer {
                 cache: None,
             })
         };
-        let vstride = std::mem::size_of::<crate::scene::Vertex>() as u64;
-        let lstride = std::mem::size_of::<LineVertex>() as u64;
+        let triangles = wgpu::PrimitiveTopology::TriangleList;
         Renderer {
-            lit: pipeline(
-                &mesh_mod,
-                &mesh_attrs,
-                vstride,
-                wgpu::PrimitiveTopology::TriangleList,
-                true,
-            ),
-            transparent: pipeline(
-                &mesh_mod,
-                &mesh_attrs,
-                vstride,
-                wgpu::PrimitiveTopology::TriangleList,
-                false,
-            ),
+            lit: pipeline(&mesh_mod, &mesh_buffers, triangles, true),
+            transparent: pipeline(&mesh_mod, &mesh_buffers, triangles, false),
             lines: pipeline(
                 &line_mod,
-                &line_attrs,
-                lstride,
+                &line_buffers,
                 wgpu::PrimitiveTopology::LineList,
                 true,
             ),
-            glyphs,
+            glyphs: pipeline(&glyph_mod, &glyph_buffers, triangles, true),
             layout,
             ctx: ctx.clone(),
             format,

@@ -203,23 +203,34 @@ impl Headless {
         }
         self.renderer
             .update_buffers(&gpu.device, &gpu.queue, enc, &tris, &screen);
-        let pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
-            label: Some("overlay"),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view: target,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: wgpu::LoadOp::Load,
-                    store: wgpu::StoreOp::Store,
-                },
-            })],
-            depth_stencil_attachment: None,
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
-        let mut pass = pass.forget_lifetime();
-        self.renderer.render(&mut pass, &tris, &screen);
+        draw_egui(&self.renderer, enc, target, &tris, &screen);
     }
+}
+
+/// Draws tessellated egui output over `target`, keeping what is there.
+pub fn draw_egui(
+    renderer: &egui_wgpu::Renderer,
+    enc: &mut wgpu::CommandEncoder,
+    target: &wgpu::TextureView,
+    tris: &[egui::ClippedPrimitive],
+    screen: &egui_wgpu::ScreenDescriptor,
+) {
+    let pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+        label: Some("overlay"),
+        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+            view: target,
+            depth_slice: None,
+            resolve_target: None,
+            ops: wgpu::Operations {
+                load: wgpu::LoadOp::Load,
+                store: wgpu::StoreOp::Store,
+            },
+        })],
+        depth_stencil_attachment: None,
+        timestamp_writes: None,
+        occlusion_query_set: None,
+        multiview_mask: None,
+    });
+    let mut pass = pass.forget_lifetime();
+    renderer.render(&mut pass, tris, screen);
 }
