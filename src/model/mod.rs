@@ -17,6 +17,7 @@ pub(crate) mod builder;
 mod events;
 mod intervals;
 mod locations;
+pub mod matching;
 mod nesting;
 pub mod profile;
 mod states;

@@ -13,7 +13,7 @@
 //! beginning of the send to the end of the receive. Other begin/end records
 //! and other record types become marker events named after their numbers.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::ReadOptions;
@@ -21,6 +21,7 @@ use super::decimal::parse_scaled;
 use super::input::{self, Block, LineBlocks};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
+use crate::model::matching::match_in_order;
 use crate::model::{
     BuildOptions, Format, LocId, LocationKind, NestedSlice, StateClass, Time, TimeUnit, Trace,
     TraceBuilder, flatten_nested,
@@ -264,8 +265,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut unclosed = 0u64;
     let mut first_bad: Option<u64> = None;
     // (src, dst, tag) -> queue of send begin times; receives matched in time order
-    let mut sends: BTreeMap<(u32, u32, i64), VecDeque<(i64, u64)>> = BTreeMap::new();
-    let mut recvs: Vec<(i64, u32, u32, i64, u64)> = Vec::new(); // (time, src, dst, tag, bytes)
+    // (source, destination, tag), time, bytes
+    let mut sends: Vec<((u32, u32, i64), u64, u64)> = Vec::new();
+    let mut recvs: Vec<((u32, u32, i64), u64, u64)> = Vec::new();
     let mut flat = Vec::new();
     let mut i = 0;
     while i < recs.len() {
@@ -299,10 +301,11 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                     if is_send(e) {
                         let dst = r.data[2];
                         if (0..MAX_PROC).contains(&dst) {
-                            sends
-                                .entry((p, dst as u32, r.data[1]))
-                                .or_default()
-                                .push_back((r.time, r.data[0].max(0) as u64));
+                            sends.push((
+                                (p, dst as u32, r.data[1]),
+                                r.time as u64,
+                                r.data[0].max(0) as u64,
+                            ));
                         }
                     }
                 }
@@ -326,10 +329,8 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                         let srcp = r.data[2];
                         if (0..MAX_PROC).contains(&srcp) {
                             recvs.push((
-                                r.time,
-                                srcp as u32,
-                                p,
-                                r.data[1],
+                                (srcp as u32, p, r.data[1]),
+                                r.time as u64,
                                 r.data[0].max(0) as u64,
                             ));
                         }
@@ -373,21 +374,21 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             format!("{unclosed} send or receive begin record(s) never ended; closed at trace stop")
         })?;
 
-    recvs.sort_unstable();
-    let mut unmatched_msgs = 0u64;
-    for (t, s, d, tag, bytes) in recvs {
-        match sends.get_mut(&(s, d, tag)).and_then(|q| q.pop_front()) {
-            Some((st, sbytes)) => {
-                let (Some(&sl), Some(&dl)) = (loc_of.get(&s), loc_of.get(&d)) else {
-                    unmatched_msgs += 1;
-                    continue;
-                };
-                b.message(sl, dl, st as Time, t as Time, bytes.max(sbytes), tag);
-            }
-            None => unmatched_msgs += 1,
+    let (pairs, mut unmatched_msgs) = match_in_order(sends, recvs);
+    for m in pairs {
+        let (s, d, tag) = m.key;
+        match (loc_of.get(&s), loc_of.get(&d)) {
+            (Some(&sl), Some(&dl)) => b.message(
+                sl,
+                dl,
+                m.send_time,
+                m.recv_time,
+                m.recv_bytes.max(m.send_bytes),
+                tag,
+            ),
+            _ => unmatched_msgs += 1,
         }
     }
-    unmatched_msgs += sends.values().map(|q| q.len() as u64).sum::<u64>();
     b.diagnostics.repair("unmatched-message", &src, Position::none(), unmatched_msgs, || {
         format!("{unmatched_msgs} send(s) or receive(s) without a partner; no message recorded for them")
     })?;

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use super::ReadOptions;
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
+use crate::model::matching::match_in_order;
 use crate::model::{
     BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
     TimeUnit, Trace, TraceBuilder, flatten_nested,
@@ -64,10 +65,6 @@ type P2p = (u64, u64, u32, u32, u32, u64);
 
 /// A collective: (location, begin, end, op, communicator, root, sent, received).
 type Coll = (u64, u64, u64, u8, u32, u32, u64, u64);
-
-/// Sends waiting for their receive, per (sender, receiver, communicator, tag):
-/// (time, bytes).
-type SendQueues = HashMap<(u64, u64, u32, u32), VecDeque<(u64, u64)>>;
 
 #[derive(Default)]
 struct Events {
@@ -966,36 +963,38 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
         let idx = *members.get(rank as usize)?;
         world.get(idx as usize).copied()
     };
-    let mut queues: SendQueues = HashMap::new();
+    // (sender, receiver, communicator, tag), time, bytes
     let mut unmatched = 0u64;
-    ev.sends.sort_unstable();
+    let mut sends = Vec::with_capacity(ev.sends.len());
     for &(t, loc, peer, comm, tag, len) in &ev.sends {
         match rank_loc(comm, peer, loc) {
-            Some(dst) => queues
-                .entry((loc, dst, comm, tag))
-                .or_default()
-                .push_back((t, len)),
+            Some(dst) => sends.push(((loc, dst, comm, tag), t, len)),
             None => unmatched += 1,
         }
     }
-    ev.recvs.sort_unstable();
+    let mut recvs = Vec::with_capacity(ev.recvs.len());
     for &(t, loc, peer, comm, tag, len) in &ev.recvs {
-        let Some(src) = rank_loc(comm, peer, loc) else {
-            unmatched += 1;
-            continue;
-        };
-        match queues
-            .get_mut(&(src, loc, comm, tag))
-            .and_then(|q| q.pop_front())
-        {
-            Some((st, slen)) => match (loc_of.get(&src), loc_of.get(&loc)) {
-                (Some(&s), Some(&d)) => b.message(s, d, ns(st), ns(t), slen.max(len), tag as i64),
-                _ => unmatched += 1,
-            },
+        match rank_loc(comm, peer, loc) {
+            Some(src) => recvs.push(((src, loc, comm, tag), t, len)),
             None => unmatched += 1,
         }
     }
-    unmatched += queues.values().map(|q| q.len() as u64).sum::<u64>();
+    let (pairs, left) = match_in_order(sends, recvs);
+    unmatched += left;
+    for m in pairs {
+        let (src, dst, _, tag) = m.key;
+        match (loc_of.get(&src), loc_of.get(&dst)) {
+            (Some(&s), Some(&d)) => b.message(
+                s,
+                d,
+                ns(m.send_time),
+                ns(m.recv_time),
+                m.send_bytes.max(m.recv_bytes),
+                tag as i64,
+            ),
+            _ => unmatched += 1,
+        }
+    }
 
     for &(l, begin, end, op, comm, root, sent, received) in &ev.collectives {
         let Some(&loc) = loc_of.get(&l) else { continue };
