@@ -15,11 +15,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The operating system refused an operation on a file.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {err}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        /// The operating system's error (part of the message, so that it is
+        /// not repeated as a cause).
+        err: std::io::Error,
     },
     /// The content of a file does not follow its format.
     #[error("{}{}: {msg}", path.display(), pos.suffix())]
@@ -44,7 +45,7 @@ impl Error {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
-            source,
+            err: source,
         }
     }
 
