@@ -1,6 +1,6 @@
 //! The viewer window (winit + egui): choose the view, its parameters and
-//! the colour map, drag the time window along the Kiviat tube, play or
-//! pause its slide, orbit or fly, save a screenshot (F12) and the view
+//! the colour map, drag the time window along the Kiviat tube (slider, or
+//! shift-drag in the view), play or pause its slide, orbit or fly, save a screenshot (F12) and the view
 //! state (F5). Loading and analysis run on a worker thread; the event loop
 //! never blocks on them and shows their progress.
 
@@ -49,6 +49,9 @@ pub struct ViewState {
     /// The 3D variant of the moment display.
     #[serde(default)]
     pub moments_3d: bool,
+    /// Colour the Kiviat tube by the messages sent instead of its radius.
+    #[serde(default)]
+    pub kiviat_color_messages: bool,
 }
 
 impl Default for ViewState {
@@ -63,6 +66,7 @@ impl Default for ViewState {
             kiviat_log: false,
             fly: false,
             moments_3d: false,
+            kiviat_color_messages: false,
         }
     }
 }
@@ -86,6 +90,8 @@ pub struct ViewerOptions {
 /// What the worker thread computes.
 struct Data {
     field: Field,
+    /// Messages sent per location and bin: the Kiviat tube's second metric.
+    messages: Field,
     accs: Vec<MomentAcc>,
     t0: u64,
     t1: u64,
@@ -115,11 +121,13 @@ fn load(opts: &ViewerOptions, tx: &std::sync::mpsc::Sender<Progress>) -> Result<
     let (t0, t1) = (0, t.meta.span.max(1));
     let bins = opts.bins.clamp(1, (t1 - t0) as usize);
     let field = fields::busy_fraction(&t, &mask, t0, t1, bins)?;
+    let messages = fields::messages(&t, false, t0, t1, bins)?;
     let accs = (0..t.num_locations() as u32)
         .map(|l| moments::accumulate(t.intervals.of(l), &mask, t0, t1))
         .collect();
     Ok(Data {
         field,
+        messages,
         accs,
         t0,
         t1,
@@ -162,6 +170,9 @@ struct App {
     fly_speed: f32,
     dragging: bool,
     cursor: Option<(f64, f64)>,
+    shift: bool,
+    /// Fractional bins of a shift-drag along the tube not applied yet.
+    slide: f32,
     shots: u32,
     message: String,
     error: Option<String>,
@@ -173,7 +184,7 @@ impl App {
         let built = match self.state.view {
             ViewKind::Kiviat => kiviat::build(
                 &d.field,
-                None,
+                self.state.kiviat_color_messages.then_some(&d.messages),
                 &kiviat::KiviatParams {
                     start: self.state.kiviat_start,
                     width: (self.state.kiviat_width > 0).then_some(self.state.kiviat_width),
@@ -340,6 +351,10 @@ impl App {
                             .text("stretch"),
                     );
                     ui.checkbox(&mut self.state.kiviat_log, "logarithmic radius");
+                    ui.checkbox(
+                        &mut self.state.kiviat_color_messages,
+                        "colour by messages sent",
+                    );
                     if ui
                         .button(if self.playing {
                             "pause (space)"
@@ -501,10 +516,11 @@ impl App {
 
 impl ViewState {
     /// The fields whose change requires rebuilding the scene.
-    fn clone_key(&self) -> (ViewKind, bool, String, usize, usize, u32, bool) {
+    fn clone_key(&self) -> (ViewKind, bool, bool, String, usize, usize, u32, bool) {
         (
             self.view,
             self.moments_3d,
+            self.kiviat_color_messages,
             self.colormap.clone(),
             self.kiviat_start,
             self.kiviat_width,
@@ -620,8 +636,22 @@ impl ApplicationHandler for App {
                     self.dragging = state == ElementState::Pressed;
                 }
             }
+            WindowEvent::ModifiersChanged(m) => self.shift = m.state().shift_key(),
             WindowEvent::CursorMoved { position, .. } => {
-                if let (Some((x, y)), true, Some(c)) =
+                if let (Some((x, _)), true, true, ViewKind::Kiviat) =
+                    (self.cursor, self.dragging, self.shift, self.state.view)
+                {
+                    // shift-drag slides the time window along the tube: 8 pixels a bin
+                    self.slide += (position.x - x) as f32 / 8.0;
+                    let whole = self.slide.trunc();
+                    if whole != 0.0 {
+                        self.slide -= whole;
+                        let max = self.max_start() as f32;
+                        self.state.kiviat_start =
+                            (self.state.kiviat_start as f32 + whole).clamp(0.0, max) as usize;
+                        self.dirty = true;
+                    }
+                } else if let (Some((x, y)), true, Some(c)) =
                     (self.cursor, self.dragging, self.state.camera.as_mut())
                 {
                     let (dx, dy) = ((position.x - x) as f32, (position.y - y) as f32);
@@ -689,6 +719,8 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         fly_speed: 1.0,
         dragging: false,
         cursor: None,
+        shift: false,
+        slide: 0.0,
         shots: 0,
         message: String::new(),
         error: None,

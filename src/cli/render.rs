@@ -295,6 +295,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
             kiviat_log: a.log,
             fly: false,
             moments_3d: a.moments_3d,
+            kiviat_color_messages: a.color_by.as_deref() == Some("messages"),
         };
         tapestry::export::write_atomic(p, serde_json::to_string_pretty(&state)?.as_bytes(), &[])?;
     }
