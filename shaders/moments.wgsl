@@ -1,5 +1,7 @@
 // Moments of utilization: one workgroup reduces one segment of at most 256
-// intervals of one location (positions relative to the segment's origin,
+// intervals (entry point `main`) or 32 intervals (`main_small`, for
+// locations with few intervals, so that lanes are not left idle) of one
+// location (positions relative to the segment's origin,
 // scaled on the host so that f32 keeps its precision) into the mergeable
 // accumulator (w, mean, m2, m3) with the parallel-axis (Pébay) formulas.
 // The host merges the segments of a location in f64.
@@ -39,14 +41,8 @@ fn merge(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(w, mean, m2, m3);
 }
 
-@compute @workgroup_size(256)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
-) {
-    let s = wid.x + wid.y * groups.x;
-    let i = lid.x;
+// Loads interval `i` of segment `s` as a single-interval accumulator.
+fn load(s: u32, i: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0, 0.0, 0.0, 0.0);
     if (s < params.segments) {
         let seg = segments[s];
@@ -56,7 +52,44 @@ fn main(
             v = vec4<f32>(l, ab.x + 0.5 * l, l * l * l / 12.0, 0.0);
         }
     }
-    acc[i] = v;
+    return v;
+}
+
+@compute @workgroup_size(32)
+fn main_small(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let s = wid.x + wid.y * groups.x;
+    let i = lid.x;
+    acc[i] = load(s, i);
+    workgroupBarrier();
+    var stride = 16u;
+    loop {
+        if (stride == 0u) {
+            break;
+        }
+        if (i < stride) {
+            acc[i] = merge(acc[i], acc[i + stride]);
+        }
+        workgroupBarrier();
+        stride = stride / 2u;
+    }
+    if (i == 0u && s < params.segments) {
+        partials[s] = acc[0];
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let s = wid.x + wid.y * groups.x;
+    let i = lid.x;
+    acc[i] = load(s, i);
     workgroupBarrier();
     var stride = WG / 2u;
     loop {

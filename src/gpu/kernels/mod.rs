@@ -90,6 +90,16 @@ pub(crate) fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u
 
 /// A compute pipeline from a WGSL source with entry point `main`.
 pub(crate) fn pipeline(ctx: &GpuContext, label: &str, source: &str) -> wgpu::ComputePipeline {
+    pipeline_entry(ctx, label, source, "main")
+}
+
+/// A compute pipeline from a WGSL source with the given entry point.
+pub(crate) fn pipeline_entry(
+    ctx: &GpuContext,
+    label: &str,
+    source: &str,
+    entry: &str,
+) -> wgpu::ComputePipeline {
     let module = ctx
         .device
         .create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -101,7 +111,7 @@ pub(crate) fn pipeline(ctx: &GpuContext, label: &str, source: &str) -> wgpu::Com
             label: Some(label),
             layout: None,
             module: &module,
-            entry_point: Some("main"),
+            entry_point: Some(entry),
             compilation_options: Default::default(),
             cache: None,
         })

@@ -21,6 +21,9 @@ use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/moments.wgsl");
 const SEG: usize = 256;
+/// Locations with at most this many selected intervals use the 32-lane
+/// entry point.
+const SMALL: usize = 32;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -144,9 +147,10 @@ pub fn moments(
     let max_intervals = (limit / 8) as usize;
     let max_segments = (limit / 16).min(MAX_SEGMENTS) as usize;
     let pipe = pipeline(ctx, "moments", SHADER);
+    let small_pipe = super::pipeline_entry(ctx, "moments (small)", SHADER, "main_small");
     let p = trace.num_locations();
     let mut accs = vec![MomentAcc::default(); p];
-    let mut chunk = Chunk::new();
+    let mut chunks = [Chunk::new(), Chunk::new()];
     let mut sel: Vec<(Time, Time)> = Vec::with_capacity(SEG);
     for l in 0..p as u32 {
         let w = trace.intervals.of(l).window(t0, t1);
@@ -166,11 +170,19 @@ pub fn moments(
             if sel.is_empty() {
                 continue;
             }
+            // large segments and small ones (≤ 32 intervals) go to separate dispatches
+            let kind = (sel.len() <= SMALL) as usize;
+            let chunk = &mut chunks[kind];
             if chunk.intervals.len() + sel.len() > max_intervals
                 || chunk.segments.len() + 1 > max_segments
             {
-                run_chunk(ctx, &pipe, &chunk, &mut accs)?;
-                chunk = Chunk::new();
+                run_chunk(
+                    ctx,
+                    if kind == 1 { &small_pipe } else { &pipe },
+                    chunk,
+                    &mut accs,
+                )?;
+                *chunk = Chunk::new();
             }
             let origin = sel[0].0;
             let extent = (sel[sel.len() - 1].1 - origin) as f64;
@@ -195,7 +207,8 @@ pub fn moments(
             }
         }
     }
-    run_chunk(ctx, &pipe, &chunk, &mut accs)?;
+    run_chunk(ctx, &pipe, &chunks[0], &mut accs)?;
+    run_chunk(ctx, &small_pipe, &chunks[1], &mut accs)?;
     Ok(accs.iter().map(MomentAcc::moments).collect())
 }
 
