@@ -171,6 +171,8 @@ struct App {
     dragging: bool,
     cursor: Option<(f64, f64)>,
     shift: bool,
+    /// Where the scene is drawn (points): the window right of the panel.
+    scene_rect: Option<egui::Rect>,
     /// Fractional bins of a shift-drag along the tube not applied yet.
     slide: f32,
     shots: u32,
@@ -295,18 +297,7 @@ impl App {
     }
 
     fn ui(&mut self, root: &mut egui::Ui) {
-        // the scene's title, legend and labels over the 3D view
-        if let (Some(s), Some(cam)) = (&self.scene, &self.state.camera) {
-            let rect = root.max_rect();
-            crate::render::overlay::paint(
-                root.painter(),
-                rect,
-                s,
-                cam,
-                self.state.view == ViewKind::Kiviat,
-            );
-        }
-        egui::Panel::left("controls")
+        let panel = egui::Panel::left("controls")
             .min_size(220.0)
             .show(root, |ui| {
                 ui.heading("tapestry");
@@ -403,6 +394,14 @@ impl App {
                     self.dirty = true;
                 }
             });
+        // the scene fills the rest of the window; its title, legend and labels over it
+        let mut rect = root.max_rect();
+        rect.min.x = panel.response.rect.max.x;
+        self.scene_rect = Some(rect);
+        if let (Some(s), Some(cam)) = (&self.scene, &self.state.camera) {
+            let dark = background(&self.state)[0] < 0.5;
+            crate::render::overlay::paint(root.painter(), rect, s, cam, dark);
+        }
     }
 
     fn redraw(&mut self, el: &ActiveEventLoop) {
@@ -479,7 +478,20 @@ impl App {
         };
         let view = frame.texture.create_view(&Default::default());
         let mut enc = g.ctx.device.create_command_encoder(&Default::default());
-        let aspect = g.config.width as f32 / g.config.height.max(1) as f32;
+        // the scene's viewport in pixels: right of the control panel
+        let (fw, fh) = (g.config.width as f32, g.config.height as f32);
+        let viewport = self.scene_rect.map(|r| {
+            let k = out.pixels_per_point;
+            let x = (r.min.x * k).clamp(0.0, fw - 1.0);
+            let y = (r.min.y * k).clamp(0.0, fh - 1.0);
+            [
+                x,
+                y,
+                (r.width() * k).clamp(1.0, fw - x),
+                (r.height() * k).clamp(1.0, fh - y),
+            ]
+        });
+        let aspect = viewport.map_or(fw / fh.max(1.0), |v| v[2] / v[3]);
         let empty = Scene::new("", crate::scene::Projection::Perspective);
         let cam = self.state.camera.unwrap_or_else(|| Camera::fit(&empty));
         g.renderer.encode(
@@ -490,6 +502,7 @@ impl App {
             &cam,
             aspect,
             background(&self.state),
+            viewport,
         );
         let tris = egui_ctx.tessellate(out.shapes, out.pixels_per_point);
         let screen = egui_wgpu::ScreenDescriptor {
@@ -720,6 +733,7 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         dragging: false,
         cursor: None,
         shift: false,
+        scene_rect: None,
         slide: 0.0,
         shots: 0,
         message: String::new(),

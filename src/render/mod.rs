@@ -296,6 +296,7 @@ impl Renderer {
         camera: &Camera,
         aspect: f32,
         background: [f64; 4],
+        viewport: Option<[f32; 4]>,
     ) {
         let d = &self.ctx.device;
         let vp = camera.view_proj(aspect);
@@ -420,6 +421,9 @@ impl Renderer {
                 occlusion_query_set: None,
                 multiview_mask: None,
             });
+            if let Some([x, y, w, h]) = viewport {
+                pass.set_viewport(x, y, w, h, 0.0, 1.0);
+            }
             for (vb, ib, n, lit, transparent) in &buffers {
                 pass.set_pipeline(if *transparent {
                     &self.transparent
@@ -492,6 +496,7 @@ impl Renderer {
             camera,
             width as f32 / height as f32,
             background,
+            None,
         );
         {
             let dark = background[0] + background[1] + background[2] < 1.5;
