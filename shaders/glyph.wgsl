@@ -1,13 +1,6 @@
+// needs globals.wgsl
 // Instanced glyphs (spheres, boxes/towers): one base mesh, one instance per
 // glyph with its position, scale and colour. Lit like meshes.
-
-struct Globals {
-    view_proj: mat4x4<f32>,
-    light_dir: vec4<f32>,
-    params: vec4<f32>,
-}
-
-@group(0) @binding(0) var<uniform> globals: Globals;
 
 struct VertexIn {
     @location(0) position: vec3<f32>,
@@ -36,8 +29,5 @@ fn vs_main(v: VertexIn) -> VertexOut {
 
 @fragment
 fn fs_main(in: VertexOut) -> @location(0) vec4<f32> {
-    let n = normalize(in.normal);
-    let diffuse = abs(dot(n, normalize(globals.light_dir.xyz)));
-    let shade = 0.35 + 0.65 * diffuse;
-    return vec4<f32>(in.color.rgb * shade, in.color.a);
+    return lambert(in.normal, in.color);
 }

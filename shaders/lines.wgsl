@@ -1,12 +1,5 @@
+// needs globals.wgsl
 // Line segments with per-vertex colour.
-
-struct Globals {
-    view_proj: mat4x4<f32>,
-    light_dir: vec4<f32>,
-    params: vec4<f32>,
-}
-
-@group(0) @binding(0) var<uniform> globals: Globals;
 
 struct VertexIn {
     @location(0) position: vec3<f32>,

@@ -1,14 +1,6 @@
+// needs globals.wgsl
 // Lit (or flat) triangle meshes with per-vertex colour and transparency.
-// Two-sided Lambert lighting with a head light and an ambient term.
-
-struct Globals {
-    view_proj: mat4x4<f32>,
-    light_dir: vec4<f32>,
-    // x: 1 for lit meshes, 0 for flat colours
-    params: vec4<f32>,
-}
-
-@group(0) @binding(0) var<uniform> globals: Globals;
+// Lit by `lambert` (globals.wgsl) unless the mesh is flat.
 
 struct VertexIn {
     @location(0) position: vec3<f32>,
@@ -36,8 +28,5 @@ fn fs_main(in: VertexOut) -> @location(0) vec4<f32> {
     if (globals.params.x < 0.5) {
         return in.color;
     }
-    let n = normalize(in.normal);
-    let diffuse = abs(dot(n, normalize(globals.light_dir.xyz)));
-    let shade = 0.35 + 0.65 * diffuse;
-    return vec4<f32>(in.color.rgb * shade, in.color.a);
+    return lambert(in.normal, in.color);
 }

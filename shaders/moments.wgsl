@@ -55,17 +55,12 @@ fn load(s: u32, i: u32) -> vec4<f32> {
     return v;
 }
 
-@compute @workgroup_size(32)
-fn main_small(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
-) {
-    let s = wid.x + wid.y * groups.x;
-    let i = lid.x;
+// Reduces segment `s` in a workgroup of `width` lanes (a power of two):
+// lane `i` loads interval `i`, then a tree of merges; lane 0 writes.
+fn reduce(s: u32, i: u32, width: u32) {
     acc[i] = load(s, i);
     workgroupBarrier();
-    var stride = 16u;
+    var stride = width / 2u;
     loop {
         if (stride == 0u) {
             break;
@@ -81,28 +76,20 @@ fn main_small(
     }
 }
 
+@compute @workgroup_size(32)
+fn main_small(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    reduce(wid.x + wid.y * groups.x, lid.x, 32u);
+}
+
 @compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
-    let s = wid.x + wid.y * groups.x;
-    let i = lid.x;
-    acc[i] = load(s, i);
-    workgroupBarrier();
-    var stride = WG / 2u;
-    loop {
-        if (stride == 0u) {
-            break;
-        }
-        if (i < stride) {
-            acc[i] = merge(acc[i], acc[i + stride]);
-        }
-        workgroupBarrier();
-        stride = stride / 2u;
-    }
-    if (i == 0u && s < params.segments) {
-        partials[s] = acc[0];
-    }
+    reduce(wid.x + wid.y * groups.x, lid.x, WG);
 }

@@ -34,7 +34,11 @@ fn every_shader_validates_with_naga() {
         if p.extension().is_none_or(|x| x != "wgsl") {
             continue;
         }
-        let src = std::fs::read_to_string(&p).unwrap();
+        let mut src = std::fs::read_to_string(&p).unwrap();
+        // scene shaders get the shared prelude in front, as the renderer does
+        if src.starts_with("// needs globals.wgsl") {
+            src = std::fs::read_to_string(dir.join("globals.wgsl")).unwrap() + &src;
+        }
         let module = naga::front::wgsl::parse_str(&src)
             .unwrap_or_else(|e| panic!("{}: {}", p.display(), e.emit_to_string(&src)));
         // exactly the capabilities the device is asked for: none beyond the defaults

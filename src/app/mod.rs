@@ -23,7 +23,7 @@ use crate::analysis::moments::{self, MomentAcc};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::readers::{self, Loaded, ReadOptions};
-use crate::render::{Camera, Renderer, Targets};
+use crate::render::{Camera, PreparedScene, Renderer, Targets};
 use crate::scene::{Scene, colormap, kiviat, moments as moment_scene};
 
 /// The views of the window.
@@ -161,6 +161,8 @@ struct App {
     data: Option<Data>,
     state: ViewState,
     scene: Option<Scene>,
+    /// `scene` on the GPU; made again only when the scene is rebuilt.
+    prepared: Option<PreparedScene>,
     dirty: bool,
     playing: bool,
     last_step: Instant,
@@ -462,6 +464,7 @@ impl App {
             .handle_platform_output(&g.window, out.platform_output);
         if self.dirty {
             self.rebuild();
+            self.prepared = None;
         }
         let frame = match g.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(f)
@@ -493,12 +496,16 @@ impl App {
         });
         let aspect = viewport.map_or(fw / fh.max(1.0), |v| v[2] / v[3]);
         let empty = Scene::new("", crate::scene::Projection::Perspective);
-        let cam = self.state.camera.unwrap_or_else(|| Camera::fit(&empty));
+        let scene = self.scene.as_ref().unwrap_or(&empty);
+        let cam = self.state.camera.unwrap_or_else(|| Camera::fit(scene));
+        let prepared = self
+            .prepared
+            .get_or_insert_with(|| g.renderer.prepare(scene));
         g.renderer.encode(
             &mut enc,
             &g.targets,
             &view,
-            self.scene.as_ref().unwrap_or(&empty),
+            prepared,
             &cam,
             aspect,
             background(&self.state),
@@ -723,6 +730,7 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         started: Instant::now(),
         data: None,
         scene: None,
+        prepared: None,
         dirty: false,
         playing: false,
         last_step: Instant::now(),

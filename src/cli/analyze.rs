@@ -2,7 +2,7 @@
 //! written as CSV (default, to standard output), JSON or `.npy`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
@@ -11,10 +11,12 @@ use tapestry::analysis::{fields, image, matrices, metric, moments, signal};
 use tapestry::export::AtomicFile;
 use tapestry::export::npy::write_array;
 use tapestry::model::{ProfileMatrix, Time, Trace};
-use tapestry::readers::decimal::parse_scaled;
 use tapestry::readers::{self, Loaded};
 
 use super::ReadArgs;
+use super::parse::{
+    FieldQuery, field, parse_metric, parse_pair, parse_range, parse_time, parse_window,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
 pub enum Analysis {
@@ -246,91 +248,6 @@ enum Output {
     },
 }
 
-/// Parses `1500`, `1.5ms`, `20us`, `3s`, `100ns` into ns.
-pub fn parse_time(s: &str) -> Result<Time> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
-        (n, 0)
-    } else if let Some(n) = s.strip_suffix("us") {
-        (n, 3)
-    } else if let Some(n) = s.strip_suffix("ms") {
-        (n, 6)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 9)
-    } else {
-        (s, 0)
-    };
-    let v = parse_scaled(num.trim().as_bytes(), scale).map_err(|e| {
-        anyhow!(
-            "expected a time like 1500, 20us, 1.5ms or 3s, found '{s}' ({})",
-            e.describe()
-        )
-    })?;
-    u64::try_from(v).map_err(|_| anyhow!("expected a non-negative time, found '{s}'"))
-}
-
-fn parse_pair(s: &str, what: &str) -> Result<(f64, f64)> {
-    let (a, b) = s
-        .split_once(':')
-        .ok_or_else(|| anyhow!("expected {what} as LO:HI, found '{s}'"))?;
-    let p = |t: &str| {
-        t.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| anyhow!("expected a number in {what}, found '{t}'"))
-    };
-    let (a, b) = (p(a)?, p(b)?);
-    if b < a {
-        bail!("{what}: {b} is below {a}");
-    }
-    Ok((a, b))
-}
-
-fn window(a: &AnalyzeArgs, t: &Trace) -> Result<(Time, Time)> {
-    match &a.window {
-        None => Ok((0, t.meta.span.max(1))),
-        Some(w) => {
-            let (x, y) = w
-                .split_once(':')
-                .ok_or_else(|| anyhow!("expected --window T0:T1, found '{w}'"))?;
-            let (x, y) = (parse_time(x)?, parse_time(y)?);
-            if y <= x {
-                bail!("--window: the end {y} ns is not after the start {x} ns");
-            }
-            Ok((x, y))
-        }
-    }
-}
-
-fn parse_metric(s: &str, t: &Trace) -> Result<metric::Metric> {
-    Ok(match s {
-        "busy" => metric::Metric::Busy,
-        "busy-fraction" => metric::Metric::BusyFraction,
-        "messages" => metric::Metric::MessageCount,
-        "bytes" => metric::Metric::MessageBytes,
-        other => {
-            let name = other
-                .strip_prefix("counter:")
-                .ok_or_else(|| anyhow!("expected --metric busy, busy-fraction, messages, bytes or counter:NAME, found '{other}'"))?;
-            let c = t
-                .counters
-                .defs
-                .iter()
-                .position(|d| d.name == name)
-                .ok_or_else(|| {
-                    let names: Vec<&str> =
-                        t.counters.defs.iter().map(|d| d.name.as_str()).collect();
-                    anyhow!(
-                        "no counter '{name}' in this trace (counters: {})",
-                        names.join(", ")
-                    )
-                })?;
-            metric::Metric::Counter(c as u32)
-        }
-    })
-}
-
 fn table(columns: &[(&str, &str)], rows: Vec<Vec<Option<f64>>>, meta: Value) -> Output {
     Output::Table {
         columns: columns
@@ -453,7 +370,7 @@ fn image_layout(a: &AnalyzeArgs) -> Result<image::Layout> {
 }
 
 fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
-    let (t0, t1) = window(a, t)?;
+    let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
     let span_meta = json!({"window_ns": [t0, t1], "trace": t.meta.source});
     Ok(match a.analysis {
         Analysis::Moments => {
@@ -662,11 +579,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
         }
         Analysis::Histogram => {
             let (x, unit) = event_signal_of(a, t)?;
-            let range = a
-                .range
-                .as_deref()
-                .map(|r| parse_pair(r, "--range"))
-                .transpose()?;
+            let range = parse_range(a.range.as_deref(), "--range")?;
             let h = signal::histogram(&x.x, a.classes, range)?;
             let tw = signal::time_histogram(&x.time, &x.x, t.meta.span, a.classes, range)?;
             let rows = (0..a.classes)
@@ -692,11 +605,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
         }
         Analysis::Markov => {
             let (x, unit) = event_signal_of(a, t)?;
-            let range = a
-                .range
-                .as_deref()
-                .map(|r| parse_pair(r, "--range"))
-                .transpose()?;
+            let range = parse_range(a.range.as_deref(), "--range")?;
             let mk = signal::markov(&x.x, a.classes, range)?;
             let n = a.classes;
             let mut rows = Vec::new();
@@ -767,26 +676,18 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
         }
         Analysis::Field => {
             let layout = field_layout(&a.field_layout)?;
-            let mut f = if let Some(p) = a.quantity.strip_prefix("tensor:") {
-                fields::from_tensor(Path::new(p), fields::access_kinds(&a.kinds)?, a.processor)?
-            } else {
-                match a.quantity.as_str() {
-                    "busy" => {
-                        fields::busy_fraction(t, &t.states.select(&a.states)?, t0, t1, a.bins)?
-                    }
-                    "messages" => fields::messages(t, false, t0, t1, a.bins)?,
-                    "bytes" => fields::messages(t, true, t0, t1, a.bins)?,
-                    q => match (q.starts_with("counter:"), parse_metric(q, t)) {
-                        (true, Ok(metric::Metric::Counter(c))) => {
-                            fields::counter(t, c, t0, t1, a.bins)?
-                        }
-                        (true, Err(e)) => return Err(e),
-                        _ => bail!(
-                            "expected --quantity busy, messages, bytes, counter:NAME or tensor:PATH, found '{q}'"
-                        ),
-                    },
-                }
-            };
+            let mut f = field(
+                t,
+                &a.quantity,
+                &FieldQuery {
+                    states: &a.states,
+                    kinds: &a.kinds,
+                    processor: a.processor,
+                    t0,
+                    t1,
+                    bins: a.bins,
+                },
+            )?;
             layout.check(f.elements)?;
             f.layout = layout;
             Output::Matrix {
@@ -848,11 +749,7 @@ fn image_output(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
     let layout = image_layout(a)?;
     let n0 = parse_time(&a.n0)?;
     let g = parse_pair(&a.g_range, "--g-range")?;
-    let mr = a
-        .m_range
-        .as_deref()
-        .map(|r| parse_pair(r, "--m-range"))
-        .transpose()?;
+    let mr = parse_range(a.m_range.as_deref(), "--m-range")?;
     let img = image::render(&state_vector(t, &m, &mask, n0)?, &layout)?;
     let gi = image::color_index(&img, g, mr);
     let th = || -> Result<(f64, Option<f64>)> {

@@ -3,6 +3,7 @@
 
 mod analyze;
 mod info;
+mod parse;
 mod render;
 mod synth;
 mod view;

@@ -7,13 +7,12 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use tapestry::analysis::{fields, moments};
 use tapestry::gpu::GpuContext;
-use tapestry::model::Trace;
 use tapestry::readers::{self, Loaded};
 use tapestry::render::{Camera, Renderer};
 use tapestry::scene::{kiviat, moments as moment_scene};
 
 use super::ReadArgs;
-use super::analyze::parse_time;
+use super::parse::{FieldQuery, field, parse_size, parse_window, read_view_state};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
 pub enum View {
@@ -48,7 +47,7 @@ pub struct RenderArgs {
     /// Kiviat: time bins of the field.
     #[arg(long, default_value_t = 100)]
     pub bins: usize,
-    /// Kiviat: the radius field: busy, messages, bytes, or tensor:PATH.npy.
+    /// Kiviat: the radius field: busy, messages, bytes, counter:NAME, or tensor:PATH.npy.
     #[arg(long, default_value = "busy")]
     pub quantity: String,
     /// Kiviat: colour by this field instead of the radius (same choices).
@@ -110,19 +109,6 @@ fn vec3(s: &str, what: &str) -> Result<[f32; 3]> {
     }
 }
 
-fn field_of(q: &str, a: &RenderArgs, t: &Trace, t0: u64, t1: u64) -> Result<fields::Field> {
-    let mask = t.states.select(&a.states)?;
-    Ok(match q {
-        "busy" => fields::busy_fraction(t, &mask, t0, t1, a.bins)?,
-        "messages" => fields::messages(t, false, t0, t1, a.bins)?,
-        "bytes" => fields::messages(t, true, t0, t1, a.bins)?,
-        other => match other.strip_prefix("tensor:") {
-            Some(p) => fields::from_tensor(Path::new(p), fields::access_kinds(&a.kinds)?, None)?,
-            None => bail!("expected busy, messages, bytes or tensor:PATH, found '{other}'"),
-        },
-    })
-}
-
 fn numbered(path: &Path, i: usize) -> PathBuf {
     let stem = path
         .file_stem()
@@ -132,11 +118,7 @@ fn numbered(path: &Path, i: usize) -> PathBuf {
 }
 
 pub fn run(a: RenderArgs) -> Result<()> {
-    let (w, h) = a
-        .size
-        .split_once('x')
-        .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)))
-        .ok_or_else(|| anyhow!("expected --size WxH, found '{}'", a.size))?;
+    let (w, h) = parse_size(&a.size)?;
     let t = match readers::load(&a.trace, &a.read.options())? {
         Loaded::Trace(t) => t,
         Loaded::Profile(_) => bail!(
@@ -144,27 +126,8 @@ pub fn run(a: RenderArgs) -> Result<()> {
             a.trace.display()
         ),
     };
-    let (t0, t1) = match &a.window {
-        Some(wd) => {
-            let (x, y) = wd
-                .split_once(':')
-                .ok_or_else(|| anyhow!("expected --window T0:T1"))?;
-            (parse_time(x)?, parse_time(y)?)
-        }
-        None => (0, t.meta.span.max(1)),
-    };
-    if t1 <= t0 {
-        bail!("--window: the end is not after the start");
-    }
-    let loaded: Option<tapestry::app::ViewState> = match &a.view_state {
-        Some(p) => Some(
-            serde_json::from_slice(
-                &std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
-            )
-            .with_context(|| format!("{}: not a view-state file", p.display()))?,
-        ),
-        None => None,
-    };
+    let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
+    let loaded = a.view_state.as_deref().map(read_view_state).transpose()?;
     let mut a = a;
     if let Some(vs) = &loaded {
         a.colormap = a.colormap.or(Some(vs.colormap.clone()));
@@ -178,11 +141,19 @@ pub fn run(a: RenderArgs) -> Result<()> {
     let mut scenes = Vec::new();
     match a.view {
         View::Kiviat => {
-            let f = field_of(&a.quantity, &a, &t, t0, t1)?;
+            let query = FieldQuery {
+                states: &a.states,
+                kinds: &a.kinds,
+                processor: None,
+                t0,
+                t1,
+                bins: a.bins,
+            };
+            let f = field(&t, &a.quantity, &query)?;
             let c = a
                 .color_by
                 .as_deref()
-                .map(|q| field_of(q, &a, &t, t0, t1))
+                .map(|q| field(&t, q, &query))
                 .transpose()?;
             let mut p = kiviat::KiviatParams {
                 start: a.start,

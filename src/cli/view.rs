@@ -2,12 +2,13 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use tapestry::app::{self, ViewKind, ViewState, ViewerOptions};
 use winit::keyboard::KeyCode;
 
 use super::ReadArgs;
+use super::parse::{parse_size, read_view_state};
 
 #[derive(Args)]
 pub struct ViewArgs {
@@ -55,16 +56,9 @@ fn key(name: &str) -> Result<KeyCode> {
 }
 
 pub fn run(a: ViewArgs) -> Result<()> {
-    let (w, h) = a
-        .size
-        .split_once('x')
-        .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)))
-        .ok_or_else(|| anyhow!("expected --size WxH, found '{}'", a.size))?;
-    let mut state: ViewState = match &a.view_state {
-        Some(p) => serde_json::from_slice(
-            &std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
-        )
-        .with_context(|| format!("{}: not a view-state file", p.display()))?,
+    let (w, h) = parse_size(&a.size)?;
+    let mut state = match &a.view_state {
+        Some(p) => read_view_state(p)?,
         None => ViewState::default(),
     };
     if let Some(v) = a.view {

@@ -165,20 +165,27 @@ pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
         };
     }
     let head = input::peek(path, 4096)?;
-    if detect_bytes(&head).is_none() {
-        if tau::looks_like_tau(&head) {
-            return Ok(Loaded::Profile(Box::new(tau::read(path)?)));
-        }
-        if line_profile::looks_like_line_profile(&head) {
-            return Ok(Loaded::Profile(Box::new(line_profile::read(path)?)));
-        }
+    if let Some(format) = detect_bytes(&head) {
+        return Ok(Loaded::Trace(Box::new(read_as(path, format, opts)?)));
     }
+    if tau::looks_like_tau(&head) {
+        return Ok(Loaded::Profile(Box::new(tau::read(path)?)));
+    }
+    if line_profile::looks_like_line_profile(&head) {
+        return Ok(Loaded::Profile(Box::new(line_profile::read(path)?)));
+    }
+    // not a known format: the error from detection names what was found
     Ok(Loaded::Trace(Box::new(read(path, opts)?)))
 }
 
 /// Reads a trace, detecting its format.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
-    match detect(path)? {
+    read_as(path, detect(path)?, opts)
+}
+
+/// Reads a trace in a known format.
+pub fn read_as(path: &Path, format: Format, opts: &ReadOptions) -> Result<Trace> {
+    match format {
         Format::Paraver => paraver::read(path, opts),
         Format::ChromeJson => chrome::read(path, opts),
         Format::Picl => picl::read(path, opts),

@@ -22,9 +22,18 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::scene::Scene;
 
-const MESH_SHADER: &str = include_str!("../../shaders/mesh.wgsl");
-const LINES_SHADER: &str = include_str!("../../shaders/lines.wgsl");
-const GLYPH_SHADER: &str = include_str!("../../shaders/glyph.wgsl");
+const MESH_SHADER: &str = concat!(
+    include_str!("../../shaders/globals.wgsl"),
+    include_str!("../../shaders/mesh.wgsl")
+);
+const LINES_SHADER: &str = concat!(
+    include_str!("../../shaders/globals.wgsl"),
+    include_str!("../../shaders/lines.wgsl")
+);
+const GLYPH_SHADER: &str = concat!(
+    include_str!("../../shaders/globals.wgsl"),
+    include_str!("../../shaders/glyph.wgsl")
+);
 /// The format of headless frames.
 pub const FRAME_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
 /// The depth format.
@@ -55,6 +64,32 @@ const BASE_ATTRS: [wgpu::VertexAttribute; 2] =
     wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3];
 const INSTANCE_ATTRS: [wgpu::VertexAttribute; 3] =
     wgpu::vertex_attr_array![2 => Float32x3, 3 => Float32x3, 4 => Float32x4];
+
+/// A scene's geometry on the GPU, made by [`Renderer::prepare`].
+pub struct PreparedScene {
+    meshes: Vec<PreparedMesh>,
+    glyphs: Vec<PreparedGlyphs>,
+    /// The line vertex buffer and its vertex count.
+    lines: Option<(wgpu::Buffer, u32)>,
+}
+
+struct PreparedMesh {
+    vertices: wgpu::Buffer,
+    indices: wgpu::Buffer,
+    count: u32,
+    lit: bool,
+    transparent: bool,
+    /// Where transparent meshes are sorted from (back to front).
+    centroid: Vec3,
+}
+
+struct PreparedGlyphs {
+    shape: wgpu::Buffer,
+    indices: wgpu::Buffer,
+    instances: wgpu::Buffer,
+    count: u32,
+    instance_count: u32,
+}
 
 /// An RGBA8 image (sRGB), row-major from the top.
 #[derive(Debug, Clone)]
@@ -284,86 +319,53 @@ impl Renderer {
             })
     }
 
-    /// Records the drawing of `scene` into `enc`: clears and draws into
-    /// `targets`, resolving into `resolve`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode(
-        &self,
-        enc: &mut wgpu::CommandEncoder,
-        targets: &Targets,
-        resolve: &wgpu::TextureView,
-        scene: &Scene,
-        camera: &Camera,
-        aspect: f32,
-        background: [f64; 4],
-        viewport: Option<[f32; 4]>,
-    ) {
+    /// Uploads `scene`'s geometry (meshes, glyph shapes and instances,
+    /// lines) to the GPU once; [`Renderer::encode`] then draws it as often
+    /// as the camera moves without touching the buffers again.
+    pub fn prepare(&self, scene: &Scene) -> PreparedScene {
         let d = &self.ctx.device;
-        let vp = camera.view_proj(aspect);
-        let eye = Vec3::from(camera.eye);
-        let light =
-            (eye - Vec3::from(camera.target)).normalize_or(Vec3::Z) + Vec3::new(0.3, 0.5, 0.0);
-        let lit_bind = self.globals(vp, light, true);
-        let flat_bind = self.globals(vp, light, false);
-        // opaque meshes, then transparent ones back to front
-        let mut order: Vec<(bool, f32, usize)> = scene
+        let buffer = |label: &str, contents: &[u8], usage: wgpu::BufferUsages| {
+            d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage,
+            })
+        };
+        let (vertex, index) = (wgpu::BufferUsages::VERTEX, wgpu::BufferUsages::INDEX);
+        let meshes = scene
             .meshes
             .iter()
-            .enumerate()
-            .filter(|(_, m)| !m.indices.is_empty())
-            .map(|(i, m)| {
-                let transparent = m.vertices.iter().any(|v| v.color[3] < 1.0);
-                let c = m
+            .filter(|m| !m.indices.is_empty())
+            .map(|m| PreparedMesh {
+                vertices: buffer("vertices", bytemuck::cast_slice(&m.vertices), vertex),
+                indices: buffer("indices", bytemuck::cast_slice(&m.indices), index),
+                count: m.indices.len() as u32,
+                lit: m.lit,
+                transparent: m.vertices.iter().any(|v| v.color[3] < 1.0),
+                centroid: m
                     .vertices
                     .iter()
                     .fold(Vec3::ZERO, |a, v| a + Vec3::from(v.position))
-                    / m.vertices.len().max(1) as f32;
-                (transparent, -(c - eye).length(), i)
-            })
-            .collect();
-        order.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-        let buffers: Vec<(wgpu::Buffer, wgpu::Buffer, u32, bool, bool)> = order
-            .iter()
-            .map(|&(transparent, _, i)| {
-                let m = &scene.meshes[i];
-                let vb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("vertices"),
-                    contents: bytemuck::cast_slice(&m.vertices),
-                    usage: wgpu::BufferUsages::VERTEX,
-                });
-                let ib = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("indices"),
-                    contents: bytemuck::cast_slice(&m.indices),
-                    usage: wgpu::BufferUsages::INDEX,
-                });
-                (vb, ib, m.indices.len() as u32, m.lit, transparent)
+                    / m.vertices.len().max(1) as f32,
             })
             .collect();
         let line_vertices: Vec<LineVertex> = scene
             .lines
             .iter()
             .flat_map(|s| {
-                [
-                    LineVertex {
-                        position: s.a,
-                        color: s.color,
-                    },
-                    LineVertex {
-                        position: s.b,
-                        color: s.color,
-                    },
-                ]
+                [s.a, s.b].map(|position| LineVertex {
+                    position,
+                    color: s.color,
+                })
             })
             .collect();
-        let line_buf = (!line_vertices.is_empty()).then(|| {
-            d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("lines"),
-                contents: bytemuck::cast_slice(&line_vertices),
-                usage: wgpu::BufferUsages::VERTEX,
-            })
+        let lines = (!line_vertices.is_empty()).then(|| {
+            (
+                buffer("lines", bytemuck::cast_slice(&line_vertices), vertex),
+                line_vertices.len() as u32,
+            )
         });
-
-        let glyph_bufs: Vec<(wgpu::Buffer, wgpu::Buffer, wgpu::Buffer, u32, u32)> = scene
+        let glyphs = scene
             .glyphs
             .iter()
             .filter(|g| !g.instances.is_empty())
@@ -374,24 +376,55 @@ impl Renderer {
                     .zip(&n)
                     .map(|(p, n)| [p[0], p[1], p[2], n[0], n[1], n[2]])
                     .collect();
-                let vb = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("glyph shape"),
-                    contents: bytemuck::cast_slice(&verts),
-                    usage: wgpu::BufferUsages::VERTEX,
-                });
-                let ib = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("glyph indices"),
-                    contents: bytemuck::cast_slice(&idx),
-                    usage: wgpu::BufferUsages::INDEX,
-                });
-                let inst = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("glyph instances"),
-                    contents: bytemuck::cast_slice(&g.instances),
-                    usage: wgpu::BufferUsages::VERTEX,
-                });
-                (vb, ib, inst, idx.len() as u32, g.instances.len() as u32)
+                PreparedGlyphs {
+                    shape: buffer("glyph shape", bytemuck::cast_slice(&verts), vertex),
+                    indices: buffer("glyph indices", bytemuck::cast_slice(&idx), index),
+                    instances: buffer(
+                        "glyph instances",
+                        bytemuck::cast_slice(&g.instances),
+                        vertex,
+                    ),
+                    count: idx.len() as u32,
+                    instance_count: g.instances.len() as u32,
+                }
             })
             .collect();
+        PreparedScene {
+            meshes,
+            glyphs,
+            lines,
+        }
+    }
+
+    /// Records the drawing of a prepared scene into `enc`: clears and
+    /// draws into `targets`, resolving into `resolve`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        targets: &Targets,
+        resolve: &wgpu::TextureView,
+        scene: &PreparedScene,
+        camera: &Camera,
+        aspect: f32,
+        background: [f64; 4],
+        viewport: Option<[f32; 4]>,
+    ) {
+        let vp = camera.view_proj(aspect);
+        let eye = Vec3::from(camera.eye);
+        let light =
+            (eye - Vec3::from(camera.target)).normalize_or(Vec3::Z) + Vec3::new(0.3, 0.5, 0.0);
+        let lit_bind = self.globals(vp, light, true);
+        let flat_bind = self.globals(vp, light, false);
+        // opaque meshes, then transparent ones back to front
+        let mut order: Vec<&PreparedMesh> = scene.meshes.iter().collect();
+        order.sort_by(|a, b| {
+            a.transparent.cmp(&b.transparent).then(
+                (b.centroid - eye)
+                    .length()
+                    .total_cmp(&(a.centroid - eye).length()),
+            )
+        });
         {
             let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("scene"),
@@ -424,30 +457,30 @@ impl Renderer {
             if let Some([x, y, w, h]) = viewport {
                 pass.set_viewport(x, y, w, h, 0.0, 1.0);
             }
-            for (vb, ib, n, lit, transparent) in &buffers {
-                pass.set_pipeline(if *transparent {
+            for m in order {
+                pass.set_pipeline(if m.transparent {
                     &self.transparent
                 } else {
                     &self.lit
                 });
-                pass.set_bind_group(0, if *lit { &lit_bind } else { &flat_bind }, &[]);
-                pass.set_vertex_buffer(0, vb.slice(..));
-                pass.set_index_buffer(ib.slice(..), wgpu::IndexFormat::Uint32);
-                pass.draw_indexed(0..*n, 0, 0..1);
+                pass.set_bind_group(0, if m.lit { &lit_bind } else { &flat_bind }, &[]);
+                pass.set_vertex_buffer(0, m.vertices.slice(..));
+                pass.set_index_buffer(m.indices.slice(..), wgpu::IndexFormat::Uint32);
+                pass.draw_indexed(0..m.count, 0, 0..1);
             }
-            for (vb, ib, inst, n, count) in &glyph_bufs {
+            for g in &scene.glyphs {
                 pass.set_pipeline(&self.glyphs);
                 pass.set_bind_group(0, &lit_bind, &[]);
-                pass.set_vertex_buffer(0, vb.slice(..));
-                pass.set_vertex_buffer(1, inst.slice(..));
-                pass.set_index_buffer(ib.slice(..), wgpu::IndexFormat::Uint32);
-                pass.draw_indexed(0..*n, 0, 0..*count);
+                pass.set_vertex_buffer(0, g.shape.slice(..));
+                pass.set_vertex_buffer(1, g.instances.slice(..));
+                pass.set_index_buffer(g.indices.slice(..), wgpu::IndexFormat::Uint32);
+                pass.draw_indexed(0..g.count, 0, 0..g.instance_count);
             }
-            if let Some(lb) = &line_buf {
+            if let Some((lb, n)) = &scene.lines {
                 pass.set_pipeline(&self.lines);
                 pass.set_bind_group(0, &flat_bind, &[]);
                 pass.set_vertex_buffer(0, lb.slice(..));
-                pass.draw(0..line_vertices.len() as u32, 0..1);
+                pass.draw(0..*n, 0..1);
             }
         }
     }
@@ -492,7 +525,7 @@ impl Renderer {
             &mut enc,
             &targets,
             &resolve_v,
-            scene,
+            &self.prepare(scene),
             camera,
             width as f32 / height as f32,
             background,

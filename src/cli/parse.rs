@@ -1,0 +1,160 @@
+//! Parsing of the option values several subcommands share: times,
+//! windows, ranges, image sizes, field quantities and metrics, view-state
+//! files.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
+use tapestry::analysis::{fields, metric};
+use tapestry::app::ViewState;
+use tapestry::model::{Time, Trace};
+use tapestry::readers::decimal::parse_scaled;
+
+/// Parses `1500`, `1.5ms`, `20us`, `3s`, `100ns` into ns.
+pub fn parse_time(s: &str) -> Result<Time> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 9)
+    } else {
+        (s, 0)
+    };
+    let v = parse_scaled(num.trim().as_bytes(), scale).map_err(|e| {
+        anyhow!(
+            "expected a time like 1500, 20us, 1.5ms or 3s, found '{s}' ({})",
+            e.describe()
+        )
+    })?;
+    u64::try_from(v).map_err(|_| anyhow!("expected a non-negative time, found '{s}'"))
+}
+
+/// A range `LO:HI` of finite numbers, `LO <= HI`; `what` names the option.
+pub fn parse_pair(s: &str, what: &str) -> Result<(f64, f64)> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| anyhow!("expected {what} as LO:HI, found '{s}'"))?;
+    let p = |t: &str| {
+        t.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| anyhow!("expected a number in {what}, found '{t}'"))
+    };
+    let (a, b) = (p(a)?, p(b)?);
+    if b < a {
+        bail!("{what}: {b} is below {a}");
+    }
+    Ok((a, b))
+}
+
+/// An optional range option: [`parse_pair`] when given.
+pub fn parse_range(s: Option<&str>, what: &str) -> Result<Option<(f64, f64)>> {
+    s.map(|r| parse_pair(r, what)).transpose()
+}
+
+/// `--window T0:T1` (times as [`parse_time`]), or the whole span when absent.
+pub fn parse_window(spec: Option<&str>, span: Time) -> Result<(Time, Time)> {
+    match spec {
+        None => Ok((0, span.max(1))),
+        Some(w) => {
+            let (x, y) = w
+                .split_once(':')
+                .ok_or_else(|| anyhow!("expected --window T0:T1, found '{w}'"))?;
+            let (x, y) = (parse_time(x)?, parse_time(y)?);
+            if y <= x {
+                bail!("--window: the end {y} ns is not after the start {x} ns");
+            }
+            Ok((x, y))
+        }
+    }
+}
+
+/// `--size WxH` in pixels.
+pub fn parse_size(s: &str) -> Result<(u32, u32)> {
+    s.split_once('x')
+        .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)))
+        .ok_or_else(|| anyhow!("expected --size WxH, found '{s}'"))
+}
+
+/// A view-state file saved by the viewer (F5).
+pub fn read_view_state(p: &Path) -> Result<ViewState> {
+    serde_json::from_slice(
+        &std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
+    )
+    .with_context(|| format!("{}: not a view-state file", p.display()))
+}
+
+/// `--metric`: busy, busy-fraction, messages, bytes or counter:NAME.
+pub fn parse_metric(s: &str, t: &Trace) -> Result<metric::Metric> {
+    Ok(match s {
+        "busy" => metric::Metric::Busy,
+        "busy-fraction" => metric::Metric::BusyFraction,
+        "messages" => metric::Metric::MessageCount,
+        "bytes" => metric::Metric::MessageBytes,
+        other => match other.strip_prefix("counter:") {
+            Some(name) => metric::Metric::Counter(counter_index(t, name)?),
+            None => bail!(
+                "expected --metric busy, busy-fraction, messages, bytes or counter:NAME, found '{other}'"
+            ),
+        },
+    })
+}
+
+/// The index of the counter called `name`, or an error listing the counters.
+fn counter_index(t: &Trace, name: &str) -> Result<u32> {
+    let c = t
+        .counters
+        .defs
+        .iter()
+        .position(|d| d.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = t.counters.defs.iter().map(|d| d.name.as_str()).collect();
+            anyhow!(
+                "no counter '{name}' in this trace (counters: {})",
+                names.join(", ")
+            )
+        })?;
+    Ok(c as u32)
+}
+
+/// What a field quantity is computed over.
+pub struct FieldQuery<'a> {
+    /// The state set behind `busy`.
+    pub states: &'a [String],
+    /// The access kinds kept from a tensor.
+    pub kinds: &'a str,
+    /// One processor of a tensor (all when absent).
+    pub processor: Option<usize>,
+    pub t0: Time,
+    pub t1: Time,
+    pub bins: usize,
+}
+
+/// The field F[t][e] of `quantity`: busy, messages, bytes, counter:NAME
+/// or tensor:PATH.npy.
+pub fn field(t: &Trace, quantity: &str, q: &FieldQuery) -> Result<fields::Field> {
+    let (t0, t1, bins) = (q.t0, q.t1, q.bins);
+    if let Some(p) = quantity.strip_prefix("tensor:") {
+        return Ok(fields::from_tensor(
+            Path::new(p),
+            fields::access_kinds(q.kinds)?,
+            q.processor,
+        )?);
+    }
+    Ok(match quantity {
+        "busy" => fields::busy_fraction(t, &t.states.select(q.states)?, t0, t1, bins)?,
+        "messages" => fields::messages(t, false, t0, t1, bins)?,
+        "bytes" => fields::messages(t, true, t0, t1, bins)?,
+        other => match other.strip_prefix("counter:") {
+            Some(name) => fields::counter(t, counter_index(t, name)?, t0, t1, bins)?,
+            None => bail!(
+                "expected --quantity busy, messages, bytes, counter:NAME or tensor:PATH, found '{other}'"
+            ),
+        },
+    })
+}
