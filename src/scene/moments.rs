@@ -10,7 +10,7 @@
 use super::colormap::Colormap;
 use super::{Anchor, Label, Legend, Mesh, Projection, Scene, Segment, rgba};
 use crate::analysis::fields::Field;
-use crate::analysis::moments::MomentAcc;
+use crate::analysis::moments::{MomentAcc, Moments};
 use crate::error::{Error, Result};
 use crate::model::Time;
 
@@ -42,9 +42,10 @@ const GREY: [f32; 4] = [0.62, 0.62, 0.62, 1.0];
 const BLACK: [f32; 4] = [0.05, 0.05, 0.05, 1.0];
 const SKEW: [f32; 4] = [0.75, 0.1, 0.1, 1.0];
 
-/// Builds the display from per-processor accumulators and, optionally, the
-/// busy-fraction field of the same processors for the Gantt chart.
-pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Result<Scene> {
+/// Checks the inputs of a display and merges the accumulators of
+/// `group` adjacent processors per row (at most `max_rows` rows): returns
+/// `group` and the moments of each row.
+fn row_moments(accs: &[MomentAcc], p: &MomentParams) -> Result<(usize, Vec<Moments>)> {
     let n = accs.len();
     if n == 0 {
         return Err(Error::Invalid("no processors to display".into()));
@@ -52,6 +53,24 @@ pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Res
     if p.t1 <= p.t0 {
         return Err(Error::Invalid("the display window is empty".into()));
     }
+    let group = n.div_ceil(p.max_rows.max(1));
+    let rows = accs
+        .chunks(group)
+        .map(|c| {
+            c.iter()
+                .fold(MomentAcc::default(), |a, b| a.merge(*b))
+                .moments()
+        })
+        .collect();
+    Ok((group, rows))
+}
+
+/// Builds the display from per-processor accumulators and, optionally, the
+/// busy-fraction field of the same processors for the Gantt chart.
+pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Result<Scene> {
+    let (group, row) = row_moments(accs, p)?;
+    let rows = row.len();
+    let n = accs.len();
     if let Some(g) = gantt
         && g.elements != n
     {
@@ -60,17 +79,11 @@ pub fn build(accs: &[MomentAcc], gantt: Option<&Field>, p: &MomentParams) -> Res
             g.elements
         )));
     }
-    let group = n.div_ceil(p.max_rows.max(1));
-    let rows = n.div_ceil(group);
     let span = (p.t1 - p.t0) as f64;
     let x = |t: f64| (((t - p.t0 as f64) / span).clamp(0.0, 1.0)) as f32;
     let mut bars = Mesh::default();
     let mut lines = Vec::new();
-    for r in 0..rows {
-        let acc = accs[r * group..((r + 1) * group).min(n)]
-            .iter()
-            .fold(MomentAcc::default(), |a, b| a.merge(*b));
-        let m = acc.moments();
+    for (r, m) in row.iter().enumerate() {
         let (Some(m1), Some(m2), Some(m3)) = (m.m1, m.m2, m.m3) else {
             continue;
         };
@@ -230,15 +243,9 @@ mod tests {
 /// thin red box from m1; all drawn as instanced box glyphs.
 pub fn build_3d(accs: &[MomentAcc], p: &MomentParams) -> Result<Scene> {
     use super::{GlyphInstance, GlyphShape, Glyphs};
+    let (_, row) = row_moments(accs, p)?;
+    let rows = row.len();
     let n = accs.len();
-    if n == 0 {
-        return Err(Error::Invalid("no processors to display".into()));
-    }
-    if p.t1 <= p.t0 {
-        return Err(Error::Invalid("the display window is empty".into()));
-    }
-    let group = n.div_ceil(p.max_rows.max(1));
-    let rows = n.div_ceil(group);
     let span = (p.t1 - p.t0) as f64;
     let width = 2.0f32;
     let x = |t: f64| (((t - p.t0 as f64) / span).clamp(0.0, 1.0)) as f32 * width;
@@ -256,11 +263,7 @@ pub fn build_3d(accs: &[MomentAcc], p: &MomentParams) -> Result<Scene> {
             });
         }
     };
-    for r in 0..rows {
-        let acc = accs[r * group..((r + 1) * group).min(n)]
-            .iter()
-            .fold(MomentAcc::default(), |a, b| a.merge(*b));
-        let m = acc.moments();
+    for (r, m) in row.iter().enumerate() {
         let (Some(m1), Some(m2), Some(m3)) = (m.m1, m.m2, m.m3) else {
             continue;
         };
