@@ -10,21 +10,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
+
+mod common;
+use common::peak_mib;
 use tapestry::analysis::{fields, image, moments, signal};
 use tapestry::synth;
 
 const LOCATIONS: u32 = 65_536;
-
-fn peak_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 fn time<T>(f: impl FnOnce() -> T) -> f64 {
     let t0 = Instant::now();

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
+
+mod common;
+use common::{peak_mib, reset_peak};
 use tapestry::readers::{self, ReadOptions};
 use tapestry::synth::{self, Distribution, MachineModel, OutputFormat, SynthConfig, Workload};
 
@@ -60,22 +63,6 @@ fn input(format: OutputFormat, name: &str) -> PathBuf {
         }
         n = (n as f64 * (want as f64 / len as f64).sqrt() * 1.05).ceil() as u64 + 1;
     }
-}
-
-/// Resets the peak resident set size of this process (Linux).
-fn reset_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-fn peak_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 struct Row {
