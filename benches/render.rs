@@ -1,19 +1,52 @@
-//! Headless frame time at 1920×1080 on the available adapter (lavapipe in
-//! CI): a Kiviat tube of 1,024 elements × 10,000 bins (level of detail keeps
-//! it within 2 M triangles) and a moment display of 65,536 processors with
-//! its Gantt chart. Scene building and rendering are timed apart.
+//! Every view of the registry at 1920×1080 on the available adapter
+//! (lavapipe in CI), through the same path as `tapestry render`: the
+//! view's analyses, its scene build and the frame are timed apart.
+//! Inputs (synthetic, generated once into target/bench-data): a hypercube
+//! global sum on 1,024 processors (Kiviat tube of the busy fraction over
+//! 2,000 bins: 4 M triangles before level of detail) and a hypercube
+//! broadcast on 65,536 processors (moment displays).
 //!
 //! Run: `cargo bench --bench render`.
 
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use tapestry::analysis::fields::{Field, FieldLayout};
-use tapestry::analysis::moments::MomentAcc;
 use tapestry::gpu::GpuContext;
-use tapestry::render::{Camera, Renderer};
-use tapestry::scene::{kiviat, moments};
+use tapestry::readers::{self, Loaded, ReadOptions};
+use tapestry::render::Renderer;
+use tapestry::scene::Camera;
+use tapestry::views::{BuildCtx, Prepared, ViewState};
+
+const W: u32 = 1920;
+const H: u32 = 1080;
+
+fn synth(out: &Path, args: &[&str]) {
+    if out.exists() {
+        return;
+    }
+    std::fs::create_dir_all(out.parent().expect("a directory")).expect("bench-data");
+    let st = Command::new(env!("CARGO_BIN_EXE_tapestry"))
+        .arg("synth")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("tapestry synth runs");
+    assert!(st.success(), "tapestry synth {args:?}");
+}
+
+fn best_of(n: usize, f: &mut dyn FnMut()) -> f64 {
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
 
 fn main() {
     let ctx = match GpuContext::new() {
@@ -23,104 +56,82 @@ fn main() {
             return;
         }
     };
-    let (bins, e) = (10_000usize, 1024usize);
-    let field = Field {
-        bins,
-        elements: e,
-        values: (0..bins * e)
-            .map(|i| (((i / e) * 7 + (i % e) * 13) % 97) as f64)
-            .collect(),
-        edges: (0..=bins as u64).collect(),
-        layout: FieldLayout::Ring,
-        quantity: "accesses".into(),
-        unit: "accesses".into(),
-    };
-    let p = 65_536usize;
-    let accs: Vec<MomentAcc> = (0..p as u64)
-        .map(|r| {
-            MomentAcc::interval(r % 1000, 5000 + r % 3000)
-                .merge(MomentAcc::interval(7000, 8000 + r % 500))
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
+    let gsum = dir.join("render-gsum-1024.prv");
+    let bcast = dir.join("render-bcast-65536.prv");
+    synth(&gsum, &["gsum", "-p", "1024", "--reps", "64"]);
+    synth(&bcast, &["bcast", "-p", "65536", "--reps", "2"]);
+    let load = |p: &Path| -> Loaded { readers::load(p, &ReadOptions::default()).expect("read") };
+    let inputs = [
+        (load(&gsum), "1,024 processors"),
+        (load(&bcast), "65,536 processors"),
+    ];
+    let cases: Vec<(&str, usize, ViewState)> = tapestry::views::names()
+        .into_iter()
+        .map(|v| {
+            let mut st = ViewState::new(v);
+            let which = if v == "kiviat" {
+                st.data.bins = 2000;
+                st.params = serde_json::json!({"width": 0});
+                0
+            } else {
+                1
+            };
+            (v, which, st)
         })
         .collect();
-    let gbins = 200usize;
-    let gantt = Field {
-        bins: gbins,
-        elements: p,
-        values: (0..gbins * p).map(|i| ((i % 101) as f64) / 100.0).collect(),
-        edges: (0..=gbins as u64).map(|k| k * 50).collect(),
-        layout: FieldLayout::Ring,
-        quantity: "busy fraction".into(),
-        unit: "fraction".into(),
-    };
-    let kp = kiviat::KiviatParams {
-        width: None,
-        trim_leading_empty: false,
-        ..Default::default()
-    };
-    let mp = moments::MomentParams {
-        t0: 0,
-        t1: 10_000,
-        ..Default::default()
-    };
-    let t0 = Instant::now();
-    let ks = kiviat::build(&field, None, &kp).expect("kiviat");
-    let kb = t0.elapsed().as_secs_f64();
-    let t0 = Instant::now();
-    let ms = moments::build(&accs, Some(&gantt), &mp).expect("moments");
-    let mb = t0.elapsed().as_secs_f64();
     let r = Renderer::new(&ctx);
-    let (kc, mc) = (Camera::fit(&ks), Camera::fit(&ms));
     let mut c = Criterion::default()
         .sample_size(10)
-        .measurement_time(Duration::from_secs(20))
+        .measurement_time(Duration::from_secs(15))
         .configure_from_args();
-    {
-        let mut g = c.benchmark_group("frame 1920x1080");
-        g.bench_function("kiviat 1024 x 10000", |b| {
-            b.iter(|| {
-                black_box(
-                    r.render(&ks, &kc, 1920, 1080, [0.0, 0.0, 0.0, 1.0])
-                        .expect("frame"),
-                )
-            })
+    let mut rows = Vec::new();
+    for (view, which, st) in &cases {
+        let input = &inputs[*which].0;
+        let t = Instant::now();
+        let prep = Prepared::new(input, st).expect("analyses");
+        let analyses = t.elapsed().as_secs_f64();
+        let ctx_b = BuildCtx {
+            step: 0,
+            width: W,
+            height: H,
+        };
+        let mut scene = None;
+        let build = best_of(3, &mut || scene = Some(prep.build(ctx_b).expect("scene")));
+        let scene = scene.expect("built");
+        let cam = Camera::fit(&scene, W, H);
+        {
+            let mut g = c.benchmark_group("frame 1920x1080");
+            g.bench_function(*view, |b| {
+                b.iter(|| black_box(r.render(&scene, &cam, W, H).expect("frame")))
+            });
+            g.finish();
+        }
+        let frame = best_of(3, &mut || {
+            black_box(r.render(&scene, &cam, W, H).expect("frame"));
         });
-        g.bench_function("moments 65536", |b| {
-            b.iter(|| black_box(r.render(&ms, &mc, 1920, 1080, [1.0; 4]).expect("frame")))
-        });
-        g.finish();
+        rows.push((
+            *view,
+            inputs[*which].1,
+            scene.triangles(),
+            analyses,
+            build,
+            frame,
+        ));
     }
     c.final_summary();
-    let time = |f: &dyn Fn()| {
-        (0..3)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64()
-            })
-            .fold(f64::INFINITY, f64::min)
-    };
-    let kr = time(&|| {
-        black_box(
-            r.render(&ks, &kc, 1920, 1080, [0.0, 0.0, 0.0, 1.0])
-                .expect("frame"),
-        );
-    });
-    let mr = time(&|| {
-        black_box(r.render(&ms, &mc, 1920, 1080, [1.0; 4]).expect("frame"));
-    });
     println!();
     println!("adapter: {}", ctx.describe());
-    println!("view                     triangles   scene build   frame 1920x1080");
     println!(
-        "kiviat 1024 x 10000   {:>12}   {:>8.1} ms   {:>8.1} ms",
-        ks.triangles(),
-        kb * 1e3,
-        kr * 1e3
+        "{:<12} {:<20} {:>10} {:>12} {:>12} {:>12}",
+        "view", "input", "triangles", "analyses", "scene", "frame 1080p"
     );
-    println!(
-        "moments 65536         {:>12}   {:>8.1} ms   {:>8.1} ms",
-        ms.triangles(),
-        mb * 1e3,
-        mr * 1e3
-    );
+    for (v, i, t, a, b, f) in rows {
+        println!(
+            "{v:<12} {i:<20} {t:>10} {:>9.1} ms {:>9.1} ms {:>9.1} ms",
+            a * 1e3,
+            b * 1e3,
+            f * 1e3
+        );
+    }
 }

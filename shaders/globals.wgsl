@@ -12,6 +12,14 @@ struct Globals {
 
 @group(0) @binding(0) var<uniform> globals: Globals;
 
+// Scene colours are sRGB-encoded (as the colour maps and the legend); the
+// targets are sRGB, so colours are decoded to linear light once, here.
+fn srgb_to_linear(c: vec4<f32>) -> vec4<f32> {
+    let lo = c.rgb / 12.92;
+    let hi = pow((c.rgb + vec3<f32>(0.055)) / 1.055, vec3<f32>(2.4));
+    return vec4<f32>(select(hi, lo, c.rgb <= vec3<f32>(0.04045)), c.a);
+}
+
 // Two-sided Lambert lighting with a head light and an ambient term.
 fn lambert(normal: vec3<f32>, color: vec4<f32>) -> vec4<f32> {
     let n = normalize(normal);

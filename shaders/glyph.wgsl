@@ -23,7 +23,7 @@ fn vs_main(v: VertexIn) -> VertexOut {
     out.clip = globals.view_proj * vec4<f32>(world, 1.0);
     // normals of a scaled shape: divide by the scale
     out.normal = v.normal / max(abs(v.scale), vec3<f32>(1e-6, 1e-6, 1e-6));
-    out.color = v.color;
+    out.color = srgb_to_linear(v.color);
     return out;
 }
 

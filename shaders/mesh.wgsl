@@ -19,7 +19,7 @@ fn vs_main(v: VertexIn) -> VertexOut {
     var out: VertexOut;
     out.clip = globals.view_proj * vec4<f32>(v.position, 1.0);
     out.normal = v.normal;
-    out.color = v.color;
+    out.color = srgb_to_linear(v.color);
     return out;
 }
 

@@ -26,6 +26,7 @@ pub mod readers;
 pub mod render;
 pub mod scene;
 pub mod synth;
+pub mod views;
 
 pub use diagnostics::{Diagnostics, Position};
 pub use error::{Error, Result};

@@ -1,112 +1,80 @@
-//! Image snapshots of the views, rendered on whatever adapter is present
+//! Image snapshots of every view of the registry at two sizes (640×360
+//! and 1920×1080), rendered through `tapestry render` itself on synthetic
+//! traces (deterministic per seed) on whatever adapter is present
 //! (references were rendered on lavapipe). A pixel fails when a channel
 //! differs by more than 24 (of 255); a snapshot fails when more than 0.5 %
-//! of its pixels fail. `TAPESTRY_UPDATE_SNAPSHOTS=1` rewrites the
-//! references. Without an adapter the tests say so and pass, unless
-//! `TAPESTRY_REQUIRE_GPU` is set (CI sets it).
+//! of its pixels fail, and then writes `NAME-actual.png` and a difference
+//! image `NAME-diff.png` beside the reference. `TAPESTRY_UPDATE_SNAPSHOTS=1`
+//! rewrites the references. Without an adapter the tests say so and pass,
+//! unless `TAPESTRY_REQUIRE_GPU` is set (CI sets it).
 
-use std::path::PathBuf;
+mod common;
 
-use tapestry::analysis::fields::{Field, FieldLayout};
-use tapestry::analysis::moments::MomentAcc;
+use std::path::{Path, PathBuf};
+
 use tapestry::gpu::GpuContext;
-use tapestry::render::{Camera, Frame, Renderer};
-use tapestry::scene::{Scene, kiviat, moments};
 
-const W: u32 = 320;
-const H: u32 = 240;
 const CHANNEL_TOLERANCE: i32 = 24;
 const FAILING_FRACTION: f64 = 0.005;
+const SIZES: [(u32, u32); 2] = [(640, 360), (1920, 1080)];
 
-fn context() -> Option<GpuContext> {
+fn gpu() -> bool {
     match GpuContext::new() {
-        Ok(c) => Some(c),
+        Ok(_) => true,
         Err(e) => {
             if std::env::var_os("TAPESTRY_REQUIRE_GPU").is_some() {
                 panic!("TAPESTRY_REQUIRE_GPU is set but no adapter opened: {e}");
             }
             eprintln!("skipped: {e}");
-            None
+            false
         }
     }
 }
 
-fn ring_field() -> Field {
-    let (bins, e) = (40, 24);
-    Field {
-        bins,
-        elements: e,
-        values: (0..bins * e)
-            .map(|i| {
-                let (t, k) = (i / e, i % e);
-                if t < 4 {
-                    0.0
-                } else {
-                    1.0 + ((t as f64 * 0.4).sin() + 1.0) * (1.0 + (k % 6) as f64)
-                }
-            })
-            .collect(),
-        edges: (0..=bins as u64).collect(),
-        layout: FieldLayout::Ring,
-        quantity: "accesses".into(),
-        unit: "accesses".into(),
-    }
+fn run(args: &[&str]) {
+    let (code, _, err) = common::tapestry(args);
+    assert_eq!(code, 0, "tapestry {}: {err}", args.join(" "));
 }
 
-fn kiviat_scene(colormap: &str) -> Scene {
-    kiviat::build(
-        &ring_field(),
-        None,
-        &kiviat::KiviatParams {
-            width: Some(20),
-            colormap: colormap.into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
+/// The synthetic inputs: Gaussian elimination (BLOCK,*) on 16 processors
+/// and a data-parallel kernel with its access tensor.
+fn inputs(d: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let gauss = d.join("gauss.prv");
+    run(&[
+        "synth",
+        "gauss",
+        "-p",
+        "16",
+        "--n",
+        "256",
+        "--dist",
+        "block",
+        "-o",
+        gauss.to_str().unwrap(),
+    ]);
+    let kernel = d.join("kernel.prv");
+    let tensor = d.join("access.npy");
+    run(&[
+        "synth",
+        "kernel",
+        "-p",
+        "8",
+        "--width",
+        "24",
+        "--height",
+        "24",
+        "--steps",
+        "30",
+        "--tensor",
+        tensor.to_str().unwrap(),
+        "-o",
+        kernel.to_str().unwrap(),
+    ]);
+    (gauss, kernel, tensor)
 }
 
-fn moments_scene() -> Scene {
-    let p = 48u64;
-    let accs: Vec<MomentAcc> = (0..p)
-        .map(|r| {
-            MomentAcc::interval(0, 1000 - 15 * r).merge(MomentAcc::interval(1200 + 10 * r, 1500))
-        })
-        .collect();
-    let bins = 30usize;
-    let field = Field {
-        bins,
-        elements: p as usize,
-        values: (0..bins * p as usize)
-            .map(|i| {
-                ((i / p as usize) as f64 / bins as f64 + (i % p as usize) as f64 / p as f64) / 2.0
-            })
-            .collect(),
-        edges: (0..=bins as u64).map(|k| k * 50).collect(),
-        layout: FieldLayout::Ring,
-        quantity: "busy fraction".into(),
-        unit: "fraction".into(),
-    };
-    moments::build(
-        &accs,
-        Some(&field),
-        &moments::MomentParams {
-            t0: 0,
-            t1: 1500,
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
-
-fn render(r: &Renderer, s: &Scene, bg: [f64; 4]) -> Frame {
-    r.render(s, &Camera::fit(s), W, H, bg).unwrap()
-}
-
-/// The number of pixels that differ by more than the tolerance.
-fn failing(a: &Frame, b: &image::RgbaImage) -> usize {
-    assert_eq!((a.width, a.height), b.dimensions());
-    a.rgba
+fn failing(a: &image::RgbaImage, b: &image::RgbaImage) -> usize {
+    a.as_raw()
         .chunks_exact(4)
         .zip(b.as_raw().chunks_exact(4))
         .filter(|(p, q)| {
@@ -117,71 +85,110 @@ fn failing(a: &Frame, b: &image::RgbaImage) -> usize {
         .count()
 }
 
-fn check(name: &str, frame: &Frame) -> image::RgbaImage {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+fn allowed(img: &image::RgbaImage) -> usize {
+    (FAILING_FRACTION * (img.width() * img.height()) as f64) as usize
+}
+
+fn reference(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
-        .join(format!("{name}.png"));
+        .join(format!("{name}.png"))
+}
+
+/// Compares `png` with the reference `name`; on failure writes the actual
+/// image and a difference image (failing pixels red, others dimmed).
+fn check(name: &str, png: &Path) -> image::RgbaImage {
+    let path = reference(name);
+    let actual = image::open(png).unwrap().to_rgba8();
     if std::env::var_os("TAPESTRY_UPDATE_SNAPSHOTS").is_some() || !path.exists() {
         assert!(
             std::env::var_os("CI").is_none(),
             "missing snapshot {} in CI",
             path.display()
         );
-        frame.save_png(&path).unwrap();
+        actual.save(&path).unwrap();
     }
     let reference = image::open(&path).unwrap().to_rgba8();
-    let bad = failing(frame, &reference);
-    let allowed = (FAILING_FRACTION * (W * H) as f64) as usize;
-    assert!(
-        bad <= allowed,
-        "{name}: {bad} pixels differ (at most {allowed} allowed); see {}",
-        path.display()
-    );
+    assert_eq!(actual.dimensions(), reference.dimensions(), "{name}");
+    let bad = failing(&actual, &reference);
+    if bad > allowed(&actual) {
+        let mut diff = image::RgbaImage::new(actual.width(), actual.height());
+        for (x, y, p) in diff.enumerate_pixels_mut() {
+            let (a, b) = (actual.get_pixel(x, y), reference.get_pixel(x, y));
+            let off =
+                a.0.iter()
+                    .zip(b.0.iter())
+                    .any(|(u, v)| (*u as i32 - *v as i32).abs() > CHANNEL_TOLERANCE);
+            *p = if off {
+                image::Rgba([255, 0, 0, 255])
+            } else {
+                image::Rgba([a[0] / 3, a[1] / 3, a[2] / 3, 255])
+            };
+        }
+        let dir = path.parent().unwrap();
+        diff.save(dir.join(format!("{name}-diff.png"))).unwrap();
+        actual.save(dir.join(format!("{name}-actual.png"))).unwrap();
+        panic!(
+            "{name}: {bad} pixels differ (at most {} allowed); see {name}-diff.png beside {}",
+            allowed(&actual),
+            path.display()
+        );
+    }
     reference
 }
 
+/// The view's arguments on the synthetic inputs.
+fn view_args(view: &str, gauss: &Path, kernel: &Path, tensor: &Path) -> Vec<String> {
+    match view {
+        "kiviat" => vec![
+            kernel.display().to_string(),
+            "--view".into(),
+            "kiviat".into(),
+            "--quantity".into(),
+            format!("tensor:{}", tensor.display()),
+            "--kinds".into(),
+            "remote".into(),
+            "--param".into(),
+            "width=12".into(),
+        ],
+        other => vec![gauss.display().to_string(), "--view".into(), other.into()],
+    }
+}
+
 #[test]
-fn kiviat_tube_snapshot() {
-    let Some(ctx) = context() else { return };
-    let r = Renderer::new(&ctx);
-    let frame = render(&r, &kiviat_scene("viridis"), [0.02, 0.02, 0.05, 1.0]);
-    let reference = check("kiviat", &frame);
+fn every_view_at_two_sizes() {
+    if !gpu() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (gauss, kernel, tensor) = inputs(d.path());
+    let views = tapestry::views::names();
+    for view in &views {
+        for (w, h) in SIZES {
+            let name = format!("{view}-{w}x{h}");
+            let out = d.path().join(format!("{name}.png"));
+            let mut args = vec!["render".to_string()];
+            args.extend(view_args(view, &gauss, &kernel, &tensor));
+            args.extend([
+                "--size".into(),
+                format!("{w}x{h}"),
+                "-o".into(),
+                out.display().to_string(),
+            ]);
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(&a);
+            check(&name, &out);
+        }
+    }
     // a changed scene must fail the comparison
-    let other = render(&r, &kiviat_scene("magma"), [0.02, 0.02, 0.05, 1.0]);
-    assert!(failing(&other, &reference) > (FAILING_FRACTION * (W * H) as f64) as usize);
-}
-
-#[test]
-fn moment_display_3d_snapshot() {
-    let Some(ctx) = context() else { return };
-    let r = Renderer::new(&ctx);
-    let accs: Vec<MomentAcc> = (0..24u64)
-        .map(|p| MomentAcc::interval(20 * p, 500).merge(MomentAcc::interval(900, 1000 + 10 * p)))
-        .collect();
-    let s = moments::build_3d(
-        &accs,
-        &moments::MomentParams {
-            t0: 0,
-            t1: 1300,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let frame = render(&r, &s, [0.02, 0.02, 0.05, 1.0]);
-    let reference = check("moments3d", &frame);
-    let flat = moments_scene();
-    let other = render(&r, &flat, [0.02, 0.02, 0.05, 1.0]);
-    assert!(failing(&other, &reference) > (FAILING_FRACTION * (W * H) as f64) as usize);
-}
-
-#[test]
-fn moment_display_snapshot() {
-    let Some(ctx) = context() else { return };
-    let r = Renderer::new(&ctx);
-    let frame = render(&r, &moments_scene(), [1.0; 4]);
-    let reference = check("moments", &frame);
-    let mut changed = moments_scene();
-    changed.meshes.truncate(1);
-    let other = render(&r, &changed, [1.0; 4]);
-    assert!(failing(&other, &reference) > (FAILING_FRACTION * (W * H) as f64) as usize);
+    let reference = image::open(reference("kiviat-640x360")).unwrap().to_rgba8();
+    let out = d.path().join("magma.png");
+    let mut args = vec!["render".to_string()];
+    args.extend(view_args("kiviat", &gauss, &kernel, &tensor));
+    args.extend(["--colormap", "magma", "--size", "640x360", "-o"].map(String::from));
+    args.push(out.display().to_string());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&a);
+    let other = image::open(&out).unwrap().to_rgba8();
+    assert!(failing(&other, &reference) > allowed(&reference));
 }

@@ -7,14 +7,11 @@
 //! (`[interval, element, processor, kind]`): accesses of the chosen kinds
 //! per interval and element, over all processors or one.
 
-use std::path::Path;
-
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::model::{Time, Trace};
-use crate::readers::npy::Npy;
 
 /// How the elements of a field are arranged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -45,6 +42,17 @@ impl FieldLayout {
     }
 }
 
+/// What the bin edges of a field count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeAxis {
+    /// Nanoseconds from the trace start.
+    #[default]
+    Nanoseconds,
+    /// Intervals (time steps) of an access tensor.
+    Intervals,
+}
+
 /// A field `F[t][e]`, row-major by time bin.
 #[derive(Debug, Clone, Serialize)]
 pub struct Field {
@@ -56,6 +64,8 @@ pub struct Field {
     pub layout: FieldLayout,
     pub quantity: String,
     pub unit: String,
+    /// What the edges count.
+    pub time: TimeAxis,
 }
 
 impl Field {
@@ -156,6 +166,7 @@ pub fn busy_fraction(
         layout: FieldLayout::Ring,
         quantity: "busy fraction".into(),
         unit: "fraction".into(),
+        time: TimeAxis::Nanoseconds,
     })
 }
 
@@ -213,6 +224,7 @@ pub fn messages(trace: &Trace, bytes: bool, t0: Time, t1: Time, bins: usize) -> 
         } else {
             "messages".into()
         },
+        time: TimeAxis::Nanoseconds,
     })
 }
 
@@ -261,6 +273,7 @@ pub fn counter(trace: &Trace, counter: u32, t0: Time, t1: Time, bins: usize) -> 
         layout: FieldLayout::Ring,
         quantity: def.name.clone(),
         unit: def.unit.clone(),
+        time: TimeAxis::Nanoseconds,
     })
 }
 
@@ -285,65 +298,34 @@ pub fn access_kinds(name: &str) -> Result<[bool; 4]> {
     })
 }
 
-/// A field from an element access tensor `.npy` of shape `[T, E, P, 4]`:
-/// the accesses of the selected kinds per interval and element, summed
-/// over processors (or of one processor).
-pub fn from_tensor(path: &Path, kinds: [bool; 4], processor: Option<usize>) -> Result<Field> {
-    let mut a = Npy::open(path)?;
-    let shape = a.header.shape.clone();
-    let [t, e, p, k] = shape[..] else {
+/// A field from the access counts of an element access tensor (read by
+/// [`crate::readers::tensor`]): `values[t * elements + e]`, one row per
+/// interval. `kinds` names the access kinds kept (for the title).
+pub fn from_access_counts(
+    intervals: usize,
+    elements: usize,
+    values: Vec<f64>,
+    kinds: &str,
+) -> Result<Field> {
+    if values.len() != intervals.saturating_mul(elements) || intervals == 0 || elements == 0 {
         return Err(Error::Invalid(format!(
-            "{}: expected an access tensor of shape [interval, element, processor, 4], found {shape:?}",
-            path.display()
+            "an access field of {intervals} intervals x {elements} elements needs that many values, found {}",
+            values.len()
         )));
-    };
-    if k != 4 {
-        return Err(Error::Invalid(format!(
-            "{}: the last axis must have 4 kinds, found {k}",
-            path.display()
-        )));
-    }
-    if let Some(q) = processor
-        && q as u64 >= p
-    {
-        return Err(Error::Invalid(format!(
-            "processor {q} is not in the tensor (it has {p})"
-        )));
-    }
-    if t.saturating_mul(e) > 1 << 30 {
-        return Err(Error::Invalid(format!(
-            "{}: a field of {t} x {e} values is too large",
-            path.display()
-        )));
-    }
-    let (t, e, p) = (t as usize, e as usize, p as usize);
-    let mut values = vec![0.0; t * e];
-    let mut slab = vec![0.0; p * 4];
-    for ti in 0..t {
-        for ei in 0..e {
-            a.read_f64(&mut slab)?;
-            let mut s = 0.0;
-            for (q, kinds_of_q) in slab.chunks_exact(4).enumerate() {
-                if processor.is_some_and(|x| x != q) {
-                    continue;
-                }
-                for (v, on) in kinds_of_q.iter().zip(kinds) {
-                    if on {
-                        s += v;
-                    }
-                }
-            }
-            values[ti * e + ei] = s;
-        }
     }
     Ok(Field {
-        bins: t,
-        elements: e,
+        bins: intervals,
+        elements,
         values,
-        edges: (0..=t as u64).collect(),
+        edges: (0..=intervals as u64).collect(),
         layout: FieldLayout::Ring,
-        quantity: "accesses".into(),
+        quantity: if kinds == "all" {
+            "accesses".into()
+        } else {
+            format!("{kinds} accesses")
+        },
         unit: "accesses".into(),
+        time: TimeAxis::Intervals,
     })
 }
 

@@ -1,83 +1,43 @@
-//! The viewer window (winit + egui): choose the view, its parameters and
-//! the colour map, drag the time window along the Kiviat tube (slider, or
-//! shift-drag in the view), play or pause its slide, orbit or fly, save a screenshot (F12) and the view
-//! state (F5). Loading and analysis run on a worker thread; the event loop
-//! never blocks on them and shows their progress.
+//! The viewer window (winit + egui): every view of the registry, its
+//! parameters and the data specification in a side panel, the animation
+//! (slider, shift-drag in the view, play/pause with Space), orbit and fly
+//! cameras, a screenshot of the window's own surface (F12) and the view
+//! state (F5, the same file `render --view-state` reads).
+//!
+//! Reading, analyses and scene building run on a worker thread; the event
+//! loop only draws. It redraws when something changes — input, a result
+//! from the worker, the animation, the fly camera — and otherwise sleeps
+//! (an idle window uses no CPU).
 
 pub mod controls;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, channel};
-use std::time::Instant;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use winit::application::ApplicationHandler;
 use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
-use winit::event_loop::{ActiveEventLoop, EventLoop};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop, EventLoopProxy};
 use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{Window, WindowId};
 
-use crate::analysis::fields::{self, Field};
-use crate::analysis::moments::{self, MomentAcc};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::readers::{self, Loaded, ReadOptions};
-use crate::render::{Camera, PreparedScene, Renderer, Targets};
-use crate::scene::{Scene, colormap, kiviat, moments as moment_scene};
-
-/// The views of the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum ViewKind {
-    Kiviat,
-    Moments,
-}
-
-/// Everything needed to reproduce a view: saved with F5, loaded with
-/// `--view-state`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ViewState {
-    pub view: ViewKind,
-    pub camera: Option<Camera>,
-    pub colormap: String,
-    pub kiviat_start: usize,
-    pub kiviat_width: usize,
-    pub kiviat_stretch: f32,
-    pub kiviat_log: bool,
-    pub fly: bool,
-    /// The 3D variant of the moment display.
-    #[serde(default)]
-    pub moments_3d: bool,
-    /// Colour the Kiviat tube by the messages sent instead of its radius.
-    #[serde(default)]
-    pub kiviat_color_messages: bool,
-}
-
-impl Default for ViewState {
-    fn default() -> Self {
-        ViewState {
-            view: ViewKind::Kiviat,
-            camera: None,
-            colormap: "viridis".into(),
-            kiviat_start: 0,
-            kiviat_width: 15,
-            kiviat_stretch: 0.15,
-            kiviat_log: false,
-            fly: false,
-            moments_3d: false,
-            kiviat_color_messages: false,
-        }
-    }
-}
+use crate::render::{PreparedScene, Renderer, Targets};
+use crate::scene::{Camera, Scene, colormap};
+use crate::views::{self, Animation, BuildCtx, Prepared, ViewState};
 
 /// Options of `tapestry view`.
 #[derive(Debug, Clone)]
 pub struct ViewerOptions {
     pub trace: PathBuf,
     pub read: ReadOptions,
+    /// The first view state (its view chosen against the trace when
+    /// `view_explicit` is false).
     pub state: ViewState,
-    pub bins: usize,
+    pub view_explicit: bool,
     pub size: (u32, u32),
     /// Close after this many frames (scripted runs).
     pub exit_after: Option<u64>,
@@ -85,59 +45,148 @@ pub struct ViewerOptions {
     pub presses: Vec<(u64, KeyCode)>,
     /// Where screenshots and view states go.
     pub output_dir: PathBuf,
+    /// Files never to overwrite (the trace and its siblings).
+    pub inputs: Vec<PathBuf>,
 }
 
-/// What the worker thread computes.
-struct Data {
-    field: Field,
-    /// Messages sent per location and bin: the Kiviat tube's second metric.
-    messages: Field,
-    accs: Vec<MomentAcc>,
-    t0: u64,
-    t1: u64,
-    description: String,
+/// Work for the worker thread.
+enum Job {
+    Build {
+        generation: u64,
+        state: ViewState,
+        size: (u32, u32),
+    },
 }
 
-enum Progress {
+/// What the worker reports.
+enum Reply {
     Stage(String),
-    Done(Box<Data>),
-    Failed(String),
+    /// The trace is read: its description, the state to show first and a
+    /// note when the first choice of view could not show it.
+    Ready {
+        description: String,
+        state: Box<ViewState>,
+        note: Option<String>,
+    },
+    Built {
+        generation: u64,
+        scene: Box<Scene>,
+        animation: Animation,
+        warnings: Vec<String>,
+    },
+    BuildFailed {
+        generation: u64,
+        error: String,
+    },
+    /// Reading failed: the window closes with this error.
+    Fatal(String),
 }
 
-fn load(opts: &ViewerOptions, tx: &std::sync::mpsc::Sender<Progress>) -> Result<Data> {
-    let _ = tx.send(Progress::Stage(format!("reading {}", opts.trace.display())));
-    let t = match readers::load(&opts.trace, &opts.read)? {
-        Loaded::Trace(t) => t,
-        Loaded::Profile(_) => {
-            return Err(Error::Invalid(
-                "the viewer's views need a trace, not a profile".into(),
-            ));
-        }
+/// Wakes the event loop when the worker has something.
+#[derive(Debug, Clone, Copy)]
+struct Wake;
+
+/// The worker: reads the trace, then builds scenes on request, keeping the
+/// analyses of the last view and data specification.
+fn worker(
+    opts: ViewerOptions,
+    jobs: Receiver<Job>,
+    tx: Sender<Reply>,
+    proxy: EventLoopProxy<Wake>,
+) {
+    let send = |r: Reply| {
+        let _ = tx.send(r);
+        let _ = proxy.send_event(Wake);
     };
-    let _ = tx.send(Progress::Stage(
-        "computing the busy-fraction field and the moments".into(),
-    ));
-    let mask = t.states.select(&["busy".to_string()])?;
-    let (t0, t1) = (0, t.meta.span.max(1));
-    let bins = opts.bins.clamp(1, (t1 - t0) as usize);
-    let field = fields::busy_fraction(&t, &mask, t0, t1, bins)?;
-    let messages = fields::messages(&t, false, t0, t1, bins)?;
-    let accs = (0..t.num_locations() as u32)
-        .map(|l| moments::accumulate(t.intervals.of(l), &mask, t0, t1))
-        .collect();
-    Ok(Data {
-        field,
-        messages,
-        accs,
-        t0,
-        t1,
-        description: format!(
-            "{} ({} locations, {})",
-            opts.trace.display(),
-            t.num_locations(),
-            t.meta.format.name()
-        ),
-    })
+    let started = Instant::now();
+    send(Reply::Stage(format!(
+        "step 1 of 2: reading {}",
+        opts.trace.display()
+    )));
+    let input = match readers::load(&opts.trace, &opts.read) {
+        Ok(l) => l,
+        Err(e) => return send(Reply::Fatal(e.to_string())),
+    };
+    let description = match &input {
+        Loaded::Trace(t) => {
+            for w in &t.meta.diagnostics.warnings {
+                eprintln!("warning: {w}");
+            }
+            format!(
+                "{} ({} locations, {}), read in {:.1} s",
+                opts.trace.display(),
+                t.num_locations(),
+                t.meta.format.name(),
+                started.elapsed().as_secs_f64()
+            )
+        }
+        Loaded::Profile(p) => format!("{} (profile, {} rows)", opts.trace.display(), p.rows.len()),
+    };
+    let mut state = opts.state.clone();
+    let requested = opts.view_explicit.then(|| state.view.clone());
+    let note = match views::choose(requested.as_deref(), &input, &state.data, &state.params) {
+        Ok((v, p, note)) => {
+            state.view = v.name().to_string();
+            state.params = p;
+            note
+        }
+        Err(e) => return send(Reply::Fatal(e.to_string())),
+    };
+    send(Reply::Ready {
+        description,
+        state: Box::new(state),
+        note,
+    });
+    // (view, params' data key, data spec) → analyses
+    let mut cache: Option<(serde_json::Value, Prepared)> = None;
+    while let Ok(job) = jobs.recv() {
+        // only the newest request matters
+        let mut job = job;
+        while let Ok(j) = jobs.try_recv() {
+            job = j;
+        }
+        let Job::Build {
+            generation,
+            state,
+            size,
+        } = job;
+        let result = (|| -> Result<(Scene, Animation, Vec<String>)> {
+            let view = views::find(&state.view)?;
+            let params = view.normalize(&state.params)?;
+            let key = serde_json::json!([state.view, view.data_key(&params), state.data]);
+            if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+                send(Reply::Stage(format!(
+                    "step 2 of 2: analyses of the {} view",
+                    state.view
+                )));
+                cache = None;
+                cache = Some((key.clone(), Prepared::new(&input, &state)?));
+            }
+            let (_, prep) = cache
+                .as_mut()
+                .ok_or_else(|| Error::Invalid("no analyses".into()))?;
+            prep.params = params;
+            let anim = prep.animation()?;
+            let scene = prep.build(BuildCtx {
+                step: state.step.min(anim.steps.saturating_sub(1)),
+                width: size.0,
+                height: size.1,
+            })?;
+            Ok((scene, anim, prep.spec.warnings.clone()))
+        })();
+        match result {
+            Ok((scene, animation, warnings)) => send(Reply::Built {
+                generation,
+                scene: Box::new(scene),
+                animation,
+                warnings,
+            }),
+            Err(e) => send(Reply::BuildFailed {
+                generation,
+                error: e.to_string(),
+            }),
+        }
+    }
 }
 
 struct Gfx {
@@ -155,15 +204,20 @@ struct Gfx {
 struct App {
     opts: ViewerOptions,
     gfx: Option<Gfx>,
-    rx: Receiver<Progress>,
+    rx: Receiver<Reply>,
+    jobs: Sender<Job>,
     stage: String,
     started: Instant,
-    data: Option<Data>,
+    description: Option<String>,
     state: ViewState,
+    /// The state the shown scene was built from (camera aside).
+    built_for: Option<serde_json::Value>,
+    generation: u64,
+    building: bool,
     scene: Option<Scene>,
-    /// `scene` on the GPU; made again only when the scene is rebuilt.
+    animation: Animation,
+    /// `scene` on the GPU; made again only when the scene changes.
     prepared: Option<PreparedScene>,
-    dirty: bool,
     playing: bool,
     last_step: Instant,
     last_frame: Instant,
@@ -178,68 +232,49 @@ struct App {
     /// Fractional bins of a shift-drag along the tube not applied yet.
     slide: f32,
     shots: u32,
+    want_shot: bool,
     message: String,
     error: Option<String>,
+    fatal: Option<String>,
+    /// egui asked for a repaint at this time.
+    repaint_at: Option<Instant>,
+}
+
+/// The part of a view state whose change needs a new scene.
+fn build_key(s: &ViewState, size: (u32, u32)) -> serde_json::Value {
+    serde_json::json!([s.view, s.params, s.data, s.step, size])
 }
 
 impl App {
-    fn rebuild(&mut self) {
-        let Some(d) = &self.data else { return };
-        let built = match self.state.view {
-            ViewKind::Kiviat => kiviat::build(
-                &d.field,
-                self.state.kiviat_color_messages.then_some(&d.messages),
-                &kiviat::KiviatParams {
-                    start: self.state.kiviat_start,
-                    width: (self.state.kiviat_width > 0).then_some(self.state.kiviat_width),
-                    stretch: self.state.kiviat_stretch,
-                    scale: if self.state.kiviat_log {
-                        kiviat::RadiusScale::Log
-                    } else {
-                        kiviat::RadiusScale::Linear
-                    },
-                    colormap: self.state.colormap.clone(),
-                    ..Default::default()
-                },
-            ),
-            ViewKind::Moments => {
-                let mp = moment_scene::MomentParams {
-                    t0: d.t0,
-                    t1: d.t1,
-                    colormap: self.state.colormap.clone(),
-                    ..Default::default()
-                };
-                if self.state.moments_3d {
-                    moment_scene::build_3d(&d.accs, &mp)
-                } else {
-                    moment_scene::build(&d.accs, Some(&d.field), &mp)
-                }
+    fn scene_size(&self) -> (u32, u32) {
+        match (&self.gfx, self.scene_rect) {
+            (Some(g), Some(r)) => {
+                let k = g.window.scale_factor() as f32;
+                ((r.width() * k) as u32, (r.height() * k) as u32)
             }
-        };
-        match built {
-            Ok(s) => {
-                let projection_changed = self
-                    .scene
-                    .as_ref()
-                    .is_none_or(|old| old.projection != s.projection);
-                if self.state.camera.is_none() || projection_changed {
-                    self.state.camera = Some(Camera::fit(&s));
-                }
-                self.scene = Some(s);
-                self.error = None;
-            }
-            Err(e) => self.error = Some(e.to_string()),
+            (Some(g), None) => (g.config.width, g.config.height),
+            _ => self.opts.size,
         }
-        self.dirty = false;
     }
 
-    fn max_start(&self) -> usize {
-        self.data.as_ref().map_or(0, |d| {
-            let skip = fields::leading_empty_bins(&d.field);
-            d.field
-                .bins
-                .saturating_sub(skip + self.state.kiviat_width.max(1))
-        })
+    /// Asks the worker for a scene when the state changed since the last.
+    fn request_build(&mut self) {
+        if self.description.is_none() {
+            return;
+        }
+        let size = self.scene_size();
+        let key = build_key(&self.state, size);
+        if self.built_for.as_ref() == Some(&key) {
+            return;
+        }
+        self.built_for = Some(key);
+        self.generation += 1;
+        self.building = true;
+        let _ = self.jobs.send(Job::Build {
+            generation: self.generation,
+            state: self.state.clone(),
+            size,
+        });
     }
 
     fn key(&mut self, code: KeyCode, pressed: bool, el: &ActiveEventLoop) {
@@ -256,7 +291,7 @@ impl App {
             return;
         }
         match code {
-            KeyCode::F12 => self.screenshot(),
+            KeyCode::F12 => self.want_shot = true,
             KeyCode::F5 => self.save_state(),
             KeyCode::Space => self.playing = !self.playing,
             KeyCode::Escape => el.exit(),
@@ -264,34 +299,13 @@ impl App {
         }
     }
 
-    fn screenshot(&mut self) {
-        let (Some(g), Some(s), Some(cam)) = (&self.gfx, &self.scene, &self.state.camera) else {
-            self.message = "nothing to capture yet".into();
-            return;
-        };
-        self.shots += 1;
-        let path = self
-            .opts
-            .output_dir
-            .join(format!("tapestry-{:04}.png", self.shots));
-        let r = Renderer::new(&g.ctx);
-        let bg = background(&self.state);
-        self.message = match r
-            .render(s, cam, g.config.width.max(1), g.config.height.max(1), bg)
-            .and_then(|f| f.save_png(&path))
-        {
-            Ok(()) => format!("screenshot {}", path.display()),
-            Err(e) => format!("screenshot failed: {e}"),
-        };
-        eprintln!("{}", self.message);
-    }
-
     fn save_state(&mut self) {
         let path = self.opts.output_dir.join("tapestry-view.json");
-        self.message = match serde_json::to_vec_pretty(&self.state)
-            .map_err(|e| Error::Invalid(e.to_string()))
-            .and_then(|b| crate::export::write_atomic(&path, &b, &[]))
-        {
+        let mut st = self.state.clone();
+        let size = self.scene_size();
+        st.size = Some([size.0.max(1), size.1.max(1)]);
+        let inputs: Vec<&std::path::Path> = self.opts.inputs.iter().map(|p| p.as_path()).collect();
+        self.message = match st.write(&path, &inputs) {
             Ok(()) => format!("view state {}", path.display()),
             Err(e) => format!("saving the view state failed: {e}"),
         };
@@ -300,10 +314,10 @@ impl App {
 
     fn ui(&mut self, root: &mut egui::Ui) {
         let panel = egui::Panel::left("controls")
-            .min_size(220.0)
+            .min_size(240.0)
             .show(root, |ui| {
                 ui.heading("tapestry");
-                match &self.data {
+                match &self.description {
                     None => {
                         ui.label(format!(
                             "{} … {:.1} s",
@@ -313,41 +327,60 @@ impl App {
                         ui.spinner();
                     }
                     Some(d) => {
-                        ui.label(&d.description);
+                        ui.label(d);
                     }
                 }
+                if self.building && self.description.is_some() {
+                    ui.horizontal(|ui| {
+                        ui.spinner();
+                        ui.label(&self.stage);
+                    });
+                }
                 ui.separator();
-                let before = self.state.clone_key();
-                ui.horizontal(|ui| {
-                    ui.selectable_value(&mut self.state.view, ViewKind::Kiviat, "Kiviat tube");
-                    ui.selectable_value(&mut self.state.view, ViewKind::Moments, "Moments");
-                });
-                egui::ComboBox::from_label("colour map")
-                    .selected_text(self.state.colormap.clone())
+                egui::ComboBox::from_label("view")
+                    .selected_text(self.state.view.clone())
                     .show_ui(ui, |ui| {
-                        for n in colormap::names() {
-                            ui.selectable_value(&mut self.state.colormap, n.to_string(), n);
+                        for v in views::REGISTRY {
+                            if ui
+                                .selectable_label(self.state.view == v.name(), v.name())
+                                .on_hover_text(v.about())
+                                .clicked()
+                                && self.state.view != v.name()
+                            {
+                                self.state.view = v.name().to_string();
+                                self.state.params = v.default_params();
+                                self.state.step = 0;
+                                self.state.camera = None;
+                            }
                         }
                     });
-                if self.state.view == ViewKind::Kiviat {
-                    let max = self.max_start();
-                    ui.add(
-                        egui::Slider::new(&mut self.state.kiviat_start, 0..=max)
-                            .text("time window"),
-                    );
-                    ui.add(
-                        egui::Slider::new(&mut self.state.kiviat_width, 1..=200)
-                            .text("animation width"),
-                    );
-                    ui.add(
-                        egui::Slider::new(&mut self.state.kiviat_stretch, 0.01..=1.0)
-                            .text("stretch"),
-                    );
-                    ui.checkbox(&mut self.state.kiviat_log, "logarithmic radius");
-                    ui.checkbox(
-                        &mut self.state.kiviat_color_messages,
-                        "colour by messages sent",
-                    );
+                let mut cmap = self
+                    .state
+                    .data
+                    .colormap
+                    .clone()
+                    .or_else(|| {
+                        views::find(&self.state.view)
+                            .ok()
+                            .map(|v| v.colormap().to_string())
+                    })
+                    .unwrap_or_default();
+                egui::ComboBox::from_label("colour map")
+                    .selected_text(cmap.clone())
+                    .show_ui(ui, |ui| {
+                        for n in colormap::names() {
+                            ui.selectable_value(&mut cmap, n.to_string(), n);
+                        }
+                    });
+                if views::find(&self.state.view).is_ok_and(|v| v.colormap() != cmap) {
+                    self.state.data.colormap = Some(cmap);
+                }
+                if let Ok(v) = views::find(&self.state.view) {
+                    v.panel(ui, &mut self.state.params);
+                }
+                if self.animation.steps > 1 {
+                    let max = self.animation.steps - 1;
+                    ui.add(egui::Slider::new(&mut self.state.step, 0..=max).text("time window"));
                     if ui
                         .button(if self.playing {
                             "pause (space)"
@@ -359,6 +392,13 @@ impl App {
                         self.playing = !self.playing;
                     }
                 }
+                let mut color_messages = self.state.data.color_by.as_deref() == Some("messages");
+                if ui
+                    .checkbox(&mut color_messages, "colour by messages sent")
+                    .changed()
+                {
+                    self.state.data.color_by = color_messages.then(|| "messages".to_string());
+                }
                 ui.separator();
                 ui.checkbox(&mut self.state.fly, "fly (WASD/QE, right-drag to look)");
                 ui.add(
@@ -367,33 +407,24 @@ impl App {
                         .text("fly speed"),
                 );
                 if ui.button("reset camera").clicked() {
-                    self.state.camera = self.scene.as_ref().map(Camera::fit);
+                    let (w, h) = self.scene_size();
+                    self.state.camera = self.scene.as_ref().map(|s| Camera::fit(s, w, h));
                 }
                 if ui.button("screenshot (F12)").clicked() {
-                    self.screenshot();
+                    self.want_shot = true;
                 }
                 if ui.button("save view state (F5)").clicked() {
                     self.save_state();
                 }
                 if let Some(s) = &self.scene {
                     ui.separator();
-                    ui.label(&s.title);
                     ui.label(format!("{} triangles", s.triangles()));
-                    if let Some(l) = &s.legend {
-                        ui.label(format!(
-                            "{}: {:.3} … {:.3} {}",
-                            l.title, l.min, l.max, l.unit
-                        ));
-                    }
                 }
                 if let Some(e) = &self.error {
-                    ui.colored_label(egui::Color32::RED, e);
+                    ui.colored_label(egui::Color32::from_rgb(220, 60, 60), e);
                 }
                 if !self.message.is_empty() {
                     ui.label(&self.message);
-                }
-                if self.state.clone_key() != before {
-                    self.dirty = true;
                 }
             });
         // the scene fills the rest of the window; its title, legend and labels over it
@@ -401,14 +432,84 @@ impl App {
         rect.min.x = panel.response.rect.max.x;
         self.scene_rect = Some(rect);
         if let (Some(s), Some(cam)) = (&self.scene, &self.state.camera) {
-            let dark = background(&self.state)[0] < 0.5;
-            crate::render::overlay::paint(root.painter(), rect, s, cam, dark);
+            crate::render::overlay::paint(root.painter(), rect, s, cam, s.is_dark());
         }
     }
 
+    /// Takes what the worker reported; true when something changed.
+    fn poll_worker(&mut self) -> bool {
+        let mut changed = false;
+        while let Ok(r) = self.rx.try_recv() {
+            changed = true;
+            match r {
+                Reply::Stage(s) => self.stage = s,
+                Reply::Ready {
+                    description,
+                    state,
+                    note,
+                } => {
+                    self.description = Some(description);
+                    self.state = *state;
+                    if let Some(n) = note {
+                        eprintln!("note: {n}");
+                        self.message = n;
+                    }
+                }
+                Reply::Built {
+                    generation,
+                    scene,
+                    animation,
+                    warnings,
+                } => {
+                    if generation == self.generation {
+                        self.building = false;
+                    }
+                    for w in warnings {
+                        self.message = w;
+                    }
+                    let refit = self
+                        .scene
+                        .as_ref()
+                        .is_none_or(|old| old.projection != scene.projection)
+                        || self.state.camera.is_none();
+                    if refit {
+                        let (w, h) = self.scene_size();
+                        self.state.camera = Some(Camera::fit(&scene, w, h));
+                    }
+                    self.animation = animation;
+                    self.scene = Some(*scene);
+                    self.prepared = None;
+                    self.error = None;
+                }
+                Reply::BuildFailed { generation, error } => {
+                    if generation == self.generation {
+                        self.building = false;
+                    }
+                    self.error = Some(error);
+                }
+                Reply::Fatal(e) => self.fatal = Some(e),
+            }
+        }
+        changed
+    }
+
+    /// Whether frames must follow each other without waiting for input.
+    fn animating(&self) -> bool {
+        let flying = self.state.fly
+            && (self.keys.forward
+                || self.keys.back
+                || self.keys.left
+                || self.keys.right
+                || self.keys.up
+                || self.keys.down);
+        flying || self.opts.exit_after.is_some() || !self.opts.presses.is_empty()
+    }
+
     fn redraw(&mut self, el: &ActiveEventLoop) {
-        // scripted key presses and exit
-        self.frame += 1;
+        // scripted key presses and exit: frames count from the first scene
+        if self.scene.is_some() || self.error.is_some() {
+            self.frame += 1;
+        }
         let presses: Vec<KeyCode> = self
             .opts
             .presses
@@ -424,32 +525,21 @@ impl App {
             el.exit();
             return;
         }
-        // worker progress
-        while let Ok(p) = self.rx.try_recv() {
-            match p {
-                Progress::Stage(s) => self.stage = s,
-                Progress::Done(d) => {
-                    self.data = Some(*d);
-                    self.dirty = true;
-                }
-                Progress::Failed(e) => self.error = Some(e),
-            }
+        self.poll_worker();
+        if self.fatal.is_some() {
+            el.exit();
+            return;
         }
         let now = Instant::now();
         let dt = (now - self.last_frame).as_secs_f32().min(0.1);
         self.last_frame = now;
         if self.playing
-            && self.state.view == ViewKind::Kiviat
-            && now.duration_since(self.last_step).as_secs_f32() > 0.1
+            && self.animation.steps > 1
+            && !self.building
+            && now.duration_since(self.last_step) >= Duration::from_millis(100)
         {
             self.last_step = now;
-            let max = self.max_start();
-            self.state.kiviat_start = if self.state.kiviat_start >= max {
-                0
-            } else {
-                self.state.kiviat_start + 1
-            };
-            self.dirty = true;
+            self.state.step = (self.state.step + 1) % self.animation.steps;
         }
         if self.state.fly
             && let Some(c) = &mut self.state.camera
@@ -462,15 +552,18 @@ impl App {
         let out = egui_ctx.run_ui(raw, |ui| self.ui(ui));
         g.egui_state
             .handle_platform_output(&g.window, out.platform_output);
-        if self.dirty {
-            self.rebuild();
-            self.prepared = None;
-        }
+        self.repaint_at = out
+            .viewport_output
+            .get(&egui::ViewportId::ROOT)
+            .filter(|v| v.repaint_delay < Duration::from_secs(3600))
+            .map(|v| Instant::now() + v.repaint_delay);
+        self.request_build();
         let frame = match g.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(f)
             | wgpu::CurrentSurfaceTexture::Suboptimal(f) => f,
             wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
                 g.surface.configure(&g.ctx.device, &g.config);
+                g.window.request_redraw();
                 self.gfx = Some(g);
                 return;
             }
@@ -497,7 +590,10 @@ impl App {
         let aspect = viewport.map_or(fw / fh.max(1.0), |v| v[2] / v[3]);
         let empty = Scene::new("", crate::scene::Projection::Perspective);
         let scene = self.scene.as_ref().unwrap_or(&empty);
-        let cam = self.state.camera.unwrap_or_else(|| Camera::fit(scene));
+        let cam = self
+            .state
+            .camera
+            .unwrap_or_else(|| Camera::fit(scene, fw as u32, fh as u32));
         let prepared = self
             .prepared
             .get_or_insert_with(|| g.renderer.prepare(scene));
@@ -508,7 +604,7 @@ impl App {
             prepared,
             &cam,
             aspect,
-            background(&self.state),
+            scene.background,
             viewport,
         );
         let tris = egui_ctx.tessellate(out.shapes, out.pixels_per_point);
@@ -524,36 +620,44 @@ impl App {
         }
         g.egui_renderer
             .update_buffers(&g.ctx.device, &g.ctx.queue, &mut enc, &tris, &screen);
-        crate::render::overlay::draw_egui(&g.egui_renderer, &mut enc, &view, &tris, &screen);
+        let gamma_view = frame.texture.create_view(&wgpu::TextureViewDescriptor {
+            format: Some(g.config.format.remove_srgb_suffix()),
+            ..Default::default()
+        });
+        crate::render::overlay::draw_egui(&g.egui_renderer, &mut enc, &gamma_view, &tris, &screen);
         for id in &out.textures_delta.free {
             g.egui_renderer.free_texture(id);
         }
         g.ctx.queue.submit([enc.finish()]);
+        if std::mem::take(&mut self.want_shot) {
+            self.screenshot(&g, &frame.texture);
+        }
         g.ctx.queue.present(frame);
         self.gfx = Some(g);
     }
-}
 
-impl ViewState {
-    /// The fields whose change requires rebuilding the scene.
-    fn clone_key(&self) -> (ViewKind, bool, bool, String, usize, usize, u32, bool) {
-        (
-            self.view,
-            self.moments_3d,
-            self.kiviat_color_messages,
-            self.colormap.clone(),
-            self.kiviat_start,
-            self.kiviat_width,
-            self.kiviat_stretch.to_bits(),
-            self.kiviat_log,
-        )
-    }
-}
-
-fn background(s: &ViewState) -> [f64; 4] {
-    match (s.view, s.moments_3d) {
-        (ViewKind::Moments, false) => [1.0, 1.0, 1.0, 1.0],
-        _ => [0.02, 0.02, 0.05, 1.0],
+    /// Saves what the window shows: its own surface, read back.
+    fn screenshot(&mut self, g: &Gfx, texture: &wgpu::Texture) {
+        self.shots += 1;
+        let path = self
+            .opts
+            .output_dir
+            .join(format!("tapestry-{:04}.png", self.shots));
+        let inputs: Vec<&std::path::Path> = self.opts.inputs.iter().map(|p| p.as_path()).collect();
+        let r = if g.config.usage.contains(wgpu::TextureUsages::COPY_SRC) {
+            crate::render::read_back(&g.ctx, texture, g.config.width, g.config.height)
+                .and_then(|f| f.png())
+                .and_then(|b| crate::export::write_atomic(&path, &b, &inputs))
+        } else {
+            Err(Error::Invalid(
+                "this window's surface cannot be copied (no COPY_SRC)".into(),
+            ))
+        };
+        self.message = match r {
+            Ok(()) => format!("screenshot {}", path.display()),
+            Err(e) => format!("screenshot failed: {e}"),
+        };
+        eprintln!("{}", self.message);
     }
 }
 
@@ -565,16 +669,25 @@ fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
         el.create_window(attrs)
             .map_err(|e| Error::Invalid(format!("cannot open a window: {e}")))?,
     );
-    let instance =
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let instance = wgpu::Instance::new(crate::gpu::context::instance_descriptor(false));
     let surface = instance
         .create_surface(window.clone())
         .map_err(|e| Error::Invalid(format!("cannot draw into the window: {e}")))?;
     let ctx = pollster::block_on(GpuContext::for_surface(&instance, &surface))?;
     let inner = window.inner_size();
-    let config = surface
+    let mut config = surface
         .get_default_config(&ctx.adapter, inner.width.max(1), inner.height.max(1))
         .ok_or_else(|| Error::Invalid("the adapter cannot present to this window".into()))?;
+    let caps = surface.get_capabilities(&ctx.adapter);
+    // scene colours are decoded to linear light: draw into an sRGB surface
+    if let Some(f) = caps.formats.iter().find(|f| f.is_srgb()) {
+        config.format = *f;
+    }
+    // egui draws through a non-sRGB view (it blends in gamma space)
+    config.view_formats = vec![config.format.remove_srgb_suffix()];
+    if caps.usages.contains(wgpu::TextureUsages::COPY_SRC) {
+        config.usage |= wgpu::TextureUsages::COPY_SRC;
+    }
     surface.configure(&ctx.device, &config);
     let renderer = Renderer::with_format(&ctx, config.format);
     let targets = Targets::new(&ctx, config.format, config.width, config.height);
@@ -590,7 +703,7 @@ fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
     );
     let egui_renderer = egui_wgpu::Renderer::new(
         &ctx.device,
-        config.format,
+        config.format.remove_srgb_suffix(),
         egui_wgpu::RendererOptions::default(),
     );
     Ok(Gfx {
@@ -606,7 +719,7 @@ fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
     })
 }
 
-impl ApplicationHandler for App {
+impl ApplicationHandler<Wake> for App {
     fn resumed(&mut self, el: &ActiveEventLoop) {
         if self.gfx.is_some() {
             return;
@@ -618,17 +731,37 @@ impl ApplicationHandler for App {
                 self.gfx = Some(g);
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                self.fatal = Some(e.to_string());
                 el.exit();
             }
         }
     }
 
+    fn user_event(&mut self, el: &ActiveEventLoop, _w: Wake) {
+        if self.poll_worker() {
+            if self.fatal.is_some() {
+                el.exit();
+                return;
+            }
+            self.request_build();
+            if let Some(g) = &self.gfx {
+                g.window.request_redraw();
+            }
+        }
+    }
+
     fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
-        let consumed = match &mut self.gfx {
-            Some(g) => g.egui_state.on_window_event(&g.window, &event).consumed,
-            None => false,
+        let response = match &mut self.gfx {
+            Some(g) => g.egui_state.on_window_event(&g.window, &event),
+            None => return,
         };
+        let consumed = response.consumed;
+        if response.repaint
+            && !matches!(event, WindowEvent::RedrawRequested)
+            && let Some(g) = &self.gfx
+        {
+            g.window.request_redraw();
+        }
         match event {
             WindowEvent::CloseRequested => el.exit(),
             WindowEvent::Resized(s) => {
@@ -638,6 +771,7 @@ impl ApplicationHandler for App {
                     g.surface.configure(&g.ctx.device, &g.config);
                     g.targets =
                         Targets::new(&g.ctx, g.config.format, g.config.width, g.config.height);
+                    g.window.request_redraw();
                 }
             }
             WindowEvent::RedrawRequested => self.redraw(el),
@@ -658,18 +792,14 @@ impl ApplicationHandler for App {
             }
             WindowEvent::ModifiersChanged(m) => self.shift = m.state().shift_key(),
             WindowEvent::CursorMoved { position, .. } => {
-                if let (Some((x, _)), true, true, ViewKind::Kiviat) =
-                    (self.cursor, self.dragging, self.shift, self.state.view)
-                {
-                    // shift-drag slides the time window along the tube: 8 pixels a bin
+                if let (Some((x, _)), true, true) = (self.cursor, self.dragging, self.shift) {
+                    // shift-drag slides the time window: 8 pixels a bin
                     self.slide += (position.x - x) as f32 / 8.0;
                     let whole = self.slide.trunc();
-                    if whole != 0.0 {
+                    if whole != 0.0 && self.animation.steps > 1 {
                         self.slide -= whole;
-                        let max = self.max_start() as f32;
-                        self.state.kiviat_start =
-                            (self.state.kiviat_start as f32 + whole).clamp(0.0, max) as usize;
-                        self.dirty = true;
+                        let max = (self.animation.steps - 1) as f32;
+                        self.state.step = (self.state.step as f32 + whole).clamp(0.0, max) as usize;
                     }
                 } else if let (Some((x, y)), true, Some(c)) =
                     (self.cursor, self.dragging, self.state.camera.as_mut())
@@ -680,6 +810,11 @@ impl ApplicationHandler for App {
                     } else {
                         controls::orbit(c, dx, dy);
                     }
+                }
+                if self.dragging
+                    && let Some(g) = &self.gfx
+                {
+                    g.window.request_redraw();
                 }
                 self.cursor = Some((position.x, position.y));
             }
@@ -693,13 +828,46 @@ impl ApplicationHandler for App {
                 } else if let Some(c) = self.state.camera.as_mut() {
                     controls::zoom(c, steps);
                 }
+                if let Some(g) = &self.gfx {
+                    g.window.request_redraw();
+                }
             }
             _ => {}
         }
     }
 
-    fn about_to_wait(&mut self, _el: &ActiveEventLoop) {
-        if let Some(g) = &self.gfx {
+    fn about_to_wait(&mut self, el: &ActiveEventLoop) {
+        let Some(g) = &self.gfx else { return };
+        if self.animating() {
+            el.set_control_flow(ControlFlow::Poll);
+            g.window.request_redraw();
+            return;
+        }
+        // the next animation step, egui's own repaint, or nothing: sleep
+        let mut next: Option<Instant> = self.repaint_at;
+        if self.playing && self.animation.steps > 1 {
+            let t = self.last_step + Duration::from_millis(100);
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        if self.description.is_none() || self.building {
+            // the progress line counts seconds
+            let t = Instant::now() + Duration::from_millis(250);
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        match next {
+            Some(t) if t <= Instant::now() => {
+                g.window.request_redraw();
+                el.set_control_flow(ControlFlow::Wait);
+            }
+            Some(t) => el.set_control_flow(ControlFlow::WaitUntil(t)),
+            None => el.set_control_flow(ControlFlow::Wait),
+        }
+    }
+
+    fn new_events(&mut self, _el: &ActiveEventLoop, cause: winit::event::StartCause) {
+        if matches!(cause, winit::event::StartCause::ResumeTimeReached { .. })
+            && let Some(g) = &self.gfx
+        {
             g.window.request_redraw();
         }
     }
@@ -707,31 +875,31 @@ impl ApplicationHandler for App {
 
 /// Opens the viewer on a trace; returns when the window closes.
 pub fn run(opts: ViewerOptions) -> Result<()> {
-    let event_loop = EventLoop::new().map_err(|e| {
+    let event_loop = EventLoop::<Wake>::with_user_event().build().map_err(|e| {
         Error::Invalid(format!(
             "cannot start the window system (is a display available?): {e}"
         ))
     })?;
     let (tx, rx) = channel();
+    let (jobs, job_rx) = channel();
     let worker_opts = opts.clone();
-    std::thread::spawn(move || {
-        let msg = match load(&worker_opts, &tx) {
-            Ok(d) => Progress::Done(Box::new(d)),
-            Err(e) => Progress::Failed(e.to_string()),
-        };
-        let _ = tx.send(msg);
-    });
+    let proxy = event_loop.create_proxy();
+    std::thread::spawn(move || worker(worker_opts, job_rx, tx, proxy));
     let mut app = App {
         state: opts.state.clone(),
         opts,
         gfx: None,
         rx,
+        jobs,
         stage: "starting".into(),
         started: Instant::now(),
-        data: None,
+        description: None,
+        built_for: None,
+        generation: 0,
+        building: false,
         scene: None,
+        animation: Animation::STILL,
         prepared: None,
-        dirty: false,
         playing: false,
         last_step: Instant::now(),
         last_frame: Instant::now(),
@@ -744,13 +912,16 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         scene_rect: None,
         slide: 0.0,
         shots: 0,
+        want_shot: false,
         message: String::new(),
         error: None,
+        fatal: None,
+        repaint_at: None,
     };
     event_loop
         .run_app(&mut app)
         .map_err(|e| Error::Invalid(format!("window event loop: {e}")))?;
-    if let Some(e) = app.error {
+    if let Some(e) = app.fatal {
         return Err(Error::Invalid(e));
     }
     Ok(())

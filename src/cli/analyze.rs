@@ -657,6 +657,9 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 )
             })?;
             let delta = parse_time(&a.period)?;
+            if delta == 0 {
+                bail!("--period must be longer than 0 ns");
+            }
             let n = (t.meta.span / delta + 1) as usize;
             if n > 1 << 27 {
                 bail!("{n} samples; use a longer --period");
@@ -997,7 +1000,12 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
         return Ok(());
     };
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let inputs = [a.trace.as_path()];
+    // outputs never overwrite an input: the trace, its siblings, a tensor
+    let mut input_files = tapestry::readers::input_files(&a.trace);
+    if let Some(p) = a.quantity.strip_prefix("tensor:") {
+        input_files.push(std::path::PathBuf::from(p));
+    }
+    let inputs: Vec<&std::path::Path> = input_files.iter().map(|p| p.as_path()).collect();
     match ext {
         "csv" => {
             let mut f = AtomicFile::create(path, &inputs)?;
@@ -1034,6 +1042,8 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
                 ),
             };
             let data: Vec<f64> = data.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+            tapestry::export::refuse_inputs(path, &inputs)?;
+            tapestry::export::refuse_inputs(&path.with_extension("npy.json"), &inputs)?;
             write_array(path, &shape, &data)?;
             // the metadata (units, layout, parameters) beside the array
             let side = path.with_extension("npy.json");

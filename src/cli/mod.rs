@@ -7,6 +7,7 @@ mod parse;
 mod render;
 mod synth;
 mod view;
+mod viewspec;
 
 use std::process::ExitCode;
 
@@ -69,6 +70,13 @@ impl ReadArgs {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Mesa's device-selection layer probes the window systems (and prints
+    // "XDG_RUNTIME_DIR is invalid" on headless machines) to pick a default
+    // GPU; tapestry picks its own adapter, so headless commands skip it.
+    if !matches!(cli.command, Command::View(_)) && std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: no other thread exists yet.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
     let result = match cli.command {
         Command::Info(a) => info::run(a),
         Command::Analyze(a) => analyze::run(*a),

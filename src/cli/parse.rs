@@ -2,13 +2,11 @@
 //! windows, ranges, image sizes, field quantities and metrics, view-state
 //! files.
 
-use std::path::Path;
-
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use tapestry::analysis::{fields, metric};
-use tapestry::app::ViewState;
 use tapestry::model::{Time, Trace};
 use tapestry::readers::decimal::parse_scaled;
+use tapestry::views::{DataSpec, Resolved};
 
 /// Parses `1500`, `1.5ms`, `20us`, `3s`, `100ns` into ns.
 pub fn parse_time(s: &str) -> Result<Time> {
@@ -57,19 +55,36 @@ pub fn parse_range(s: Option<&str>, what: &str) -> Result<Option<(f64, f64)>> {
     s.map(|r| parse_pair(r, what)).transpose()
 }
 
-/// `--window T0:T1` (times as [`parse_time`]), or the whole span when absent.
+/// `--window T0:T1` (times as [`parse_time`]) as given.
+pub fn parse_window_spec(w: &str) -> Result<(Time, Time)> {
+    let (x, y) = w
+        .split_once(':')
+        .ok_or_else(|| anyhow!("expected --window T0:T1, found '{w}'"))?;
+    let (x, y) = (parse_time(x)?, parse_time(y)?);
+    if y <= x {
+        bail!("--window: the end {y} ns is not after the start {x} ns");
+    }
+    Ok((x, y))
+}
+
+/// `--window T0:T1`, or the whole span when absent; a window past the
+/// end of the trace is clamped with a warning, one that starts after it
+/// is an error.
 pub fn parse_window(spec: Option<&str>, span: Time) -> Result<(Time, Time)> {
+    let span = span.max(1);
     match spec {
-        None => Ok((0, span.max(1))),
+        None => Ok((0, span)),
         Some(w) => {
-            let (x, y) = w
-                .split_once(':')
-                .ok_or_else(|| anyhow!("expected --window T0:T1, found '{w}'"))?;
-            let (x, y) = (parse_time(x)?, parse_time(y)?);
-            if y <= x {
-                bail!("--window: the end {y} ns is not after the start {x} ns");
+            let (x, y) = parse_window_spec(w)?;
+            if x >= span {
+                bail!("--window starts at {x} ns, after the end of the trace ({span} ns)");
             }
-            Ok((x, y))
+            if y > span {
+                eprintln!(
+                    "warning: --window ends at {y} ns, after the end of the trace; clamped to {span} ns"
+                );
+            }
+            Ok((x, y.min(span)))
         }
     }
 }
@@ -79,14 +94,6 @@ pub fn parse_size(s: &str) -> Result<(u32, u32)> {
     s.split_once('x')
         .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)))
         .ok_or_else(|| anyhow!("expected --size WxH, found '{s}'"))
-}
-
-/// A view-state file saved by the viewer (F5).
-pub fn read_view_state(p: &Path) -> Result<ViewState> {
-    serde_json::from_slice(
-        &std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
-    )
-    .with_context(|| format!("{}: not a view-state file", p.display()))
 }
 
 /// `--metric`: busy, busy-fraction, messages, bytes or counter:NAME.
@@ -107,19 +114,7 @@ pub fn parse_metric(s: &str, t: &Trace) -> Result<metric::Metric> {
 
 /// The index of the counter called `name`, or an error listing the counters.
 fn counter_index(t: &Trace, name: &str) -> Result<u32> {
-    let c = t
-        .counters
-        .defs
-        .iter()
-        .position(|d| d.name == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = t.counters.defs.iter().map(|d| d.name.as_str()).collect();
-            anyhow!(
-                "no counter '{name}' in this trace (counters: {})",
-                names.join(", ")
-            )
-        })?;
-    Ok(c as u32)
+    Ok(tapestry::views::inputs::counter_index(t, name)?)
 }
 
 /// What a field quantity is computed over.
@@ -136,25 +131,24 @@ pub struct FieldQuery<'a> {
 }
 
 /// The field F[t][e] of `quantity`: busy, messages, bytes, counter:NAME
-/// or tensor:PATH.npy.
+/// or tensor:PATH.npy (the views compute theirs the same way).
 pub fn field(t: &Trace, quantity: &str, q: &FieldQuery) -> Result<fields::Field> {
-    let (t0, t1, bins) = (q.t0, q.t1, q.bins);
-    if let Some(p) = quantity.strip_prefix("tensor:") {
-        return Ok(fields::from_tensor(
-            Path::new(p),
-            fields::access_kinds(q.kinds)?,
-            q.processor,
-        )?);
-    }
-    Ok(match quantity {
-        "busy" => fields::busy_fraction(t, &t.states.select(q.states)?, t0, t1, bins)?,
-        "messages" => fields::messages(t, false, t0, t1, bins)?,
-        "bytes" => fields::messages(t, true, t0, t1, bins)?,
-        other => match other.strip_prefix("counter:") {
-            Some(name) => fields::counter(t, counter_index(t, name)?, t0, t1, bins)?,
-            None => bail!(
-                "expected --quantity busy, messages, bytes, counter:NAME or tensor:PATH, found '{other}'"
-            ),
-        },
-    })
+    let spec = DataSpec {
+        states: q.states.to_vec(),
+        kinds: q.kinds.to_string(),
+        processor: q.processor,
+        bins: q.bins,
+        quantity: quantity.to_string(),
+        ..Default::default()
+    };
+    let r = Resolved {
+        states_label: q.states.join(", "),
+        spec,
+        t0: q.t0,
+        t1: q.t1,
+        bins: q.bins,
+        colormap: "viridis".into(),
+        warnings: Vec::new(),
+    };
+    Ok(tapestry::views::inputs::field(t, quantity, &r)?)
 }

@@ -1,35 +1,33 @@
-//! `tapestry view TRACE`: the viewer window.
+//! `tapestry view TRACE`: the viewer window. It accepts every option of
+//! `render` that describes a view, with the same defaults, so a PNG
+//! matches what the window shows.
 
 use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
-use tapestry::app::{self, ViewKind, ViewState, ViewerOptions};
+use tapestry::app::{self, ViewerOptions};
+use tapestry::views::{self, ViewState};
 use winit::keyboard::KeyCode;
 
 use super::ReadArgs;
-use super::parse::{parse_size, read_view_state};
+use super::parse::parse_size;
+use super::viewspec::ViewSpecArgs;
 
 #[derive(Args)]
 pub struct ViewArgs {
     /// The trace.
     pub trace: PathBuf,
-    /// The first view shown.
-    #[arg(long, value_enum)]
-    pub view: Option<ViewKind>,
-    /// Time bins of the busy-fraction field behind the views.
-    #[arg(long, default_value_t = 200)]
-    pub bins: usize,
+    #[command(flatten)]
+    pub spec: ViewSpecArgs,
     /// Window size WxH.
     #[arg(long, default_value = "1280x800")]
     pub size: String,
-    /// Start from a view state saved with F5.
-    #[arg(long)]
-    pub view_state: Option<PathBuf>,
     /// Where screenshots (F12) and view states (F5) are written.
     #[arg(long, default_value = ".")]
     pub output_dir: PathBuf,
-    /// Close the window after this many frames (scripted runs).
+    /// Close the window after this many frames (scripted runs; frames
+    /// count from the first scene shown).
     #[arg(long)]
     pub exit_after: Option<u64>,
     /// Press a key at a frame, e.g. F12@30 (screenshot at frame 30); repeatable.
@@ -56,14 +54,13 @@ fn key(name: &str) -> Result<KeyCode> {
 }
 
 pub fn run(a: ViewArgs) -> Result<()> {
-    let (w, h) = parse_size(&a.size)?;
-    let mut state = match &a.view_state {
-        Some(p) => read_view_state(p)?,
-        None => ViewState::default(),
-    };
-    if let Some(v) = a.view {
-        state.view = v;
+    if a.spec.list_params {
+        a.spec.print_params();
+        return Ok(());
     }
+    // everything that can be checked before the window opens
+    a.spec.validate()?;
+    let (w, h) = parse_size(&a.size)?;
     let presses = a
         .press
         .iter()
@@ -81,15 +78,49 @@ pub fn run(a: ViewArgs) -> Result<()> {
     if !a.output_dir.is_dir() {
         bail!("--output-dir {} is not a directory", a.output_dir.display());
     }
+    if !a.trace.exists() {
+        bail!("{}: no such file or directory", a.trace.display());
+    }
+    // the data specification and parameters as render builds them; the
+    // view itself is chosen against the trace once it is read
+    let mut state = match &a.spec.view_state {
+        Some(p) => ViewState::read(p)?,
+        None => ViewState::new(views::REGISTRY[0].name()),
+    };
+    let explicit = a.spec.view.is_some() || a.spec.view_state.is_some();
+    if let Some(v) = &a.spec.view
+        && *v != state.view
+    {
+        state = ViewState {
+            data: state.data,
+            ..ViewState::new(v)
+        };
+    }
+    a.spec.apply_data(&mut state)?;
+    let view = views::find(&state.view)?;
+    let mut params = view.normalize(&state.params)?;
+    for kv in &a.spec.params {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| anyhow!("expected --param KEY=VALUE, found '{kv}'"))?;
+        if !explicit {
+            bail!("--param needs --view (parameters belong to a view)");
+        }
+        views::set_param(view, &mut params, k.trim(), v.trim())?;
+    }
+    state.params = params;
+    let mut inputs = tapestry::readers::input_files(&a.trace);
+    inputs.extend(ViewSpecArgs::tensor_inputs(&state));
     app::run(ViewerOptions {
         trace: a.trace,
         read: a.read.options(),
         state,
-        bins: a.bins,
+        view_explicit: explicit,
         size: (w.max(64), h.max(64)),
         exit_after: a.exit_after,
         presses,
         output_dir: a.output_dir,
+        inputs,
     })?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! [`npy`] writes NumPy arrays (streamed, for element access tensors and
 //! analysis results).
 
+pub mod gltf;
 pub mod npy;
 
 use std::fs::File;
@@ -23,14 +24,7 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Starts writing `dest`. Refuses to write over one of `inputs`.
     pub fn create(dest: &Path, inputs: &[&Path]) -> Result<Self> {
-        for inp in inputs {
-            if same_file(dest, inp) {
-                return Err(Error::Invalid(format!(
-                    "refusing to overwrite the input {} with an output",
-                    inp.display()
-                )));
-            }
-        }
+        refuse_inputs(dest, inputs)?;
         let dir = dest
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -40,7 +34,8 @@ impl AtomicFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "out".into());
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        // errors name the destination the user asked for, not our temporary
+        let f = File::create(&tmp).map_err(|e| Error::io(dest, e))?;
         Ok(AtomicFile {
             tmp,
             dest: dest.to_path_buf(),
@@ -76,8 +71,8 @@ impl AtomicFile {
         let w = self.writer.take().expect("writer present until commit");
         let f = w
             .into_inner()
-            .map_err(|e| Error::io(&self.tmp, e.into_error()))?;
-        f.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
+            .map_err(|e| Error::io(&self.dest, e.into_error()))?;
+        f.sync_all().map_err(|e| Error::io(&self.dest, e))?;
         drop(f);
         std::fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))
     }
@@ -99,6 +94,20 @@ impl Write for AtomicFile {
     fn flush(&mut self) -> std::io::Result<()> {
         self.writer().flush()
     }
+}
+
+/// Refuses `dest` when it is one of `inputs` (the same file by its real
+/// path, links resolved).
+pub fn refuse_inputs(dest: &Path, inputs: &[&Path]) -> Result<()> {
+    for inp in inputs {
+        if same_file(dest, inp) {
+            return Err(Error::Invalid(format!(
+                "refusing to overwrite the input {} with an output",
+                inp.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -55,30 +55,45 @@ impl GpuContext {
     }
 
     async fn open() -> Result<Self, GpuError> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = match wgpu::util::initialize_adapter_from_env(&instance, None).await {
-            Ok(a) => a,
-            Err(_) => {
-                let mut all = instance.enumerate_adapters(wgpu::Backends::all()).await;
-                if all.is_empty() {
-                    return Err(GpuError::NoAdapter(
-                        "no Vulkan, Metal, DX12 or GL adapter".into(),
-                    ));
-                }
-                // hardware first, then integrated, then software
-                let rank = |a: &wgpu::Adapter| match a.get_info().device_type {
-                    wgpu::DeviceType::DiscreteGpu => 0,
-                    wgpu::DeviceType::IntegratedGpu => 1,
-                    wgpu::DeviceType::VirtualGpu => 2,
-                    wgpu::DeviceType::Other => 3,
-                    wgpu::DeviceType::Cpu => 4,
-                };
-                all.sort_by_key(rank);
-                all.remove(0)
-            }
+        // the primary backends first; GL only when they offer nothing
+        // (probing GL/EGL prints noise on headless machines)
+        let mut all = wgpu::Instance::new(instance_descriptor(false))
+            .enumerate_adapters(wgpu::Backends::all())
+            .await;
+        if all.is_empty() && std::env::var_os("WGPU_BACKEND").is_none() {
+            all = wgpu::Instance::new(instance_descriptor(true))
+                .enumerate_adapters(wgpu::Backends::all())
+                .await;
+        }
+        if all.is_empty() {
+            return Err(GpuError::NoAdapter(
+                "no Vulkan, Metal, DX12 or GL adapter".into(),
+            ));
+        }
+        if let Some(want) = std::env::var_os("WGPU_ADAPTER_NAME") {
+            let want = want.to_string_lossy().to_lowercase();
+            let names: Vec<String> = all.iter().map(|a| a.get_info().name).collect();
+            let i = names
+                .iter()
+                .position(|n| n.to_lowercase().contains(&want))
+                .ok_or_else(|| {
+                    GpuError::NoAdapter(format!(
+                        "WGPU_ADAPTER_NAME={want} matches none of the adapters: {}",
+                        names.join("; ")
+                    ))
+                })?;
+            return Self::from_adapter(all.swap_remove(i)).await;
+        }
+        // hardware first, then integrated, then software
+        let rank = |a: &wgpu::Adapter| match a.get_info().device_type {
+            wgpu::DeviceType::DiscreteGpu => 0,
+            wgpu::DeviceType::IntegratedGpu => 1,
+            wgpu::DeviceType::VirtualGpu => 2,
+            wgpu::DeviceType::Other => 3,
+            wgpu::DeviceType::Cpu => 4,
         };
-        Self::from_adapter(adapter).await
+        all.sort_by_key(rank);
+        Self::from_adapter(all.remove(0)).await
     }
 
     /// An adapter that can present to `surface` (a window), and its device.

@@ -26,6 +26,7 @@ pub mod paraver;
 mod paraver_pcf;
 pub mod picl;
 pub mod tau;
+pub mod tensor;
 
 use std::path::Path;
 
@@ -194,4 +195,41 @@ pub fn read_as(path: &Path, format: Format, opts: &ReadOptions) -> Result<Trace>
             "synthetic traces are not read from files".into(),
         )),
     }
+}
+
+/// The files reading `path` may open: the trace itself, its sibling files
+/// (Paraver `.pcf` and `.row`, the OTF2 definitions and location files),
+/// or every file of a trace directory. Outputs must never overwrite them.
+pub fn input_files(path: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![path.to_path_buf()];
+    let walk = |dir: &Path, depth: usize, out: &mut Vec<std::path::PathBuf>| {
+        let mut stack = vec![(dir.to_path_buf(), depth)];
+        while let Some((d, left)) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten().take(100_000) {
+                let p = e.path();
+                if p.is_dir() {
+                    if left > 0 {
+                        stack.push((p, left - 1));
+                    }
+                } else {
+                    out.push(p);
+                }
+            }
+        }
+    };
+    if path.is_dir() {
+        walk(path, 2, &mut out);
+        return out;
+    }
+    for ext in ["pcf", "row"] {
+        out.push(path.with_extension(ext));
+    }
+    if path.extension().is_some_and(|e| e == "otf2") {
+        out.push(path.with_extension("def"));
+        walk(&path.with_extension(""), 1, &mut out);
+    }
+    out
 }

@@ -9,14 +9,13 @@
 //! [`overlay`] (egui, DejaVu Sans from `assets/fonts/`), in the window and
 //! in headless frames alike.
 
-pub mod camera;
 pub mod overlay;
 
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
 use wgpu::util::DeviceExt;
 
-pub use camera::Camera;
+pub use crate::scene::Camera;
 
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
@@ -112,6 +111,26 @@ impl Frame {
             image::ExtendedColorType::Rgba8,
         )
         .map_err(|e| Error::Invalid(format!("PNG encoding failed: {e}")))?;
+        Ok(out)
+    }
+
+    /// Encodes as JPEG (quality 92; alpha dropped).
+    pub fn jpeg(&self) -> Result<Vec<u8>> {
+        let rgb: Vec<u8> = self
+            .rgba
+            .chunks_exact(4)
+            .flat_map(|p| [p[0], p[1], p[2]])
+            .collect();
+        let mut out = Vec::new();
+        let enc = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 92);
+        image::ImageEncoder::write_image(
+            enc,
+            &rgb,
+            self.width,
+            self.height,
+            image::ExtendedColorType::Rgb8,
+        )
+        .map_err(|e| Error::Invalid(format!("JPEG encoding failed: {e}")))?;
         Ok(out)
     }
 
@@ -407,9 +426,17 @@ impl Renderer {
         scene: &PreparedScene,
         camera: &Camera,
         aspect: f32,
-        background: [f64; 4],
+        background: [f32; 4],
         viewport: Option<[f32; 4]>,
     ) {
+        // the background is sRGB, the clear colour of an sRGB target linear
+        let lin = |c: f32| crate::scene::srgb_to_linear(c) as f64;
+        let background = [
+            lin(background[0]),
+            lin(background[1]),
+            lin(background[2]),
+            background[3] as f64,
+        ];
         let vp = camera.view_proj(aspect);
         let eye = Vec3::from(camera.eye);
         let light =
@@ -486,21 +513,28 @@ impl Renderer {
     }
 
     /// Renders `scene` seen by `camera` into a `width × height` image.
-    pub fn render(
-        &self,
-        scene: &Scene,
-        camera: &Camera,
-        width: u32,
-        height: u32,
-        background: [f64; 4],
-    ) -> Result<Frame> {
+    pub fn render(&self, scene: &Scene, camera: &Camera, width: u32, height: u32) -> Result<Frame> {
         let max = self.ctx.limits.max_texture_dimension_2d;
         if width == 0 || height == 0 || width > max || height > max {
             return Err(Error::Invalid(format!(
-                "image size {width}x{height} outside 1..={max}"
+                "image size {width}x{height}: the adapter {} draws images of 1 to {max} pixels a side",
+                self.ctx.info.name
+            )));
+        }
+        let readback = (width * 4).next_multiple_of(256) as u64 * height as u64;
+        // 4x MSAA colour and depth, the resolved image and its read-back copy
+        let need = width as u64 * height as u64 * (SAMPLES as u64 * 8 + 4) + readback;
+        let budget = self.ctx.limits.max_buffer_size.min(3 << 30);
+        if readback > self.ctx.limits.max_buffer_size || need > budget {
+            return Err(Error::Invalid(format!(
+                "image size {width}x{height} needs about {} MiB of GPU memory; the limit here is {} MiB (adapter {})",
+                need >> 20,
+                budget >> 20,
+                self.ctx.info.name
             )));
         }
         let d = &self.ctx.device;
+        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let size = wgpu::Extent3d {
             width,
             height,
@@ -515,8 +549,14 @@ impl Renderer {
             dimension: wgpu::TextureDimension::D2,
             format: self.format,
             usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-            view_formats: &[],
+            view_formats: &[self.format.remove_srgb_suffix()],
         });
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            return Err(Error::Invalid(format!(
+                "image size {width}x{height}: the GPU ({}) has no memory for it: {e}",
+                self.ctx.info.name
+            )));
+        }
         let resolve_v = resolve.create_view(&Default::default());
         let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("frame"),
@@ -528,17 +568,47 @@ impl Renderer {
             &self.prepare(scene),
             camera,
             width as f32 / height as f32,
-            background,
+            scene.background,
             None,
         );
         {
-            let dark = background[0] + background[1] + background[2] < 1.5;
+            let dark = scene.is_dark();
             let mut guard = self.overlay.lock().unwrap_or_else(|e| e.into_inner());
-            let ov = guard.get_or_insert_with(|| overlay::Headless::new(&self.ctx, self.format));
+            // egui blends in gamma space, as it expects: it draws into a
+            // non-sRGB view of the same image
+            let gamma = self.format.remove_srgb_suffix();
+            let gamma_v = resolve.create_view(&wgpu::TextureViewDescriptor {
+                format: Some(gamma),
+                ..Default::default()
+            });
+            let ov = guard.get_or_insert_with(|| overlay::Headless::new(&self.ctx, gamma));
             ov.encode(
-                &self.ctx, &mut enc, &resolve_v, scene, camera, width, height, dark,
+                &self.ctx, &mut enc, &gamma_v, scene, camera, width, height, dark,
             );
         }
+        self.ctx.queue.submit([enc.finish()]);
+        read_back(&self.ctx, &resolve, width, height)
+    }
+}
+
+/// Copies a `width × height` RGBA8 or BGRA8 texture (with `COPY_SRC`) back
+/// to the host as an RGBA frame: a window's surface, or a headless target.
+pub fn read_back(
+    ctx: &GpuContext,
+    texture: &wgpu::Texture,
+    width: u32,
+    height: u32,
+) -> Result<Frame> {
+    let d = &ctx.device;
+    let size = wgpu::Extent3d {
+        width,
+        height,
+        depth_or_array_layers: 1,
+    };
+    let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("read back"),
+    });
+    {
         // texture → buffer with rows padded to 256 bytes
         let row = width * 4;
         let padded = row.next_multiple_of(256);
@@ -550,7 +620,7 @@ impl Renderer {
         });
         enc.copy_texture_to_buffer(
             wgpu::TexelCopyTextureInfo {
-                texture: &resolve,
+                texture,
                 mip_level: 0,
                 origin: wgpu::Origin3d::ZERO,
                 aspect: wgpu::TextureAspect::All,
@@ -565,12 +635,21 @@ impl Renderer {
             },
             size,
         );
-        self.ctx.queue.submit([enc.finish()]);
-        let data = crate::gpu::kernels::map_read(&self.ctx, &out)?;
+        ctx.queue.submit([enc.finish()]);
+        let data = crate::gpu::kernels::map_read(ctx, &out)?;
+        let bgra = matches!(
+            texture.format(),
+            wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb
+        );
         let mut rgba = Vec::with_capacity((row * height) as usize);
         for y in 0..height as usize {
             let start = y * padded as usize;
             rgba.extend_from_slice(&data[start..start + row as usize]);
+        }
+        if bgra {
+            for p in rgba.chunks_exact_mut(4) {
+                p.swap(0, 2);
+            }
         }
         Ok(Frame {
             width,

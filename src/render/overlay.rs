@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use egui::{Align2, Color32, FontId, Pos2, Rect, Stroke, Vec2};
+use egui::{Color32, FontId, Pos2, Rect, Stroke, Vec2};
 use glam::Vec4;
 
 use super::Camera;
 use crate::gpu::GpuContext;
 use crate::scene::colormap::Colormap;
-use crate::scene::{Anchor, Scene};
+use crate::scene::{Anchor, KeyMark, LabelAlign, Scene};
 
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
@@ -28,33 +28,117 @@ pub fn install_font(ctx: &egui::Context) {
     ctx.set_fonts(defs);
 }
 
-fn color(c: [f32; 4]) -> Color32 {
-    Color32::from_rgba_unmultiplied(
-        (c[0] * 255.0) as u8,
-        (c[1] * 255.0) as u8,
-        (c[2] * 255.0) as u8,
-        (c[3] * 255.0) as u8,
-    )
+/// An sRGB scene colour as egui's colour (egui paints sRGB).
+pub fn color(c: [f32; 4]) -> Color32 {
+    let b = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
+    Color32::from_rgba_unmultiplied(b(c[0]), b(c[1]), b(c[2]), b(c[3]))
 }
 
-/// Paints the overlays of `scene` into `rect` (the area showing the scene).
-pub fn paint(painter: &egui::Painter, rect: Rect, scene: &Scene, camera: &Camera, dark: bool) {
-    let ink = if dark {
+/// Places text without overlaps: each placed rectangle is remembered; a
+/// text that would overlap one is left out, one that would leave the
+/// image is moved inside it.
+struct Placer<'a> {
+    painter: &'a egui::Painter,
+    bounds: Rect,
+    taken: Vec<Rect>,
+    backdrop: Color32,
+}
+
+impl Placer<'_> {
+    /// Lays out `text`; `place` gives its rectangle from its size.
+    fn put(
+        &mut self,
+        text: &str,
+        size: f32,
+        ink: Color32,
+        angle: f32,
+        place: impl Fn(Vec2) -> Rect,
+        required: bool,
+    ) -> Option<Rect> {
+        let galley = self
+            .painter
+            .layout_no_wrap(text.to_string(), FontId::proportional(size), ink);
+        let gs = galley.size();
+        let shown = if angle != 0.0 {
+            Vec2::new(gs.y, gs.x)
+        } else {
+            gs
+        };
+        let mut r = place(shown);
+        // keep inside the image
+        let dx = (self.bounds.min.x - r.min.x).max(0.0) + (self.bounds.max.x - r.max.x).min(0.0);
+        let dy = (self.bounds.min.y - r.min.y).max(0.0) + (self.bounds.max.y - r.max.y).min(0.0);
+        r = r.translate(Vec2::new(dx, dy));
+        let padded = r.expand(1.5);
+        if !required && self.taken.iter().any(|t| t.intersects(padded)) {
+            return None;
+        }
+        self.taken.push(padded);
+        self.painter.rect_filled(r.expand(2.0), 2.0, self.backdrop);
+        if angle != 0.0 {
+            // rotated a quarter turn left: the text's start at the bottom left
+            let pos = Pos2::new(r.min.x, r.max.y);
+            self.painter
+                .add(egui::epaint::TextShape::new(pos, galley, ink).with_angle(angle));
+        } else {
+            self.painter.galley(r.min, galley, ink);
+        }
+        Some(r)
+    }
+}
+
+/// The ink (text and axes) on a dark or light background.
+pub fn ink(dark: bool) -> Color32 {
+    if dark {
         Color32::from_gray(230)
     } else {
         Color32::from_gray(20)
+    }
+}
+
+/// Paints the overlays of `scene` into `rect` (the area showing the scene):
+/// the title, the legend and key on the right, the labels at their
+/// anchors. Text never overlaps other text nor leaves the image.
+pub fn paint(painter: &egui::Painter, rect: Rect, scene: &Scene, camera: &Camera, dark: bool) {
+    let ink = ink(dark);
+    let backdrop = if dark {
+        Color32::from_rgba_unmultiplied(10, 12, 18, 170)
+    } else {
+        Color32::from_rgba_unmultiplied(255, 255, 255, 190)
     };
-    // title
-    painter.text(
-        rect.center_top() + Vec2::new(0.0, 8.0),
-        Align2::CENTER_TOP,
+    let mut placer = Placer {
+        painter,
+        bounds: rect.shrink(2.0),
+        taken: Vec::new(),
+        backdrop,
+    };
+    // title: top centre, shrunk to fit the width
+    let mut title_size = 15.0f32;
+    let width_at = |s: f32| {
+        painter
+            .layout_no_wrap(scene.title.clone(), FontId::proportional(s), ink)
+            .size()
+            .x
+    };
+    while title_size > 9.0 && width_at(title_size) > rect.width() - 12.0 {
+        title_size -= 1.0;
+    }
+    placer.put(
         &scene.title,
-        FontId::proportional(15.0),
+        title_size,
         ink,
+        0.0,
+        |s| Rect::from_min_size(Pos2::new(rect.center().x - s.x / 2.0, rect.min.y + 6.0), s),
+        true,
     );
-    // labels
+    // legend and key: a column on the right
+    let right = legend(&mut placer, rect, scene, ink);
+    key(&mut placer, rect, scene, right);
+    // labels, in order of priority
     let vp = camera.view_proj(rect.width() / rect.height().max(1.0));
-    for l in &scene.labels {
+    let mut order: Vec<&crate::scene::Label> = scene.labels.iter().collect();
+    order.sort_by_key(|l| l.priority);
+    for l in order {
         let pos = match l.anchor {
             Anchor::Screen([x, y]) => {
                 Some(rect.min + Vec2::new(x * rect.width(), y * rect.height()))
@@ -70,75 +154,203 @@ pub fn paint(painter: &egui::Painter, rect: Rect, scene: &Scene, camera: &Camera
                 })
             }
         };
-        if let Some(p) = pos.filter(|p| rect.expand(40.0).contains(*p)) {
-            let c = if dark {
-                color(l.color).gamma_multiply(1.0)
-            } else {
-                color(l.color)
-            };
-            let c = if dark && l.color[0] + l.color[1] + l.color[2] < 0.6 {
-                ink
-            } else {
-                c
-            };
-            painter.text(
-                p + Vec2::new(4.0, 2.0),
-                Align2::LEFT_TOP,
-                &l.text,
-                FontId::proportional(l.size),
-                c,
-            );
-        }
-    }
-    // legend: a vertical colour bar on the right with 5 ticks
-    if let Some(leg) = &scene.legend
-        && let Ok(cmap) = Colormap::named(&leg.colormap)
-    {
-        let h = (rect.height() * 0.5).clamp(80.0, 400.0);
-        let bar = Rect::from_min_size(
-            Pos2::new(rect.max.x - 90.0, rect.center().y - h / 2.0),
-            Vec2::new(16.0, h),
+        let Some(p) = pos.filter(|p| rect.expand(20.0).contains(*p)) else {
+            continue;
+        };
+        let c = color(l.color);
+        // dark labels on a dark background (and light on light) use the ink
+        let lum = l.color[0] + l.color[1] + l.color[2];
+        let c = if (dark && lum < 0.9) || (!dark && lum > 2.4) {
+            ink
+        } else {
+            c
+        };
+        let angle = if l.align == LabelAlign::AxisTitleLeft {
+            -std::f32::consts::FRAC_PI_2
+        } else {
+            0.0
+        };
+        placer.put(
+            &l.text,
+            l.size,
+            c,
+            angle,
+            |s| match l.align {
+                LabelAlign::LeftTop => Rect::from_min_size(p + Vec2::new(4.0, 2.0), s),
+                LabelAlign::CenterTop => Rect::from_min_size(p + Vec2::new(-s.x / 2.0, 3.0), s),
+                LabelAlign::RightCenter => {
+                    Rect::from_min_size(p + Vec2::new(-s.x - 4.0, -s.y / 2.0), s)
+                }
+                LabelAlign::LeftCenter => Rect::from_min_size(p + Vec2::new(4.0, -s.y / 2.0), s),
+                LabelAlign::CenterBottom => {
+                    Rect::from_min_size(p + Vec2::new(-s.x / 2.0, -s.y - 3.0), s)
+                }
+                LabelAlign::AxisTitleBelow => {
+                    Rect::from_min_size(p + Vec2::new(-s.x / 2.0, 3.0 + l.size + 4.0), s)
+                }
+                LabelAlign::AxisTitleLeft => {
+                    Rect::from_min_size(p + Vec2::new(-s.x - 34.0, -s.y / 2.0), s)
+                }
+            },
+            false,
         );
+    }
+}
+
+/// The colour legend: a vertical bar on the right with ticks at nice
+/// values; returns the bottom of what it drew (for the key below it).
+fn legend(placer: &mut Placer<'_>, rect: Rect, scene: &Scene, ink: Color32) -> f32 {
+    let top = rect.min.y + 44.0;
+    let Some(leg) = &scene.legend else {
+        return top;
+    };
+    let Ok(cmap) = Colormap::named(&leg.colormap) else {
+        return top;
+    };
+    let painter = placer.painter;
+    let h = (rect.height() * 0.45).clamp(50.0, 360.0);
+    let x = rect.max.x - 130.0;
+    let bar = Rect::from_min_size(Pos2::new(x, top + 28.0), Vec2::new(16.0, h));
+    // legend title above the bar, within the column
+    let mut tsize = 12.0f32;
+    while tsize > 8.0
+        && painter
+            .layout_no_wrap(leg.title.clone(), FontId::proportional(tsize), ink)
+            .size()
+            .x
+            > 124.0
+    {
+        tsize -= 0.5;
+    }
+    placer.put(
+        &leg.title,
+        tsize,
+        ink,
+        0.0,
+        |s| Rect::from_min_size(Pos2::new(rect.max.x - 4.0 - s.x.max(120.0), top), s),
+        true,
+    );
+    placer.taken.push(bar.expand(2.0));
+    let constant = leg.max <= leg.min;
+    if constant {
+        let c = cmap.at(0.5);
+        painter.rect_filled(bar, 0.0, color([c[0], c[1], c[2], 1.0]));
+    } else {
+        // one flat quad per step, colours sampled from the map as the scene
+        // samples it; one mesh without antialiased edges between the steps
+        let steps = 128;
         let mut mesh = egui::Mesh::default();
-        let steps = 48;
-        for i in 0..=steps {
-            let t = i as f32 / steps as f32;
-            let y = bar.max.y - t * bar.height();
-            let c = cmap.at(t);
+        for i in 0..steps {
+            let (a, b) = (i as f32 / steps as f32, (i + 1) as f32 / steps as f32);
+            let c = cmap.at((a + b) / 2.0);
             let col = color([c[0], c[1], c[2], 1.0]);
-            mesh.colored_vertex(Pos2::new(bar.min.x, y), col);
-            mesh.colored_vertex(Pos2::new(bar.max.x, y), col);
-            if i > 0 {
-                let k = (2 * i) as u32;
-                mesh.add_triangle(k - 2, k - 1, k);
-                mesh.add_triangle(k - 1, k + 1, k);
+            let (y0, y1) = (bar.max.y - a * bar.height(), bar.max.y - b * bar.height());
+            let k = mesh.vertices.len() as u32;
+            for p in [
+                Pos2::new(bar.min.x, y0),
+                Pos2::new(bar.max.x, y0),
+                Pos2::new(bar.max.x, y1),
+                Pos2::new(bar.min.x, y1),
+            ] {
+                mesh.colored_vertex(p, col);
             }
+            mesh.add_triangle(k, k + 1, k + 2);
+            mesh.add_triangle(k, k + 2, k + 3);
         }
         painter.add(egui::Shape::mesh(mesh));
-        painter.rect_stroke(bar, 0.0, Stroke::new(1.0, ink), egui::StrokeKind::Outside);
-        for i in 0..=4 {
-            let t = i as f32 / 4.0;
-            let y = bar.max.y - t * bar.height();
-            let v = leg.min + (leg.max - leg.min) * t as f64;
-            painter.line_segment(
-                [Pos2::new(bar.max.x, y), Pos2::new(bar.max.x + 5.0, y)],
-                Stroke::new(1.0, ink),
-            );
-            painter.text(
-                Pos2::new(bar.max.x + 8.0, y),
-                Align2::LEFT_CENTER,
-                format!("{v:.3}"),
-                FontId::proportional(11.0),
-                ink,
-            );
+    }
+    painter.rect_stroke(bar, 0.0, Stroke::new(1.0, ink), egui::StrokeKind::Outside);
+    let ticks: Vec<(f32, String)> = if constant {
+        vec![(
+            0.5,
+            crate::scene::axes::format_value(leg.min, &leg.unit, leg.min, 0.0),
+        )]
+    } else {
+        let (mut t, mut step) = crate::scene::axes::nice_ticks(leg.min, leg.max, 5);
+        // counts have integer ticks
+        if matches!(leg.unit, crate::scene::axes::Unit::Count(_)) && step < 1.0 {
+            t.retain(|v| v.fract() == 0.0);
+            step = 1.0;
         }
-        painter.text(
-            bar.center_top() - Vec2::new(0.0, 6.0),
-            Align2::CENTER_BOTTOM,
-            format!("{} [{}]", leg.title, leg.unit),
-            FontId::proportional(12.0),
-            ink,
+        let mag = leg.min.abs().max(leg.max.abs());
+        t.into_iter()
+            .map(|v| {
+                (
+                    ((v - leg.min) / (leg.max - leg.min)) as f32,
+                    crate::scene::axes::format_value(v, &leg.unit, mag, step),
+                )
+            })
+            .collect()
+    };
+    for (t, text) in ticks {
+        let y = bar.max.y - t * bar.height();
+        painter.line_segment(
+            [Pos2::new(bar.max.x, y), Pos2::new(bar.max.x + 5.0, y)],
+            Stroke::new(1.0, ink),
         );
+        placer.put(
+            &text,
+            11.0,
+            ink,
+            0.0,
+            |s| Rect::from_min_size(Pos2::new(bar.max.x + 8.0, y - s.y / 2.0), s),
+            false,
+        );
+    }
+    let mut bottom = bar.max.y + 6.0;
+    if let Some(note) = &leg.note
+        && let Some(r) = placer.put(
+            note,
+            10.0,
+            ink,
+            0.0,
+            |s| Rect::from_min_size(Pos2::new(rect.max.x - 4.0 - s.x.max(124.0), bottom), s),
+            false,
+        )
+    {
+        bottom = r.max.y + 4.0;
+    }
+    bottom + 8.0
+}
+
+/// The key: one mark and text per entry, stacked from `top`.
+fn key(placer: &mut Placer<'_>, rect: Rect, scene: &Scene, top: f32) {
+    let mut y = top;
+    for k in &scene.key {
+        let x = rect.max.x - 150.0;
+        let Some(r) = placer.put(
+            &k.text,
+            10.5,
+            ink(scene.is_dark()),
+            0.0,
+            |s| Rect::from_min_size(Pos2::new((x + 19.0).min(rect.max.x - 4.0 - s.x), y), s),
+            false,
+        ) else {
+            continue;
+        };
+        let mark = Rect::from_min_size(
+            Pos2::new(r.min.x - 19.0, r.min.y + 3.0),
+            Vec2::new(14.0, 9.0),
+        );
+        placer.taken.push(mark);
+        match k.mark {
+            KeyMark::Bar => {
+                placer.painter.rect_filled(mark, 0.0, color(k.color));
+                placer.painter.rect_stroke(
+                    mark,
+                    0.0,
+                    Stroke::new(0.5, Color32::from_gray(128)),
+                    egui::StrokeKind::Inside,
+                );
+            }
+            KeyMark::Line => {
+                placer.painter.line_segment(
+                    [mark.left_center(), mark.right_center()],
+                    Stroke::new(2.0, color(k.color)),
+                );
+            }
+        }
+        y = r.max.y + 4.0;
     }
 }
 

@@ -2,14 +2,22 @@
 //! results (one module per view) and tested without a GPU.
 //!
 //! The renderer knows only these primitives: lit triangle meshes with
-//! per-vertex colour and transparency, line segments, and text labels; a
-//! scene also carries its colour legend, title and a default camera.
+//! per-vertex colour and transparency, instanced glyphs, line segments,
+//! and text labels; a scene also carries its colour legend, a key of
+//! categorical marks, its title and background.
+//!
+//! Colours are sRGB-encoded, as in the colour maps and the legend (the
+//! renderer converts them to linear light once, in the shaders; glTF
+//! export converts them for `COLOR_0`). The views themselves live in
+//! [`crate::views`].
 
+pub mod axes;
+pub mod camera;
 pub mod colormap;
-pub mod kiviat;
-pub mod moments;
 
 use serde::Serialize;
+
+pub use camera::Camera;
 
 /// A vertex of a lit mesh.
 #[repr(C)]
@@ -103,6 +111,25 @@ pub enum Anchor {
     Screen([f32; 2]),
 }
 
+/// Which point of a label's text sits at its anchor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum LabelAlign {
+    /// The text starts right of and below the anchor.
+    LeftTop,
+    /// Centred under the anchor (tick labels of a horizontal axis).
+    CenterTop,
+    /// Ends left of the anchor, vertically centred (ticks of a left axis).
+    RightCenter,
+    /// Starts right of the anchor, vertically centred.
+    LeftCenter,
+    /// Centred above the anchor.
+    CenterBottom,
+    /// Centred, one text line below the tick labels (an axis title).
+    AxisTitleBelow,
+    /// Rotated a quarter turn left of the anchor (a left axis title).
+    AxisTitleLeft,
+}
+
 /// A text label.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Label {
@@ -111,16 +138,85 @@ pub struct Label {
     /// Height in pixels.
     pub size: f32,
     pub color: [f32; 4],
+    pub align: LabelAlign,
+    /// Labels are placed in order of priority (lower first); a label that
+    /// would overlap one already placed is left out.
+    pub priority: u8,
 }
 
-/// The colour legend of a scene.
+impl Label {
+    /// A label left-top aligned at a point of the scene.
+    pub fn world(text: impl Into<String>, at: [f32; 3], size: f32, color: [f32; 4]) -> Label {
+        Label {
+            text: text.into(),
+            anchor: Anchor::World(at),
+            size,
+            color,
+            align: LabelAlign::LeftTop,
+            priority: 2,
+        }
+    }
+
+    pub fn aligned(mut self, align: LabelAlign) -> Label {
+        self.align = align;
+        self
+    }
+
+    pub fn priority(mut self, p: u8) -> Label {
+        self.priority = p;
+        self
+    }
+}
+
+/// The colour legend of a scene: the colour map spans `min..max` (with
+/// `min == max`, one value drawn in the map's middle colour).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Legend {
     pub title: String,
     pub colormap: String,
     pub min: f64,
     pub max: f64,
-    pub unit: String,
+    pub unit: axes::Unit,
+    /// A note under the bar (e.g. the scale of the range).
+    pub note: Option<String>,
+}
+
+/// How a key entry is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum KeyMark {
+    /// A filled box.
+    Bar,
+    /// A thin line.
+    Line,
+}
+
+/// One entry of a scene's key: a mark of a colour and what it means.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeyEntry {
+    pub mark: KeyMark,
+    pub color: [f32; 4],
+    pub text: String,
+}
+
+/// Pixels kept free of geometry around a 2D chart for its overlays
+/// (title, axes, legend).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Margins {
+    pub left: f32,
+    pub top: f32,
+    pub right: f32,
+    pub bottom: f32,
+}
+
+impl Default for Margins {
+    fn default() -> Self {
+        Margins {
+            left: 70.0,
+            top: 44.0,
+            right: 160.0,
+            bottom: 52.0,
+        }
+    }
 }
 
 /// How the scene is looked at by default.
@@ -141,7 +237,28 @@ pub struct Scene {
     pub lines: Vec<Segment>,
     pub labels: Vec<Label>,
     pub legend: Option<Legend>,
+    pub key: Vec<KeyEntry>,
     pub projection: Projection,
+    /// The background colour (sRGB).
+    pub background: [f32; 4],
+    /// 2D views: pixels kept free for the overlays.
+    pub margins: Margins,
+    /// What the world axes mean, with units (glTF export names them).
+    pub axes: String,
+}
+
+/// The dark background of 3D views (sRGB).
+pub const DARK: [f32; 4] = [0.09, 0.10, 0.14, 1.0];
+/// The light background of 2D charts (sRGB).
+pub const LIGHT: [f32; 4] = [1.0, 1.0, 1.0, 1.0];
+
+/// sRGB-encoded component → linear light.
+pub fn srgb_to_linear(c: f32) -> f32 {
+    if c <= 0.04045 {
+        c / 12.92
+    } else {
+        ((c + 0.055) / 1.055).powf(2.4)
+    }
 }
 
 impl Scene {
@@ -153,8 +270,20 @@ impl Scene {
             lines: Vec::new(),
             labels: Vec::new(),
             legend: None,
+            key: Vec::new(),
+            background: match projection {
+                Projection::Perspective => DARK,
+                Projection::Orthographic => LIGHT,
+            },
+            margins: Margins::default(),
+            axes: String::new(),
             projection,
         }
+    }
+
+    /// Whether the background is dark (light ink for the overlays).
+    pub fn is_dark(&self) -> bool {
+        self.background[0] + self.background[1] + self.background[2] < 1.5
     }
 
     /// Triangles over all meshes and glyphs.

@@ -144,5 +144,6 @@ pub fn busy_fraction(
         layout: FieldLayout::Ring,
         quantity: "busy fraction".into(),
         unit: "fraction".into(),
+        time: crate::analysis::fields::TimeAxis::Nanoseconds,
     })
 }

@@ -5,7 +5,7 @@
 use glam::{Mat4, Vec3};
 use serde::{Deserialize, Serialize};
 
-use crate::scene::{Projection, Scene};
+use super::{Projection, Scene};
 
 /// A camera.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -20,39 +20,55 @@ pub struct Camera {
 }
 
 impl Camera {
-    /// The default camera of a scene: perspective views look at the bounds'
-    /// centre from above and aside; orthographic views fit the bounds with
-    /// a margin.
-    pub fn fit(scene: &Scene) -> Camera {
+    /// The default camera of a scene for an image of `width × height`
+    /// pixels. Orthographic (2D) views map the scene's x-y bounds onto the
+    /// image less the scene's margins (kept for title, axes and legend).
+    /// Perspective views look at the centre of the bounding sphere from
+    /// above and aside, far enough that the whole sphere (with a margin)
+    /// fits the narrower field of view, less the legend's strip.
+    pub fn fit(scene: &Scene, width: u32, height: u32) -> Camera {
         let (lo, hi) = scene.bounds().unwrap_or(([-1.0; 3], [1.0; 3]));
         let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
         let c = (lo + hi) * 0.5;
+        let (w, h) = (width.max(1) as f32, height.max(1) as f32);
         match scene.projection {
             Projection::Orthographic => {
-                let m = (hi - lo) * 0.04 + Vec3::splat(1e-3);
+                let m = scene.margins;
+                // small images: shrink the margins so the chart keeps half the image
+                let kx = ((w * 0.5) / (m.left + m.right)).min(1.0);
+                let ky = ((h * 0.5) / (m.top + m.bottom)).min(1.0);
+                let (l, r, t, b) = (m.left * kx, m.right * kx, m.top * ky, m.bottom * ky);
+                let span = (hi - lo).max(Vec3::splat(1e-6));
+                let sx = (w - l - r) / span.x;
+                let sy = (h - t - b) / span.y;
                 Camera {
                     eye: [c.x, c.y, hi.z + 10.0],
                     target: [c.x, c.y, lo.z - 10.0],
                     up: [0.0, 1.0, 0.0],
                     fov_y: 45.0,
-                    // room on the right for the colour legend
-                    ortho: Some([
-                        lo.x - m.x,
-                        lo.y - m.y * 2.0,
-                        hi.x + (hi.x - lo.x) * 0.12,
-                        hi.y + m.y * 2.5,
-                    ]),
+                    ortho: Some([lo.x - l / sx, lo.y - b / sy, hi.x + r / sx, hi.y + t / sy]),
                 }
             }
             Projection::Perspective => {
-                let r = ((hi - lo).length() * 0.5).max(1e-3);
+                let radius = ((hi - lo).length() * 0.5).max(1e-3);
+                let fov_y: f32 = 40.0;
+                let half_y = (fov_y.to_radians() / 2.0).tan();
+                // the legend's strip on the right is not available
+                let usable = if scene.legend.is_some() {
+                    (w - 150.0).max(w * 0.6)
+                } else {
+                    w
+                };
+                let half_x = half_y * usable / h;
+                let half = half_y.min(half_x).atan();
+                let dist = radius / half.sin() * 1.05;
                 let dir = Vec3::new(1.0, 0.9, 1.1).normalize();
-                let eye = c + dir * r * 2.2;
+                let eye = c + dir * dist;
                 Camera {
                     eye: eye.into(),
                     target: c.into(),
                     up: [0.0, 1.0, 0.0],
-                    fov_y: 40.0,
+                    fov_y,
                     ortho: None,
                 }
             }

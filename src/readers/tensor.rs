@@ -1,0 +1,78 @@
+//! Element access tensors (`.npy` of shape `[interval, element, processor,
+//! 4]`, the last axis local read, remote read, local write, remote write),
+//! reduced while reading to the counts of chosen kinds per interval and
+//! element: the tensor itself never sits in memory.
+
+use std::path::Path;
+
+use super::npy::Npy;
+use crate::error::{Error, Result};
+
+/// Access counts per interval and element: `values[t * elements + e]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccessCounts {
+    pub intervals: usize,
+    pub elements: usize,
+    pub processors: usize,
+    pub values: Vec<f64>,
+}
+
+/// Reads the tensor at `path`, summing the access kinds marked in `kinds`
+/// over all processors (or of `processor` only).
+pub fn read_access_counts(
+    path: &Path,
+    kinds: [bool; 4],
+    processor: Option<usize>,
+) -> Result<AccessCounts> {
+    let mut a = Npy::open(path)?;
+    let shape = a.header.shape.clone();
+    let [t, e, p, k] = shape[..] else {
+        return Err(Error::Invalid(format!(
+            "{}: expected an access tensor of shape [interval, element, processor, 4], found {shape:?}",
+            path.display()
+        )));
+    };
+    if k != 4 {
+        return Err(Error::Invalid(format!(
+            "{}: the last axis must have 4 kinds, found {k}",
+            path.display()
+        )));
+    }
+    if let Some(q) = processor
+        && q as u64 >= p
+    {
+        return Err(Error::Invalid(format!(
+            "processor {q} is not in the tensor (it has {p})"
+        )));
+    }
+    if t.saturating_mul(e) > 1 << 30 || p > 1 << 24 {
+        return Err(Error::Invalid(format!(
+            "{}: a tensor of {t} x {e} x {p} is too large",
+            path.display()
+        )));
+    }
+    let (t, e, p) = (t as usize, e as usize, p as usize);
+    let mut values = vec![0.0; t * e];
+    let mut slab = vec![0.0; p * 4];
+    for v in values.iter_mut() {
+        a.read_f64(&mut slab)?;
+        let mut s = 0.0;
+        for (q, kinds_of_q) in slab.chunks_exact(4).enumerate() {
+            if processor.is_some_and(|x| x != q) {
+                continue;
+            }
+            for (x, on) in kinds_of_q.iter().zip(kinds) {
+                if on {
+                    s += x;
+                }
+            }
+        }
+        *v = s;
+    }
+    Ok(AccessCounts {
+        intervals: t,
+        elements: e,
+        processors: p,
+        values,
+    })
+}

@@ -1,0 +1,569 @@
+//! The Kiviat tube (paper 003 §3.3–3.4, SPEC §4.1): the elements of a ring
+//! field on a circle, radius proportional to the value (linear, or log10
+//! above a stated floor), one ring per time bin along the tube's axis,
+//! adjacent elements and successive rings joined into quad patches;
+//! coloured by the value or by a second field (`--color-by`); leading
+//! empty bins trimmed; an animation window of `width` bins slides along
+//! the tube; `stretch` scales the time axis.
+//!
+//! One colour scale and one radius scale per animation: both span the
+//! whole (trimmed) tube unless `per_frame_scale` is set, so frames compare.
+//! Level of detail: beyond `max_triangles`, successive bins are averaged
+//! into one ring.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Animation, BuildCtx, ParamDoc, Resolved, View, inputs};
+use crate::analysis::fields::{Field, TimeAxis, leading_empty_bins};
+use crate::error::{Error, Result};
+use crate::readers::Loaded;
+use crate::scene::axes::{self, Unit};
+use crate::scene::colormap::Colormap;
+use crate::scene::{Label, LabelAlign, Legend, Mesh, Projection, Scene, Segment, Vertex, rgba};
+
+/// The Kiviat tube view.
+pub struct Kiviat;
+
+/// Parameters of the tube.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KiviatParams {
+    /// Bins shown (the animation width); 0: the whole tube.
+    pub width: usize,
+    /// Length of one bin along the axis, relative to the tube's radius.
+    pub stretch: f32,
+    /// Logarithmic radius: log10(value / floor), floor = `log_floor` × the
+    /// largest value.
+    pub log: bool,
+    pub log_floor: f64,
+    /// Keep leading empty bins.
+    pub keep_empty: bool,
+    /// Colour and radius scales of the shown bins only (else the whole tube).
+    pub per_frame_scale: bool,
+    /// Radius of a zero value, relative to the largest radius.
+    pub inner: f32,
+    /// Level of detail: at most this many triangles.
+    pub max_triangles: usize,
+}
+
+impl Default for KiviatParams {
+    fn default() -> Self {
+        KiviatParams {
+            width: 15,
+            stretch: 0.15,
+            log: false,
+            log_floor: 1e-3,
+            keep_empty: false,
+            per_frame_scale: false,
+            inner: 0.05,
+            max_triangles: 2_000_000,
+        }
+    }
+}
+
+/// The radius field, the optional colour field and the leading empty bins.
+pub struct KiviatData {
+    pub field: Field,
+    pub color: Option<Field>,
+}
+
+impl View for Kiviat {
+    const NAME: &'static str = "kiviat";
+    const ABOUT: &'static str =
+        "Kiviat tube: elements on a ring, radius = value, time along the tube (paper 003)";
+    const COLORMAP: &'static str = "viridis";
+    const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc {
+            key: "width",
+            help: "animation width in bins (0: the whole tube) [15]",
+        },
+        ParamDoc {
+            key: "stretch",
+            help: "length of a bin along the axis, relative to the radius [0.15]",
+        },
+        ParamDoc {
+            key: "log",
+            help: "logarithmic radius, log10(value / floor) [false]",
+        },
+        ParamDoc {
+            key: "log_floor",
+            help: "floor of the log radius, relative to the largest value [0.001]",
+        },
+        ParamDoc {
+            key: "keep_empty",
+            help: "keep the leading bins where every element is 0 [false]",
+        },
+        ParamDoc {
+            key: "per_frame_scale",
+            help: "colour and radius scales of each frame instead of the whole tube [false]",
+        },
+        ParamDoc {
+            key: "inner",
+            help: "radius of a zero value, relative to the largest [0.05]",
+        },
+        ParamDoc {
+            key: "max_triangles",
+            help: "level of detail: successive bins are averaged beyond this [2000000]",
+        },
+    ];
+    type Params = KiviatParams;
+    type Data = KiviatData;
+
+    fn accepts(input: &Loaded, spec: &Resolved, _p: &KiviatParams) -> Result<()> {
+        let t = inputs::trace(input, Self::NAME)?;
+        let e = inputs::elements(t, &spec.spec.quantity)?;
+        if e < 3 {
+            return Err(Error::Invalid(format!(
+                "a Kiviat tube needs at least 3 elements, {} has {e}",
+                spec.spec.quantity
+            )));
+        }
+        Ok(())
+    }
+
+    fn compute(input: &Loaded, spec: &Resolved, _p: &KiviatParams) -> Result<KiviatData> {
+        let t = inputs::trace(input, Self::NAME)?;
+        let field = inputs::field(t, &spec.spec.quantity, spec)?;
+        let color = spec
+            .spec
+            .color_by
+            .as_deref()
+            .map(|q| inputs::field(t, q, spec))
+            .transpose()?;
+        Ok(KiviatData { field, color })
+    }
+
+    fn animation(d: &KiviatData, p: &KiviatParams) -> Animation {
+        if p.width == 0 {
+            return Animation::STILL;
+        }
+        let skip = if p.keep_empty {
+            0
+        } else {
+            leading_empty_bins(&d.field)
+        };
+        let avail = d.field.bins.saturating_sub(skip);
+        Animation {
+            steps: avail.saturating_sub(p.width) + 1,
+            stride: p.width,
+        }
+    }
+
+    fn build(d: &KiviatData, spec: &Resolved, p: &KiviatParams, ctx: BuildCtx) -> Result<Scene> {
+        build(&d.field, d.color.as_ref(), &spec.colormap, p, ctx.step)
+    }
+
+    fn panel(ui: &mut egui::Ui, p: &mut KiviatParams) {
+        ui.add(egui::Slider::new(&mut p.width, 0..=200).text("animation width (bins)"));
+        ui.add(
+            egui::Slider::new(&mut p.stretch, 0.01..=1.0)
+                .logarithmic(true)
+                .text("stretch"),
+        );
+        ui.checkbox(&mut p.log, "logarithmic radius");
+        ui.checkbox(&mut p.keep_empty, "keep leading empty bins");
+        ui.checkbox(&mut p.per_frame_scale, "scale per frame");
+    }
+}
+
+/// Builds the tube for `field` (radius), coloured by `color` (or by the
+/// radius field), from bin `start` (counted after trimmed empty bins).
+pub fn build(
+    field: &Field,
+    color: Option<&Field>,
+    colormap: &str,
+    p: &KiviatParams,
+    start: usize,
+) -> Result<Scene> {
+    let e = field.elements;
+    if e < 3 {
+        return Err(Error::Invalid(format!(
+            "a Kiviat tube needs at least 3 elements, the field has {e}"
+        )));
+    }
+    if let Some(c) = color
+        && (c.bins != field.bins || c.elements != e)
+    {
+        return Err(Error::Invalid(format!(
+            "the colour field ({} bins x {} elements) must have the shape of the radius field ({} x {e})",
+            c.bins, c.elements, field.bins
+        )));
+    }
+    let skip = if p.keep_empty {
+        0
+    } else {
+        leading_empty_bins(field)
+    };
+    let avail = field.bins.saturating_sub(skip);
+    let first = skip + start;
+    let n = if p.width == 0 {
+        avail.saturating_sub(start)
+    } else {
+        p.width.min(avail.saturating_sub(start))
+    };
+    if n == 0 {
+        return Err(Error::Invalid(format!(
+            "no bins to show: {} bins, {skip} leading empty, start {start}",
+            field.bins
+        )));
+    }
+    // level of detail: average `group` successive bins into one ring
+    let group = (2 * e * n).div_ceil(p.max_triangles.max(2 * e)).max(1);
+    let rings = n.div_ceil(group);
+    let avg = |f: &Field, a: usize, b: usize, k: usize| -> f64 {
+        (a..b).map(|t| f.at(t, k)).sum::<f64>() / (b - a).max(1) as f64
+    };
+    let ring_bins = |r: usize| (first + r * group, (first + (r + 1) * group).min(first + n));
+    // scales: the whole tube (one scale per animation) or this frame
+    let (s0, s1) = if p.per_frame_scale {
+        (first, first + n)
+    } else {
+        (skip, field.bins)
+    };
+    let cf = color.unwrap_or(field);
+    let (mut vmax, mut cmin, mut cmax) = (0f64, f64::INFINITY, f64::NEG_INFINITY);
+    for t in s0..s1 {
+        for k in 0..e {
+            vmax = vmax.max(field.at(t, k));
+            let c = cf.at(t, k);
+            cmin = cmin.min(c);
+            cmax = cmax.max(c);
+        }
+    }
+    let floor = if vmax > 0.0 {
+        vmax * p.log_floor.clamp(1e-12, 0.5)
+    } else {
+        1.0
+    };
+    // the radius in [0, 1]
+    let radius = |v: f64| -> f32 {
+        if vmax <= 0.0 {
+            return 0.0;
+        }
+        let r = if p.log {
+            (v.max(floor) / floor).log10() / (vmax / floor).log10()
+        } else {
+            v.max(0.0) / vmax
+        };
+        r.clamp(0.0, 1.0) as f32
+    };
+    let constant = cmax <= cmin;
+    let shade = |c: f64| -> f32 {
+        if constant {
+            0.5
+        } else {
+            ((c - cmin) / (cmax - cmin)) as f32
+        }
+    };
+    let cmap = Colormap::named(colormap)?;
+    let mut mesh = Mesh {
+        lit: true,
+        ..Default::default()
+    };
+    let angle =
+        |k: usize| std::f32::consts::FRAC_PI_2 - std::f32::consts::TAU * k as f32 / e as f32;
+    let z_of = |r: usize| -((r * group) as f32) * p.stretch;
+    for r in 0..rings {
+        let (a, b) = ring_bins(r);
+        for k in 0..e {
+            let rad = p.inner + (1.0 - p.inner) * radius(avg(field, a, b, k));
+            let ang = angle(k);
+            mesh.vertices.push(Vertex {
+                position: [rad * ang.cos(), rad * ang.sin(), z_of(r)],
+                normal: [0.0; 3],
+                color: rgba(cmap.at(shade(avg(cf, a, b, k))), 1.0),
+            });
+        }
+    }
+    // quads between adjacent elements (wrapping) and successive rings
+    for t in 0..rings.saturating_sub(1) {
+        for k in 0..e {
+            let (a, b) = ((t * e + k) as u32, (t * e + (k + 1) % e) as u32);
+            let (c, d) = (a + e as u32, b + e as u32);
+            mesh.indices.extend_from_slice(&[a, b, d, a, d, c]);
+        }
+    }
+    smooth_normals(&mut mesh);
+    let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
+    let ink = axes::ink(true);
+    // a single ring (width 1) is drawn as its outline
+    if rings == 1 {
+        for k in 0..e {
+            let (a, b) = (mesh.vertices[k], mesh.vertices[(k + 1) % e]);
+            scene.lines.push(Segment {
+                a: a.position,
+                b: b.position,
+                color: a.color,
+            });
+        }
+    }
+    // the time axis under the tube, in the field's time unit
+    let z1 = z_of(rings.max(2) - 1).min(-p.stretch);
+    let (ta, tb) = (field.edges[first] as f64, field.edges[first + n] as f64);
+    let ay = -1.2f32;
+    scene.lines.push(Segment {
+        a: [0.0, ay, 0.0],
+        b: [0.0, ay, z1],
+        color: ink,
+    });
+    let (ticks, step) = axes::nice_ticks(ta, tb, 6);
+    let mag = ta.abs().max(tb.abs());
+    for v in ticks {
+        let z = ((v - ta) / (tb - ta).max(1e-9)) as f32 * z1;
+        scene.lines.push(Segment {
+            a: [0.0, ay, z],
+            b: [0.12, ay, z],
+            color: ink,
+        });
+        let text = match field.time {
+            TimeAxis::Nanoseconds => axes::format_time(v, mag, step),
+            TimeAxis::Intervals => format!("interval {}", v as u64),
+        };
+        scene.labels.push(
+            Label::world(text, [0.14, ay, z], 12.0, ink)
+                .aligned(LabelAlign::LeftCenter)
+                .priority(1),
+        );
+    }
+    scene.labels.push(
+        Label::world(
+            match field.time {
+                TimeAxis::Nanoseconds => "time →",
+                TimeAxis::Intervals => "interval →",
+            },
+            [0.0, ay - 0.15, z1 * 0.5],
+            12.0,
+            ink,
+        )
+        .aligned(LabelAlign::CenterTop)
+        .priority(3),
+    );
+    // element numbers around the front ring (at most 16)
+    let every = e.div_ceil(16);
+    for k in (0..e).step_by(every) {
+        let ang = angle(k);
+        scene.labels.push(
+            Label::world(
+                format!("{k}"),
+                [1.12 * ang.cos(), 1.12 * ang.sin(), 0.0],
+                11.0,
+                ink,
+            )
+            .aligned(LabelAlign::CenterBottom)
+            .priority(2),
+        );
+    }
+    scene.meshes.push(mesh);
+    let when = match field.time {
+        TimeAxis::Nanoseconds => format!(
+            "{} – {}",
+            axes::format_time(ta, mag, 0.0),
+            axes::format_time(tb, mag, 0.0)
+        ),
+        TimeAxis::Intervals => format!("intervals {}..{}", first, first + n - 1),
+    };
+    let radius_text = if p.log {
+        format!(
+            "radius log10({} / {})",
+            field.quantity,
+            axes::format_value(floor, &Unit::from_name(&field.unit), floor, 0.0)
+        )
+    } else {
+        format!("radius {}", field.quantity)
+    };
+    scene.title = format!(
+        "Kiviat tube: {radius_text}{}, {e} elements, {when}{}",
+        color.map_or(String::new(), |c| format!(", colour {}", c.quantity)),
+        if group > 1 {
+            format!(" ({group} bins per ring)")
+        } else {
+            String::new()
+        }
+    );
+    let unit = Unit::from_name(&cf.unit);
+    scene.legend = Some(Legend {
+        title: format!("{}{}", cf.quantity, unit.bracket(&cf.quantity)),
+        colormap: colormap.to_string(),
+        min: cmin,
+        max: if constant { cmin } else { cmax },
+        unit,
+        note: Some(
+            if p.per_frame_scale {
+                "range of this frame"
+            } else {
+                "range of the whole tube"
+            }
+            .into(),
+        ),
+    });
+    Ok(scene)
+}
+
+/// Averages the face normals around every vertex.
+pub fn smooth_normals(mesh: &mut Mesh) {
+    let mut acc = vec![[0f32; 3]; mesh.vertices.len()];
+    for tri in mesh.indices.chunks_exact(3) {
+        let [a, b, c] = [tri[0], tri[1], tri[2]].map(|i| mesh.vertices[i as usize].position);
+        let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+        let v = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
+        let n = [
+            u[1] * v[2] - u[2] * v[1],
+            u[2] * v[0] - u[0] * v[2],
+            u[0] * v[1] - u[1] * v[0],
+        ];
+        for &i in tri {
+            for k in 0..3 {
+                acc[i as usize][k] += n[k];
+            }
+        }
+    }
+    for (v, n) in mesh.vertices.iter_mut().zip(acc) {
+        let l = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+        v.normal = if l > 0.0 {
+            [n[0] / l, n[1] / l, n[2] / l]
+        } else {
+            [0.0, 0.0, 1.0]
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fields::FieldLayout;
+
+    fn field(bins: usize, e: usize, f: impl Fn(usize, usize) -> f64) -> Field {
+        Field {
+            bins,
+            elements: e,
+            values: (0..bins * e).map(|i| f(i / e, i % e)).collect(),
+            edges: (0..=bins as u64).map(|k| k * 1000).collect(),
+            layout: FieldLayout::Ring,
+            quantity: "accesses".into(),
+            unit: "accesses".into(),
+            time: TimeAxis::Nanoseconds,
+        }
+    }
+
+    fn params(width: usize) -> KiviatParams {
+        KiviatParams {
+            width,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn counts_bounds_and_trimming() {
+        // 3 leading empty bins, then value = element + 1
+        let f = field(10, 8, |t, e| if t < 3 { 0.0 } else { e as f64 + 1.0 });
+        let p = params(4);
+        let s = build(&f, None, "viridis", &p, 0).unwrap();
+        let m = &s.meshes[0];
+        assert_eq!(m.vertices.len(), 4 * 8);
+        assert_eq!(m.triangles(), 2 * 8 * 3);
+        // the window starts at bin 3 = 3 µs
+        assert!(s.title.contains("3 µs – 7 µs"), "{}", s.title);
+        // the largest value (element 7) sits at radius 1
+        let r7 = m.vertices[7].position;
+        assert!(((r7[0] * r7[0] + r7[1] * r7[1]).sqrt() - 1.0).abs() < 1e-6);
+        // colours follow the colour map over the whole tube's range
+        let cmap = Colormap::named("viridis").unwrap();
+        assert_eq!(&m.vertices[0].color[..3], &cmap.at(0.0));
+        assert_eq!(&m.vertices[7].color[..3], &cmap.at(1.0));
+        let leg = s.legend.as_ref().unwrap();
+        assert_eq!((leg.min, leg.max), (1.0, 8.0));
+        assert!(!leg.title.contains("[accesses]"), "{}", leg.title);
+        // every normal is unit length
+        assert!(m.vertices.iter().all(|v| {
+            ((v.normal[0].powi(2) + v.normal[1].powi(2) + v.normal[2].powi(2)).sqrt() - 1.0).abs()
+                < 1e-4
+        }));
+        // time ticks and element labels
+        assert!(s.labels.iter().any(|l| l.text == "4 µs"));
+        assert!(s.labels.iter().any(|l| l.text == "7"));
+    }
+
+    #[test]
+    fn one_scale_per_animation_and_constant_windows() {
+        // values grow with time: a late frame keeps the whole tube's scale
+        let f = field(40, 6, |t, e| (t * (e + 1)) as f64);
+        let a = build(&f, None, "viridis", &params(10), 0).unwrap();
+        let b = build(&f, None, "viridis", &params(10), 25).unwrap();
+        let (la, lb) = (a.legend.unwrap(), b.legend.unwrap());
+        assert_eq!((la.min, la.max), (lb.min, lb.max));
+        let own = build(
+            &f,
+            None,
+            "viridis",
+            &KiviatParams {
+                per_frame_scale: true,
+                ..params(10)
+            },
+            25,
+        )
+        .unwrap();
+        assert!(own.legend.unwrap().min > la.min);
+        // a constant field shows its one value
+        let c = field(5, 4, |_, _| 2.0);
+        let s = build(&c, None, "viridis", &params(0), 0).unwrap();
+        let l = s.legend.unwrap();
+        assert_eq!((l.min, l.max), (2.0, 2.0));
+    }
+
+    #[test]
+    fn log_radius_is_log10_above_the_floor() {
+        let f = field(2, 3, |_, e| [1.0, 10.0, 1000.0][e]);
+        let p = KiviatParams {
+            log: true,
+            log_floor: 1e-3,
+            inner: 0.0,
+            keep_empty: true,
+            ..params(0)
+        };
+        let s = build(&f, None, "viridis", &p, 0).unwrap();
+        let r = |k: usize| {
+            let v = s.meshes[0].vertices[k].position;
+            (v[0] * v[0] + v[1] * v[1]).sqrt()
+        };
+        // floor = 1, radii log10(v)/3
+        assert!((r(0) - 0.0).abs() < 1e-6);
+        assert!((r(1) - 1.0 / 3.0).abs() < 1e-6);
+        assert!((r(2) - 1.0).abs() < 1e-6);
+        assert!(s.title.contains("log10"), "{}", s.title);
+    }
+
+    #[test]
+    fn sliding_window_and_errors() {
+        let f = field(30, 6, |t, e| (t * e) as f64);
+        let keep = |w| KiviatParams {
+            keep_empty: true,
+            ..params(w)
+        };
+        let whole = build(&f, None, "viridis", &keep(0), 0).unwrap();
+        assert_eq!(whole.meshes[0].vertices.len(), 30 * 6);
+        let slid = build(&f, None, "viridis", &keep(15), 20).unwrap();
+        assert_eq!(slid.meshes[0].vertices.len(), 10 * 6);
+        assert!(build(&f, None, "viridis", &params(15), 40).is_err());
+        assert!(build(&field(3, 2, |_, _| 1.0), None, "viridis", &params(15), 0).is_err());
+    }
+
+    #[test]
+    fn level_of_detail_keeps_the_budget() {
+        let f = field(10_000, 64, |t, e| ((t + e) % 7) as f64);
+        let s = build(
+            &f,
+            None,
+            "viridis",
+            &KiviatParams {
+                keep_empty: true,
+                max_triangles: 100_000,
+                ..params(0)
+            },
+            0,
+        )
+        .unwrap();
+        assert!(s.triangles() <= 100_000, "{}", s.triangles());
+        assert!(s.triangles() > 50_000);
+        assert!(s.title.contains("bins per ring"));
+    }
+}

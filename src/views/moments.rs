@@ -1,0 +1,478 @@
+//! The moment display (paper 000 Figs. 2, 3, 6; SPEC §4.6): one row per
+//! processor with a grey bar of length m0 centred at m1, black bars out to
+//! m1 ± m2, a tick at m1 and a thin red line of signed length m3 from m1;
+//! the utilization Gantt chart (fraction of each bin in the state set)
+//! beside it, both on the same time axis, processors top to bottom.
+//!
+//! Level of detail: never more rows than pixels of the chart (nor than
+//! `max_rows`); beyond, adjacent processors share a row showing their
+//! per-processor averages (m0 of the group divided by its processors; m1,
+//! m2, m3 of the group's merged accumulator). The Gantt chart averages its
+//! rows the same way.
+
+use serde::{Deserialize, Serialize};
+
+use super::{BuildCtx, ParamDoc, Resolved, View, inputs};
+use crate::analysis::fields::Field;
+use crate::analysis::moments::MomentAcc;
+use crate::error::{Error, Result};
+use crate::model::Time;
+use crate::readers::Loaded;
+use crate::scene::axes::{self, Unit};
+use crate::scene::colormap::Colormap;
+use crate::scene::{
+    KeyEntry, KeyMark, Label, LabelAlign, Legend, Margins, Mesh, Projection, Scene, Segment, rgba,
+};
+
+/// The moment display view.
+pub struct Moments;
+
+/// Parameters of the display.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MomentParams {
+    /// Draw the utilization Gantt chart beside the moments.
+    pub gantt: bool,
+    /// At most this many processor rows (fewer when the image has fewer
+    /// pixel rows).
+    pub max_rows: usize,
+}
+
+impl Default for MomentParams {
+    fn default() -> Self {
+        MomentParams {
+            gantt: true,
+            max_rows: 65_536,
+        }
+    }
+}
+
+/// Per-processor accumulators, the Gantt field and which processors have
+/// intervals in the window.
+pub struct MomentData {
+    pub accs: Vec<MomentAcc>,
+    pub gantt: Option<Field>,
+    pub has_data: Vec<bool>,
+}
+
+pub(super) const GREY: [f32; 4] = [0.62, 0.62, 0.62, 1.0];
+pub(super) const BLACK: [f32; 4] = [0.05, 0.05, 0.05, 1.0];
+pub(super) const SKEW: [f32; 4] = [0.85, 0.1, 0.1, 1.0];
+/// Gantt rows of processors without intervals in the window.
+pub(super) const NO_DATA: [f32; 4] = [0.86, 0.86, 0.86, 1.0];
+
+impl View for Moments {
+    const NAME: &'static str = "moments";
+    const ABOUT: &'static str =
+        "Moment display: m0..m3 bars per processor with the utilization Gantt chart (paper 000)";
+    const COLORMAP: &'static str = "heat";
+    const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc {
+            key: "gantt",
+            help: "draw the utilization Gantt chart beside the moments [true]",
+        },
+        ParamDoc {
+            key: "max_rows",
+            help: "at most this many processor rows; never more than pixel rows [65536]",
+        },
+    ];
+    type Params = MomentParams;
+    type Data = MomentData;
+
+    fn accepts(input: &Loaded, _spec: &Resolved, _p: &MomentParams) -> Result<()> {
+        let t = inputs::trace(input, Self::NAME)?;
+        if t.num_locations() == 0 {
+            return Err(Error::Invalid("the trace has no locations".into()));
+        }
+        Ok(())
+    }
+
+    fn compute(input: &Loaded, spec: &Resolved, p: &MomentParams) -> Result<MomentData> {
+        let t = inputs::trace(input, Self::NAME)?;
+        let gantt = if p.gantt {
+            let mut g = inputs::field(t, "busy", spec)?;
+            g.quantity = if spec.states_label == "busy" {
+                "busy fraction".into()
+            } else {
+                format!("fraction of time in {}", spec.states_label)
+            };
+            Some(g)
+        } else {
+            None
+        };
+        Ok(MomentData {
+            accs: inputs::moment_accs(t, spec)?,
+            gantt,
+            has_data: inputs::has_data(t, spec),
+        })
+    }
+
+    fn data_key(p: &MomentParams) -> serde_json::Value {
+        serde_json::json!({ "gantt": p.gantt })
+    }
+
+    fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -> Result<Scene> {
+        build(d, spec, p, ctx)
+    }
+
+    fn panel(ui: &mut egui::Ui, p: &mut MomentParams) {
+        ui.checkbox(&mut p.gantt, "utilization Gantt chart");
+    }
+}
+
+/// The moments of one display row: per-processor averages of a group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowMoments {
+    /// Busy time per processor of the row (ns).
+    pub m0: f64,
+    pub m1: Option<f64>,
+    pub m2: Option<f64>,
+    pub m3: Option<f64>,
+}
+
+/// Merges `group` adjacent processors per row, so that there are at most
+/// `max_rows` rows: returns `group` and each row's moments, m0 divided by
+/// the processors of the row.
+pub fn row_moments(accs: &[MomentAcc], max_rows: usize) -> Result<(usize, Vec<RowMoments>)> {
+    if accs.is_empty() {
+        return Err(Error::Invalid("no processors to display".into()));
+    }
+    let group = accs.len().div_ceil(max_rows.max(1));
+    let rows = accs
+        .chunks(group)
+        .map(|c| {
+            let m = c
+                .iter()
+                .fold(MomentAcc::default(), |a, b| a.merge(*b))
+                .moments();
+            RowMoments {
+                m0: m.m0 / c.len() as f64,
+                m1: m.m1,
+                m2: m.m2,
+                m3: m.m3,
+            }
+        })
+        .collect();
+    Ok((group, rows))
+}
+
+/// Pixel rows of the chart in an image of `height` (0: unknown).
+pub(super) fn chart_rows(height: u32, margins: &Margins) -> usize {
+    if height == 0 {
+        return usize::MAX;
+    }
+    ((height as f32 - margins.top - margins.bottom).max(16.0)) as usize
+}
+
+/// "12 ms – 30 ms" for the window.
+pub(super) fn window_text(t0: Time, t1: Time) -> String {
+    let mag = t1 as f64;
+    format!(
+        "{} – {}",
+        axes::format_time(t0 as f64, mag, 0.0),
+        axes::format_time(t1 as f64, mag, 0.0)
+    )
+}
+
+/// The processor axis: integer ticks of processor numbers at the left of
+/// `x`, rows of `group` processors from y = 0 down.
+pub(super) fn processor_ticks(n: usize, group: usize, max_ticks: usize) -> Vec<(u64, f32)> {
+    axes::integer_ticks(0, n as u64 - 1, max_ticks)
+        .into_iter()
+        .map(|q| (q, -((q as f32 + 0.5) / group as f32)))
+        .collect()
+}
+
+/// Builds the display.
+pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -> Result<Scene> {
+    let (t0, t1) = (spec.t0, spec.t1);
+    if t1 <= t0 {
+        return Err(Error::Invalid("the display window is empty".into()));
+    }
+    let n = d.accs.len();
+    let margins = Margins::default();
+    let max_rows = p.max_rows.min(chart_rows(ctx.height, &margins)).max(1);
+    let (group, row) = row_moments(&d.accs, max_rows)?;
+    let rows = row.len();
+    if let Some(g) = &d.gantt
+        && g.elements != n
+    {
+        return Err(Error::Invalid(format!(
+            "the Gantt field has {} elements for {n} processors",
+            g.elements
+        )));
+    }
+    let span = (t1 - t0) as f64;
+    let x = |t: f64| (((t - t0 as f64) / span).clamp(0.0, 1.0)) as f32;
+    let mut bars = Mesh::default();
+    let mut lines = Vec::new();
+    for (r, m) in row.iter().enumerate() {
+        let (Some(m1), Some(m2), Some(m3)) = (m.m1, m.m2, m.m3) else {
+            continue;
+        };
+        // row r occupies y in [-(r+1), -r): processor 0 on top
+        let (y0, y1) = (-(r as f32) - 0.85, -(r as f32) - 0.15);
+        let half = m.m0 / 2.0;
+        bars.rect(x(m1 - m2), y0, x(m1 - half), y1, 0.0, BLACK);
+        bars.rect(x(m1 + half), y0, x(m1 + m2), y1, 0.0, BLACK);
+        bars.rect(x(m1 - half), y0, x(m1 + half), y1, 0.1, GREY);
+        let ym = -(r as f32) - 0.5;
+        lines.push(Segment {
+            a: [x(m1), ym, 0.2],
+            b: [x(m1 + m3), ym, 0.2],
+            color: SKEW,
+        });
+        lines.push(Segment {
+            a: [x(m1), y0, 0.2],
+            b: [x(m1), y1, 0.2],
+            color: BLACK,
+        });
+    }
+    let mut scene = Scene::new("Moments of utilization", Projection::Orthographic);
+    scene.margins = margins;
+    scene.meshes.push(bars);
+    scene.lines = lines;
+    let ink = axes::ink(false);
+    let bottom = -(rows as f32);
+    let gx0 = 1.12f32;
+    // the Gantt chart: [gx0, gx0 + 1] in x
+    if let Some(g) = &d.gantt {
+        let cmap = Colormap::named(&spec.colormap)?;
+        let mut mesh = Mesh::default();
+        let gx = |t: u64| gx0 + x(t as f64);
+        let ggroup = n.div_ceil(max_rows.min(4096)).max(group);
+        let grows = n.div_ceil(ggroup);
+        let scale = rows as f32 / grows as f32;
+        for r in 0..grows {
+            let (a, b) = (r * ggroup, ((r + 1) * ggroup).min(n));
+            let (y0, y1) = (-((r + 1) as f32) * scale, -(r as f32) * scale);
+            let with_data: Vec<usize> = (a..b).filter(|&e| d.has_data[e]).collect();
+            if with_data.is_empty() {
+                mesh.rect(gx0, y0, gx0 + 1.0, y1, 0.0, NO_DATA);
+                continue;
+            }
+            for k in 0..g.bins {
+                let v = with_data.iter().map(|&e| g.at(k, e)).sum::<f64>() / with_data.len() as f64;
+                mesh.rect(
+                    gx(g.edges[k]),
+                    y0,
+                    gx(g.edges[k + 1]),
+                    y1,
+                    0.0,
+                    rgba(cmap.at(v as f32), 1.0),
+                );
+            }
+        }
+        scene.meshes.push(mesh);
+        scene.legend = Some(Legend {
+            title: g.quantity.clone(),
+            colormap: spec.colormap.clone(),
+            min: 0.0,
+            max: 1.0,
+            unit: Unit::Fraction,
+            note: (ggroup > 1).then(|| format!("mean of {ggroup} processors per row")),
+        });
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Bar,
+            color: NO_DATA,
+            text: "no data".into(),
+        });
+        scene.labels.push(
+            Label::world("utilization per time bin", [gx0 + 0.5, 0.0, 0.0], 12.0, ink)
+                .aligned(LabelAlign::CenterBottom)
+                .priority(1),
+        );
+    }
+    scene.key.splice(
+        0..0,
+        [
+            KeyEntry {
+                mark: KeyMark::Bar,
+                color: GREY,
+                text: "m0: busy time at m1".into(),
+            },
+            KeyEntry {
+                mark: KeyMark::Bar,
+                color: BLACK,
+                text: "m1 ± m2".into(),
+            },
+            KeyEntry {
+                mark: KeyMark::Line,
+                color: SKEW,
+                text: "m3: skew".into(),
+            },
+        ],
+    );
+    // frames, time axes, processor axis
+    let tick = (rows as f32 * 0.012).max(0.05);
+    let panels: &[f32] = if d.gantt.is_some() {
+        &[0.0, gx0]
+    } else {
+        &[0.0]
+    };
+    // as many ticks as fit: about 80 pixels a time label, 28 a processor
+    let (wpx, hpx) = if ctx.width == 0 {
+        (800.0, 600.0)
+    } else {
+        (
+            (ctx.width as f32 - margins.left - margins.right) / (panels.len() as f32 * 1.06),
+            ctx.height as f32 - margins.top - margins.bottom,
+        )
+    };
+    let time_ticks = ((wpx / 80.0) as usize).clamp(2, 8);
+    let proc_ticks = ((hpx / 28.0) as usize).clamp(2, 12);
+    for &x0 in panels {
+        let x1 = x0 + 1.0;
+        for (a, b) in [
+            ([x0, 0.0], [x1, 0.0]),
+            ([x1, 0.0], [x1, bottom]),
+            ([x0, bottom], [x0, 0.0]),
+        ] {
+            scene.lines.push(Segment {
+                a: [a[0], a[1], 0.3],
+                b: [b[0], b[1], 0.3],
+                color: [0.55, 0.55, 0.55, 1.0],
+            });
+        }
+        axes::time_axis_2d(
+            &mut scene.lines,
+            &mut scene.labels,
+            (x0, x1, bottom),
+            (t0 as f64, t1 as f64),
+            tick,
+            time_ticks,
+            "time",
+            ink,
+        );
+    }
+    for (q, y) in processor_ticks(n, group, proc_ticks) {
+        scene.lines.push(Segment {
+            a: [0.0, y, 0.3],
+            b: [-0.012, y, 0.3],
+            color: ink,
+        });
+        scene.labels.push(
+            Label::world(format!("{q}"), [-0.015, y, 0.0], 12.0, ink)
+                .aligned(LabelAlign::RightCenter)
+                .priority(1),
+        );
+    }
+    scene.labels.push(
+        Label::world("processor", [-0.015, bottom / 2.0, 0.0], 13.0, ink)
+            .aligned(LabelAlign::AxisTitleLeft)
+            .priority(0),
+    );
+    scene.labels.push(
+        Label::world("moments m0…m3", [0.5, 0.0, 0.0], 12.0, ink)
+            .aligned(LabelAlign::CenterBottom)
+            .priority(1),
+    );
+    scene.title = format!(
+        "Moments of time in {} — {n} processors{}, {}",
+        spec.states_label,
+        if group > 1 {
+            format!(" ({group} per row, averages)")
+        } else {
+            String::new()
+        },
+        window_text(t0, t1)
+    );
+    Ok(scene)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::views::{DataSpec, inputs};
+
+    fn spec(t0: Time, t1: Time) -> Resolved {
+        inputs::Resolved {
+            spec: DataSpec::default(),
+            t0,
+            t1,
+            bins: 10,
+            colormap: "heat".into(),
+            states_label: "busy".into(),
+            warnings: vec![],
+        }
+    }
+
+    fn data(accs: Vec<MomentAcc>) -> MomentData {
+        let n = accs.len();
+        MomentData {
+            accs,
+            gantt: None,
+            has_data: vec![true; n],
+        }
+    }
+
+    fn ctx(height: u32) -> BuildCtx {
+        BuildCtx {
+            step: 0,
+            width: 1280,
+            height,
+        }
+    }
+
+    #[test]
+    fn one_row_per_processor_and_grouping() {
+        // processor p busy on [100p, 100p + 50)
+        let accs: Vec<MomentAcc> = (0..10)
+            .map(|p| MomentAcc::interval(100 * p, 100 * p + 50))
+            .collect();
+        let p = MomentParams::default();
+        let s = build(&data(accs.clone()), &spec(0, 1000), &p, ctx(720)).unwrap();
+        // 3 rectangles per row (two black bars of zero width for one interval, one grey)
+        assert_eq!(s.meshes[0].vertices.len(), 10 * 3 * 4);
+        let grey: Vec<_> = s.meshes[0]
+            .vertices
+            .iter()
+            .filter(|v| v.color == GREY)
+            .collect();
+        let xs: Vec<f32> = grey[12..16].iter().map(|v| v.position[0]).collect();
+        assert!(
+            (xs[0] - 0.30).abs() < 1e-6 && (xs[1] - 0.35).abs() < 1e-6,
+            "{xs:?}"
+        );
+        // a key for every mark, axes with units
+        assert_eq!(s.key.len(), 3);
+        assert!(
+            s.labels.iter().any(|l| l.text == "0.4 µs"),
+            "{:?}",
+            s.labels
+        );
+        // grouped: 10 processors in 4 rows of 3
+        let g = build(
+            &data(accs),
+            &spec(0, 1000),
+            &MomentParams {
+                max_rows: 4,
+                ..p.clone()
+            },
+            ctx(720),
+        )
+        .unwrap();
+        assert_eq!(g.meshes[0].vertices.len(), 4 * 3 * 4);
+        assert!(row_moments(&[], 4).is_err());
+    }
+
+    #[test]
+    fn merged_rows_show_per_processor_averages() {
+        // 2^12 processors each busy for 100 ns: merged rows still show 100 ns
+        let accs: Vec<MomentAcc> = (0..4096).map(|_| MomentAcc::interval(0, 100)).collect();
+        let (group, rows) = row_moments(&accs, 64).unwrap();
+        assert_eq!(group, 64);
+        assert!(rows.iter().all(|r| (r.m0 - 100.0).abs() < 1e-9));
+        // a small image never gets rows thinner than a pixel
+        let s = build(
+            &data(accs),
+            &spec(0, 1000),
+            &MomentParams::default(),
+            ctx(360),
+        )
+        .unwrap();
+        let bars = s.meshes[0].vertices.len() / 12;
+        assert!(bars <= 360, "{bars} rows");
+        assert!(s.title.contains("per row, averages"), "{}", s.title);
+    }
+}
