@@ -126,7 +126,7 @@ pub enum LabelAlign {
     CenterBottom,
     /// Centred, one text line below the tick labels (an axis title).
     AxisTitleBelow,
-    /// Rotated a quarter turn left of the anchor (a left axis title).
+    /// Rotated a quarter turn, at the left edge of the image, centred on the anchor's height (a left axis title).
     AxisTitleLeft,
 }
 
@@ -211,7 +211,7 @@ pub struct Margins {
 impl Default for Margins {
     fn default() -> Self {
         Margins {
-            left: 70.0,
+            left: 84.0,
             top: 44.0,
             right: 160.0,
             bottom: 52.0,

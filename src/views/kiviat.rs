@@ -44,6 +44,9 @@ pub struct KiviatParams {
     pub inner: f32,
     /// Level of detail: at most this many triangles.
     pub max_triangles: usize,
+    /// Level of detail: at most this many sectors around the ring
+    /// (adjacent elements averaged beyond).
+    pub max_sectors: usize,
 }
 
 impl Default for KiviatParams {
@@ -57,6 +60,7 @@ impl Default for KiviatParams {
             per_frame_scale: false,
             inner: 0.05,
             max_triangles: 2_000_000,
+            max_sectors: 2048,
         }
     }
 }
@@ -104,6 +108,10 @@ impl View for Kiviat {
         ParamDoc {
             key: "max_triangles",
             help: "level of detail: successive bins are averaged beyond this [2000000]",
+        },
+        ParamDoc {
+            key: "max_sectors",
+            help: "level of detail: adjacent elements are averaged beyond this many sectors [2048]",
         },
     ];
     type Params = KiviatParams;
@@ -207,11 +215,19 @@ pub fn build(
             field.bins
         )));
     }
-    // level of detail: average `group` successive bins into one ring
+    // level of detail: at most `max_sectors` sectors around the ring
+    // (adjacent elements averaged), then `group` successive bins per ring
+    let ne = e;
+    let eg = ne.div_ceil(p.max_sectors.max(3));
+    let e = ne.div_ceil(eg);
     let group = (2 * e * n).div_ceil(p.max_triangles.max(2 * e)).max(1);
     let rings = n.div_ceil(group);
+    let sector = |f: &Field, t: usize, k: usize| -> f64 {
+        let (a, b) = (k * eg, ((k + 1) * eg).min(ne));
+        (a..b).map(|x| f.at(t, x)).sum::<f64>() / (b - a).max(1) as f64
+    };
     let avg = |f: &Field, a: usize, b: usize, k: usize| -> f64 {
-        (a..b).map(|t| f.at(t, k)).sum::<f64>() / (b - a).max(1) as f64
+        (a..b).map(|t| sector(f, t, k)).sum::<f64>() / (b - a).max(1) as f64
     };
     let ring_bins = |r: usize| (first + r * group, (first + (r + 1) * group).min(first + n));
     // scales: the whole tube (one scale per animation) or this frame
@@ -224,8 +240,8 @@ pub fn build(
     let (mut vmax, mut cmin, mut cmax) = (0f64, f64::INFINITY, f64::NEG_INFINITY);
     for t in s0..s1 {
         for k in 0..e {
-            vmax = vmax.max(field.at(t, k));
-            let c = cf.at(t, k);
+            vmax = vmax.max(sector(field, t, k));
+            let c = sector(cf, t, k);
             cmin = cmin.min(c);
             cmax = cmax.max(c);
         }
@@ -344,7 +360,7 @@ pub fn build(
         let ang = angle(k);
         scene.labels.push(
             Label::world(
-                format!("{k}"),
+                format!("{}", k * eg),
                 [1.12 * ang.cos(), 1.12 * ang.sin(), 0.0],
                 11.0,
                 ink,
@@ -372,8 +388,13 @@ pub fn build(
         format!("radius {}", field.quantity)
     };
     scene.title = format!(
-        "Kiviat tube: {radius_text}{}, {e} elements, {when}{}",
+        "Kiviat tube: {radius_text}{}, {ne} elements, {when}{}{}",
         color.map_or(String::new(), |c| format!(", colour {}", c.quantity)),
+        if eg > 1 {
+            format!(" ({eg} elements per sector)")
+        } else {
+            String::new()
+        },
         if group > 1 {
             format!(" ({group} bins per ring)")
         } else {
@@ -565,5 +586,10 @@ mod tests {
         assert!(s.triangles() <= 100_000, "{}", s.triangles());
         assert!(s.triangles() > 50_000);
         assert!(s.title.contains("bins per ring"));
+        // a million elements: sectors of averaged elements, never a lone ring
+        let f = field(4, 1 << 20, |t, e| ((t + e) % 5) as f64);
+        let s = build(&f, None, "viridis", &params(0), 0).unwrap();
+        assert!(s.triangles() > 10_000 && s.triangles() <= 2_000_000);
+        assert!(s.title.contains("512 elements per sector"), "{}", s.title);
     }
 }
