@@ -238,6 +238,8 @@ struct App {
     fatal: Option<String>,
     /// egui asked for a repaint at this time.
     repaint_at: Option<Instant>,
+    /// The window's surface: width, height (pixels), scale factor.
+    surface: (u32, u32, f64),
 }
 
 /// The part of a view state whose change needs a new scene.
@@ -246,15 +248,11 @@ fn build_key(s: &ViewState, size: (u32, u32)) -> serde_json::Value {
 }
 
 impl App {
+    /// The pixels of the scene's area: the window less the panel.
     fn scene_size(&self) -> (u32, u32) {
-        match (&self.gfx, self.scene_rect) {
-            (Some(g), Some(r)) => {
-                let k = g.window.scale_factor() as f32;
-                ((r.width() * k) as u32, (r.height() * k) as u32)
-            }
-            (Some(g), None) => (g.config.width, g.config.height),
-            _ => self.opts.size,
-        }
+        let (w, h, scale) = self.surface;
+        let panel = (260.0 * scale) as u32;
+        (w.saturating_sub(panel).max(64), h.max(1))
     }
 
     /// Asks the worker for a scene when the state changed since the last.
@@ -314,7 +312,8 @@ impl App {
 
     fn ui(&mut self, root: &mut egui::Ui) {
         let panel = egui::Panel::left("controls")
-            .min_size(240.0)
+            .resizable(false)
+            .exact_size(260.0)
             .show(root, |ui| {
                 ui.heading("tapestry");
                 match &self.description {
@@ -727,6 +726,7 @@ impl ApplicationHandler<Wake> for App {
         match open_gfx(el, self.opts.size) {
             Ok(g) => {
                 eprintln!("adapter: {}", g.ctx.describe());
+                self.surface = (g.config.width, g.config.height, g.window.scale_factor());
                 g.window.request_redraw();
                 self.gfx = Some(g);
             }
@@ -771,6 +771,7 @@ impl ApplicationHandler<Wake> for App {
                     g.surface.configure(&g.ctx.device, &g.config);
                     g.targets =
                         Targets::new(&g.ctx, g.config.format, g.config.width, g.config.height);
+                    self.surface = (g.config.width, g.config.height, g.window.scale_factor());
                     g.window.request_redraw();
                 }
             }
@@ -885,6 +886,7 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
     let worker_opts = opts.clone();
     let proxy = event_loop.create_proxy();
     std::thread::spawn(move || worker(worker_opts, job_rx, tx, proxy));
+    let opts_size = opts.size;
     let mut app = App {
         state: opts.state.clone(),
         opts,
@@ -917,6 +919,7 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         error: None,
         fatal: None,
         repaint_at: None,
+        surface: (opts_size.0, opts_size.1, 1.0),
     };
     event_loop
         .run_app(&mut app)

@@ -186,7 +186,7 @@ pub fn paint(painter: &egui::Painter, rect: Rect, scene: &Scene, camera: &Camera
                     Rect::from_min_size(p + Vec2::new(-s.x / 2.0, -s.y - 3.0), s)
                 }
                 LabelAlign::AxisTitleBelow => {
-                    Rect::from_min_size(p + Vec2::new(-s.x / 2.0, 3.0 + l.size + 4.0), s)
+                    Rect::from_min_size(p + Vec2::new(-s.x / 2.0, 3.0 + l.size + 9.0), s)
                 }
                 LabelAlign::AxisTitleLeft => {
                     Rect::from_min_size(Pos2::new(rect.min.x + 4.0, p.y - s.y / 2.0), s)

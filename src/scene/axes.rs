@@ -37,20 +37,18 @@ impl Unit {
     /// The text in brackets after a quantity's name, if the name does not
     /// say it already ("bytes sent [bytes]" is just "bytes sent").
     pub fn bracket(&self, name: &str) -> String {
-        let sym = match self {
-            Unit::Nanoseconds => "time",
-            Unit::Bytes => "B",
-            Unit::Count(noun) => noun.as_str(),
-            Unit::Fraction => "",
-            Unit::Other(s) => s.as_str(),
-        };
-        if sym.is_empty()
-            || matches!(self, Unit::Nanoseconds)
-            || name.to_lowercase().contains(&sym.to_lowercase())
-        {
-            String::new()
-        } else {
-            format!(" [{sym}]")
+        let lower = name.to_lowercase();
+        let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+        match self {
+            Unit::Nanoseconds | Unit::Fraction => String::new(),
+            Unit::Bytes if lower.contains("byte") => String::new(),
+            Unit::Bytes => " [B]".into(),
+            Unit::Count(noun) if lower.contains(&noun.to_lowercase()) => String::new(),
+            Unit::Count(noun) => format!(" [{noun}]"),
+            Unit::Other(sym) if sym.is_empty() || words.contains(&sym.to_lowercase().as_str()) => {
+                String::new()
+            }
+            Unit::Other(sym) => format!(" [{sym}]"),
         }
     }
 }
@@ -275,7 +273,8 @@ mod tests {
         assert_eq!(s, 2_000_000.0);
         assert_eq!(t, vec![0.0, 2e6, 4e6, 6e6]);
         assert_eq!(integer_ticks(0, 3, 10), vec![0, 1, 2, 3]);
-        assert_eq!(integer_ticks(0, 1023, 5), vec![0, 200, 400, 600, 800, 1000]);
+        assert_eq!(integer_ticks(0, 1023, 5), vec![0, 500, 1000]);
+        assert_eq!(integer_ticks(0, 1023, 6), vec![0, 200, 400, 600, 800, 1000]);
         // a constant range keeps its one value
         assert_eq!(nice_ticks(2.0, 2.0, 5).0, vec![2.0]);
     }

@@ -373,8 +373,8 @@ pub fn build(
     let when = match field.time {
         TimeAxis::Nanoseconds => format!(
             "{} – {}",
-            axes::format_time(ta, mag, 0.0),
-            axes::format_time(tb, mag, 0.0)
+            axes::format_time(ta, mag, step),
+            axes::format_time(tb, mag, step)
         ),
         TimeAxis::Intervals => format!("intervals {}..{}", first, first + n - 1),
     };

@@ -167,10 +167,12 @@ pub(super) fn chart_rows(height: u32, margins: &Margins) -> usize {
 /// "12 ms – 30 ms" for the window.
 pub(super) fn window_text(t0: Time, t1: Time) -> String {
     let mag = t1 as f64;
+    // as many digits as the axis ticks have, one more for the ends
+    let step = axes::nice_ticks(t0 as f64, t1 as f64, 5).1 / 10.0;
     format!(
         "{} – {}",
-        axes::format_time(t0 as f64, mag, 0.0),
-        axes::format_time(t1 as f64, mag, 0.0)
+        axes::format_time(t0 as f64, mag, step),
+        axes::format_time(t1 as f64, mag, step)
     )
 }
 
