@@ -32,9 +32,9 @@ pub enum Error {
     /// The format of a file could not be recognised from its content.
     #[error("{}: unrecognised trace format: {found}", path.display())]
     UnknownFormat { path: PathBuf, found: String },
-    /// The GPU could not be used.
-    #[error(transparent)]
-    Gpu(#[from] crate::gpu::GpuError),
+    /// The GPU could not be used (adapter, device, kernel or frame).
+    #[error("{0}")]
+    Gpu(String),
     /// A parameter given by the user is not acceptable.
     #[error("{0}")]
     Invalid(String),

@@ -447,8 +447,11 @@ fn colours_on_screen_equal_the_legend() {
             let (w, h) = (640, 400);
             let f = r.render(&s, &Camera::fit(&s, w, h), w, h).unwrap();
             if let Some(d) = std::env::var_os("TAPESTRY_DUMP") {
-                f.save_png(&std::path::Path::new(&d).join(format!("{name}-{v}.png")))
-                    .unwrap();
+                std::fs::write(
+                    std::path::Path::new(&d).join(format!("{name}-{v}.png")),
+                    f.png().unwrap(),
+                )
+                .unwrap();
             }
             let px = |x: u32, y: u32| {
                 let i = ((y * w + x) * 4) as usize;

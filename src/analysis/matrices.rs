@@ -161,7 +161,7 @@ pub fn ranked_procedures(p: &ProfileMatrix, m: usize, top: usize) -> Result<Vec<
 }
 
 /// How binned rows combine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BinBy {
     Max,

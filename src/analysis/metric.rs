@@ -195,7 +195,7 @@ pub fn event_signal(m: &MetricMatrix, scale: f64, unit: &str, per_event: bool) -
 }
 
 /// How the temporal signal samples the held event signal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SampleMode {
     /// The value at each sample instant `n·Δ` (after the events at it).

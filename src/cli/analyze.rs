@@ -15,7 +15,8 @@ use tapestry::readers::{self, Loaded};
 
 use super::ReadArgs;
 use super::parse::{
-    FieldQuery, field, parse_metric, parse_pair, parse_range, parse_time, parse_window,
+    BinByArg, FieldQuery, SampleModeArg, field, parse_metric, parse_pair, parse_range, parse_time,
+    parse_window,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -143,8 +144,8 @@ pub struct AnalyzeArgs {
     #[arg(long, default_value = "1us")]
     pub period: String,
     /// Sampling of w.
-    #[arg(long, value_enum, default_value_t = metric::SampleMode::Mean)]
-    pub mode: metric::SampleMode,
+    #[arg(long, value_enum, default_value_t = SampleModeArg::Mean)]
+    pub mode: SampleModeArg,
     /// Which signal the DSP analyses use.
     #[arg(long, value_enum, default_value_t = Domain::Temporal)]
     pub domain: Domain,
@@ -206,8 +207,8 @@ pub struct AnalyzeArgs {
     #[arg(long, default_value_t = 1)]
     pub bin: usize,
     /// Overview: combine binned rows by max or sum.
-    #[arg(long, value_enum, default_value_t = matrices::BinBy::Max)]
-    pub by: matrices::BinBy,
+    #[arg(long, value_enum, default_value_t = BinByArg::Max)]
+    pub by: BinByArg,
     /// Overview: strips side by side.
     #[arg(long, default_value_t = 1)]
     pub strips: usize,
@@ -295,7 +296,8 @@ fn dsp_signal(a: &AnalyzeArgs, t: &Trace, metric_text: &str) -> Result<DspSignal
         Domain::Event => Ok((x.x.clone(), unit.to_string(), None, x.time)),
         Domain::Temporal => {
             let delta = parse_time(&a.period)?;
-            let w = metric::temporal_signal(&x, mm.initial * scale, delta, a.mode, t.meta.span)?;
+            let w =
+                metric::temporal_signal(&x, mm.initial * scale, delta, a.mode.into(), t.meta.span)?;
             let times = (0..w.len() as u64).map(|k| k * delta).collect();
             Ok((w, unit.to_string(), Some(delta as f64 * 1e-9), times))
         }
@@ -475,7 +477,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             table(
                 &[("n", "sample"), ("time", "ns"), ("w", &unit)],
                 rows,
-                json!({"analysis": "signal-w", "metric": a.metric, "period_s": period, "mode": a.mode}),
+                json!({"analysis": "signal-w", "metric": a.metric, "period_s": period, "mode": metric::SampleMode::from(a.mode)}),
             )
         }
         Analysis::Spectrum => {
@@ -881,13 +883,13 @@ fn run_profile(a: &AnalyzeArgs, p: &ProfileMatrix) -> Result<Output> {
             }
         }
         Analysis::ProfileOverview => {
-            let o = matrices::overview(p, m, a.skip, a.bin, a.by, a.strips)?;
+            let o = matrices::overview(p, m, a.skip, a.bin, a.by.into(), a.strips)?;
             Output::Matrix {
                 rows: o.rows,
                 cols: o.cols,
                 values: o.values,
                 unit,
-                meta: json!({"analysis": "profile-overview", "metric": p.metrics[m].name, "skip": a.skip, "bin": a.bin, "by": a.by, "strips": a.strips, "skipped": o.skipped, "first_id": o.first_id}),
+                meta: json!({"analysis": "profile-overview", "metric": p.metrics[m].name, "skip": a.skip, "bin": a.bin, "by": matrices::BinBy::from(a.by), "strips": a.strips, "skipped": o.skipped, "first_id": o.first_id}),
             }
         }
         other => bail!("{other:?} works on traces, not on profiles"),

@@ -152,3 +152,38 @@ pub fn field(t: &Trace, quantity: &str, q: &FieldQuery) -> Result<fields::Field>
     };
     Ok(tapestry::views::inputs::field(t, quantity, &r)?)
 }
+
+/// A clap enum in the CLI mirroring a library enum (the library has no
+/// clap derives), with the conversion.
+macro_rules! cli_enum {
+    ($(#[$m:meta])* $name:ident => $lib:path { $($(#[$vm:meta])* $v:ident),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+        pub enum $name { $($(#[$vm])* $v),* }
+        impl From<$name> for $lib {
+            fn from(x: $name) -> Self {
+                match x { $($name::$v => <$lib>::$v),* }
+            }
+        }
+    };
+}
+
+cli_enum!(
+    /// How the temporal signal samples the event signal.
+    SampleModeArg => metric::SampleMode { Hold, Mean }
+);
+cli_enum!(
+    /// How binned profile rows combine.
+    BinByArg => tapestry::analysis::matrices::BinBy { Max, Sum }
+);
+cli_enum!(
+    /// How matrix elements are dealt to processors.
+    DistributionArg => tapestry::synth::Distribution {
+        /// (BLOCK,*)
+        Block,
+        /// (CYCLIC,*)
+        Cyclic,
+        /// (CYCLIC,CYCLIC)
+        Cyclic2d,
+    }
+);

@@ -1,14 +1,13 @@
 //! `tapestry synth WORKLOAD`: simulate a message-passing workload and write
 //! it as a Paraver or Chrome JSON trace.
 
+use super::parse::DistributionArg;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use tapestry::synth::{
-    self, Distribution, KernelParams, MachineModel, OutputFormat, SynthConfig, Workload,
-};
+use tapestry::synth::{self, KernelParams, MachineModel, OutputFormat, SynthConfig, Workload};
 
 #[derive(Args)]
 pub struct SynthArgs {
@@ -25,8 +24,8 @@ enum WorkloadCmd {
         n: u64,
         /// Distribution of the matrix: block = (BLOCK,*), cyclic = (CYCLIC,*),
         /// cyclic2d = (CYCLIC,CYCLIC).
-        #[arg(long, value_enum, default_value_t = Distribution::Cyclic)]
-        dist: Distribution,
+        #[arg(long, value_enum, default_value_t = DistributionArg::Cyclic)]
+        dist: DistributionArg,
         #[command(flatten)]
         common: Common,
     },
@@ -168,7 +167,14 @@ pub fn run(a: SynthArgs) -> Result<()> {
             if n == 0 || n > 1 << 20 {
                 bail!("--n must be in 1..=1048576, got {n}");
             }
-            (Workload::Gauss { n, dist }, common, None)
+            (
+                Workload::Gauss {
+                    n,
+                    dist: dist.into(),
+                },
+                common,
+                None,
+            )
         }
         WorkloadCmd::Bcast {
             bytes,

@@ -9,7 +9,7 @@ pub mod kernels;
 pub use context::{GpuContext, GpuError};
 
 /// Where an analysis runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compute {
     /// The GPU for large inputs when a hardware adapter exists, else the CPU.
     #[default]
@@ -37,5 +37,32 @@ pub fn choose(compute: Compute, intervals: usize) -> Result<Option<GpuContext>, 
             }
             Ok(GpuContext::new().ok().filter(|c| !c.is_software()))
         }
+    }
+}
+
+/// Maps a `MAP_READ` buffer whose copy was submitted, and returns its bytes.
+pub fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
+    let slice = staging.slice(..);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| GpuError::Other(format!("waiting for the GPU: {e}")))?;
+    rx.recv()
+        .map_err(|e| GpuError::Other(format!("mapping the results: {e}")))?
+        .map_err(|e| GpuError::Other(format!("mapping the results: {e}")))?;
+    let data = slice
+        .get_mapped_range()
+        .map_err(|e| GpuError::Other(format!("reading the results: {e}")))?
+        .to_vec();
+    staging.unmap();
+    Ok(data)
+}
+
+impl From<GpuError> for crate::error::Error {
+    fn from(e: GpuError) -> Self {
+        crate::error::Error::Gpu(e.to_string())
     }
 }

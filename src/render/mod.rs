@@ -133,11 +133,6 @@ impl Frame {
         .map_err(|e| Error::Invalid(format!("JPEG encoding failed: {e}")))?;
         Ok(out)
     }
-
-    /// Writes a PNG atomically.
-    pub fn save_png(&self, path: &std::path::Path) -> Result<()> {
-        crate::export::write_atomic(path, &self.png()?, &[])
-    }
 }
 
 /// Pipelines for meshes and lines, reusable across frames.
@@ -636,7 +631,7 @@ pub fn read_back(
             size,
         );
         ctx.queue.submit([enc.finish()]);
-        let data = crate::gpu::kernels::map_read(ctx, &out)?;
+        let data = crate::gpu::map_read(ctx, &out)?;
         let bgra = matches!(
             texture.format(),
             wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb

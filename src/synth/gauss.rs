@@ -12,7 +12,7 @@ use super::sink::SimEvent;
 use crate::error::Result;
 
 /// How matrix elements are dealt to processors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Distribution {
     /// `(BLOCK,*)`: contiguous blocks of rows.
     Block,

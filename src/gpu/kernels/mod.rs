@@ -64,28 +64,7 @@ pub(crate) fn read_back(
     });
     encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
     ctx.queue.submit([encoder.finish()]);
-    map_read(ctx, &staging)
-}
-
-/// Maps a `MAP_READ` buffer whose copy was submitted, and returns its bytes.
-pub(crate) fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
-    let slice = staging.slice(..);
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    ctx.device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| GpuError::Other(format!("waiting for the GPU: {e}")))?;
-    rx.recv()
-        .map_err(|e| GpuError::Other(format!("mapping the results: {e}")))?
-        .map_err(|e| GpuError::Other(format!("mapping the results: {e}")))?;
-    let data = slice
-        .get_mapped_range()
-        .map_err(|e| GpuError::Other(format!("reading the results: {e}")))?
-        .to_vec();
-    staging.unmap();
-    Ok(data)
+    super::map_read(ctx, &staging)
 }
 
 /// A compute pipeline from a WGSL source with entry point `main`.
