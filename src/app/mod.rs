@@ -318,11 +318,23 @@ impl App {
                 ui.heading("tapestry");
                 match &self.description {
                     None => {
+                        // bytes of the trace read so far, when it is one file
+                        let pct = std::fs::metadata(&self.opts.trace)
+                            .ok()
+                            .filter(|m| m.is_file() && m.len() > 0)
+                            .map(|m| {
+                                let done = crate::readers::input::bytes_read() as f64;
+                                (100.0 * done / m.len() as f64).min(100.0)
+                            });
                         ui.label(format!(
-                            "{} … {:.1} s",
+                            "{}{} … {:.1} s",
                             self.stage,
+                            pct.map_or(String::new(), |p| format!(": {p:.0} %")),
                             self.started.elapsed().as_secs_f64()
                         ));
+                        if let Some(p) = pct {
+                            ui.add(egui::ProgressBar::new(p as f32 / 100.0));
+                        }
                         ui.spinner();
                     }
                     Some(d) => {

@@ -18,6 +18,26 @@ pub const BLOCK_SIZE: usize = 4 << 20;
 /// The longest line accepted; longer lines are an error (bounded memory).
 pub const MAX_LINE: usize = 64 << 20;
 
+/// Bytes read from trace files through [`open`] by this process (for
+/// progress displays: the window divides it by the file's size).
+static BYTES_READ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Bytes read from trace files through [`open`] so far, by all threads.
+pub fn bytes_read() -> u64 {
+    BYTES_READ.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A reader that counts what it reads into [`BYTES_READ`].
+struct Counting<R>(R);
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        BYTES_READ.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 /// An open input: the decompressed byte stream of a file.
 pub struct Input {
     pub path: PathBuf,
@@ -46,9 +66,12 @@ pub fn open(path: &Path) -> Result<Input> {
     let compressed = n == 2 && magic == [0x1f, 0x8b];
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
     let reader: Box<dyn Read + Send> = if compressed {
-        Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, f)))
+        Box::new(MultiGzDecoder::new(BufReader::with_capacity(
+            1 << 20,
+            Counting(f),
+        )))
     } else {
-        Box::new(f)
+        Box::new(Counting(f))
     };
     Ok(Input {
         path: path.to_path_buf(),
@@ -390,5 +413,16 @@ mod tests {
             b.lines().map(|(_, _, l)| l.to_vec()).collect::<Vec<_>>(),
             vec![b"rest1".to_vec(), b"rest2".to_vec()]
         );
+    }
+
+    #[test]
+    fn reading_is_counted_for_progress() {
+        let (_d, p) = input_from(&vec![b'x'; 10_000], false);
+        let before = bytes_read();
+        let mut i = open(&p).unwrap();
+        let mut sink = Vec::new();
+        i.reader.read_to_end(&mut sink).unwrap();
+        // other tests may read at the same time: at least this file's bytes
+        assert!(bytes_read() - before >= 10_000);
     }
 }
