@@ -163,6 +163,13 @@ fn gltf_export_reads_back() {
         assert_eq!((got_tris, got_segs), (tris, segs), "{view}");
         assert!(lo.iter().chain(&hi).all(|v| v.is_finite()));
         assert!(hi[0] > lo[0]);
+        assert!(
+            g.nodes().any(|n| n
+                .name()
+                .is_some_and(|x| x.starts_with("x") && x.contains("time"))
+                || n.name().is_some_and(|x| x.starts_with("z: time"))),
+            "{view}: no axis node"
+        );
         let root = g.nodes().next().unwrap();
         assert!(root.name().unwrap_or("").contains("processors") || view == "kiviat");
         if view == "kiviat" {

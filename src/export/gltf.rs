@@ -171,6 +171,11 @@ fn document(scene: &Scene) -> Result<(Value, Vec<u8>)> {
         }
         add(&mut b, "lines (axes, outlines)".into(), g, 1);
     }
+    // the axes, their meaning and units, as named nodes
+    for axis in scene.axes.split("; ").filter(|a| !a.is_empty()) {
+        nodes.push(json!({ "name": axis }));
+        children.push(nodes.len() - 1);
+    }
     nodes[0] = json!({
         "name": scene.title,
         "children": children,

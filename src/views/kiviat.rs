@@ -401,6 +401,17 @@ pub fn build(
             String::new()
         }
     );
+    scene.axes = format!(
+        "x, y: the ring of {ne} elements, element 0 at +y, clockwise (radius 1 = {} {}); \
+         z: time, {} per bin, z = 0 at {}, later times toward -z",
+        axes::format_value(vmax, &Unit::from_name(&field.unit), vmax, 0.0),
+        field.unit,
+        p.stretch,
+        match field.time {
+            TimeAxis::Nanoseconds => axes::format_time(ta, mag, 0.0),
+            TimeAxis::Intervals => format!("interval {first}"),
+        }
+    );
     let unit = Unit::from_name(&cf.unit);
     scene.legend = Some(Legend {
         title: format!("{}{}", cf.quantity, unit.bracket(&cf.quantity)),

@@ -369,6 +369,10 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
             .aligned(LabelAlign::CenterBottom)
             .priority(1),
     );
+    scene.axes = format!(
+        "x: time, 0..1 = {} (Gantt chart at 1.12..2.12); y: processor rows of {group}, row r from -r to -(r+1), processor 0 at the top",
+        window_text(t0, t1)
+    );
     scene.title = format!(
         "Moments of time in {} — {n} processors{}, {}",
         spec.states_label,

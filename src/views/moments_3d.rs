@@ -202,6 +202,10 @@ pub fn build(accs: &[MomentAcc], spec: &Resolved, p: &Moments3dParams) -> Result
             text: "m3: skew".into(),
         },
     ];
+    scene.axes = format!(
+        "x: time, 0..2 = {}; y: bar height (m0 0.12, m2 0.06, m3 on top); z: processor rows of {group}, processor 0 at z = 0, later ones toward -z",
+        window_text(t0, t1)
+    );
     scene.title = format!(
         "Moments of time in {} — {n} processors in depth{}, {}",
         spec.states_label,
