@@ -13,6 +13,7 @@
 
 pub mod fields;
 pub mod image;
+pub mod isosurface;
 pub mod matrices;
 pub mod metric;
 pub mod moments;

@@ -121,6 +121,12 @@ fn worker(
             )
         }
         Loaded::Profile(p) => format!("{} (profile, {} rows)", opts.trace.display(), p.rows.len()),
+        Loaded::Volumes(v) => format!(
+            "{} ({}, {} quantities)",
+            opts.trace.display(),
+            v.format,
+            v.volumes.len()
+        ),
     };
     let mut state = opts.state.clone();
     let requested = opts.view_explicit.then(|| state.view.clone());

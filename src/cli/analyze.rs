@@ -996,6 +996,7 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
             run_trace(&a, &t)?
         }
         Loaded::Profile(p) => run_profile(&a, &p)?,
+        Loaded::Volumes(v) => run_volumes(&a, &v)?,
     };
     let Some(path) = &a.out else {
         print!("{}", csv_text(&out));
@@ -1056,4 +1057,11 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
         other => bail!("expected an output ending in .csv, .json or .npy, found '.{other}'"),
     }
     Ok(())
+}
+
+fn run_volumes(a: &AnalyzeArgs, _v: &tapestry::model::VolumeSet) -> Result<Output> {
+    bail!(
+        "{}: a volume; its analyses come with the isosurface view (tapestry render --view isosurface)",
+        a.trace.display()
+    )
 }

@@ -53,6 +53,45 @@ pub fn run(a: InfoArgs) -> Result<()> {
             }
             return Ok(());
         }
+        Loaded::Volumes(v) => {
+            if a.json {
+                let q: Vec<_> = v
+                    .volumes
+                    .iter()
+                    .map(|x| {
+                        let (lo, hi) = x.range();
+                        serde_json::json!({"name": x.name, "dims": x.dims, "axes": x.axes,
+                            "step_axis": x.step_axis, "steps": x.steps, "min": lo, "max": hi})
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "source": v.source, "format": v.format, "quantities": q
+                    }))?
+                );
+            } else {
+                println!("{}: {}", v.source.display(), v.format);
+                for x in &v.volumes {
+                    let (lo, hi) = x.range();
+                    println!(
+                        "  {:<12} {} x {} x {} ({}, {}, {}), {} steps of {} ({} .. {}), values {lo} .. {hi}",
+                        x.name,
+                        x.dims[0],
+                        x.dims[1],
+                        x.dims[2],
+                        x.axes[0],
+                        x.axes[1],
+                        x.axes[2],
+                        x.steps.len(),
+                        x.step_axis,
+                        x.steps.first().map_or("", String::as_str),
+                        x.steps.last().map_or("", String::as_str),
+                    );
+                }
+            }
+            return Ok(());
+        }
     };
     let read_s = t0.elapsed().as_secs_f64();
     for w in &trace.meta.diagnostics.warnings {

@@ -21,6 +21,7 @@ pub mod matching;
 mod nesting;
 pub mod profile;
 mod states;
+pub mod volume;
 
 pub use builder::{BuildOptions, GLOBAL, TraceBuilder};
 pub use events::{
@@ -32,6 +33,7 @@ pub use locations::{Group, GroupKind, Location, LocationKind, Locations};
 pub use nesting::{NestedSlice, flatten_nested};
 pub use profile::{Procedure, ProfileMatrix, ProfileMetric, RowKind};
 pub use states::{ClassOverride, State, StateClass, StateTable};
+pub use volume::{Volume, VolumeSet};
 
 use serde::Serialize;
 

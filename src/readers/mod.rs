@@ -14,6 +14,7 @@
 //! malformed input with the file, the line or byte offset, what was expected
 //! and what was found.
 
+pub mod boxfish;
 pub mod chrome;
 pub mod decimal;
 pub mod input;
@@ -27,6 +28,7 @@ mod paraver_pcf;
 pub mod picl;
 pub mod tau;
 pub mod tensor;
+pub mod volume;
 
 use std::path::Path;
 
@@ -129,6 +131,8 @@ fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 pub enum Loaded {
     Trace(Box<Trace>),
     Profile(Box<ProfileMatrix>),
+    /// Fields over a cube of elements (Boxfish tables, NumPy volumes).
+    Volumes(Box<crate::model::VolumeSet>),
 }
 
 /// Reads a trace or a profile, detecting the format: an OTF2 anchor, a
@@ -166,6 +170,12 @@ pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
         };
     }
     let head = input::peek(path, 4096)?;
+    if boxfish::looks_like_boxfish(&head) {
+        return Ok(Loaded::Volumes(Box::new(boxfish::read(path)?)));
+    }
+    if volume::looks_like_npy(&head) {
+        return Ok(Loaded::Volumes(Box::new(volume::read(path)?)));
+    }
     if let Some(format) = detect_bytes(&head) {
         return Ok(Loaded::Trace(Box::new(read_as(path, format, opts)?)));
     }

@@ -37,7 +37,7 @@ pub fn resolve(spec: &DataSpec, input: &Loaded, default_colormap: &str) -> Resul
     let mut warnings = Vec::new();
     let span = match input {
         Loaded::Trace(t) => t.meta.span.max(1),
-        Loaded::Profile(_) => 1,
+        Loaded::Profile(_) | Loaded::Volumes(_) => 1,
     };
     let (t0, t1) = match spec.window {
         None => (0, span),
@@ -97,6 +97,9 @@ pub fn trace<'a>(input: &'a Loaded, view: &str) -> Result<&'a Trace> {
         Loaded::Trace(t) => Ok(t),
         Loaded::Profile(_) => Err(Error::Invalid(format!(
             "the {view} view needs a trace, and this input is a profile"
+        ))),
+        Loaded::Volumes(_) => Err(Error::Invalid(format!(
+            "the {view} view needs a trace, and this input is a volume"
         ))),
     }
 }

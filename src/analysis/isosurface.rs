@@ -1,0 +1,503 @@
+//! Isosurfaces of a scalar field on a grid (marching cubes), CPU path.
+//!
+//! The case table is derived, not transcribed: for each of the 256 sign
+//! patterns of a cell, every face contributes directed segments between the
+//! crossing points on its edges (a face with four crossings separates its
+//! two inside corners: the choice depends on the face alone, so two cells
+//! sharing a face cut it the same way and the surface has no cracks); the
+//! segments link into closed loops, each loop is fanned into triangles.
+//! Segment directions follow one rule on every face, so all triangles are
+//! oriented alike: normals point from inside (values ≥ iso) to outside.
+//!
+//! Vertices lie on grid edges and are shared between cells (an indexed
+//! mesh); their normals come from the field's gradient (central
+//! differences, interpolated along the edge). Work is split over z slabs
+//! with rayon; the output order is that of a sequential sweep (z, y, x,
+//! then the case table), whatever the number of threads.
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+/// Corner `i` of a cell sits at `(i & 1, (i >> 1) & 1, (i >> 2) & 1)`.
+const fn corner(i: usize) -> [usize; 3] {
+    [i & 1, (i >> 1) & 1, (i >> 2) & 1]
+}
+
+/// The 12 edges: `(axis, lower corner)`; edge `4·axis + k`.
+fn edges() -> [(usize, usize); 12] {
+    let mut e = [(0, 0); 12];
+    for axis in 0..3 {
+        let bit = 1 << axis;
+        let mut k = 0;
+        for c in 0..8 {
+            if c & bit == 0 {
+                e[4 * axis + k] = (axis, c);
+                k += 1;
+            }
+        }
+    }
+    e
+}
+
+/// The edge between corners `a` and `b` (adjacent).
+fn edge_of(a: usize, b: usize) -> usize {
+    let (lo, hi) = (a.min(b), a.max(b));
+    let axis = (hi ^ lo).trailing_zeros() as usize;
+    edges()
+        .iter()
+        .position(|&(ax, c)| ax == axis && c == lo)
+        .unwrap_or(0)
+}
+
+/// The triangles (edge ids) of each of the 256 cases.
+pub fn case_table() -> &'static [Vec<[u8; 3]>; 256] {
+    static TABLE: OnceLock<[Vec<[u8; 3]>; 256]> = OnceLock::new();
+    TABLE.get_or_init(|| std::array::from_fn(triangles_of_case))
+}
+
+fn triangles_of_case(case: usize) -> Vec<[u8; 3]> {
+    let inside = |c: usize| case >> c & 1 == 1;
+    let pos = |c: usize| corner(c).map(|v| v as f32);
+    let mid = |e: usize| {
+        let (axis, c) = edges()[e];
+        let mut p = pos(c);
+        p[axis] += 0.5;
+        p
+    };
+    // directed segments: next[e] = the edge point that follows e
+    let mut next = [usize::MAX; 12];
+    for axis in 0..3 {
+        for side in 0..2 {
+            // the face's corners in cyclic order
+            let (u, v) = ((axis + 1) % 3, (axis + 2) % 3);
+            let at = |a: usize, b: usize| (side << axis) | (a << u) | (b << v);
+            let ring = [at(0, 0), at(1, 0), at(1, 1), at(0, 1)];
+            let crossings: Vec<usize> = (0..4)
+                .filter(|&k| inside(ring[k]) != inside(ring[(k + 1) % 4]))
+                .collect();
+            let mut segs: Vec<(usize, usize, usize)> = Vec::new(); // (edge a, edge b, an inside corner)
+            let e = |k: usize| edge_of(ring[k], ring[(k + 1) % 4]);
+            match crossings.len() {
+                2 => {
+                    let (k0, k1) = (crossings[0], crossings[1]);
+                    let ins = (0..4).find(|&k| inside(ring[k])).map(|k| ring[k]);
+                    if let Some(c) = ins {
+                        segs.push((e(k0), e(k1), c));
+                    }
+                }
+                4 => {
+                    // separate the two inside corners: cut each off
+                    for k in 0..4 {
+                        if inside(ring[k]) {
+                            let before = (k + 3) % 4;
+                            segs.push((e(before), e(k), ring[k]));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            // direct each segment: the inside corner on the left, seen from outside
+            let mut normal = [0.0f32; 3];
+            normal[axis] = if side == 1 { 1.0 } else { -1.0 };
+            for (a, b, c) in segs {
+                let (p, q, cc) = (mid(a), mid(b), pos(c));
+                let d = [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
+                let w = [cc[0] - p[0], cc[1] - p[1], cc[2] - p[2]];
+                let cr = [
+                    d[1] * w[2] - d[2] * w[1],
+                    d[2] * w[0] - d[0] * w[2],
+                    d[0] * w[1] - d[1] * w[0],
+                ];
+                let s = cr[0] * normal[0] + cr[1] * normal[1] + cr[2] * normal[2];
+                if s > 0.0 {
+                    next[a] = b;
+                } else {
+                    next[b] = a;
+                }
+            }
+        }
+    }
+    // link into loops and fan them (reversed: normals from inside to outside)
+    let mut used = [false; 12];
+    let mut tris = Vec::new();
+    for start in 0..12 {
+        if next[start] == usize::MAX || used[start] {
+            continue;
+        }
+        let mut lp = vec![start];
+        used[start] = true;
+        let mut e = next[start];
+        while e != start && e != usize::MAX && !used[e] && lp.len() < 12 {
+            used[e] = true;
+            lp.push(e);
+            e = next[e];
+        }
+        // fan from an apex whose triangles never lie within one face of
+        // the cell (a neighbour could draw the same triangle there)
+        let n = lp.len();
+        let flat = |a: usize, b: usize, c: usize| faces_of(a) & faces_of(b) & faces_of(c) != 0;
+        let apex = (0..n)
+            .find(|&r| {
+                (1..n.saturating_sub(1)).all(|i| !flat(lp[r], lp[(r + i) % n], lp[(r + i + 1) % n]))
+            })
+            .unwrap_or(0);
+        for i in 1..n.saturating_sub(1) {
+            tris.push([
+                lp[apex] as u8,
+                lp[(apex + i + 1) % n] as u8,
+                lp[(apex + i) % n] as u8,
+            ]);
+        }
+    }
+    tris
+}
+
+/// The two faces of the cell an edge lies on, as bits `2·axis + side`.
+fn faces_of(e: usize) -> u8 {
+    let (axis, c) = edges()[e];
+    let mut m = 0u8;
+    for other in 0..3 {
+        if other != axis {
+            m |= 1 << (2 * other + ((c >> other) & 1));
+        }
+    }
+    m
+}
+
+/// An indexed triangle mesh in grid coordinates (x, y, z in cells).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IsoMesh {
+    pub positions: Vec<[f32; 3]>,
+    /// Unit normals pointing toward lower values.
+    pub normals: Vec<[f32; 3]>,
+    pub indices: Vec<u32>,
+}
+
+impl IsoMesh {
+    pub fn triangles(&self) -> usize {
+        self.indices.len() / 3
+    }
+
+    /// Total area (grid units²).
+    pub fn area(&self) -> f64 {
+        self.indices
+            .chunks_exact(3)
+            .map(|t| {
+                let [a, b, c] =
+                    [t[0], t[1], t[2]].map(|i| self.positions[i as usize].map(f64::from));
+                let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+                let v = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
+                let n = [
+                    u[1] * v[2] - u[2] * v[1],
+                    u[2] * v[0] - u[0] * v[2],
+                    u[0] * v[1] - u[1] * v[0],
+                ];
+                0.5 * (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt()
+            })
+            .sum()
+    }
+
+    /// The signed volume enclosed (divergence theorem): positive when the
+    /// normals point out of the enclosed region, i.e. the region holds the
+    /// values above the isovalue; negative when it holds the values below.
+    pub fn signed_volume(&self) -> f64 {
+        self.indices
+            .chunks_exact(3)
+            .map(|t| {
+                let [a, b, c] =
+                    [t[0], t[1], t[2]].map(|i| self.positions[i as usize].map(f64::from));
+                (a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0])
+                    + a[2] * (b[0] * c[1] - b[1] * c[0]))
+                    / 6.0
+            })
+            .sum()
+    }
+}
+
+/// The crossing points of one z plane: edges of each axis whose lower end
+/// lies in the plane, as sorted keys `y·nx + x` with their vertices.
+#[derive(Default)]
+struct Plane {
+    keys: [Vec<u32>; 3],
+    positions: Vec<[f32; 3]>,
+    normals: Vec<[f32; 3]>,
+    /// First vertex of each axis in `positions`.
+    first: [u32; 3],
+}
+
+/// Extracts the isosurface `iso` of `values` (`nz × ny × nx`, x fastest).
+/// A cell corner is inside when its value is ≥ iso. Dimensions below 2
+/// give an empty mesh.
+pub fn extract(values: &[f64], dims: [usize; 3], iso: f64) -> IsoMesh {
+    let [nx, ny, nz] = dims;
+    if nx < 2 || ny < 2 || nz < 2 || values.len() != nx * ny * nz {
+        return IsoMesh::default();
+    }
+    let at = |x: usize, y: usize, z: usize| values[x + nx * (y + ny * z)];
+    let grad = |x: usize, y: usize, z: usize| -> [f64; 3] {
+        let d = |lo: f64, hi: f64, span: f64| (hi - lo) / span;
+        let gx = d(
+            at(x.saturating_sub(1), y, z),
+            at((x + 1).min(nx - 1), y, z),
+            ((x + 1).min(nx - 1) - x.saturating_sub(1)) as f64,
+        );
+        let gy = d(
+            at(x, y.saturating_sub(1), z),
+            at(x, (y + 1).min(ny - 1), z),
+            ((y + 1).min(ny - 1) - y.saturating_sub(1)) as f64,
+        );
+        let gz = d(
+            at(x, y, z.saturating_sub(1)),
+            at(x, y, (z + 1).min(nz - 1)),
+            ((z + 1).min(nz - 1) - z.saturating_sub(1)) as f64,
+        );
+        [gx, gy, gz]
+    };
+    // pass 1: the crossing points of every plane
+    let planes: Vec<Plane> = (0..nz)
+        .into_par_iter()
+        .map(|z| {
+            let mut p = Plane::default();
+            for axis in 0..3 {
+                p.first[axis] = p.positions.len() as u32;
+                let (dx, dy, dz) = [(1, 0, 0), (0, 1, 0), (0, 0, 1)][axis];
+                if z + dz >= nz {
+                    continue;
+                }
+                for y in 0..ny - dy {
+                    for x in 0..nx - dx {
+                        let (a, b) = (at(x, y, z), at(x + dx, y + dy, z + dz));
+                        if (a >= iso) == (b >= iso) {
+                            continue;
+                        }
+                        let t = ((iso - a) / (b - a)).clamp(0.0, 1.0);
+                        let ga = grad(x, y, z);
+                        let gb = grad(x + dx, y + dy, z + dz);
+                        let g = [0, 1, 2].map(|k| ga[k] + t * (gb[k] - ga[k]));
+                        let l = (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]).sqrt();
+                        // toward lower values
+                        let n = if l > 0.0 {
+                            g.map(|c| (-c / l) as f32)
+                        } else {
+                            [0.0, 0.0, 1.0]
+                        };
+                        p.keys[axis].push((y * nx + x) as u32);
+                        p.positions.push([
+                            (x as f64 + t * dx as f64) as f32,
+                            (y as f64 + t * dy as f64) as f32,
+                            (z as f64 + t * dz as f64) as f32,
+                        ]);
+                        p.normals.push(n);
+                    }
+                }
+            }
+            p
+        })
+        .collect();
+    let mut offsets = Vec::with_capacity(nz);
+    let mut total = 0u32;
+    for p in &planes {
+        offsets.push(total);
+        total += p.positions.len() as u32;
+    }
+    let table = case_table();
+    let edge_list = edges();
+    // pass 2: the triangles of every slab of cells
+    let slabs: Vec<Vec<u32>> = (0..nz - 1)
+        .into_par_iter()
+        .map(|z| {
+            let mut out = Vec::new();
+            let lookup = |axis: usize, x: usize, y: usize, zz: usize| -> u32 {
+                let p = &planes[zz];
+                let key = (y * nx + x) as u32;
+                let i = p.keys[axis].binary_search(&key).unwrap_or(0);
+                offsets[zz] + p.first[axis] + i as u32
+            };
+            for y in 0..ny - 1 {
+                for x in 0..nx - 1 {
+                    let mut case = 0usize;
+                    for c in 0..8 {
+                        let [cx, cy, cz] = corner(c);
+                        if at(x + cx, y + cy, z + cz) >= iso {
+                            case |= 1 << c;
+                        }
+                    }
+                    if case == 0 || case == 255 {
+                        continue;
+                    }
+                    for tri in &table[case] {
+                        for &e in tri {
+                            let (axis, c) = edge_list[e as usize];
+                            let [cx, cy, cz] = corner(c);
+                            out.push(lookup(axis, x + cx, y + cy, z + cz));
+                        }
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    let mut mesh = IsoMesh {
+        positions: Vec::with_capacity(total as usize),
+        normals: Vec::with_capacity(total as usize),
+        indices: Vec::with_capacity(slabs.iter().map(Vec::len).sum()),
+    };
+    for p in planes {
+        mesh.positions.extend(p.positions);
+        mesh.normals.extend(p.normals);
+    }
+    for s in slabs {
+        mesh.indices.extend(s);
+    }
+    mesh
+}
+
+/// `k` isovalues evenly inside `(lo, hi)`: lo + (i + 1)(hi − lo)/(k + 1).
+pub fn isovalues(lo: f64, hi: f64, k: usize) -> Vec<f64> {
+    (0..k)
+        .map(|i| lo + (i + 1) as f64 * (hi - lo) / (k + 1) as f64)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn sphere(n: usize, r: f64) -> (Vec<f64>, [usize; 3]) {
+        let c = (n as f64 - 1.0) / 2.0;
+        let v = (0..n * n * n)
+            .map(|i| {
+                let (x, y, z) = (i % n, (i / n) % n, i / (n * n));
+                let d = ((x as f64 - c).powi(2) + (y as f64 - c).powi(2) + (z as f64 - c).powi(2))
+                    .sqrt();
+                r - d
+            })
+            .collect();
+        (v, [n, n, n])
+    }
+
+    /// Every undirected edge in exactly two triangles, once in each direction.
+    fn closed_and_oriented(m: &IsoMesh) -> bool {
+        let mut directed: HashMap<(u32, u32), u32> = HashMap::new();
+        for t in m.indices.chunks_exact(3) {
+            for k in 0..3 {
+                *directed.entry((t[k], t[(k + 1) % 3])).or_default() += 1;
+            }
+        }
+        directed
+            .iter()
+            .all(|(&(a, b), &n)| n == 1 && directed.get(&(b, a)) == Some(&1))
+    }
+
+    #[test]
+    fn every_case_forms_closed_loops() {
+        let t = case_table();
+        assert!(t[0].is_empty() && t[255].is_empty());
+        for (case, tris) in t.iter().enumerate() {
+            let crossing = (0..12)
+                .filter(|&e| {
+                    let (axis, c) = edges()[e];
+                    (case >> c & 1) != (case >> (c | 1 << axis) & 1)
+                })
+                .count();
+            // every crossing edge is used, triangles = points − 2 per loop
+            let used: std::collections::HashSet<u8> = tris.iter().flatten().copied().collect();
+            assert_eq!(used.len(), crossing, "case {case}");
+            // within the cell, every triangle edge between two crossing
+            // points on one face is used once; interior edges twice, reversed
+            let mut directed: HashMap<(u8, u8), u32> = HashMap::new();
+            for t in tris {
+                for k in 0..3 {
+                    *directed.entry((t[k], t[(k + 1) % 3])).or_default() += 1;
+                }
+            }
+            assert!(directed.values().all(|&n| n == 1), "case {case}: {tris:?}");
+            // no triangle lies within one face of the cell
+            for t in tris {
+                let [a, b, c] = t.map(|e| faces_of(e as usize));
+                assert_eq!(a & b & c, 0, "case {case}: {t:?} lies in a face");
+            }
+        }
+        // one corner inside: one triangle
+        assert_eq!(t[1].len(), 1);
+    }
+
+    #[test]
+    fn sphere_is_closed_with_euler_characteristic_two_and_right_area() {
+        let (v, d) = sphere(128, 40.0);
+        let m = extract(&v, d, 0.0);
+        assert!(closed_and_oriented(&m));
+        // V − E + F = 2, E = 3F/2
+        let f = m.triangles() as i64;
+        let used: std::collections::HashSet<u32> = m.indices.iter().copied().collect();
+        assert_eq!(used.len() as i64 - 3 * f / 2 + f, 2);
+        let area = m.area();
+        let want = 4.0 * std::f64::consts::PI * 40.0 * 40.0;
+        assert!((area - want).abs() / want < 0.01, "area {area} vs {want}");
+        // the ball holds the values above the isovalue: positive volume
+        let vol = m.signed_volume();
+        let want_v = 4.0 / 3.0 * std::f64::consts::PI * 40f64.powi(3);
+        assert!((vol - want_v).abs() / want_v < 0.01, "volume {vol}");
+        // normals point toward lower values: outward from the centre
+        let c = 63.5f32;
+        let out = m
+            .positions
+            .iter()
+            .zip(&m.normals)
+            .filter(|(p, n)| (p[0] - c) * n[0] + (p[1] - c) * n[1] + (p[2] - c) * n[2] > 0.0)
+            .count();
+        assert_eq!(out, m.positions.len());
+    }
+
+    #[test]
+    fn random_fields_are_crack_free_and_thread_count_independent() {
+        // random values inside, below the isovalue on the border: closed surfaces
+        let n = 20;
+        let mut s = 12345u64;
+        let v: Vec<f64> = (0..n * n * n)
+            .map(|i| {
+                let (x, y, z) = (i % n, (i / n) % n, i / (n * n));
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                if x == 0 || y == 0 || z == 0 || x == n - 1 || y == n - 1 || z == n - 1 {
+                    -1.0
+                } else {
+                    ((s >> 33) % 5) as f64 / 4.0 - 0.5
+                }
+            })
+            .collect();
+        for iso in [0.0, 0.25, -0.25] {
+            // values exactly at the isovalue included (0.0, ±0.25 occur)
+            let m = extract(&v, [n, n, n], iso);
+            assert!(m.triangles() > 100);
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            let one = pool.install(|| extract(&v, [n, n, n], iso));
+            assert_eq!(m, one);
+            // crack-free: every undirected edge shared by exactly two triangles
+            let mut und: HashMap<(u32, u32), u32> = HashMap::new();
+            for t in m.indices.chunks_exact(3) {
+                for k in 0..3 {
+                    let (a, b) = (t[k], t[(k + 1) % 3]);
+                    *und.entry((a.min(b), a.max(b))).or_default() += 1;
+                }
+            }
+            assert!(und.values().all(|&c| c == 2), "iso {iso}: open edges");
+        }
+    }
+
+    #[test]
+    fn degenerate_and_constant_fields() {
+        assert_eq!(extract(&[1.0; 10], [1, 1, 10], 0.5).triangles(), 0);
+        assert_eq!(extract(&[1.0; 27], [3, 3, 3], 0.5).triangles(), 0);
+        assert_eq!(extract(&[1.0; 27], [3, 3, 3], 1.5).triangles(), 0);
+        // a constant field exactly at the isovalue: all inside, nothing to draw
+        assert_eq!(extract(&[2.0; 27], [3, 3, 3], 2.0).triangles(), 0);
+        assert_eq!(isovalues(0.0, 6.0, 5), vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+    }
+}
