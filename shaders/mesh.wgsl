@@ -30,3 +30,22 @@ fn fs_main(in: VertexOut) -> @location(0) vec4<f32> {
     }
     return lambert(in.normal, in.color);
 }
+
+// Transparent meshes: accumulated for the order-independent composite
+// (oit.wgsl): colour × alpha and alpha added up, revealage multiplied.
+struct OitOut {
+    @location(0) accum: vec4<f32>,
+    @location(1) reveal: vec4<f32>,
+}
+
+@fragment
+fn fs_oit(in: VertexOut) -> OitOut {
+    var c = in.color;
+    if (globals.params.x >= 0.5) {
+        c = lambert(in.normal, in.color);
+    }
+    var out: OitOut;
+    out.accum = vec4<f32>(c.rgb * c.a, c.a);
+    out.reveal = vec4<f32>(c.a, 0.0, 0.0, 0.0);
+    return out;
+}

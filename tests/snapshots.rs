@@ -151,6 +151,15 @@ fn view_args(view: &str, gauss: &Path, kernel: &Path, tensor: &Path) -> Vec<Stri
             "--param".into(),
             "width=12".into(),
         ],
+        "isosurface" => vec![
+            common::shared_trace("boxfish-bgpc/bgpc_meta.yaml")
+                .display()
+                .to_string(),
+            "--quantity".into(),
+            "netWrites".into(),
+            "--start".into(),
+            "3".into(),
+        ],
         other => vec![gauss.display().to_string(), "--view".into(), other.into()],
     }
 }

@@ -487,3 +487,75 @@ fn colours_on_screen_equal_the_legend() {
         }
     }
 }
+
+#[test]
+fn nested_transparent_shells_look_the_same_from_both_sides() {
+    use tapestry::analysis::isosurface::extract;
+    use tapestry::render::Renderer;
+    use tapestry::scene::{Camera, Mesh, Projection, Scene, Vertex};
+    let Ok(ctx) = GpuContext::new() else {
+        assert!(std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none());
+        return;
+    };
+    // an outer shell around the origin and an inner one moved toward +x:
+    // sorting whole meshes by their centres draws them in the wrong order
+    // from one of the two sides
+    let n = 48;
+    let shell = |cx: f64, r: f64, color: [f32; 4]| {
+        let c = (n as f64 - 1.0) / 2.0;
+        let v: Vec<f64> = (0..n * n * n)
+            .map(|i| {
+                let (x, y, z) = ((i % n) as f64, ((i / n) % n) as f64, (i / (n * n)) as f64);
+                r - ((x - c - cx).powi(2) + (y - c).powi(2) + (z - c).powi(2)).sqrt()
+            })
+            .collect();
+        let m = extract(&v, [n, n, n], 0.0);
+        let s = 2.0 / (n as f32 - 1.0);
+        Mesh {
+            vertices: m
+                .positions
+                .iter()
+                .zip(&m.normals)
+                .map(|(p, nn)| Vertex {
+                    position: p.map(|x| (x - c as f32) * s),
+                    normal: *nn,
+                    color,
+                })
+                .collect(),
+            indices: m.indices,
+            lit: false,
+        }
+    };
+    let mut s = Scene::new("", Projection::Perspective);
+    s.meshes.push(shell(0.0, 20.0, [0.2, 0.4, 0.9, 0.4]));
+    s.meshes.push(shell(6.0, 9.0, [0.9, 0.3, 0.1, 0.4]));
+    let r = Renderer::new(&ctx);
+    let (w, h) = (240, 240);
+    let cam = |x: f32| Camera {
+        eye: [x, 0.0, 0.0],
+        target: [0.0; 3],
+        up: [0.0, 1.0, 0.0],
+        fov_y: 2.6,
+        ortho: None,
+    };
+    let a = r.render(&s, &cam(60.0), w, h).unwrap();
+    let b = r.render(&s, &cam(-60.0), w, h).unwrap();
+    // seen from the other side the image is mirrored left to right
+    let mut differ = 0;
+    for y in 0..h {
+        for x in 0..w {
+            let i = ((y * w + x) * 4) as usize;
+            let j = ((y * w + (w - 1 - x)) * 4) as usize;
+            if (0..3).any(|k| (a.rgba[i + k] as i32 - b.rgba[j + k] as i32).abs() > 6) {
+                differ += 1;
+            }
+        }
+    }
+    assert!(
+        differ < (w * h / 100) as usize,
+        "{differ} pixels differ between the two sides"
+    );
+    // and the inner shell shows through the outer one at the centre
+    let c = ((h / 2 * w + w / 2) * 4) as usize;
+    assert!(a.rgba[c] > a.rgba[c + 2] / 2, "{:?}", &a.rgba[c..c + 4]);
+}

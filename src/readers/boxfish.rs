@@ -6,7 +6,8 @@
 //!
 //! Every numeric column of the node table (other than the id, the
 //! coordinates and the code region) becomes a [`Volume`] over the
-//! X × Y × Z cube of the hardware, one step per code region. The meta file
+//! X × Y × Z cube of the hardware, one step per code region; rows that
+//! repeat a node and region (one per core or phase) add up. The meta file
 //! may only name tables inside its own directory (judged by real path).
 
 use std::path::{Path, PathBuf};
@@ -258,7 +259,8 @@ pub fn read(meta: &Path) -> Result<VolumeSet> {
         };
         let cell = at[0] + dims[0] * (at[1] + dims[1] * at[2]);
         for (q, &ci) in quantities.iter().enumerate() {
-            values[q][step * cells + cell] = row[ci];
+            // several rows of one node and region (cores, phases) add up
+            values[q][step * cells + cell] += row[ci];
         }
     }
     let axes = [0, 1, 2].map(|i| format!("torus {}", coords[i]));

@@ -1,9 +1,12 @@
 //! The renderer: draws any [`Scene`] (meshes, lines) with wgpu, headless
 //! into an image (PNG export) — the window uses the same pipelines.
 //!
-//! Opaque meshes are drawn first with depth writes; transparent meshes
-//! (any vertex alpha below 1) follow, sorted back to front by their
-//! centroid, without depth writes. 4× MSAA, 32-bit depth.
+//! Opaque meshes, glyphs and lines are drawn first with depth writes;
+//! transparent meshes (any vertex alpha below 1) follow in any order into
+//! accumulation targets (order-independent transparency: the weighted
+//! average of the layers' colours, coverage 1 − Π(1 − alpha), so nested
+//! isosurface shells look the same from every side) and are laid over the
+//! opaque image. 4× MSAA, 32-bit depth.
 //!
 //! The title, colour legend and text labels are painted over the scene by
 //! [`overlay`] (egui, DejaVu Sans from `assets/fonts/`), in the window and
@@ -29,6 +32,11 @@ const LINES_SHADER: &str = concat!(
     include_str!("../../shaders/globals.wgsl"),
     include_str!("../../shaders/lines.wgsl")
 );
+const OIT_SHADER: &str = include_str!("../../shaders/oit.wgsl");
+/// The accumulation format of transparent layers.
+const ACCUM: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
+/// The revealage format (Π (1 − a)).
+const REVEAL: wgpu::TextureFormat = wgpu::TextureFormat::R16Float;
 const GLYPH_SHADER: &str = concat!(
     include_str!("../../shaders/globals.wgsl"),
     include_str!("../../shaders/glyph.wgsl")
@@ -78,8 +86,6 @@ struct PreparedMesh {
     count: u32,
     lit: bool,
     transparent: bool,
-    /// Where transparent meshes are sorted from (back to front).
-    centroid: Vec3,
 }
 
 struct PreparedGlyphs {
@@ -141,16 +147,26 @@ pub struct Renderer {
     format: wgpu::TextureFormat,
     overlay: std::sync::Mutex<Option<overlay::Headless>>,
     lit: wgpu::RenderPipeline,
-    transparent: wgpu::RenderPipeline,
+    /// Transparent meshes into the accumulation targets.
+    oit: wgpu::RenderPipeline,
+    /// The transparent layers over the opaque image.
+    composite: wgpu::RenderPipeline,
+    composite_layout: wgpu::BindGroupLayout,
     lines: wgpu::RenderPipeline,
     glyphs: wgpu::RenderPipeline,
     layout: wgpu::BindGroupLayout,
 }
 
-/// The targets of one frame: multisampled colour, its resolve target, depth.
+/// The targets of one frame: multisampled colour and depth, and the
+/// order-independent transparency targets (multisampled accumulation and
+/// revealage, and their resolved images).
 pub struct Targets {
     pub msaa: wgpu::TextureView,
     pub depth: wgpu::TextureView,
+    accum: wgpu::TextureView,
+    reveal: wgpu::TextureView,
+    accum_resolved: wgpu::TextureView,
+    reveal_resolved: wgpu::TextureView,
 }
 
 impl Targets {
@@ -161,13 +177,13 @@ impl Targets {
             height,
             depth_or_array_layers: 1,
         };
-        let tex = |format, usage| {
+        let tex_n = |format, usage, samples| {
             ctx.device
                 .create_texture(&wgpu::TextureDescriptor {
                     label: Some("target"),
                     size,
                     mip_level_count: 1,
-                    sample_count: SAMPLES,
+                    sample_count: samples,
                     dimension: wgpu::TextureDimension::D2,
                     format,
                     usage,
@@ -175,9 +191,16 @@ impl Targets {
                 })
                 .create_view(&Default::default())
         };
+        let tex = |format, usage| tex_n(format, usage, SAMPLES);
+        let attach = wgpu::TextureUsages::RENDER_ATTACHMENT;
+        let read = attach | wgpu::TextureUsages::TEXTURE_BINDING;
         Targets {
-            msaa: tex(format, wgpu::TextureUsages::RENDER_ATTACHMENT),
-            depth: tex(DEPTH, wgpu::TextureUsages::RENDER_ATTACHMENT),
+            msaa: tex(format, attach),
+            depth: tex(DEPTH, attach),
+            accum: tex(ACCUM, attach),
+            reveal: tex(REVEAL, attach),
+            accum_resolved: tex_n(ACCUM, read, 1),
+            reveal_resolved: tex_n(REVEAL, read, 1),
         }
     }
 }
@@ -285,9 +308,119 @@ impl Renderer {
             })
         };
         let triangles = wgpu::PrimitiveTopology::TriangleList;
+        let multisample = wgpu::MultisampleState {
+            count: SAMPLES,
+            mask: !0,
+            alpha_to_coverage_enabled: false,
+        };
+        let add = wgpu::BlendComponent {
+            src_factor: wgpu::BlendFactor::One,
+            dst_factor: wgpu::BlendFactor::One,
+            operation: wgpu::BlendOperation::Add,
+        };
+        let times_one_minus = wgpu::BlendComponent {
+            src_factor: wgpu::BlendFactor::Zero,
+            dst_factor: wgpu::BlendFactor::OneMinusSrc,
+            operation: wgpu::BlendOperation::Add,
+        };
+        let oit = d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("transparent layers"),
+            layout: Some(&pl),
+            vertex: wgpu::VertexState {
+                module: &mesh_mod,
+                entry_point: Some("vs_main"),
+                compilation_options: Default::default(),
+                buffers: &mesh_buffers,
+            },
+            primitive: wgpu::PrimitiveState {
+                topology: triangles,
+                cull_mode: None,
+                ..Default::default()
+            },
+            depth_stencil: Some(wgpu::DepthStencilState {
+                format: DEPTH,
+                depth_write_enabled: Some(false),
+                depth_compare: Some(wgpu::CompareFunction::LessEqual),
+                stencil: Default::default(),
+                bias: Default::default(),
+            }),
+            multisample,
+            fragment: Some(wgpu::FragmentState {
+                module: &mesh_mod,
+                entry_point: Some("fs_oit"),
+                compilation_options: Default::default(),
+                targets: &[
+                    Some(wgpu::ColorTargetState {
+                        format: ACCUM,
+                        blend: Some(wgpu::BlendState {
+                            color: add,
+                            alpha: add,
+                        }),
+                        write_mask: wgpu::ColorWrites::ALL,
+                    }),
+                    Some(wgpu::ColorTargetState {
+                        format: REVEAL,
+                        blend: Some(wgpu::BlendState {
+                            color: times_one_minus,
+                            alpha: times_one_minus,
+                        }),
+                        write_mask: wgpu::ColorWrites::ALL,
+                    }),
+                ],
+            }),
+            multiview_mask: None,
+            cache: None,
+        });
+        let texture_entry = |binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::FRAGMENT,
+            ty: wgpu::BindingType::Texture {
+                sample_type: wgpu::TextureSampleType::Float { filterable: false },
+                view_dimension: wgpu::TextureViewDimension::D2,
+                multisampled: false,
+            },
+            count: None,
+        };
+        let composite_layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("composite"),
+            entries: &[texture_entry(0), texture_entry(1)],
+        });
+        let composite_pl = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("composite"),
+            bind_group_layouts: &[Some(&composite_layout)],
+            immediate_size: 0,
+        });
+        let oit_mod = module("oit", OIT_SHADER);
+        let composite = d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("composite"),
+            layout: Some(&composite_pl),
+            vertex: wgpu::VertexState {
+                module: &oit_mod,
+                entry_point: Some("vs_main"),
+                compilation_options: Default::default(),
+                buffers: &[],
+            },
+            primitive: Default::default(),
+            depth_stencil: None,
+            multisample: Default::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: &oit_mod,
+                entry_point: Some("fs_main"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format,
+                    blend: Some(wgpu::BlendState::ALPHA_BLENDING),
+                    write_mask: wgpu::ColorWrites::ALL,
+                })],
+            }),
+            multiview_mask: None,
+            cache: None,
+        });
         Renderer {
             lit: pipeline(&mesh_mod, &mesh_buffers, triangles, true),
-            transparent: pipeline(&mesh_mod, &mesh_buffers, triangles, false),
+            oit,
+            composite,
+            composite_layout,
             lines: pipeline(
                 &line_mod,
                 &line_buffers,
@@ -356,11 +489,6 @@ impl Renderer {
                 count: m.indices.len() as u32,
                 lit: m.lit,
                 transparent: m.vertices.iter().any(|v| v.color[3] < 1.0),
-                centroid: m
-                    .vertices
-                    .iter()
-                    .fold(Vec3::ZERO, |a, v| a + Vec3::from(v.position))
-                    / m.vertices.len().max(1) as f32,
             })
             .collect();
         let line_vertices: Vec<LineVertex> = scene
@@ -438,15 +566,8 @@ impl Renderer {
             (eye - Vec3::from(camera.target)).normalize_or(Vec3::Z) + Vec3::new(0.3, 0.5, 0.0);
         let lit_bind = self.globals(vp, light, true);
         let flat_bind = self.globals(vp, light, false);
-        // opaque meshes, then transparent ones back to front
-        let mut order: Vec<&PreparedMesh> = scene.meshes.iter().collect();
-        order.sort_by(|a, b| {
-            a.transparent.cmp(&b.transparent).then(
-                (b.centroid - eye)
-                    .length()
-                    .total_cmp(&(a.centroid - eye).length()),
-            )
-        });
+        // opaque meshes, glyphs and lines; then the transparent meshes in
+        // any order, accumulated and laid over the opaque image
         {
             let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("scene"),
@@ -468,7 +589,7 @@ impl Renderer {
                     view: &targets.depth,
                     depth_ops: Some(wgpu::Operations {
                         load: wgpu::LoadOp::Clear(1.0),
-                        store: wgpu::StoreOp::Discard,
+                        store: wgpu::StoreOp::Store,
                     }),
                     stencil_ops: None,
                 }),
@@ -479,12 +600,8 @@ impl Renderer {
             if let Some([x, y, w, h]) = viewport {
                 pass.set_viewport(x, y, w, h, 0.0, 1.0);
             }
-            for m in order {
-                pass.set_pipeline(if m.transparent {
-                    &self.transparent
-                } else {
-                    &self.lit
-                });
+            for m in scene.meshes.iter().filter(|m| !m.transparent) {
+                pass.set_pipeline(&self.lit);
                 pass.set_bind_group(0, if m.lit { &lit_bind } else { &flat_bind }, &[]);
                 pass.set_vertex_buffer(0, m.vertices.slice(..));
                 pass.set_index_buffer(m.indices.slice(..), wgpu::IndexFormat::Uint32);
@@ -505,6 +622,91 @@ impl Renderer {
                 pass.draw(0..*n, 0..1);
             }
         }
+        if !scene.meshes.iter().any(|m| m.transparent) {
+            return;
+        }
+        {
+            let layer = |view, resolve_target, clear: f64| {
+                Some(wgpu::RenderPassColorAttachment {
+                    view,
+                    depth_slice: None,
+                    resolve_target: Some(resolve_target),
+                    ops: wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(wgpu::Color {
+                            r: clear,
+                            g: clear,
+                            b: clear,
+                            a: clear,
+                        }),
+                        store: wgpu::StoreOp::Discard,
+                    },
+                })
+            };
+            let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("transparent layers"),
+                color_attachments: &[
+                    layer(&targets.accum, &targets.accum_resolved, 0.0),
+                    layer(&targets.reveal, &targets.reveal_resolved, 1.0),
+                ],
+                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                    view: &targets.depth,
+                    depth_ops: Some(wgpu::Operations {
+                        load: wgpu::LoadOp::Load,
+                        store: wgpu::StoreOp::Discard,
+                    }),
+                    stencil_ops: None,
+                }),
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            if let Some([x, y, w, h]) = viewport {
+                pass.set_viewport(x, y, w, h, 0.0, 1.0);
+            }
+            pass.set_pipeline(&self.oit);
+            for m in scene.meshes.iter().filter(|m| m.transparent) {
+                pass.set_bind_group(0, if m.lit { &lit_bind } else { &flat_bind }, &[]);
+                pass.set_vertex_buffer(0, m.vertices.slice(..));
+                pass.set_index_buffer(m.indices.slice(..), wgpu::IndexFormat::Uint32);
+                pass.draw_indexed(0..m.count, 0, 0..1);
+            }
+        }
+        let bind = self
+            .ctx
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("composite"),
+                layout: &self.composite_layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: wgpu::BindingResource::TextureView(&targets.accum_resolved),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: wgpu::BindingResource::TextureView(&targets.reveal_resolved),
+                    },
+                ],
+            });
+        let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("composite"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: resolve,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Load,
+                    store: wgpu::StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        pass.set_pipeline(&self.composite);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.draw(0..3, 0..1);
     }
 
     /// Renders `scene` seen by `camera` into a `width × height` image.

@@ -109,12 +109,13 @@ fn decimals(step: f64, scale: f64) -> usize {
         return 2;
     }
     let s = step / scale;
-    let mut d = (-(s.log10().floor())).clamp(0.0, 6.0) as usize;
-    // 0.25 needs two decimals, not one
-    while d < 6 && ((s * 10f64.powi(d as i32)).round() - s * 10f64.powi(d as i32)).abs() > 1e-6 {
-        d += 1;
-    }
-    d
+    let base = (-(s.log10().floor())).clamp(0.0, 6.0) as usize;
+    // 0.25 needs two decimals, not one; steps that are not nice get one more at most
+    let exact = |d: usize| {
+        let k = s * 10f64.powi(d as i32);
+        (k.round() - k).abs() <= 1e-6
+    };
+    if exact(base) { base } else { (base + 1).min(6) }
 }
 
 /// A time in ns with the prefix that suits `magnitude` (the largest

@@ -12,6 +12,7 @@
 //! or the window names a view.
 
 pub mod inputs;
+pub mod isosurface;
 pub mod kiviat;
 pub mod moments;
 pub mod moments_3d;
@@ -244,6 +245,7 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<kiviat::Kiviat>::NEW,
     &Registered::<moments::Moments>::NEW,
     &Registered::<moments_3d::Moments3d>::NEW,
+    &Registered::<isosurface::Isosurface>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.
