@@ -88,10 +88,9 @@ fn triangles_of_case(case: usize) -> Vec<[u8; 3]> {
                 }
                 4 => {
                     // separate the two inside corners: cut each off
-                    for k in 0..4 {
-                        if inside(ring[k]) {
-                            let before = (k + 3) % 4;
-                            segs.push((e(before), e(k), ring[k]));
+                    for (k, &c) in ring.iter().enumerate() {
+                        if inside(c) {
+                            segs.push((e((k + 3) % 4), e(k), c));
                         }
                     }
                 }
@@ -254,41 +253,98 @@ pub fn extract(values: &[f64], dims: [usize; 3], iso: f64) -> IsoMesh {
         );
         [gx, gy, gz]
     };
+    // pass 0: inside flags, 64 cells a word (one bit per cell): crossings
+    // are the bits that differ
+    let words = nx.div_ceil(64);
+    let bits: Vec<Vec<u64>> = (0..nz)
+        .into_par_iter()
+        .map(|zz| {
+            let mut b = vec![0u64; ny * words];
+            for y in 0..ny {
+                let r = &values[nx * (y + ny * zz)..nx * (y + ny * zz) + nx];
+                for (w, chunk) in r.chunks(64).enumerate() {
+                    let mut word = 0u64;
+                    for (k, &v) in chunk.iter().enumerate() {
+                        word |= ((v >= iso) as u64) << k;
+                    }
+                    b[y * words + w] = word;
+                }
+            }
+            b
+        })
+        .collect();
     // pass 1: the crossing points of every plane
     let planes: Vec<Plane> = (0..nz)
         .into_par_iter()
         .map(|z| {
             let mut p = Plane::default();
-            for axis in 0..3 {
-                p.first[axis] = p.positions.len() as u32;
+            let vertex = |p: &mut Plane, axis: usize, x: usize, y: usize, a: f64, b: f64| {
                 let (dx, dy, dz) = [(1, 0, 0), (0, 1, 0), (0, 0, 1)][axis];
-                if z + dz >= nz {
-                    continue;
+                let t = ((iso - a) / (b - a)).clamp(0.0, 1.0);
+                let ga = grad(x, y, z);
+                let gb = grad(x + dx, y + dy, z + dz);
+                let g = [0, 1, 2].map(|k| ga[k] + t * (gb[k] - ga[k]));
+                let l = (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]).sqrt();
+                // toward lower values
+                let n = if l > 0.0 {
+                    g.map(|c| (-c / l) as f32)
+                } else {
+                    [0.0, 0.0, 1.0]
+                };
+                p.keys[axis].push((y * nx + x) as u32);
+                p.positions.push([
+                    (x as f64 + t * dx as f64) as f32,
+                    (y as f64 + t * dy as f64) as f32,
+                    (z as f64 + t * dz as f64) as f32,
+                ]);
+                p.normals.push(n);
+            };
+            let here = &bits[z];
+            let above = bits.get(z + 1).filter(|_| z + 1 < nz);
+            let val = |x: usize, y: usize, zz: usize| values[x + nx * (y + ny * zz)];
+            // the set bits of `m` below `limit` in word `w`, in order
+            let each = |m: u64, w: usize, limit: usize, f: &mut dyn FnMut(usize)| {
+                let mut m = m;
+                while m != 0 {
+                    let x = 64 * w + m.trailing_zeros() as usize;
+                    if x >= limit {
+                        break;
+                    }
+                    f(x);
+                    m &= m - 1;
                 }
-                for y in 0..ny - dy {
-                    for x in 0..nx - dx {
-                        let (a, b) = (at(x, y, z), at(x + dx, y + dy, z + dz));
-                        if (a >= iso) == (b >= iso) {
-                            continue;
-                        }
-                        let t = ((iso - a) / (b - a)).clamp(0.0, 1.0);
-                        let ga = grad(x, y, z);
-                        let gb = grad(x + dx, y + dy, z + dz);
-                        let g = [0, 1, 2].map(|k| ga[k] + t * (gb[k] - ga[k]));
-                        let l = (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]).sqrt();
-                        // toward lower values
-                        let n = if l > 0.0 {
-                            g.map(|c| (-c / l) as f32)
-                        } else {
-                            [0.0, 0.0, 1.0]
-                        };
-                        p.keys[axis].push((y * nx + x) as u32);
-                        p.positions.push([
-                            (x as f64 + t * dx as f64) as f32,
-                            (y as f64 + t * dy as f64) as f32,
-                            (z as f64 + t * dz as f64) as f32,
-                        ]);
-                        p.normals.push(n);
+            };
+            // x edges
+            p.first[0] = 0;
+            for y in 0..ny {
+                let row = &here[y * words..(y + 1) * words];
+                for w in 0..words {
+                    let next = if w + 1 < words { row[w + 1] << 63 } else { 0 };
+                    let m = row[w] ^ ((row[w] >> 1) | next);
+                    each(m, w, nx - 1, &mut |x| {
+                        vertex(&mut p, 0, x, y, val(x, y, z), val(x + 1, y, z))
+                    });
+                }
+            }
+            // y edges
+            p.first[1] = p.positions.len() as u32;
+            for y in 0..ny - 1 {
+                for w in 0..words {
+                    let m = here[y * words + w] ^ here[(y + 1) * words + w];
+                    each(m, w, nx, &mut |x| {
+                        vertex(&mut p, 1, x, y, val(x, y, z), val(x, y + 1, z))
+                    });
+                }
+            }
+            // z edges
+            p.first[2] = p.positions.len() as u32;
+            if let Some(above) = &above {
+                for y in 0..ny {
+                    for w in 0..words {
+                        let m = here[y * words + w] ^ above[y * words + w];
+                        each(m, w, nx, &mut |x| {
+                            vertex(&mut p, 2, x, y, val(x, y, z), val(x, y, z + 1))
+                        });
                     }
                 }
             }
@@ -303,34 +359,59 @@ pub fn extract(values: &[f64], dims: [usize; 3], iso: f64) -> IsoMesh {
     }
     let table = case_table();
     let edge_list = edges();
-    // pass 2: the triangles of every slab of cells
+    // pass 2: the triangles of every slab of cells, from the packed flags;
+    // the vertex of each of the 12 cell edges is found by a cursor that
+    // only moves forward
     let slabs: Vec<Vec<u32>> = (0..nz - 1)
         .into_par_iter()
         .map(|z| {
             let mut out = Vec::new();
-            let lookup = |axis: usize, x: usize, y: usize, zz: usize| -> u32 {
-                let p = &planes[zz];
-                let key = (y * nx + x) as u32;
-                let i = p.keys[axis].binary_search(&key).unwrap_or(0);
-                offsets[zz] + p.first[axis] + i as u32
-            };
+            let mut cursor = [0usize; 12];
+            let (lo, hi) = (&bits[z], &bits[z + 1]);
             for y in 0..ny - 1 {
-                for x in 0..nx - 1 {
-                    let mut case = 0usize;
-                    for c in 0..8 {
-                        let [cx, cy, cz] = corner(c);
-                        if at(x + cx, y + cy, z + cz) >= iso {
-                            case |= 1 << c;
+                // corner rows: (y, z), (y+1, z), (y, z+1), (y+1, z+1)
+                let rows = [
+                    &lo[y * words..(y + 1) * words],
+                    &lo[(y + 1) * words..(y + 2) * words],
+                    &hi[y * words..(y + 1) * words],
+                    &hi[(y + 1) * words..(y + 2) * words],
+                ];
+                for w in 0..words {
+                    let word = |r: &[u64]| r[w];
+                    let next = |r: &[u64]| if w + 1 < words { r[w + 1] } else { 0 };
+                    let any = rows.iter().fold(0, |a, r| a | word(r));
+                    let all = rows.iter().fold(!0, |a, r| a & word(r));
+                    let any_n = rows.iter().fold(0, |a, r| a | next(r));
+                    let all_n = rows.iter().fold(!0, |a, r| a & next(r));
+                    // cell x has a corner inside and a corner outside
+                    let some_in = any | (any >> 1) | (any_n << 63);
+                    let all_in = all & ((all >> 1) | (all_n << 63));
+                    let mut m = some_in & !all_in;
+                    while m != 0 {
+                        let b = m.trailing_zeros() as usize;
+                        let x = 64 * w + b;
+                        if x >= nx - 1 {
+                            break;
                         }
-                    }
-                    if case == 0 || case == 255 {
-                        continue;
-                    }
-                    for tri in &table[case] {
-                        for &e in tri {
-                            let (axis, c) = edge_list[e as usize];
-                            let [cx, cy, cz] = corner(c);
-                            out.push(lookup(axis, x + cx, y + cy, z + cz));
+                        m &= m - 1;
+                        let bit = |r: &[u64], x: usize| (r[x / 64] >> (x % 64) & 1) as usize;
+                        let mut case = 0usize;
+                        for (k, r) in rows.iter().enumerate() {
+                            case |= bit(r, x) << (2 * k) | bit(r, x + 1) << (2 * k + 1);
+                        }
+                        for tri in &table[case] {
+                            for &e in tri {
+                                let (axis, c) = edge_list[e as usize];
+                                let [cx, cy, cz] = corner(c);
+                                let p = &planes[z + cz];
+                                let keys = &p.keys[axis];
+                                let key = ((y + cy) * nx + x + cx) as u32;
+                                let cur = &mut cursor[e as usize];
+                                while *cur < keys.len() && keys[*cur] < key {
+                                    *cur += 1;
+                                }
+                                out.push(offsets[z + cz] + p.first[axis] + *cur as u32);
+                            }
                         }
                     }
                 }

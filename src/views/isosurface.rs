@@ -184,6 +184,17 @@ impl View for Isosurface {
     }
 }
 
+/// `p` moved by `d` toward −∞ along the two axes other than `axis`.
+fn away(p: [f32; 3], axis: usize, d: f32) -> [f32; 3] {
+    let mut q = p;
+    for (k, c) in q.iter_mut().enumerate() {
+        if k != axis {
+            *c -= d;
+        }
+    }
+    q
+}
+
 /// The isovalues of step `t`.
 pub fn isovalues_for(v: &Volume, p: &IsoParams, t: usize) -> Vec<f64> {
     if !p.values.is_empty() {
@@ -287,13 +298,8 @@ pub fn build(v: &Volume, colormap: &str, p: &IsoParams, t: usize) -> Result<Scen
             let mut pt = [0.0f32; 3];
             pt[axis] = q as f32;
             let w = place(pt);
-            let mut out = w;
             // ticks point away from the cube
-            for k in 0..3 {
-                if k != axis {
-                    out[k] -= 0.04;
-                }
-            }
+            let out = away(w, axis, 0.04);
             scene.lines.push(Segment {
                 a: w,
                 b: out,
@@ -307,12 +313,7 @@ pub fn build(v: &Volume, colormap: &str, p: &IsoParams, t: usize) -> Result<Scen
         }
         let mut mid = [0.0f32; 3];
         mid[axis] = (n.max(1) - 1) as f32 / 2.0;
-        let mut w = place(mid);
-        for k in 0..3 {
-            if k != axis {
-                w[k] -= 0.18;
-            }
-        }
+        let w = away(place(mid), axis, 0.18);
         scene
             .labels
             .push(Label::world(v.axes[axis].clone(), w, 12.0, ink).priority(2));
