@@ -397,7 +397,7 @@ impl App {
                 }
                 if self.animation.steps > 1 {
                     let max = self.animation.steps - 1;
-                    ui.add(egui::Slider::new(&mut self.state.step, 0..=max).text("time window"));
+                    ui.add(egui::Slider::new(&mut self.state.step, 0..=max).text("animation step"));
                     if ui
                         .button(if self.playing {
                             "pause (space)"

@@ -63,6 +63,9 @@ pub enum Analysis {
     ProfileProcedures,
     /// Profiles: overview reduction (skip zero runs, bin, strips).
     ProfileOverview,
+    /// Volumes: isosurfaces (--iso, --step) with triangles, area and
+    /// enclosed volume per step and isovalue; --mesh writes them.
+    Isosurface,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -188,6 +191,15 @@ pub struct AnalyzeArgs {
     /// Access kinds of a tensor field (local-reads, remote-reads, reads, writes, local, remote, all, ...).
     #[arg(long, default_value = "all")]
     pub kinds: String,
+    /// Isosurface: isovalues (comma-separated; default 5 spanning each step's range).
+    #[arg(long, value_delimiter = ',')]
+    pub iso: Option<Vec<f64>>,
+    /// Isosurface: one step of the volume (default: every step).
+    #[arg(long)]
+    pub step: Option<usize>,
+    /// Isosurface: write the surfaces (of the first step) as .glb, .gltf or .ply.
+    #[arg(long)]
+    pub mesh: Option<PathBuf>,
     /// Only this processor's accesses (tensor fields).
     #[arg(long)]
     pub processor: Option<usize>,
@@ -723,6 +735,9 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 meta: json!({"analysis": "comm-matrix", "quantity": quantity, "rows": "sender", "columns": "receiver", "window_ns": [t0, t1]}),
             }
         }
+        Analysis::Isosurface => {
+            bail!("isosurface works on volumes (Boxfish tables, 3D/4D .npy arrays), not on traces")
+        }
         Analysis::ProfileRows | Analysis::ProfileProcedures | Analysis::ProfileOverview => {
             let _ = span_meta;
             bail!(
@@ -1059,9 +1074,166 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
     Ok(())
 }
 
-fn run_volumes(a: &AnalyzeArgs, _v: &tapestry::model::VolumeSet) -> Result<Output> {
-    bail!(
-        "{}: a volume; its analyses come with the isosurface view (tapestry render --view isosurface)",
-        a.trace.display()
-    )
+fn run_volumes(a: &AnalyzeArgs, set: &tapestry::model::VolumeSet) -> Result<Output> {
+    use tapestry::analysis::isosurface;
+    if a.analysis != Analysis::Isosurface {
+        bail!(
+            "{}: a volume ({}); its analysis is isosurface",
+            a.trace.display(),
+            set.format
+        );
+    }
+    let v = if a.quantity == "busy" {
+        set.volumes
+            .first()
+            .ok_or_else(|| anyhow!("{}: no volume", a.trace.display()))?
+    } else {
+        set.find(&a.quantity)?
+    };
+    let steps: Vec<usize> = match a.step {
+        Some(s) if s < v.steps.len() => vec![s],
+        Some(s) => bail!(
+            "--step {s}: the volume has {} steps (0..{})",
+            v.steps.len(),
+            v.steps.len() - 1
+        ),
+        None => (0..v.steps.len()).collect(),
+    };
+    if let Some(iso) = &a.iso
+        && let Some(bad) = iso.iter().find(|x| !x.is_finite())
+    {
+        bail!("--iso: {bad} is not a finite number");
+    }
+    let mut rows = Vec::new();
+    let mut first_meshes = Vec::new();
+    for &t in &steps {
+        let values = &v.values[t * v.cells()..(t + 1) * v.cells()];
+        let isos = match &a.iso {
+            Some(list) => list.clone(),
+            None => {
+                let (lo, hi) = values
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(p, q), &x| {
+                        (p.min(x), q.max(x))
+                    });
+                isosurface::isovalues(lo, hi, 5)
+            }
+        };
+        for iso in isos {
+            let m = isosurface::extract(values, v.dims, iso);
+            rows.push(vec![
+                Some(t as f64),
+                Some(iso),
+                Some(m.triangles() as f64),
+                Some(m.area()),
+                Some(m.signed_volume()),
+            ]);
+            if t == steps[0] {
+                first_meshes.push((iso, m));
+            }
+        }
+    }
+    if let Some(path) = &a.mesh {
+        write_meshes(path, &a.trace, v, steps[0], &first_meshes)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(table(
+        &[
+            ("step", ""),
+            ("isovalue", v.unit.as_str()),
+            ("triangles", ""),
+            ("area", "cells^2"),
+            (
+                "enclosed_volume",
+                "cells^3, for surfaces closed inside the volume; > 0: the region above the isovalue",
+            ),
+        ],
+        rows,
+        json!({"analysis": "isosurface", "quantity": v.name, "dims": v.dims, "step_axis": v.step_axis,
+               "steps": steps.iter().map(|&t| v.steps[t].clone()).collect::<Vec<_>>(),
+               "inside": "values >= isovalue", "normals": "toward lower values"}),
+    ))
+}
+
+/// Writes isosurfaces as glTF (one mesh per isovalue) or PLY (all in one).
+fn write_meshes(
+    path: &std::path::Path,
+    trace: &std::path::Path,
+    v: &tapestry::model::Volume,
+    step: usize,
+    meshes: &[(f64, tapestry::analysis::isosurface::IsoMesh)],
+) -> Result<()> {
+    let inputs = tapestry::readers::input_files(trace);
+    let inputs: Vec<&std::path::Path> = inputs.iter().map(|p| p.as_path()).collect();
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let bytes = match ext {
+        "ply" => {
+            let nv: usize = meshes.iter().map(|(_, m)| m.positions.len()).sum();
+            let nf: usize = meshes.iter().map(|(_, m)| m.triangles()).sum();
+            let mut s = format!(
+                "ply\nformat ascii 1.0\ncomment tapestry isosurfaces of {} at step {} ({} {})\nelement vertex {nv}\nproperty float x\nproperty float y\nproperty float z\nproperty float nx\nproperty float ny\nproperty float nz\nelement face {nf}\nproperty list uchar int vertex_indices\nend_header\n",
+                v.name, step, v.step_axis, v.steps[step]
+            );
+            for (_, m) in meshes {
+                for (p, n) in m.positions.iter().zip(&m.normals) {
+                    s.push_str(&format!(
+                        "{} {} {} {} {} {}\n",
+                        p[0], p[1], p[2], n[0], n[1], n[2]
+                    ));
+                }
+            }
+            let mut base = 0;
+            for (_, m) in meshes {
+                for t in m.indices.chunks_exact(3) {
+                    s.push_str(&format!(
+                        "3 {} {} {}\n",
+                        base + t[0],
+                        base + t[1],
+                        base + t[2]
+                    ));
+                }
+                base += m.positions.len() as u32;
+            }
+            s.into_bytes()
+        }
+        "glb" | "gltf" => {
+            let mut scene = tapestry::scene::Scene::new(
+                format!(
+                    "isosurfaces of {} at {} {}",
+                    v.name, v.step_axis, v.steps[step]
+                ),
+                tapestry::scene::Projection::Perspective,
+            );
+            scene.axes = format!(
+                "x: {}; y: {}; z: {} (cells)",
+                v.axes[0], v.axes[1], v.axes[2]
+            );
+            let cmap = tapestry::scene::colormap::Colormap::named("viridis")?;
+            for (k, (_, m)) in meshes.iter().enumerate() {
+                let c = cmap.at(k as f32 / (meshes.len().max(2) - 1) as f32);
+                scene.meshes.push(tapestry::scene::Mesh {
+                    vertices: m
+                        .positions
+                        .iter()
+                        .zip(&m.normals)
+                        .map(|(p, n)| tapestry::scene::Vertex {
+                            position: *p,
+                            normal: *n,
+                            color: [c[0], c[1], c[2], 1.0],
+                        })
+                        .collect(),
+                    indices: m.indices.clone(),
+                    lit: true,
+                });
+            }
+            if ext == "glb" {
+                tapestry::export::gltf::glb(&scene)?
+            } else {
+                tapestry::export::gltf::gltf(&scene)?
+            }
+        }
+        other => bail!("--mesh: expected .glb, .gltf or .ply, found '.{other}'"),
+    };
+    tapestry::export::write_atomic(path, &bytes, &inputs)?;
+    Ok(())
 }

@@ -65,7 +65,7 @@ pub fn resolve(spec: &DataSpec, input: &Loaded, default_colormap: &str) -> Resul
     if spec.bins == 0 {
         return Err(Error::Invalid("--bins must be at least 1".into()));
     }
-    if bins < spec.bins {
+    if bins < spec.bins && matches!(input, Loaded::Trace(_)) {
         warnings.push(format!(
             "{} bins are more than the {len} ns of the window; using {bins}",
             spec.bins
