@@ -140,6 +140,15 @@ fn check(name: &str, png: &Path) -> image::RgbaImage {
 /// The view's arguments on the synthetic inputs.
 fn view_args(view: &str, gauss: &Path, kernel: &Path, tensor: &Path) -> Vec<String> {
     match view {
+        "displacement" | "scatter" => vec![
+            kernel.display().to_string(),
+            "--view".into(),
+            view.into(),
+            "--quantity".into(),
+            format!("tensor:{}", tensor.display()),
+            "--start".into(),
+            "10".into(),
+        ],
         "kiviat" => vec![
             kernel.display().to_string(),
             "--view".into(),

@@ -76,3 +76,68 @@ pub fn read_access_counts(
         values,
     })
 }
+
+/// A whole access tensor: `values[((t·E + e)·P + p)·4 + kind]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccessTensor {
+    pub intervals: usize,
+    pub elements: usize,
+    pub processors: usize,
+    pub values: Vec<f32>,
+}
+
+impl AccessTensor {
+    /// The count of `kind` (0 local read, 1 remote read, 2 local write,
+    /// 3 remote write) of processor `p` on element `e` in interval `t`.
+    pub fn at(&self, t: usize, e: usize, p: usize, kind: usize) -> f32 {
+        self.values[((t * self.elements + e) * self.processors + p) * 4 + kind]
+    }
+}
+
+/// The most values a whole tensor may hold in memory (1 GiB of f32).
+pub const MAX_TENSOR_VALUES: u64 = 1 << 28;
+
+/// Reads a whole tensor (for views that need every processor apart).
+pub fn read_access_tensor(path: &Path) -> Result<AccessTensor> {
+    let mut a = Npy::open(path)?;
+    let shape = a.header.shape.clone();
+    let [t, e, p, 4] = shape[..] else {
+        return Err(Error::Invalid(format!(
+            "{}: expected an access tensor of shape [interval, element, processor, 4], found {shape:?}",
+            path.display()
+        )));
+    };
+    let n = t
+        .checked_mul(e)
+        .and_then(|x| x.checked_mul(p))
+        .and_then(|x| x.checked_mul(4))
+        .filter(|&n| n > 0 && n <= MAX_TENSOR_VALUES)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{}: a tensor of {shape:?} is empty or has more than {MAX_TENSOR_VALUES} values",
+                path.display()
+            ))
+        })?;
+    let file_len = std::fs::metadata(path)
+        .map_err(|e| Error::io(path, e))?
+        .len();
+    if n.saturating_mul(a.header.item as u64) > file_len {
+        return Err(Error::Invalid(format!(
+            "{}: shape {shape:?} needs {} bytes of data, the file has {file_len}",
+            path.display(),
+            n * a.header.item as u64
+        )));
+    }
+    let mut values = Vec::with_capacity(n as usize);
+    let mut chunk = vec![0.0f64; (p * 4) as usize];
+    for _ in 0..t * e {
+        a.read_f64(&mut chunk)?;
+        values.extend(chunk.iter().map(|&v| v as f32));
+    }
+    Ok(AccessTensor {
+        intervals: t as usize,
+        elements: e as usize,
+        processors: p as usize,
+        values,
+    })
+}

@@ -11,11 +11,13 @@
 //! `&Registered::<NAME::Type>::NEW` to [`REGISTRY`]. Nothing in the CLI
 //! or the window names a view.
 
+pub mod displacement;
 pub mod inputs;
 pub mod isosurface;
 pub mod kiviat;
 pub mod moments;
 pub mod moments_3d;
+pub mod scatter;
 pub mod state;
 
 use std::any::Any;
@@ -246,6 +248,8 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<moments::Moments>::NEW,
     &Registered::<moments_3d::Moments3d>::NEW,
     &Registered::<isosurface::Isosurface>::NEW,
+    &Registered::<displacement::Displacement>::NEW,
+    &Registered::<scatter::Scatter>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.
