@@ -3,8 +3,11 @@
 //! view's analyses, its scene build and the frame are timed apart.
 //! Inputs (synthetic, generated once into target/bench-data): a hypercube
 //! global sum on 1,024 processors (Kiviat tube of the busy fraction over
-//! 2,000 bins: 4 M triangles before level of detail) and a hypercube
-//! broadcast on 65,536 processors (moment displays).
+//! 2,000 bins: 4 M triangles before level of detail), a hypercube
+//! broadcast on 65,536 processors (moment displays), a 64 × 64 kernel on
+//! 16 processors with its access tensor (displacement, scatter) and a
+//! 128³ volume of 4 steps (isosurfaces; also timed as an animation at
+//! 1280×720, extraction included).
 //!
 //! Run: `cargo bench --bench render`.
 
@@ -61,21 +64,71 @@ fn main() {
     let bcast = dir.join("render-bcast-65536.prv");
     synth(&gsum, &["gsum", "-p", "1024", "--reps", "64"]);
     synth(&bcast, &["bcast", "-p", "65536", "--reps", "2"]);
+    let kernel = dir.join("render-kernel-64.prv");
+    let tensor = dir.join("render-kernel-64.npy");
+    if !kernel.exists() || !tensor.exists() {
+        synth(
+            &kernel,
+            &[
+                "kernel",
+                "-p",
+                "16",
+                "--width",
+                "64",
+                "--height",
+                "64",
+                "--steps",
+                "40",
+                "--tensor",
+                tensor.to_str().expect("a path"),
+            ],
+        );
+    }
+    // a 128³ volume of 4 steps: a gyroid-like field that drifts
+    let volume = dir.join("render-volume-128.npy");
+    if !volume.exists() {
+        let n = 128usize;
+        let mut v = Vec::with_capacity(4 * n * n * n);
+        for t in 0..4 {
+            for i in 0..n * n * n {
+                let c = |k: usize| {
+                    -std::f64::consts::PI + k as f64 * 2.0 * std::f64::consts::PI / (n - 1) as f64
+                };
+                let (x, y, z) = (c(i % n) + 0.2 * t as f64, c((i / n) % n), c(i / (n * n)));
+                v.push(
+                    (2.0 * x).sin() * (2.0 * y).cos()
+                        + (2.0 * y).sin() * (2.0 * z).cos()
+                        + (2.0 * z).sin() * (2.0 * x).cos(),
+                );
+            }
+        }
+        tapestry::export::npy::write_array(&volume, &[4, n as u64, n as u64, n as u64], &v)
+            .expect("volume");
+    }
     let load = |p: &Path| -> Loaded { readers::load(p, &ReadOptions::default()).expect("read") };
     let inputs = [
         (load(&gsum), "1,024 processors"),
         (load(&bcast), "65,536 processors"),
+        (load(&kernel), "64×64 grid, 16 procs"),
+        (load(&volume), "128³ volume"),
     ];
     let cases: Vec<(&str, usize, ViewState)> = tapestry::views::names()
         .into_iter()
         .map(|v| {
             let mut st = ViewState::new(v);
-            let which = if v == "kiviat" {
-                st.data.bins = 2000;
-                st.params = serde_json::json!({"width": 0});
-                0
-            } else {
-                1
+            let which = match v {
+                "kiviat" => {
+                    st.data.bins = 2000;
+                    st.params = serde_json::json!({"width": 0});
+                    0
+                }
+                "displacement" | "scatter" => {
+                    st.data.quantity = format!("tensor:{}", tensor.display());
+                    st.step = 20;
+                    2
+                }
+                "isosurface" => 3,
+                _ => 1,
             };
             (v, which, st)
         })
@@ -120,12 +173,40 @@ fn main() {
         ));
     }
     c.final_summary();
+    // the isosurface animation at 1280×720: extraction of 5 surfaces of a
+    // 128³ step, scene and frame, per step
+    let iso = cases
+        .iter()
+        .find(|(v, _, _)| *v == "isosurface")
+        .map(|(_, w, st)| Prepared::new(&inputs[*w].0, st).expect("analyses"));
+    let fps = iso.map(|prep| {
+        let t = Instant::now();
+        let mut tris = 0;
+        for step in 0..4 {
+            let scene = prep
+                .build(BuildCtx {
+                    step,
+                    width: 1280,
+                    height: 720,
+                })
+                .expect("scene");
+            tris = scene.triangles();
+            let cam = Camera::fit(&scene, 1280, 720);
+            black_box(r.render(&scene, &cam, 1280, 720).expect("frame"));
+        }
+        (4.0 / t.elapsed().as_secs_f64(), tris)
+    });
     println!();
     println!("adapter: {}", ctx.describe());
     println!(
         "{:<12} {:<20} {:>10} {:>12} {:>12} {:>12}",
         "view", "input", "triangles", "analyses", "scene", "frame 1080p"
     );
+    if let Some((fps, tris)) = fps {
+        println!(
+            "isosurface animation, 128³, 5 isovalues, 1280x720: {fps:.1} frames/s including extraction ({tris} triangles)"
+        );
+    }
     for (v, i, t, a, b, f) in rows {
         println!(
             "{v:<12} {i:<20} {t:>10} {:>9.1} ms {:>9.1} ms {:>9.1} ms",

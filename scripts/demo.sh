@@ -39,11 +39,20 @@ $T render "$OUT/gauss-block.prv" --view-state "$OUT/moments-view.json" -o "$OUT/
 cmp "$OUT/moments.png" "$OUT/moments-again.png" && echo "the view state reproduced moments.png byte for byte"
 $T render "$OUT/gauss-block.prv" --view moments-3d --size 1280x720 -o "$OUT/moments-3d.png"
 $T render "$OUT/gauss-block.prv" --view moments-3d -o "$OUT/moments-3d.glb"
+$T render "$OUT/kernel.prv" --view displacement --quantity tensor:"$OUT/access.npy" --start 10 --size 1280x720 -o "$OUT/displacement.png"
+$T render "$OUT/kernel.prv" --view scatter --quantity tensor:"$OUT/access.npy" --start 10 --size 1280x720 -o "$OUT/scatter.png"
 $T analyze "$OUT/gauss-block.prv" moments --gpu -o "$OUT/moments-gpu.csv"
 
 echo "== A real OTF2 trace (Score-P ping-pong), if ../shared is beside this checkout"
 if [ -f ../shared/traces/ping-pong-otf2/traces.otf2 ]; then
     $T info ../shared/traces/ping-pong-otf2/traces.otf2 --locations 2
+fi
+
+echo "== Isosurfaces of a hardware counter over the 8x8x8 Blue Gene/P torus (Boxfish tables), one frame per code region"
+if [ -f ../shared/traces/boxfish-bgpc/bgpc_meta.yaml ]; then
+    $T info ../shared/traces/boxfish-bgpc/bgpc_meta.yaml
+    $T render ../shared/traces/boxfish-bgpc/bgpc_meta.yaml --quantity netWrites --frames 10 --size 960x540 -o "$OUT/torus.png"
+    $T analyze ../shared/traces/boxfish-bgpc/bgpc_meta.yaml isosurface --quantity netWrites --step 3 --mesh "$OUT/torus-region2.glb"
 fi
 
 echo "demo output in $OUT/"

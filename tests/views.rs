@@ -81,10 +81,35 @@ fn view_state_reproduces_the_png_exactly() {
         d.path().join("b.png"),
         d.path().join("v.json"),
     );
+    let k = d.path().join("k.prv");
+    let tensor = d.path().join("acc.npy");
+    ok(&[
+        "synth",
+        "kernel",
+        "-p",
+        "4",
+        "--width",
+        "8",
+        "--height",
+        "8",
+        "--steps",
+        "6",
+        "--tensor",
+        s(&tensor),
+        "-o",
+        s(&k),
+    ]);
+    let q = format!("tensor:{}", s(&tensor));
     for view in tapestry::views::names() {
-        ok(&[
+        // the input and options each view needs
+        let (input, extra): (&Path, Vec<&str>) = match view {
+            "displacement" | "scatter" => (&k, vec!["--quantity", &q]),
+            "isosurface" => (&t, vec!["--param", "cube=2x2x2", "--bins", "20"]),
+            _ => (&t, vec![]),
+        };
+        let mut args = vec![
             "render",
-            s(&t),
+            s(input),
             "--view",
             view,
             "--size",
@@ -97,9 +122,11 @@ fn view_state_reproduces_the_png_exactly() {
             s(&v),
             "-o",
             s(&a),
-        ]);
+        ];
+        args.extend(extra);
+        ok(&args);
         // the file names everything: no other option is needed
-        ok(&["render", s(&t), "--view-state", s(&v), "-o", s(&b)]);
+        ok(&["render", s(input), "--view-state", s(&v), "-o", s(&b)]);
         assert_eq!(
             std::fs::read(&a).unwrap(),
             std::fs::read(&b).unwrap(),

@@ -206,3 +206,66 @@ impl GpuOk {
         }
     }
 }
+
+#[test]
+fn access_tensors_open_on_their_own() {
+    let d = tempfile::tempdir().unwrap();
+    let (k, t) = (d.path().join("k.prv"), d.path().join("acc.npy"));
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "kernel",
+        "-p",
+        "4",
+        "--width",
+        "8",
+        "--height",
+        "8",
+        "--steps",
+        "6",
+        "--tensor",
+        t.to_str().unwrap(),
+        "-o",
+        k.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = tapestry(&["info", t.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("access tensor") && out.contains("64 elements"),
+        "{out}"
+    );
+    // the field of the tensor equals the one beside its trace
+    let (_, alone, _) = tapestry(&["analyze", t.to_str().unwrap(), "field", "--kinds", "remote"]);
+    let (_, beside, _) = tapestry(&[
+        "analyze",
+        k.to_str().unwrap(),
+        "field",
+        "--quantity",
+        &format!("tensor:{}", t.display()),
+        "--kinds",
+        "remote",
+    ]);
+    let body = |s: &str| s.lines().skip(1).map(String::from).collect::<Vec<_>>();
+    assert_eq!(body(&alone), body(&beside));
+    // the views take it directly
+    let glb = d.path().join("d.glb");
+    let (code, _, err) = tapestry(&[
+        "render",
+        t.to_str().unwrap(),
+        "--view",
+        "displacement",
+        "-o",
+        glb.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = tapestry(&[
+        "render",
+        t.to_str().unwrap(),
+        "--view",
+        "moments",
+        "-o",
+        "x.glb",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("access tensor"), "{err}");
+}

@@ -121,6 +121,13 @@ fn worker(
             )
         }
         Loaded::Profile(p) => format!("{} (profile, {} rows)", opts.trace.display(), p.rows.len()),
+        Loaded::Tensor(t) => format!(
+            "{} (access tensor {} intervals x {} elements x {} processors)",
+            opts.trace.display(),
+            t.shape[0],
+            t.shape[1],
+            t.shape[2]
+        ),
         Loaded::Volumes(v) => format!(
             "{} ({}, {} quantities)",
             opts.trace.display(),

@@ -1012,6 +1012,7 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
         }
         Loaded::Profile(p) => run_profile(&a, &p)?,
         Loaded::Volumes(v) => run_volumes(&a, &v)?,
+        Loaded::Tensor(t) => run_tensor(&a, &t)?,
     };
     let Some(path) = &a.out else {
         print!("{}", csv_text(&out));
@@ -1236,4 +1237,23 @@ fn write_meshes(
     };
     tapestry::export::write_atomic(path, &bytes, &inputs)?;
     Ok(())
+}
+
+fn run_tensor(a: &AnalyzeArgs, t: &tapestry::readers::tensor::TensorFile) -> Result<Output> {
+    if a.analysis != Analysis::Field {
+        bail!(
+            "{}: an element access tensor; its analysis is field (accesses of --kinds per interval and element)",
+            t.path.display()
+        );
+    }
+    let kinds = fields::access_kinds(&a.kinds)?;
+    let c = tapestry::readers::tensor::read_access_counts(&t.path, kinds, a.processor)?;
+    let f = fields::from_access_counts(c.intervals, c.elements, c.values, &a.kinds)?;
+    Ok(Output::Matrix {
+        rows: f.bins,
+        cols: f.elements,
+        values: f.values.iter().map(|v| Some(*v)).collect(),
+        unit: f.unit.clone(),
+        meta: json!({"analysis": "field", "quantity": f.quantity, "unit": f.unit, "shape": "[interval][element]", "kinds": a.kinds}),
+    })
 }

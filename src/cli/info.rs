@@ -53,6 +53,16 @@ pub fn run(a: InfoArgs) -> Result<()> {
             }
             return Ok(());
         }
+        Loaded::Tensor(t) => {
+            println!(
+                "{}: element access tensor, {} intervals x {} elements x {} processors x 4 kinds (local read, remote read, local write, remote write)",
+                t.path.display(),
+                t.shape[0],
+                t.shape[1],
+                t.shape[2]
+            );
+            return Ok(());
+        }
         Loaded::Volumes(v) => {
             if a.json {
                 let q: Vec<_> = v

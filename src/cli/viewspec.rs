@@ -144,14 +144,27 @@ impl ViewSpecArgs {
             st.params = serde_json::Value::Null;
             st.camera = None;
         }
+        // a named view gets its --param before it judges the input
+        let apply = |view: &dyn views::ViewClass, params: &mut serde_json::Value| -> Result<()> {
+            for kv in &self.params {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| anyhow!("expected --param KEY=VALUE, found '{kv}'"))?;
+                views::set_param(view, params, k.trim(), v.trim())?;
+            }
+            Ok(())
+        };
+        let mut params = st.params.clone();
+        if let Some(name) = requested.as_deref() {
+            let v = views::find(name)?;
+            params = v.normalize(&params)?;
+            apply(v, &mut params)?;
+        }
         let (view, mut params, note) =
-            views::choose(requested.as_deref(), input, &st.data, &st.params)?;
+            views::choose(requested.as_deref(), input, &st.data, &params)?;
         st.view = view.name().to_string();
-        for kv in &self.params {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| anyhow!("expected --param KEY=VALUE, found '{kv}'"))?;
-            views::set_param(view, &mut params, k.trim(), v.trim())?;
+        if requested.is_none() {
+            apply(view, &mut params)?;
         }
         st.params = params;
         Ok((st, note))

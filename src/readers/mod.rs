@@ -133,6 +133,9 @@ pub enum Loaded {
     Profile(Box<ProfileMatrix>),
     /// Fields over a cube of elements (Boxfish tables, NumPy volumes).
     Volumes(Box<crate::model::VolumeSet>),
+    /// An element access tensor `[interval, element, processor, 4]`
+    /// (`.npy`), opened on its own: the views read it when they need it.
+    Tensor(Box<tensor::TensorFile>),
 }
 
 /// Reads a trace or a profile, detecting the format: an OTF2 anchor, a
@@ -174,6 +177,14 @@ pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
         return Ok(Loaded::Volumes(Box::new(boxfish::read(path)?)));
     }
     if volume::looks_like_npy(&head) {
+        // 4D with a last axis of 4: an access tensor; else a volume
+        let shape = npy::Npy::open(path)?.header.shape;
+        if shape.len() == 4 && shape[3] == 4 {
+            return Ok(Loaded::Tensor(Box::new(tensor::TensorFile {
+                path: path.to_path_buf(),
+                shape: [shape[0], shape[1], shape[2]],
+            })));
+        }
         return Ok(Loaded::Volumes(Box::new(volume::read(path)?)));
     }
     if let Some(format) = detect_bytes(&head) {

@@ -8,6 +8,13 @@ use std::path::Path;
 use super::npy::Npy;
 use crate::error::{Error, Result};
 
+/// An access tensor file and its shape `[interval, element, processor]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorFile {
+    pub path: std::path::PathBuf,
+    pub shape: [u64; 3],
+}
+
 /// Access counts per interval and element: `values[t * elements + e]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AccessCounts {

@@ -93,17 +93,12 @@ pub fn grid_of(spec: &str, n: usize) -> Result<(usize, usize)> {
 
 /// The tensor named by the data specification's quantity.
 pub fn tensor_of(input: &Loaded, spec: &Resolved, view: &str) -> Result<AccessTensor> {
-    let Loaded::Trace(_) = input else {
-        return Err(Error::Invalid(format!(
-            "the {view} view reads an element access tensor: give a trace with --quantity tensor:PATH.npy"
-        )));
-    };
-    let path = spec.spec.quantity.strip_prefix("tensor:").ok_or_else(|| {
+    let path = super::inputs::tensor_path(input, &spec.spec.quantity).ok_or_else(|| {
         Error::Invalid(format!(
-            "the {view} view needs --quantity tensor:PATH.npy (an element access tensor)"
+            "the {view} view reads an element access tensor: open the .npy, or give a trace with --quantity tensor:PATH.npy"
         ))
     })?;
-    read_access_tensor(std::path::Path::new(path))
+    read_access_tensor(&path)
 }
 
 impl View for Displacement {
@@ -137,10 +132,10 @@ impl View for Displacement {
     type Data = DisplacementData;
 
     fn accepts(input: &Loaded, spec: &Resolved, _p: &DisplacementParams) -> Result<()> {
-        match input {
-            Loaded::Trace(_) if spec.spec.quantity.starts_with("tensor:") => Ok(()),
-            _ => Err(Error::Invalid(
-                "the displacement view needs --quantity tensor:PATH.npy beside a trace".into(),
+        match super::inputs::tensor_path(input, &spec.spec.quantity) {
+            Some(_) => Ok(()),
+            None => Err(Error::Invalid(
+                "the displacement view needs an element access tensor (.npy, or --quantity tensor:PATH.npy beside a trace)".into(),
             )),
         }
     }

@@ -37,7 +37,7 @@ pub fn resolve(spec: &DataSpec, input: &Loaded, default_colormap: &str) -> Resul
     let mut warnings = Vec::new();
     let span = match input {
         Loaded::Trace(t) => t.meta.span.max(1),
-        Loaded::Profile(_) | Loaded::Volumes(_) => 1,
+        Loaded::Profile(_) | Loaded::Volumes(_) | Loaded::Tensor(_) => 1,
     };
     let (t0, t1) = match spec.window {
         None => (0, span),
@@ -100,6 +100,9 @@ pub fn trace<'a>(input: &'a Loaded, view: &str) -> Result<&'a Trace> {
         ))),
         Loaded::Volumes(_) => Err(Error::Invalid(format!(
             "the {view} view needs a trace, and this input is a volume"
+        ))),
+        Loaded::Tensor(_) => Err(Error::Invalid(format!(
+            "the {view} view needs a trace, and this input is an access tensor"
         ))),
     }
 }
@@ -182,4 +185,14 @@ pub fn has_data(t: &Trace, r: &Resolved) -> Vec<bool> {
     (0..t.num_locations() as u32)
         .map(|l| !t.intervals.of(l).window(r.t0, r.t1).is_empty())
         .collect()
+}
+
+/// The access tensor a view reads: the input itself, or the one named by
+/// `--quantity tensor:PATH` beside a trace.
+pub fn tensor_path(input: &Loaded, quantity: &str) -> Option<PathBuf> {
+    match input {
+        Loaded::Tensor(t) => Some(t.path.clone()),
+        Loaded::Trace(_) => quantity.strip_prefix("tensor:").map(PathBuf::from),
+        _ => None,
+    }
 }

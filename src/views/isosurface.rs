@@ -112,8 +112,8 @@ pub fn volume_of(input: &Loaded, spec: &Resolved, cube: &str) -> Result<Volume> 
                 f.values,
             )
         }
-        Loaded::Profile(_) => Err(Error::Invalid(
-            "the isosurface view needs a volume or a trace, and this input is a profile".into(),
+        Loaded::Profile(_) | Loaded::Tensor(_) => Err(Error::Invalid(
+            "the isosurface view needs a volume (Boxfish tables, a 3D/4D .npy) or a trace with --param cube=XxYxZ".into(),
         )),
     }
 }

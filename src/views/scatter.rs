@@ -76,10 +76,10 @@ impl View for Scatter {
     type Data = ScatterData;
 
     fn accepts(input: &Loaded, spec: &Resolved, _p: &ScatterParams) -> Result<()> {
-        match input {
-            Loaded::Trace(_) if spec.spec.quantity.starts_with("tensor:") => Ok(()),
-            _ => Err(Error::Invalid(
-                "the scatter view needs --quantity tensor:PATH.npy beside a trace".into(),
+        match super::inputs::tensor_path(input, &spec.spec.quantity) {
+            Some(_) => Ok(()),
+            None => Err(Error::Invalid(
+                "the scatter view needs an element access tensor (.npy, or --quantity tensor:PATH.npy beside a trace)".into(),
             )),
         }
     }
