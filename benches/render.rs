@@ -145,7 +145,7 @@ fn main() {
         let prep = Prepared::new(input, st).expect("analyses");
         let analyses = t.elapsed().as_secs_f64();
         let ctx_b = BuildCtx {
-            step: 0,
+            step: st.step,
             width: W,
             height: H,
         };

@@ -233,25 +233,22 @@ pub fn extract(values: &[f64], dims: [usize; 3], iso: f64) -> IsoMesh {
     if nx < 2 || ny < 2 || nz < 2 || values.len() != nx * ny * nz {
         return IsoMesh::default();
     }
-    let at = |x: usize, y: usize, z: usize| values[x + nx * (y + ny * z)];
+    let (sy, sz) = (nx, nx * ny);
     let grad = |x: usize, y: usize, z: usize| -> [f64; 3] {
-        let d = |lo: f64, hi: f64, span: f64| (hi - lo) / span;
-        let gx = d(
-            at(x.saturating_sub(1), y, z),
-            at((x + 1).min(nx - 1), y, z),
-            ((x + 1).min(nx - 1) - x.saturating_sub(1)) as f64,
-        );
-        let gy = d(
-            at(x, y.saturating_sub(1), z),
-            at(x, (y + 1).min(ny - 1), z),
-            ((y + 1).min(ny - 1) - y.saturating_sub(1)) as f64,
-        );
-        let gz = d(
-            at(x, y, z.saturating_sub(1)),
-            at(x, y, (z + 1).min(nz - 1)),
-            ((z + 1).min(nz - 1) - z.saturating_sub(1)) as f64,
-        );
-        [gx, gy, gz]
+        let i = x + sy * y + sz * z;
+        // central differences inside, one-sided at the faces
+        let diff = |c: usize, n: usize, stride: usize| -> f64 {
+            if c > 0 && c + 1 < n {
+                (values[i + stride] - values[i - stride]) * 0.5
+            } else if c + 1 < n {
+                values[i + stride] - values[i]
+            } else if c > 0 {
+                values[i] - values[i - stride]
+            } else {
+                0.0
+            }
+        };
+        [diff(x, nx, 1), diff(y, ny, sy), diff(z, nz, sz)]
     };
     // pass 0: inside flags, 64 cells a word (one bit per cell): crossings
     // are the bits that differ
@@ -262,12 +259,23 @@ pub fn extract(values: &[f64], dims: [usize; 3], iso: f64) -> IsoMesh {
             let mut b = vec![0u64; ny * words];
             for y in 0..ny {
                 let r = &values[nx * (y + ny * zz)..nx * (y + ny * zz) + nx];
-                for (w, chunk) in r.chunks(64).enumerate() {
+                let out = &mut b[y * words..(y + 1) * words];
+                let mut full = r.chunks_exact(64);
+                for (o, chunk) in out.iter_mut().zip(&mut full) {
+                    // fixed-size chunks vectorize: compare 64 values, pack the mask
                     let mut word = 0u64;
                     for (k, &v) in chunk.iter().enumerate() {
                         word |= ((v >= iso) as u64) << k;
                     }
-                    b[y * words + w] = word;
+                    *o = word;
+                }
+                let rest = full.remainder();
+                if !rest.is_empty() {
+                    let mut word = 0u64;
+                    for (k, &v) in rest.iter().enumerate() {
+                        word |= ((v >= iso) as u64) << k;
+                    }
+                    out[words - 1] = word;
                 }
             }
             b
