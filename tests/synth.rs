@@ -140,6 +140,8 @@ fn every_workload_round_trips_through_both_formats() {
             steps: 4,
             setup_steps: 2,
             ops_per_element: 50.0,
+            depth: 1,
+            dist: Default::default(),
         }),
         4,
     ));
@@ -221,6 +223,8 @@ fn kernel_access_tensor() {
             steps,
             setup_steps: setup,
             ops_per_element: 50.0,
+            depth: 1,
+            dist: Default::default(),
         }),
         p,
     );
@@ -298,7 +302,7 @@ fn synth_command_line() {
         (vec!["synth", "gauss", "--jitter", "2", "-o"], "--jitter"),
         (
             vec!["synth", "kernel", "-p", "64", "--height", "8", "-o"],
-            "one row per processor",
+            "one plane per processor",
         ),
     ] {
         let mut a = args.clone();
@@ -370,4 +374,47 @@ fn picl_output_keeps_messages_and_communication() {
             .sum::<u64>()
     };
     assert!(busy(&got, "busy") >= busy(&want, "Running"));
+}
+
+#[test]
+fn kernel_cubes_and_distributions() {
+    let d = tempfile::tempdir().unwrap();
+    for (dist, remote_reads) in [
+        (tapestry::synth::KernelDist::Block, 2 * 16),
+        (tapestry::synth::KernelDist::Cyclic, 3 * 2 * 16),
+    ] {
+        let cfg = config(
+            Workload::Kernel(KernelParams {
+                width: 4,
+                height: 4,
+                depth: 4,
+                steps: 2,
+                setup_steps: 1,
+                ops_per_element: 50.0,
+                dist,
+            }),
+            2,
+        );
+        let tp = d.path().join(format!("{dist:?}.npy"));
+        synth::write(
+            &cfg,
+            OutputFormat::Paraver,
+            &d.path().join(format!("{dist:?}.prv")),
+            Some(&tp),
+        )
+        .unwrap();
+        let t = tapestry::readers::tensor::read_access_tensor(&tp).unwrap();
+        assert_eq!((t.intervals, t.elements, t.processors), (3, 64, 2));
+        let sum = |ti: usize, kind: usize| -> f32 {
+            (0..64)
+                .flat_map(|e| (0..2).map(move |q| (e, q)))
+                .map(|(e, q)| t.at(ti, e, q, kind))
+                .sum()
+        };
+        // stencil: 7-point reads minus the faces, every element written once
+        assert_eq!(sum(1, 0) + sum(1, 1), (7 * 64 - 6 * 16) as f32, "{dist:?}");
+        assert_eq!(sum(1, 2) + sum(1, 3), 64.0);
+        // remote reads across the z boundaries between the two processors
+        assert_eq!(sum(1, 1), remote_reads as f32, "{dist:?}");
+    }
 }

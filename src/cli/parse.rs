@@ -177,6 +177,17 @@ cli_enum!(
     BinByArg => tapestry::analysis::matrices::BinBy { Max, Sum }
 );
 cli_enum!(
+    /// How the kernel's planes are dealt to processors.
+    KernelDistArg => tapestry::synth::KernelDist {
+        /// contiguous planes
+        Block,
+        /// plane i on processor i mod P
+        Cyclic,
+        /// blocks of N/4P planes dealt round-robin
+        BlockCyclic,
+    }
+);
+cli_enum!(
     /// How matrix elements are dealt to processors.
     DistributionArg => tapestry::synth::Distribution {
         /// (BLOCK,*)

@@ -1,7 +1,7 @@
 //! `tapestry synth WORKLOAD`: simulate a message-passing workload and write
 //! it as a Paraver or Chrome JSON trace.
 
-use super::parse::DistributionArg;
+use super::parse::{DistributionArg, KernelDistArg};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -57,12 +57,21 @@ enum WorkloadCmd {
         #[command(flatten)]
         common: Common,
     },
-    /// A data-parallel kernel on a W x H grid, with its element access tensor.
+    /// A data-parallel kernel on a W x H grid (or W x H x D cube), with its element access tensor.
     Kernel {
         #[arg(long, default_value_t = 64)]
         width: u32,
         #[arg(long, default_value_t = 64)]
         height: u32,
+        /// Depth of a cube (1: a grid); or give all three with --dims.
+        #[arg(long, default_value_t = 1)]
+        depth: u32,
+        /// The grid or cube as WxH or WxHxD (instead of --width/--height/--depth).
+        #[arg(long, value_name = "WxHxD")]
+        dims: Option<String>,
+        /// How the planes of the outermost axis (rows, or z planes of a cube) are dealt to processors.
+        #[arg(long, value_enum, default_value_t = KernelDistArg::Block)]
+        dist: KernelDistArg,
         /// Intervals with accesses (stencil and shift steps alternate).
         #[arg(long, default_value_t = 40)]
         steps: u32,
@@ -191,6 +200,9 @@ pub fn run(a: SynthArgs) -> Result<()> {
         WorkloadCmd::Kernel {
             width,
             height,
+            depth,
+            dims,
+            dist,
             steps,
             setup,
             ops_per_element,
@@ -198,8 +210,10 @@ pub fn run(a: SynthArgs) -> Result<()> {
             common,
         } => (
             Workload::Kernel(KernelParams {
-                width,
-                height,
+                width: kernel_dims(dims.as_deref(), [width, height, depth])?[0],
+                height: kernel_dims(dims.as_deref(), [width, height, depth])?[1],
+                depth: kernel_dims(dims.as_deref(), [width, height, depth])?[2],
+                dist: dist.into(),
                 steps,
                 setup_steps: setup,
                 ops_per_element,
@@ -240,4 +254,21 @@ pub fn run(a: SynthArgs) -> Result<()> {
 
 fn display(p: &Path) -> String {
     p.display().to_string()
+}
+
+/// `--dims WxH` or `WxHxD`, else the separate options.
+fn kernel_dims(dims: Option<&str>, default: [u32; 3]) -> Result<[u32; 3]> {
+    let Some(s) = dims else {
+        return Ok(default);
+    };
+    let v: Vec<u32> = s
+        .split('x')
+        .map(|d| d.trim().parse::<u32>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| anyhow::anyhow!("expected --dims WxH or WxHxD, found '{s}'"))?;
+    match v[..] {
+        [w, h] if w > 0 && h > 0 => Ok([w, h, 1]),
+        [w, h, d] if w > 0 && h > 0 && d > 0 => Ok([w, h, d]),
+        _ => anyhow::bail!("expected --dims WxH or WxHxD of positive sizes, found '{s}'"),
+    }
 }

@@ -1,18 +1,35 @@
-//! A data-parallel kernel over a `W × H` grid of elements, `(BLOCK,*)`
-//! distributed by rows (paper 003): stencil steps read the four neighbours
-//! of every owned element (remote reads across block boundaries, halo
-//! messages between neighbouring processors) and write the element; shift
-//! steps write each element to the row `shift` below (remote writes into the
-//! next block). A few setup intervals without accesses come first, as in the
-//! traces of the paper (leading empty bins of a Kiviat tube).
+//! A data-parallel kernel over a `W × H` grid (or a `W × H × D` cube) of
+//! elements (paper 003), distributed over the processors by planes of the
+//! outermost axis (rows of a grid, z planes of a cube): `block` (contiguous
+//! planes, `(BLOCK,*)`), `cyclic` (plane i on processor i mod P) or
+//! `block-cyclic` (blocks of b planes dealt round-robin). Stencil steps read
+//! the neighbours of every owned element (4 in a grid, 6 in a cube: remote
+//! reads across plane boundaries between processors, halo messages between
+//! them) and write the element; shift steps write each element to the plane
+//! `shift` further on (remote writes where it changes owner). A few setup
+//! intervals without accesses come first, as in the traces of the paper
+//! (leading empty bins of a Kiviat tube).
 //!
 //! The element access tensor has the shape `[interval, element, processor,
-//! kind]` with kinds local read, remote read, local write, remote write.
+//! kind]` with kinds local read, remote read, local write, remote write;
+//! element `(x, y, z)` is number `(z·H + y)·W + x`.
 
 use super::sim::Sim;
 use super::sink::SimEvent;
 use crate::error::{Error, Result};
 use crate::export::npy::NpyWriter;
+
+/// How planes are dealt to processors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelDist {
+    /// Contiguous blocks of planes.
+    #[default]
+    Block,
+    /// Plane i on processor i mod P.
+    Cyclic,
+    /// Blocks of `max(1, N / 4P)` planes dealt round-robin.
+    BlockCyclic,
+}
 
 /// Kinds of access, the last axis of the tensor.
 pub const ACCESS_KINDS: [&str; 4] = ["local read", "remote read", "local write", "remote write"];
@@ -22,6 +39,9 @@ pub const ACCESS_KINDS: [&str; 4] = ["local read", "remote read", "local write",
 pub struct KernelParams {
     pub width: u32,
     pub height: u32,
+    /// Depth of a cube (1: a grid).
+    pub depth: u32,
+    pub dist: KernelDist,
     /// Intervals with accesses (alternating stencil and shift steps).
     pub steps: u32,
     /// Leading intervals without accesses.
@@ -36,15 +56,20 @@ pub const MAX_ELEMENTS: u64 = 1 << 28;
 /// The largest tensor written (elements of 4 bytes).
 pub const MAX_TENSOR_ELEMENTS: u64 = 1 << 30;
 
-fn owner(y: u32, h: u32, p: u32) -> u32 {
-    ((y as u64 * p as u64) / h as u64) as u32
+/// The processor of plane `i` of `n` under `dist`.
+fn owner(i: u32, n: u32, p: u32, dist: KernelDist) -> u32 {
+    match dist {
+        KernelDist::Block => ((i as u64 * p as u64) / n as u64) as u32,
+        KernelDist::Cyclic => i % p,
+        KernelDist::BlockCyclic => (i / (n / (4 * p)).max(1)) % p,
+    }
 }
 
 /// Shape of the tensor for `procs` processors.
 pub fn tensor_shape(k: &KernelParams, procs: u32) -> [u64; 4] {
     [
         (k.setup_steps + k.steps) as u64,
-        k.width as u64 * k.height as u64,
+        k.width as u64 * k.height as u64 * k.depth.max(1) as u64,
         procs as u64,
         4,
     ]
@@ -53,10 +78,11 @@ pub fn tensor_shape(k: &KernelParams, procs: u32) -> [u64; 4] {
 /// Simulates the kernel; writes the access tensor when `tensor` is given.
 pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32>>) -> Result<()> {
     let p = sim.procs();
-    let (w, h) = (k.width, k.height);
-    if w as u64 * h as u64 > MAX_ELEMENTS {
+    let (w, h, d) = (k.width, k.height, k.depth.max(1));
+    let total = w as u64 * h as u64 * d as u64;
+    if total > MAX_ELEMENTS {
         return Err(Error::Invalid(format!(
-            "the kernel grid {w} x {h} has more than {MAX_ELEMENTS} elements"
+            "the kernel {w} x {h} x {d} has more than {MAX_ELEMENTS} elements"
         )));
     }
     if !k.ops_per_element.is_finite() || k.ops_per_element < 0.0 {
@@ -65,12 +91,14 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
             k.ops_per_element
         )));
     }
-    if w == 0 || h < p {
+    // planes of the outermost axis: rows of a grid, z planes of a cube
+    let (n, plane) = if d > 1 { (d, w * h) } else { (h, w) };
+    if w == 0 || h == 0 || n < p {
         return Err(Error::Invalid(format!(
-            "the kernel needs a grid at least one row per processor: {w} x {h} on {p} processors"
+            "the kernel needs at least one plane per processor: {w} x {h} x {d} ({n} planes) on {p} processors"
         )));
     }
-    let e = w as usize * h as usize;
+    let e = total as usize;
     let mut slab = vec![
         0u32;
         if tensor.is_some() {
@@ -80,10 +108,31 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
         }
     ];
     let idx = |el: usize, q: u32, kind: usize| (el * p as usize + q as usize) * 4 + kind;
-    // rows owned by q: owner(y) = floor(y P / H) = q  <=>  q H / P <= y < (q + 1) H / P
-    let first_row = |q: u64| (q * h as u64).div_ceil(p as u64) as u32;
-    let rows_of = |q: u32| first_row(q as u64)..first_row(q as u64 + 1);
-    let shift = (h / (2 * p)).max(1);
+    let own = |i: u32| owner(i, n, p, k.dist);
+    let planes_of: Vec<u32> = {
+        let mut c = vec![0u32; p as usize];
+        for i in 0..n {
+            c[own(i) as usize] += 1;
+        }
+        c
+    };
+    let shift = (n / (2 * p)).max(1);
+    // halo pairs: adjacent planes on different processors, per (lo, hi) pair
+    let mut halo: std::collections::BTreeMap<(u32, u32), u64> = Default::default();
+    for i in 0..n - 1 {
+        let (a, b) = (own(i), own(i + 1));
+        if a != b {
+            *halo.entry((a.min(b), a.max(b))).or_default() += 1;
+        }
+    }
+    // shifted planes leaving their processor, per (from, to)
+    let mut moves: std::collections::BTreeMap<(u32, u32), u64> = Default::default();
+    for i in 0..n {
+        let (a, b) = (own(i), own((i + shift) % n));
+        if a != b {
+            *moves.entry((a, b)).or_default() += 1;
+        }
+    }
     for q in 0..p {
         sim.event(q, SimEvent::Phase, 5);
     }
@@ -91,7 +140,7 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
         for q in 0..p {
             sim.compute(
                 q,
-                (w as u64 * rows_of(q).len() as u64) as f64 * k.ops_per_element,
+                (plane as u64 * planes_of[q as usize] as u64) as f64 * k.ops_per_element,
             );
         }
         if let Some(tw) = tensor.as_deref_mut() {
@@ -106,57 +155,71 @@ pub fn run(sim: &mut Sim, k: KernelParams, mut tensor: Option<&mut NpyWriter<u32
         slab.iter_mut().for_each(|v| *v = 0);
         let stencil = s % 2 == 0;
         if stencil {
-            // halo exchange with both neighbours
-            for q in 0..p.saturating_sub(1) {
-                sim.transfer(q, q + 1, 8 * w as u64);
-                sim.transfer(q + 1, q, 8 * w as u64);
+            // halo exchange across every boundary between two processors
+            for (&(a, b), &count) in &halo {
+                sim.transfer(a, b, 8 * plane as u64 * count);
+                sim.transfer(b, a, 8 * plane as u64 * count);
             }
-        } else {
-            // shifted rows move into the next block
-            for q in 0..p {
-                let moved = rows_of(q)
-                    .filter(|&y| owner((y + shift) % h, h, p) != q)
-                    .count() as u64;
-                if moved > 0 && p > 1 {
-                    let dst = owner((rows_of(q).next_back().unwrap_or(0) + shift) % h, h, p);
-                    sim.transfer(q, dst, 8 * w as u64 * moved);
-                }
+        } else if p > 1 {
+            // shifted planes move to their new owners
+            for (&(a, b), &count) in &moves {
+                sim.transfer(a, b, 8 * plane as u64 * count);
             }
         }
         for q in 0..p {
-            let rows = rows_of(q).len() as u64;
+            let planes = planes_of[q as usize] as u64;
             sim.compute(
                 q,
-                (rows * w as u64) as f64 * k.ops_per_element * if stencil { 1.0 } else { 0.2 },
+                (planes * plane as u64) as f64
+                    * k.ops_per_element
+                    * if stencil { 1.0 } else { 0.2 },
             );
         }
         if tensor.is_some() {
-            for y in 0..h {
-                let q = owner(y, h, p);
-                for x in 0..w {
-                    let el = (y * w + x) as usize;
-                    if stencil {
-                        let mut read = |nx: i64, ny: i64| {
-                            if nx < 0 || ny < 0 || nx >= w as i64 || ny >= h as i64 {
-                                return;
+            let at = |x: u32, y: u32, z: u32| ((z * h + y) * w + x) as usize;
+            let plane_of = |y: u32, z: u32| if d > 1 { z } else { y };
+            for z in 0..d {
+                for y in 0..h {
+                    let q = own(plane_of(y, z));
+                    for x in 0..w {
+                        let el = at(x, y, z);
+                        if stencil {
+                            let mut read = |nx: i64, ny: i64, nz: i64| {
+                                if nx < 0
+                                    || ny < 0
+                                    || nz < 0
+                                    || nx >= w as i64
+                                    || ny >= h as i64
+                                    || nz >= d as i64
+                                {
+                                    return;
+                                }
+                                let (nx, ny, nz) = (nx as u32, ny as u32, nz as u32);
+                                let kind = if own(plane_of(ny, nz)) == q { 0 } else { 1 };
+                                slab[idx(at(nx, ny, nz), q, kind)] += 1;
+                            };
+                            let (xi, yi, zi) = (x as i64, y as i64, z as i64);
+                            read(xi, yi, zi);
+                            read(xi - 1, yi, zi);
+                            read(xi + 1, yi, zi);
+                            read(xi, yi - 1, zi);
+                            read(xi, yi + 1, zi);
+                            if d > 1 {
+                                read(xi, yi, zi - 1);
+                                read(xi, yi, zi + 1);
                             }
-                            let n = (ny as u32 * w + nx as u32) as usize;
-                            let kind = if owner(ny as u32, h, p) == q { 0 } else { 1 };
-                            slab[idx(n, q, kind)] += 1;
-                        };
-                        let (xi, yi) = (x as i64, y as i64);
-                        read(xi, yi);
-                        read(xi - 1, yi);
-                        read(xi + 1, yi);
-                        read(xi, yi - 1);
-                        read(xi, yi + 1);
-                        slab[idx(el, q, 2)] += 1;
-                    } else {
-                        slab[idx(el, q, 0)] += 1;
-                        let ty = (y + shift) % h;
-                        let target = (ty * w + x) as usize;
-                        let kind = if owner(ty, h, p) == q { 2 } else { 3 };
-                        slab[idx(target, q, kind)] += 1;
+                            slab[idx(el, q, 2)] += 1;
+                        } else {
+                            slab[idx(el, q, 0)] += 1;
+                            let (ty, tz) = if d > 1 {
+                                (y, (z + shift) % d)
+                            } else {
+                                ((y + shift) % h, z)
+                            };
+                            let target = at(x, ty, tz);
+                            let kind = if own(plane_of(ty, tz)) == q { 2 } else { 3 };
+                            slab[idx(target, q, kind)] += 1;
+                        }
                     }
                 }
             }

@@ -25,7 +25,7 @@ use crate::export::npy::NpyWriter;
 use crate::model::{Time, Trace};
 
 pub use gauss::Distribution;
-pub use kernel::KernelParams;
+pub use kernel::{KernelDist, KernelParams};
 pub use sim::{MachineModel, Sim};
 pub use sink::{Layout, Record, RecordSink};
 pub use writers::{ChromeWriter, ModelSink, ParaverWriter, PiclWriter};
@@ -52,8 +52,13 @@ impl Workload {
                 format!("hypercube global sum elems={elems} reps={reps} work={work}")
             }
             Workload::Kernel(k) => format!(
-                "data-parallel kernel {}x{} steps={} setup={}",
-                k.width, k.height, k.steps, k.setup_steps
+                "data-parallel kernel {}x{}x{} {:?} steps={} setup={}",
+                k.width,
+                k.height,
+                k.depth.max(1),
+                k.dist,
+                k.steps,
+                k.setup_steps
             ),
         }
     }

@@ -112,7 +112,43 @@ pub fn volume_of(input: &Loaded, spec: &Resolved, cube: &str) -> Result<Volume> 
                 f.values,
             )
         }
-        Loaded::Profile(_) | Loaded::Tensor(_) => Err(Error::Invalid(
+        Loaded::Tensor(tf) => {
+            // accesses of --kinds per interval, the elements as a cube
+            let e = tf.shape[1] as usize;
+            let dims = if cube.is_empty() {
+                let n = (e as f64).cbrt().round() as usize;
+                if n * n * n != e {
+                    return Err(Error::Invalid(format!(
+                        "the tensor has {e} elements, not a cube: give --param cube=XxYxZ"
+                    )));
+                }
+                [n, n, n]
+            } else {
+                parse_cube(cube)?
+            };
+            if dims.iter().product::<usize>() != e {
+                return Err(Error::Invalid(format!(
+                    "cube={cube} holds {} elements, the tensor has {e}",
+                    dims.iter().product::<usize>()
+                )));
+            }
+            let kinds = crate::analysis::fields::access_kinds(&spec.spec.kinds)?;
+            let c = crate::readers::tensor::read_access_counts(&tf.path, kinds, spec.spec.processor)?;
+            Volume::new(
+                if spec.spec.kinds == "all" {
+                    "accesses".to_string()
+                } else {
+                    format!("{} accesses", spec.spec.kinds)
+                },
+                "accesses",
+                dims,
+                ["element x".into(), "element y".into(), "element z".into()],
+                "interval",
+                (0..c.intervals).map(|t| t.to_string()).collect(),
+                c.values,
+            )
+        }
+        Loaded::Profile(_) => Err(Error::Invalid(
             "the isosurface view needs a volume (Boxfish tables, a 3D/4D .npy) or a trace with --param cube=XxYxZ".into(),
         )),
     }
@@ -150,7 +186,7 @@ impl View for Isosurface {
 
     fn accepts(input: &Loaded, spec: &Resolved, p: &IsoParams) -> Result<()> {
         match input {
-            Loaded::Volumes(_) => volume_of(input, spec, &p.cube).map(|_| ()),
+            Loaded::Volumes(_) | Loaded::Tensor(_) => volume_of(input, spec, &p.cube).map(|_| ()),
             Loaded::Trace(_) if !p.cube.is_empty() => parse_cube(&p.cube).map(|_| ()),
             _ => Err(Error::Invalid(
                 "the isosurface view needs a volume (Boxfish tables, a 3D/4D .npy) or a trace with --param cube=XxYxZ".into(),
