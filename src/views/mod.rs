@@ -315,11 +315,13 @@ pub fn choose(
         let ok = inputs::resolve(spec, input, v.colormap()).and_then(|r| v.accepts(input, &r, &p));
         match ok {
             Ok(()) => {
-                let note = (!reasons.is_empty())
-                    .then(|| format!("showing the {} view: {}", v.name(), reasons.join("; ")));
+                // the first choice's reason is the one a user wants to know
+                let note = reasons
+                    .first()
+                    .map(|r| format!("showing the {} view ({r})", v.name()));
                 return Ok((v, p, note));
             }
-            Err(e) => reasons.push(format!("{}: {e}", v.name())),
+            Err(e) => reasons.push(e.to_string()),
         }
     }
     Err(Error::Invalid(format!(
