@@ -112,6 +112,34 @@ impl Npy {
         })
     }
 
+    /// The number of elements, checked: the shape's product without
+    /// overflow, non-zero, at most `max`, and present in the file's bytes
+    /// (a header cannot claim more than the file holds).
+    pub fn checked_len(&self, max: u64, what: &str) -> Result<u64> {
+        let shape = &self.header.shape;
+        let n = shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .filter(|&n| n > 0 && n <= max)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{}: a {what} of shape {shape:?} is empty or has more than {max} values",
+                    self.path.display()
+                ))
+            })?;
+        let file_len = std::fs::metadata(&self.path)
+            .map_err(|e| Error::io(&self.path, e))?
+            .len();
+        if n.saturating_mul(self.header.item as u64) > file_len {
+            return Err(Error::Invalid(format!(
+                "{}: shape {shape:?} needs {} bytes of data, the file has {file_len}",
+                self.path.display(),
+                n * self.header.item as u64
+            )));
+        }
+        Ok(n)
+    }
+
     /// Number of elements.
     pub fn len(&self) -> u64 {
         self.header.shape.iter().product()

@@ -114,27 +114,7 @@ pub fn read_access_tensor(path: &Path) -> Result<AccessTensor> {
             path.display()
         )));
     };
-    let n = t
-        .checked_mul(e)
-        .and_then(|x| x.checked_mul(p))
-        .and_then(|x| x.checked_mul(4))
-        .filter(|&n| n > 0 && n <= MAX_TENSOR_VALUES)
-        .ok_or_else(|| {
-            Error::Invalid(format!(
-                "{}: a tensor of {shape:?} is empty or has more than {MAX_TENSOR_VALUES} values",
-                path.display()
-            ))
-        })?;
-    let file_len = std::fs::metadata(path)
-        .map_err(|e| Error::io(path, e))?
-        .len();
-    if n.saturating_mul(a.header.item as u64) > file_len {
-        return Err(Error::Invalid(format!(
-            "{}: shape {shape:?} needs {} bytes of data, the file has {file_len}",
-            path.display(),
-            n * a.header.item as u64
-        )));
-    }
+    let n = a.checked_len(MAX_TENSOR_VALUES, "tensor")?;
     let mut values = Vec::with_capacity(n as usize);
     let mut chunk = vec![0.0f64; (p * 4) as usize];
     for _ in 0..t * e {

@@ -31,26 +31,7 @@ pub fn read(path: &Path) -> Result<VolumeSet> {
             )));
         }
     };
-    let n = [t, z, y, x]
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .filter(|&n| n > 0 && n <= MAX_VALUES)
-        .ok_or_else(|| {
-            Error::Invalid(format!(
-                "{}: a volume of shape {shape:?} is empty or larger than {MAX_VALUES} values",
-                path.display()
-            ))
-        })?;
-    let file_len = std::fs::metadata(path)
-        .map_err(|e| Error::io(path, e))?
-        .len();
-    if n.saturating_mul(a.header.item as u64) > file_len {
-        return Err(Error::Invalid(format!(
-            "{}: shape {shape:?} needs {} bytes of data, the file has {file_len}",
-            path.display(),
-            n * a.header.item as u64
-        )));
-    }
+    let n = a.checked_len(MAX_VALUES, "volume")?;
     let mut values = vec![0.0; n as usize];
     a.read_f64(&mut values)?;
     if let Some(i) = values.iter().position(|v| !v.is_finite()) {

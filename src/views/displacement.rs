@@ -132,12 +132,7 @@ impl View for Displacement {
     type Data = DisplacementData;
 
     fn accepts(input: &Loaded, spec: &Resolved, _p: &DisplacementParams) -> Result<()> {
-        match super::inputs::tensor_path(input, &spec.spec.quantity) {
-            Some(_) => Ok(()),
-            None => Err(Error::Invalid(
-                "the displacement view needs an element access tensor (.npy, or --quantity tensor:PATH.npy beside a trace)".into(),
-            )),
-        }
+        super::inputs::accepts_tensor(input, &spec.spec.quantity, Self::NAME)
     }
 
     fn compute(

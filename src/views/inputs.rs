@@ -196,3 +196,12 @@ pub fn tensor_path(input: &Loaded, quantity: &str) -> Option<PathBuf> {
         _ => None,
     }
 }
+
+/// Whether a view that reads an access tensor can show `input`.
+pub fn accepts_tensor(input: &Loaded, quantity: &str, view: &str) -> Result<()> {
+    tensor_path(input, quantity).map(|_| ()).ok_or_else(|| {
+        Error::Invalid(format!(
+            "the {view} view needs an element access tensor (.npy, or --quantity tensor:PATH.npy beside a trace)"
+        ))
+    })
+}

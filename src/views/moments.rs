@@ -156,6 +156,27 @@ pub fn row_moments(accs: &[MomentAcc], max_rows: usize) -> Result<(usize, Vec<Ro
     Ok((group, rows))
 }
 
+/// The key of the moment marks: the m0 bar, the m2 wings, the m3 line.
+pub(super) fn moment_key(bar: [f32; 4], wing: [f32; 4]) -> Vec<KeyEntry> {
+    vec![
+        KeyEntry {
+            mark: KeyMark::Bar,
+            color: bar,
+            text: "m0: busy time at m1".into(),
+        },
+        KeyEntry {
+            mark: KeyMark::Bar,
+            color: wing,
+            text: "m1 ± m2".into(),
+        },
+        KeyEntry {
+            mark: KeyMark::Line,
+            color: SKEW,
+            text: "m3: skew".into(),
+        },
+    ]
+}
+
 /// Pixel rows of the chart in an image of `height` (0: unknown).
 pub(super) fn chart_rows(height: u32, margins: &Margins) -> usize {
     if height == 0 {
@@ -285,26 +306,7 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
                 .priority(1),
         );
     }
-    scene.key.splice(
-        0..0,
-        [
-            KeyEntry {
-                mark: KeyMark::Bar,
-                color: GREY,
-                text: "m0: busy time at m1".into(),
-            },
-            KeyEntry {
-                mark: KeyMark::Bar,
-                color: BLACK,
-                text: "m1 ± m2".into(),
-            },
-            KeyEntry {
-                mark: KeyMark::Line,
-                color: SKEW,
-                text: "m3: skew".into(),
-            },
-        ],
-    );
+    scene.key.splice(0..0, moment_key(GREY, BLACK));
     // frames, time axes, processor axis
     let tick = (rows as f32 * 0.012).max(0.05);
     let panels: &[f32] = if d.gantt.is_some() {

@@ -7,15 +7,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::moments::{SKEW, processor_ticks, row_moments, window_text};
+use super::moments::{SKEW, moment_key, processor_ticks, row_moments, window_text};
 use super::{BuildCtx, ParamDoc, Resolved, View, inputs};
 use crate::analysis::moments::MomentAcc;
 use crate::error::{Error, Result};
 use crate::readers::Loaded;
 use crate::scene::axes;
 use crate::scene::{
-    GlyphInstance, GlyphShape, Glyphs, KeyEntry, KeyMark, Label, LabelAlign, Projection, Scene,
-    Segment,
+    GlyphInstance, GlyphShape, Glyphs, Label, LabelAlign, Projection, Scene, Segment,
 };
 
 /// The 3D moment display view.
@@ -185,23 +184,7 @@ pub fn build(accs: &[MomentAcc], spec: &Resolved, p: &Moments3dParams) -> Result
             .aligned(LabelAlign::RightCenter)
             .priority(2),
     );
-    scene.key = vec![
-        KeyEntry {
-            mark: KeyMark::Bar,
-            color: BAR,
-            text: "m0: busy time at m1".into(),
-        },
-        KeyEntry {
-            mark: KeyMark::Bar,
-            color: WING,
-            text: "m1 ± m2".into(),
-        },
-        KeyEntry {
-            mark: KeyMark::Line,
-            color: SKEW,
-            text: "m3: skew".into(),
-        },
-    ];
+    scene.key = moment_key(BAR, WING);
     scene.axes = format!(
         "x: time, 0..2 = {}; y: bar height (m0 0.12, m2 0.06, m3 on top); z: processor rows of {group}, processor 0 at z = 0, later ones toward -z",
         window_text(t0, t1)

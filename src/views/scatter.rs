@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::displacement::{grid_of, tensor_of};
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
 use crate::analysis::fields::access_kinds;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::readers::Loaded;
 use crate::readers::tensor::AccessTensor;
 use crate::scene::axes;
@@ -76,12 +76,7 @@ impl View for Scatter {
     type Data = ScatterData;
 
     fn accepts(input: &Loaded, spec: &Resolved, _p: &ScatterParams) -> Result<()> {
-        match super::inputs::tensor_path(input, &spec.spec.quantity) {
-            Some(_) => Ok(()),
-            None => Err(Error::Invalid(
-                "the scatter view needs an element access tensor (.npy, or --quantity tensor:PATH.npy beside a trace)".into(),
-            )),
-        }
+        super::inputs::accepts_tensor(input, &spec.spec.quantity, Self::NAME)
     }
 
     fn compute(input: &Loaded, spec: &Resolved, p: &ScatterParams) -> Result<ScatterData> {
