@@ -258,6 +258,21 @@ fn access_tensors_open_on_their_own() {
         glb.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
+    // the default view of a tensor: the Kiviat tube of its accesses
+    let tube = d.path().join("tube.glb");
+    let (code, _, err) = tapestry(&[
+        "render",
+        t.to_str().unwrap(),
+        "--kinds",
+        "remote",
+        "-o",
+        tube.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("Kiviat tube: radius remote accesses, 64 elements"),
+        "{err}"
+    );
     let (code, _, err) = tapestry(&[
         "render",
         t.to_str().unwrap(),

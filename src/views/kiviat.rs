@@ -118,18 +118,39 @@ impl View for Kiviat {
     type Data = KiviatData;
 
     fn accepts(input: &Loaded, spec: &Resolved, _p: &KiviatParams) -> Result<()> {
-        let t = inputs::trace(input, Self::NAME)?;
-        let e = inputs::elements(t, &spec.spec.quantity)?;
+        let (e, what) = match input {
+            // an access tensor opened on its own: its elements
+            Loaded::Tensor(t) => (t.shape[1] as usize, "the tensor".to_string()),
+            _ => {
+                let t = inputs::trace(input, Self::NAME)?;
+                (
+                    inputs::elements(t, &spec.spec.quantity)?,
+                    spec.spec.quantity.clone(),
+                )
+            }
+        };
         if e < 3 {
             return Err(Error::Invalid(format!(
-                "a Kiviat tube needs at least 3 elements, {} has {e}",
-                spec.spec.quantity
+                "a Kiviat tube needs at least 3 elements, {what} has {e}"
             )));
         }
         Ok(())
     }
 
     fn compute(input: &Loaded, spec: &Resolved, _p: &KiviatParams) -> Result<KiviatData> {
+        if let Loaded::Tensor(tf) = input {
+            // accesses of --kinds per interval and element
+            let kinds = crate::analysis::fields::access_kinds(&spec.spec.kinds)?;
+            let c =
+                crate::readers::tensor::read_access_counts(&tf.path, kinds, spec.spec.processor)?;
+            let field = crate::analysis::fields::from_access_counts(
+                c.intervals,
+                c.elements,
+                c.values,
+                &spec.spec.kinds,
+            )?;
+            return Ok(KiviatData { field, color: None });
+        }
         let t = inputs::trace(input, Self::NAME)?;
         let field = inputs::field(t, &spec.spec.quantity, spec)?;
         let color = spec
