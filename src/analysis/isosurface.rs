@@ -17,6 +17,7 @@
 
 use std::sync::OnceLock;
 
+use glam::{DVec3, Vec3};
 use rayon::prelude::*;
 
 /// Corner `i` of a cell sits at `(i & 1, (i >> 1) & 1, (i >> 2) & 1)`.
@@ -100,16 +101,8 @@ fn triangles_of_case(case: usize) -> Vec<[u8; 3]> {
             let mut normal = [0.0f32; 3];
             normal[axis] = if side == 1 { 1.0 } else { -1.0 };
             for (a, b, c) in segs {
-                let (p, q, cc) = (mid(a), mid(b), pos(c));
-                let d = [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
-                let w = [cc[0] - p[0], cc[1] - p[1], cc[2] - p[2]];
-                let cr = [
-                    d[1] * w[2] - d[2] * w[1],
-                    d[2] * w[0] - d[0] * w[2],
-                    d[0] * w[1] - d[1] * w[0],
-                ];
-                let s = cr[0] * normal[0] + cr[1] * normal[1] + cr[2] * normal[2];
-                if s > 0.0 {
+                let (p, q, cc) = (Vec3::from(mid(a)), Vec3::from(mid(b)), Vec3::from(pos(c)));
+                if (q - p).cross(cc - p).dot(Vec3::from(normal)) > 0.0 {
                     next[a] = b;
                 } else {
                     next[b] = a;
@@ -178,21 +171,18 @@ impl IsoMesh {
         self.indices.len() / 3
     }
 
+    /// The corners of triangle `t` (three indices), in f64.
+    fn corners(&self, t: &[u32]) -> [DVec3; 3] {
+        [t[0], t[1], t[2]].map(|i| Vec3::from(self.positions[i as usize]).as_dvec3())
+    }
+
     /// Total area (grid units²).
     pub fn area(&self) -> f64 {
         self.indices
             .chunks_exact(3)
             .map(|t| {
-                let [a, b, c] =
-                    [t[0], t[1], t[2]].map(|i| self.positions[i as usize].map(f64::from));
-                let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
-                let v = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
-                let n = [
-                    u[1] * v[2] - u[2] * v[1],
-                    u[2] * v[0] - u[0] * v[2],
-                    u[0] * v[1] - u[1] * v[0],
-                ];
-                0.5 * (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt()
+                let [a, b, c] = self.corners(t);
+                0.5 * (b - a).cross(c - a).length()
             })
             .sum()
     }
@@ -204,11 +194,8 @@ impl IsoMesh {
         self.indices
             .chunks_exact(3)
             .map(|t| {
-                let [a, b, c] =
-                    [t[0], t[1], t[2]].map(|i| self.positions[i as usize].map(f64::from));
-                (a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0])
-                    + a[2] * (b[0] * c[1] - b[1] * c[0]))
-                    / 6.0
+                let [a, b, c] = self.corners(t);
+                a.dot(b.cross(c)) / 6.0
             })
             .sum()
     }

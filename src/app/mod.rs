@@ -29,6 +29,9 @@ use crate::render::{PreparedScene, Renderer, Targets};
 use crate::scene::{Camera, Scene, colormap};
 use crate::views::{self, Animation, BuildCtx, Prepared, ViewState};
 
+/// Width of the control panel (points); the scene fills the rest.
+const PANEL_WIDTH: f32 = 260.0;
+
 /// Options of `tapestry view`.
 #[derive(Debug, Clone)]
 pub struct ViewerOptions {
@@ -264,7 +267,7 @@ impl App {
     /// The pixels of the scene's area: the window less the panel.
     fn scene_size(&self) -> (u32, u32) {
         let (w, h, scale) = self.surface;
-        let panel = (260.0 * scale) as u32;
+        let panel = (PANEL_WIDTH as f64 * scale) as u32;
         (w.saturating_sub(panel).max(64), h.max(1))
     }
 
@@ -326,7 +329,7 @@ impl App {
     fn ui(&mut self, root: &mut egui::Ui) {
         let panel = egui::Panel::left("controls")
             .resizable(false)
-            .exact_size(260.0)
+            .exact_size(PANEL_WIDTH)
             .show(root, |ui| {
                 ui.heading("tapestry");
                 match &self.description {

@@ -263,10 +263,18 @@ impl Renderer {
                 attributes: &INSTANCE_ATTRS,
             }),
         ];
+        let blended = [Some(wgpu::ColorTargetState {
+            format,
+            blend: Some(wgpu::BlendState::ALPHA_BLENDING),
+            write_mask: wgpu::ColorWrites::ALL,
+        })];
+        // every scene pipeline: 4x MSAA, depth test, `fs` into `targets`
         let pipeline = |module: &wgpu::ShaderModule,
                         buffers: &[Option<wgpu::VertexBufferLayout>],
                         topology: wgpu::PrimitiveTopology,
-                        depth_write: bool| {
+                        depth_write: bool,
+                        fs: &str,
+                        targets: &[Option<wgpu::ColorTargetState>]| {
             d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some("scene"),
                 layout: Some(&pl),
@@ -295,24 +303,15 @@ impl Renderer {
                 },
                 fragment: Some(wgpu::FragmentState {
                     module,
-                    entry_point: Some("fs_main"),
+                    entry_point: Some(fs),
                     compilation_options: Default::default(),
-                    targets: &[Some(wgpu::ColorTargetState {
-                        format,
-                        blend: Some(wgpu::BlendState::ALPHA_BLENDING),
-                        write_mask: wgpu::ColorWrites::ALL,
-                    })],
+                    targets,
                 }),
                 multiview_mask: None,
                 cache: None,
             })
         };
         let triangles = wgpu::PrimitiveTopology::TriangleList;
-        let multisample = wgpu::MultisampleState {
-            count: SAMPLES,
-            mask: !0,
-            alpha_to_coverage_enabled: false,
-        };
         let add = wgpu::BlendComponent {
             src_factor: wgpu::BlendFactor::One,
             dst_factor: wgpu::BlendFactor::One,
@@ -323,54 +322,32 @@ impl Renderer {
             dst_factor: wgpu::BlendFactor::OneMinusSrc,
             operation: wgpu::BlendOperation::Add,
         };
-        let oit = d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("transparent layers"),
-            layout: Some(&pl),
-            vertex: wgpu::VertexState {
-                module: &mesh_mod,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &mesh_buffers,
-            },
-            primitive: wgpu::PrimitiveState {
-                topology: triangles,
-                cull_mode: None,
-                ..Default::default()
-            },
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: DEPTH,
-                depth_write_enabled: Some(false),
-                depth_compare: Some(wgpu::CompareFunction::LessEqual),
-                stencil: Default::default(),
-                bias: Default::default(),
+        let layers = [
+            Some(wgpu::ColorTargetState {
+                format: ACCUM,
+                blend: Some(wgpu::BlendState {
+                    color: add,
+                    alpha: add,
+                }),
+                write_mask: wgpu::ColorWrites::ALL,
             }),
-            multisample,
-            fragment: Some(wgpu::FragmentState {
-                module: &mesh_mod,
-                entry_point: Some("fs_oit"),
-                compilation_options: Default::default(),
-                targets: &[
-                    Some(wgpu::ColorTargetState {
-                        format: ACCUM,
-                        blend: Some(wgpu::BlendState {
-                            color: add,
-                            alpha: add,
-                        }),
-                        write_mask: wgpu::ColorWrites::ALL,
-                    }),
-                    Some(wgpu::ColorTargetState {
-                        format: REVEAL,
-                        blend: Some(wgpu::BlendState {
-                            color: times_one_minus,
-                            alpha: times_one_minus,
-                        }),
-                        write_mask: wgpu::ColorWrites::ALL,
-                    }),
-                ],
+            Some(wgpu::ColorTargetState {
+                format: REVEAL,
+                blend: Some(wgpu::BlendState {
+                    color: times_one_minus,
+                    alpha: times_one_minus,
+                }),
+                write_mask: wgpu::ColorWrites::ALL,
             }),
-            multiview_mask: None,
-            cache: None,
-        });
+        ];
+        let oit = pipeline(
+            &mesh_mod,
+            &mesh_buffers,
+            triangles,
+            false,
+            "fs_oit",
+            &layers,
+        );
         let texture_entry = |binding| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::FRAGMENT,
@@ -407,17 +384,20 @@ impl Renderer {
                 module: &oit_mod,
                 entry_point: Some("fs_main"),
                 compilation_options: Default::default(),
-                targets: &[Some(wgpu::ColorTargetState {
-                    format,
-                    blend: Some(wgpu::BlendState::ALPHA_BLENDING),
-                    write_mask: wgpu::ColorWrites::ALL,
-                })],
+                targets: &blended,
             }),
             multiview_mask: None,
             cache: None,
         });
         Renderer {
-            lit: pipeline(&mesh_mod, &mesh_buffers, triangles, true),
+            lit: pipeline(
+                &mesh_mod,
+                &mesh_buffers,
+                triangles,
+                true,
+                "fs_main",
+                &blended,
+            ),
             oit,
             composite,
             composite_layout,
@@ -426,8 +406,17 @@ impl Renderer {
                 &line_buffers,
                 wgpu::PrimitiveTopology::LineList,
                 true,
+                "fs_main",
+                &blended,
             ),
-            glyphs: pipeline(&glyph_mod, &glyph_buffers, triangles, true),
+            glyphs: pipeline(
+                &glyph_mod,
+                &glyph_buffers,
+                triangles,
+                true,
+                "fs_main",
+                &blended,
+            ),
             layout,
             ctx: ctx.clone(),
             format,
@@ -688,22 +677,7 @@ impl Renderer {
                     },
                 ],
             });
-        let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
-            label: Some("composite"),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view: resolve,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: wgpu::LoadOp::Load,
-                    store: wgpu::StoreOp::Store,
-                },
-            })],
-            depth_stencil_attachment: None,
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
+        let mut pass = over(enc, resolve, "composite");
         pass.set_pipeline(&self.composite);
         pass.set_bind_group(0, &bind, &[]);
         pass.draw(0..3, 0..1);
@@ -786,6 +760,31 @@ impl Renderer {
         self.ctx.queue.submit([enc.finish()]);
         read_back(&self.ctx, &resolve, width, height)
     }
+}
+
+/// A render pass drawing over what `target` holds (no depth): the
+/// transparency composite and the egui overlays.
+pub fn over<'e>(
+    enc: &'e mut wgpu::CommandEncoder,
+    target: &wgpu::TextureView,
+    label: &str,
+) -> wgpu::RenderPass<'e> {
+    enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+        label: Some(label),
+        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+            view: target,
+            depth_slice: None,
+            resolve_target: None,
+            ops: wgpu::Operations {
+                load: wgpu::LoadOp::Load,
+                store: wgpu::StoreOp::Store,
+            },
+        })],
+        depth_stencil_attachment: None,
+        timestamp_writes: None,
+        occlusion_query_set: None,
+        multiview_mask: None,
+    })
 }
 
 /// Copies a `width × height` RGBA8 or BGRA8 texture (with `COPY_SRC`) back

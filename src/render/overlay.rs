@@ -89,11 +89,7 @@ impl Placer<'_> {
 
 /// The ink (text and axes) on a dark or light background.
 pub fn ink(dark: bool) -> Color32 {
-    if dark {
-        Color32::from_gray(230)
-    } else {
-        Color32::from_gray(20)
-    }
+    color(crate::scene::axes::ink(dark))
 }
 
 /// Paints the overlays of `scene` into `rect` (the area showing the scene):
@@ -427,22 +423,6 @@ pub fn draw_egui(
     tris: &[egui::ClippedPrimitive],
     screen: &egui_wgpu::ScreenDescriptor,
 ) {
-    let pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
-        label: Some("overlay"),
-        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-            view: target,
-            depth_slice: None,
-            resolve_target: None,
-            ops: wgpu::Operations {
-                load: wgpu::LoadOp::Load,
-                store: wgpu::StoreOp::Store,
-            },
-        })],
-        depth_stencil_attachment: None,
-        timestamp_writes: None,
-        occlusion_query_set: None,
-        multiview_mask: None,
-    });
-    let mut pass = pass.forget_lifetime();
+    let mut pass = super::over(enc, target, "overlay").forget_lifetime();
     renderer.render(&mut pass, tris, screen);
 }

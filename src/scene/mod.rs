@@ -41,6 +41,24 @@ impl Mesh {
         self.indices.len() / 3
     }
 
+    /// Sets every vertex normal to the average of the face normals around
+    /// it (weighted by area); isolated vertices face +z.
+    pub fn smooth_normals(&mut self) {
+        use glam::Vec3;
+        let mut acc = vec![Vec3::ZERO; self.vertices.len()];
+        for tri in self.indices.chunks_exact(3) {
+            let [a, b, c] =
+                [tri[0], tri[1], tri[2]].map(|i| Vec3::from(self.vertices[i as usize].position));
+            let n = (b - a).cross(c - a);
+            for &i in tri {
+                acc[i as usize] += n;
+            }
+        }
+        for (v, n) in self.vertices.iter_mut().zip(acc) {
+            v.normal = n.try_normalize().unwrap_or(Vec3::Z).into();
+        }
+    }
+
     /// Adds an axis-aligned rectangle in the z = `z` plane (unlit 2D views).
     pub fn rect(&mut self, x0: f32, y0: f32, x1: f32, y1: f32, z: f32, color: [f32; 4]) {
         let base = self.vertices.len() as u32;

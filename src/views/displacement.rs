@@ -284,7 +284,7 @@ pub fn build(
                         mesh.indices.extend_from_slice(&[a, c, b, b, c, dd]);
                     }
                 }
-                super::kiviat::smooth_normals(&mut mesh);
+                mesh.smooth_normals();
                 scene.meshes.push(mesh);
             }
         }

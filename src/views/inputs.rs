@@ -139,6 +139,20 @@ pub fn field(t: &Trace, quantity: &str, r: &Resolved) -> Result<Field> {
     })
 }
 
+/// The field of `quantity` for any input that has fields: a trace (see
+/// [`field`]) or an access tensor opened on its own (its accesses of the
+/// specification's kinds per interval and element).
+pub fn field_of(input: &Loaded, quantity: &str, r: &Resolved, view: &str) -> Result<Field> {
+    match input {
+        Loaded::Tensor(tf) => {
+            let kinds = fields::access_kinds(&r.spec.kinds)?;
+            let c = crate::readers::tensor::read_access_counts(&tf.path, kinds, r.spec.processor)?;
+            fields::from_access_counts(c.intervals, c.elements, c.values, &r.spec.kinds)
+        }
+        _ => field(trace(input, view)?, quantity, r),
+    }
+}
+
 /// The number of elements `quantity` gives without computing it (for a
 /// view's check of what it can show).
 pub fn elements(t: &Trace, quantity: &str) -> Result<usize> {

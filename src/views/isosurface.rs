@@ -132,20 +132,15 @@ pub fn volume_of(input: &Loaded, spec: &Resolved, cube: &str) -> Result<Volume> 
                     dims.iter().product::<usize>()
                 )));
             }
-            let kinds = crate::analysis::fields::access_kinds(&spec.spec.kinds)?;
-            let c = crate::readers::tensor::read_access_counts(&tf.path, kinds, spec.spec.processor)?;
+            let f = inputs::field_of(input, &spec.spec.quantity, spec, "isosurface")?;
             Volume::new(
-                if spec.spec.kinds == "all" {
-                    "accesses".to_string()
-                } else {
-                    format!("{} accesses", spec.spec.kinds)
-                },
+                f.quantity.clone(),
                 "accesses",
                 dims,
                 ["element x".into(), "element y".into(), "element z".into()],
                 "interval",
-                (0..c.intervals).map(|t| t.to_string()).collect(),
-                c.values,
+                (0..f.bins).map(|t| t.to_string()).collect(),
+                f.values,
             )
         }
         Loaded::Profile(_) => Err(Error::Invalid(

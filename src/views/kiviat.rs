@@ -69,6 +69,53 @@ impl Default for KiviatParams {
 pub struct KiviatData {
     pub field: Field,
     pub color: Option<Field>,
+    /// The scales of the whole tube (computed once, not per frame).
+    pub whole: Scales,
+}
+
+/// The largest radius value and the colour range of some bins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scales {
+    pub vmax: f64,
+    pub cmin: f64,
+    pub cmax: f64,
+}
+
+impl Scales {
+    /// Over bins `t0..t1`, elements averaged into sectors of `eg`.
+    pub fn of(field: &Field, color: Option<&Field>, eg: usize, t0: usize, t1: usize) -> Scales {
+        let ne = field.elements;
+        let sector = |f: &Field, t: usize, k: usize| -> f64 {
+            let (a, b) = (k * eg, ((k + 1) * eg).min(ne));
+            (a..b).map(|x| f.at(t, x)).sum::<f64>() / (b - a).max(1) as f64
+        };
+        let cf = color.unwrap_or(field);
+        let mut s = Scales {
+            vmax: 0.0,
+            cmin: f64::INFINITY,
+            cmax: f64::NEG_INFINITY,
+        };
+        for t in t0..t1 {
+            for k in 0..ne.div_ceil(eg.max(1)) {
+                s.vmax = s.vmax.max(sector(field, t, k));
+                let c = sector(cf, t, k);
+                s.cmin = s.cmin.min(c);
+                s.cmax = s.cmax.max(c);
+            }
+        }
+        s
+    }
+
+    /// The whole tube's scales for parameters `p`.
+    pub fn whole(field: &Field, color: Option<&Field>, p: &KiviatParams) -> Scales {
+        let skip = if p.keep_empty {
+            0
+        } else {
+            leading_empty_bins(field)
+        };
+        let eg = field.elements.div_ceil(p.max_sectors.max(3)).max(1);
+        Scales::of(field, color, eg, skip, field.bins)
+    }
 }
 
 impl View for Kiviat {
@@ -137,29 +184,25 @@ impl View for Kiviat {
         Ok(())
     }
 
-    fn compute(input: &Loaded, spec: &Resolved, _p: &KiviatParams) -> Result<KiviatData> {
-        if let Loaded::Tensor(tf) = input {
-            // accesses of --kinds per interval and element
-            let kinds = crate::analysis::fields::access_kinds(&spec.spec.kinds)?;
-            let c =
-                crate::readers::tensor::read_access_counts(&tf.path, kinds, spec.spec.processor)?;
-            let field = crate::analysis::fields::from_access_counts(
-                c.intervals,
-                c.elements,
-                c.values,
-                &spec.spec.kinds,
-            )?;
-            return Ok(KiviatData { field, color: None });
-        }
-        let t = inputs::trace(input, Self::NAME)?;
-        let field = inputs::field(t, &spec.spec.quantity, spec)?;
+    fn compute(input: &Loaded, spec: &Resolved, p: &KiviatParams) -> Result<KiviatData> {
+        let field = inputs::field_of(input, &spec.spec.quantity, spec, Self::NAME)?;
         let color = spec
             .spec
             .color_by
             .as_deref()
-            .map(|q| inputs::field(t, q, spec))
+            .map(|q| inputs::field_of(input, q, spec, Self::NAME))
             .transpose()?;
-        Ok(KiviatData { field, color })
+        let whole = Scales::whole(&field, color.as_ref(), p);
+        Ok(KiviatData {
+            field,
+            color,
+            whole,
+        })
+    }
+
+    fn data_key(p: &KiviatParams) -> serde_json::Value {
+        // what the whole tube's scales depend on
+        serde_json::json!({ "keep_empty": p.keep_empty, "max_sectors": p.max_sectors })
     }
 
     fn animation(d: &KiviatData, p: &KiviatParams) -> Animation {
@@ -179,7 +222,14 @@ impl View for Kiviat {
     }
 
     fn build(d: &KiviatData, spec: &Resolved, p: &KiviatParams, ctx: BuildCtx) -> Result<Scene> {
-        build(&d.field, d.color.as_ref(), &spec.colormap, p, ctx.step)
+        build(
+            &d.field,
+            d.color.as_ref(),
+            &spec.colormap,
+            p,
+            ctx.step,
+            Some(d.whole),
+        )
     }
 
     fn panel(ui: &mut egui::Ui, p: &mut KiviatParams) {
@@ -203,6 +253,7 @@ pub fn build(
     colormap: &str,
     p: &KiviatParams,
     start: usize,
+    whole: Option<Scales>,
 ) -> Result<Scene> {
     let e = field.elements;
     if e < 3 {
@@ -252,21 +303,12 @@ pub fn build(
     };
     let ring_bins = |r: usize| (first + r * group, (first + (r + 1) * group).min(first + n));
     // scales: the whole tube (one scale per animation) or this frame
-    let (s0, s1) = if p.per_frame_scale {
-        (first, first + n)
-    } else {
-        (skip, field.bins)
-    };
     let cf = color.unwrap_or(field);
-    let (mut vmax, mut cmin, mut cmax) = (0f64, f64::INFINITY, f64::NEG_INFINITY);
-    for t in s0..s1 {
-        for k in 0..e {
-            vmax = vmax.max(sector(field, t, k));
-            let c = sector(cf, t, k);
-            cmin = cmin.min(c);
-            cmax = cmax.max(c);
-        }
-    }
+    let Scales { vmax, cmin, cmax } = if p.per_frame_scale {
+        Scales::of(field, color, eg, first, first + n)
+    } else {
+        whole.unwrap_or_else(|| Scales::of(field, color, eg, skip, field.bins))
+    };
     let floor = if vmax > 0.0 {
         vmax * p.log_floor.clamp(1e-12, 0.5)
     } else {
@@ -320,7 +362,7 @@ pub fn build(
             mesh.indices.extend_from_slice(&[a, b, d, a, d, c]);
         }
     }
-    smooth_normals(&mut mesh);
+    mesh.smooth_normals();
     let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
     let ink = axes::ink(true);
     // a single ring (width 1) is drawn as its outline
@@ -452,34 +494,6 @@ pub fn build(
     Ok(scene)
 }
 
-/// Averages the face normals around every vertex.
-pub fn smooth_normals(mesh: &mut Mesh) {
-    let mut acc = vec![[0f32; 3]; mesh.vertices.len()];
-    for tri in mesh.indices.chunks_exact(3) {
-        let [a, b, c] = [tri[0], tri[1], tri[2]].map(|i| mesh.vertices[i as usize].position);
-        let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
-        let v = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
-        let n = [
-            u[1] * v[2] - u[2] * v[1],
-            u[2] * v[0] - u[0] * v[2],
-            u[0] * v[1] - u[1] * v[0],
-        ];
-        for &i in tri {
-            for k in 0..3 {
-                acc[i as usize][k] += n[k];
-            }
-        }
-    }
-    for (v, n) in mesh.vertices.iter_mut().zip(acc) {
-        let l = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
-        v.normal = if l > 0.0 {
-            [n[0] / l, n[1] / l, n[2] / l]
-        } else {
-            [0.0, 0.0, 1.0]
-        };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -510,7 +524,7 @@ mod tests {
         // 3 leading empty bins, then value = element + 1
         let f = field(10, 8, |t, e| if t < 3 { 0.0 } else { e as f64 + 1.0 });
         let p = params(4);
-        let s = build(&f, None, "viridis", &p, 0).unwrap();
+        let s = build(&f, None, "viridis", &p, 0, None).unwrap();
         let m = &s.meshes[0];
         assert_eq!(m.vertices.len(), 4 * 8);
         assert_eq!(m.triangles(), 2 * 8 * 3);
@@ -540,8 +554,8 @@ mod tests {
     fn one_scale_per_animation_and_constant_windows() {
         // values grow with time: a late frame keeps the whole tube's scale
         let f = field(40, 6, |t, e| (t * (e + 1)) as f64);
-        let a = build(&f, None, "viridis", &params(10), 0).unwrap();
-        let b = build(&f, None, "viridis", &params(10), 25).unwrap();
+        let a = build(&f, None, "viridis", &params(10), 0, None).unwrap();
+        let b = build(&f, None, "viridis", &params(10), 25, None).unwrap();
         let (la, lb) = (a.legend.unwrap(), b.legend.unwrap());
         assert_eq!((la.min, la.max), (lb.min, lb.max));
         let own = build(
@@ -553,12 +567,13 @@ mod tests {
                 ..params(10)
             },
             25,
+            None,
         )
         .unwrap();
         assert!(own.legend.unwrap().min > la.min);
         // a constant field shows its one value
         let c = field(5, 4, |_, _| 2.0);
-        let s = build(&c, None, "viridis", &params(0), 0).unwrap();
+        let s = build(&c, None, "viridis", &params(0), 0, None).unwrap();
         let l = s.legend.unwrap();
         assert_eq!((l.min, l.max), (2.0, 2.0));
     }
@@ -573,7 +588,7 @@ mod tests {
             keep_empty: true,
             ..params(0)
         };
-        let s = build(&f, None, "viridis", &p, 0).unwrap();
+        let s = build(&f, None, "viridis", &p, 0, None).unwrap();
         let r = |k: usize| {
             let v = s.meshes[0].vertices[k].position;
             (v[0] * v[0] + v[1] * v[1]).sqrt()
@@ -592,12 +607,22 @@ mod tests {
             keep_empty: true,
             ..params(w)
         };
-        let whole = build(&f, None, "viridis", &keep(0), 0).unwrap();
+        let whole = build(&f, None, "viridis", &keep(0), 0, None).unwrap();
         assert_eq!(whole.meshes[0].vertices.len(), 30 * 6);
-        let slid = build(&f, None, "viridis", &keep(15), 20).unwrap();
+        let slid = build(&f, None, "viridis", &keep(15), 20, None).unwrap();
         assert_eq!(slid.meshes[0].vertices.len(), 10 * 6);
-        assert!(build(&f, None, "viridis", &params(15), 40).is_err());
-        assert!(build(&field(3, 2, |_, _| 1.0), None, "viridis", &params(15), 0).is_err());
+        assert!(build(&f, None, "viridis", &params(15), 40, None).is_err());
+        assert!(
+            build(
+                &field(3, 2, |_, _| 1.0),
+                None,
+                "viridis",
+                &params(15),
+                0,
+                None
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -613,6 +638,7 @@ mod tests {
                 ..params(0)
             },
             0,
+            None,
         )
         .unwrap();
         assert!(s.triangles() <= 100_000, "{}", s.triangles());
@@ -620,7 +646,7 @@ mod tests {
         assert!(s.title.contains("bins per ring"));
         // a million elements: sectors of averaged elements, never a lone ring
         let f = field(4, 1 << 20, |t, e| ((t + e) % 5) as f64);
-        let s = build(&f, None, "viridis", &params(0), 0).unwrap();
+        let s = build(&f, None, "viridis", &params(0), 0, None).unwrap();
         assert!(s.triangles() > 10_000 && s.triangles() <= 2_000_000);
         assert!(s.title.contains("512 elements per sector"), "{}", s.title);
     }

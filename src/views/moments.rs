@@ -185,6 +185,15 @@ pub(super) fn chart_rows(height: u32, margins: &Margins) -> usize {
     ((height as f32 - margins.top - margins.bottom).max(16.0)) as usize
 }
 
+/// " (64 per row, averages)" when processors share rows, for titles.
+pub(super) fn merged_rows(group: usize) -> String {
+    if group > 1 {
+        format!(" ({group} per row, averages)")
+    } else {
+        String::new()
+    }
+}
+
 /// "12 ms – 30 ms" for the window.
 pub(super) fn window_text(t0: Time, t1: Time) -> String {
     let mag = t1 as f64;
@@ -378,11 +387,7 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
     scene.title = format!(
         "Moments of time in {} — {n} processors{}, {}",
         spec.states_label,
-        if group > 1 {
-            format!(" ({group} per row, averages)")
-        } else {
-            String::new()
-        },
+        merged_rows(group),
         window_text(t0, t1)
     );
     Ok(scene)

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::moments::{SKEW, moment_key, processor_ticks, row_moments, window_text};
+use super::moments::{SKEW, merged_rows, moment_key, processor_ticks, row_moments, window_text};
 use super::{BuildCtx, ParamDoc, Resolved, View, inputs};
 use crate::analysis::moments::MomentAcc;
 use crate::error::{Error, Result};
@@ -192,11 +192,7 @@ pub fn build(accs: &[MomentAcc], spec: &Resolved, p: &Moments3dParams) -> Result
     scene.title = format!(
         "Moments of time in {} — {n} processors in depth{}, {}",
         spec.states_label,
-        if group > 1 {
-            format!(" ({group} per row, averages)")
-        } else {
-            String::new()
-        },
+        merged_rows(group),
         window_text(t0, t1)
     );
     Ok(scene)
