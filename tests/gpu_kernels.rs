@@ -5,7 +5,7 @@
 //! Without an adapter these tests say so and pass, unless
 //! `TAPESTRY_REQUIRE_GPU` is set (CI sets it, so there they must run).
 
-use tapestry::analysis::{fields, moments};
+use tapestry::analysis::{fields, isosurface, moments};
 use tapestry::gpu::{GpuContext, kernels};
 use tapestry::synth;
 
@@ -110,4 +110,130 @@ fn busy_bins_kernel_matches_the_cpu() {
             );
         }
     }
+}
+
+/// The CPU reference on the field the GPU sees: values and isovalue
+/// rounded to f32.
+fn cpu_on_f32(values: &[f64], dims: [usize; 3], iso: f64) -> isosurface::IsoMesh {
+    let v: Vec<f64> = values.iter().map(|&x| x as f32 as f64).collect();
+    isosurface::extract(&v, dims, iso as f32 as f64)
+}
+
+/// Identical indices and vertex count; positions and normals within the
+/// stated f32 bound.
+fn assert_same_mesh(cpu: &isosurface::IsoMesh, gpu: &isosurface::IsoMesh, what: &str) {
+    assert_eq!(cpu.positions.len(), gpu.positions.len(), "{what}: vertices");
+    assert_eq!(cpu.indices, gpu.indices, "{what}: indices");
+    for (i, (c, g)) in cpu.positions.iter().zip(&gpu.positions).enumerate() {
+        for k in 0..3 {
+            assert!(
+                (c[k] - g[k]).abs() <= 1e-5 * c[k].abs().max(1.0),
+                "{what}: vertex {i} {c:?} vs {g:?}"
+            );
+        }
+    }
+    let bad = cpu
+        .normals
+        .iter()
+        .zip(&gpu.normals)
+        .filter(|(c, g)| (0..3).any(|k| (c[k] - g[k]).abs() > 1e-4))
+        .count();
+    // normals agree except where the interpolated gradient nearly vanishes
+    assert!(
+        bad * 1000 <= cpu.normals.len(),
+        "{what}: {bad} normals differ"
+    );
+}
+
+fn lcg_field(dims: [usize; 3], levels: u64, seed: u64) -> Vec<f64> {
+    let mut s = seed;
+    (0..dims[0] * dims[1] * dims[2])
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 33) % levels) as f64 / (levels - 1) as f64 - 0.5
+        })
+        .collect()
+}
+
+#[test]
+fn marching_cubes_kernel_gives_the_cpu_mesh() {
+    let Some(ctx) = context() else { return };
+    // random fields (values exactly at the isovalues included: 5 levels),
+    // shapes not multiples of 32, words spanning rows
+    for (dims, seed) in [
+        ([20, 20, 20], 1),
+        ([37, 5, 9], 2),
+        ([70, 33, 4], 3),
+        ([2, 2, 2], 4),
+        ([33, 2, 65], 5),
+    ] {
+        let v = lcg_field(dims, 5, seed);
+        let mut x = kernels::isosurface::Extractor::new(&ctx, dims).unwrap();
+        x.set_field(&v).unwrap();
+        for iso in [0.0, 0.25, -0.25, 0.1, -0.5, 0.5, 7.0] {
+            let g = x.extract(iso).unwrap();
+            let c = cpu_on_f32(&v, dims, iso);
+            assert_same_mesh(&c, &g, &format!("{dims:?} iso {iso}"));
+        }
+    }
+    // three levels of prefix sums (over 2^20 edge words)
+    let dims = [3, 600, 600];
+    let v = lcg_field(dims, 5, 11);
+    let g = kernels::isosurface::extract(&ctx, &v, dims, 0.1).unwrap();
+    assert_same_mesh(&cpu_on_f32(&v, dims, 0.1), &g, "3-level scan");
+    // continuous random values
+    let dims = [45, 31, 28];
+    let v: Vec<f64> = lcg_field(dims, 1 << 20, 9)
+        .iter()
+        .map(|x| x.sin() * 3.0)
+        .collect();
+    let g = kernels::isosurface::extract(&ctx, &v, dims, 0.3).unwrap();
+    assert!(g.triangles() > 1000);
+    assert_same_mesh(&cpu_on_f32(&v, dims, 0.3), &g, "continuous");
+    // a sphere: closed, Euler characteristic 2, same as the CPU
+    let n = 64;
+    let c = (n as f64 - 1.0) / 2.0;
+    let sphere: Vec<f64> = (0..n * n * n)
+        .map(|i| {
+            let (x, y, z) = (
+                (i % n) as f64 - c,
+                ((i / n) % n) as f64 - c,
+                (i / (n * n)) as f64 - c,
+            );
+            20.0 - (x * x + y * y + z * z).sqrt()
+        })
+        .collect();
+    let g = kernels::isosurface::extract(&ctx, &sphere, [n, n, n], 0.0).unwrap();
+    assert_same_mesh(&cpu_on_f32(&sphere, [n, n, n], 0.0), &g, "sphere");
+    let want = 4.0 * std::f64::consts::PI * 400.0;
+    assert!((g.area() - want).abs() / want < 0.01);
+    // constant fields (at, above, below the isovalue) and degenerate shapes
+    for (dims, val, iso) in [
+        ([3, 3, 3], 2.0, 2.0),
+        ([3, 3, 3], 1.0, 0.5),
+        ([5, 4, 3], 1.0, 1.5),
+    ] {
+        let v = vec![val; dims.iter().product()];
+        assert_eq!(
+            kernels::isosurface::extract(&ctx, &v, dims, iso)
+                .unwrap()
+                .triangles(),
+            0
+        );
+    }
+    for dims in [[1, 1, 10], [1, 7, 7], [9, 1, 1]] {
+        let v = lcg_field(dims, 5, 7);
+        assert_eq!(
+            kernels::isosurface::extract(&ctx, &v, dims, 0.0)
+                .unwrap()
+                .triangles(),
+            0
+        );
+        assert!(kernels::isosurface::Extractor::new(&ctx, dims).is_err());
+    }
+    // a wrong number of values is refused
+    let mut x = kernels::isosurface::Extractor::new(&ctx, [4, 4, 4]).unwrap();
+    assert!(x.set_field(&[0.0; 10]).is_err());
 }

@@ -145,6 +145,23 @@ fn triangles_of_case(case: usize) -> Vec<[u8; 3]> {
     tris
 }
 
+/// The case table for the GPU twin (`shaders/marching_cubes.wgsl`): 256
+/// triangle counts, then 16 slots per case holding each triangle's edges as
+/// `axis | cx << 2 | cy << 3 | cz << 4` (the edge's lower corner).
+pub fn packed_table() -> Vec<u32> {
+    let table = case_table();
+    let mut out = vec![0u32; 256 + 256 * 16];
+    for (case, tris) in table.iter().enumerate() {
+        out[case] = tris.len() as u32;
+        for (j, &e) in tris.iter().flatten().enumerate() {
+            let (axis, c) = edges()[e as usize];
+            let [cx, cy, cz] = corner(c);
+            out[256 + case * 16 + j] = (axis | cx << 2 | cy << 3 | cz << 4) as u32;
+        }
+    }
+    out
+}
+
 /// The two faces of the cell an edge lies on, as bits `2·axis + side`.
 fn faces_of(e: usize) -> u8 {
     let (axis, c) = edges()[e];
@@ -498,6 +515,12 @@ mod tests {
         }
         // one corner inside: one triangle
         assert_eq!(t[1].len(), 1);
+        // the GPU table has room for 5 triangles a case
+        assert!(
+            t.iter().all(|c| c.len() <= 5),
+            "{:?}",
+            t.iter().map(Vec::len).max()
+        );
     }
 
     #[test]

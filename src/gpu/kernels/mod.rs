@@ -4,11 +4,13 @@
 //! * [`moments`]: per-location moments over state intervals
 //!   (`analysis::moments`);
 //! * [`busy_bins`]: the time-binned busy-fraction field
-//!   (`analysis::fields::busy_fraction`).
+//!   (`analysis::fields::busy_fraction`);
+//! * [`isosurface`]: marching cubes (`analysis::isosurface::extract`).
 //!
 //! Inputs larger than one storage binding are processed in chunks.
 
 pub mod busy_bins;
+pub mod isosurface;
 pub mod moments;
 
 use wgpu::util::DeviceExt;
