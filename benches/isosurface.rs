@@ -3,6 +3,10 @@
 //! isovalue 0.3 (the volume of issue #9, for comparison with VTK's Flying
 //! Edges): voxels/s on one core and on all cores, triangles, peak memory.
 //!
+//! The GPU path (`gpu::kernels::isosurface`) on whatever adapter opens
+//! (lavapipe here): wall time per extraction including the read-back, and
+//! the kernels' own time from GPU timestamps where offered.
+//!
 //! Run: `cargo bench --bench isosurface`.
 
 #[path = "common/mod.rs"]
@@ -16,16 +20,7 @@ use tapestry::analysis::isosurface::extract;
 
 fn main() {
     let n = 256usize;
-    let h = 2.0 * std::f64::consts::PI / (n - 1) as f64;
-    let c = |i: usize| -std::f64::consts::PI + i as f64 * h;
-    let values: Vec<f64> = (0..n * n * n)
-        .map(|i| {
-            let (x, y, z) = (c(i % n), c((i / n) % n), c(i / (n * n)));
-            (2.0 * x).sin() * (2.0 * y).cos()
-                + (2.0 * y).sin() * (2.0 * z).cos()
-                + (2.0 * z).sin() * (2.0 * x).cos()
-        })
-        .collect();
+    let values = tapestry::synth::volume::gyroid([n, n, n], 1, 0.0);
     let dims = [n, n, n];
     let voxels = (n * n * n) as u64;
     let threads = rayon::current_num_threads();
@@ -69,6 +64,41 @@ fn main() {
         tn * 1e3,
         voxels as f64 / tn / 1e6
     );
+    match tapestry::gpu::GpuContext::new() {
+        Ok(ctx) => {
+            let mut x = tapestry::gpu::kernels::isosurface::Extractor::new(&ctx, dims)
+                .expect("the GPU extractor");
+            x.set_field(&values).expect("the field");
+            let mut kernel = f64::INFINITY;
+            let mut wall = f64::INFINITY;
+            let mut tris = 0;
+            for _ in 0..3 {
+                let t = Instant::now();
+                let m = x.extract(0.3).expect("GPU extraction");
+                wall = wall.min(t.elapsed().as_secs_f64());
+                tris = m.triangles();
+                if let Some(ns) = x.last_kernel_ns() {
+                    kernel = kernel.min(ns * 1e-9);
+                }
+            }
+            println!(
+                "GPU ({}): {tris} triangles; {:.1} ms, {:.0} M voxels/s including the read-back{}",
+                ctx.describe(),
+                wall * 1e3,
+                voxels as f64 / wall / 1e6,
+                if kernel.is_finite() {
+                    format!(
+                        "; kernels {:.1} ms, {:.0} M voxels/s (GPU timestamps)",
+                        kernel * 1e3,
+                        voxels as f64 / kernel / 1e6
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+        Err(e) => println!("GPU path not measured: {e}"),
+    }
     println!(
         "peak memory of the process: {:.0} MiB (the volume: {} MiB)",
         common::peak_mib(),

@@ -88,20 +88,7 @@ fn main() {
     let volume = dir.join("render-volume-128.npy");
     if !volume.exists() {
         let n = 128usize;
-        let mut v = Vec::with_capacity(4 * n * n * n);
-        for t in 0..4 {
-            for i in 0..n * n * n {
-                let c = |k: usize| {
-                    -std::f64::consts::PI + k as f64 * 2.0 * std::f64::consts::PI / (n - 1) as f64
-                };
-                let (x, y, z) = (c(i % n) + 0.2 * t as f64, c((i / n) % n), c(i / (n * n)));
-                v.push(
-                    (2.0 * x).sin() * (2.0 * y).cos()
-                        + (2.0 * y).sin() * (2.0 * z).cos()
-                        + (2.0 * z).sin() * (2.0 * x).cos(),
-                );
-            }
-        }
+        let v = tapestry::synth::volume::gyroid([n, n, n], 4, 0.2);
         tapestry::export::npy::write_array(&volume, &[4, n as u64, n as u64, n as u64], &v)
             .expect("volume");
     }

@@ -224,7 +224,7 @@ pub struct AnalyzeArgs {
     /// Overview: strips side by side.
     #[arg(long, default_value_t = 1)]
     pub strips: usize,
-    /// Run the GPU-capable analyses (moments, busy fields) on the CPU.
+    /// Run the GPU-capable analyses (moments, isosurfaces) on the CPU.
     #[arg(long, conflicts_with = "gpu")]
     pub cpu: bool,
     /// Run the GPU-capable analyses on the GPU (lavapipe included).
@@ -1075,6 +1075,9 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
     Ok(())
 }
 
+/// Volumes below this many points stay on the CPU unless `--gpu`.
+const AUTO_GPU_MIN_VOXELS: usize = 1 << 21;
+
 fn run_volumes(a: &AnalyzeArgs, set: &tapestry::model::VolumeSet) -> Result<Output> {
     use tapestry::analysis::isosurface;
     if a.analysis != Analysis::Isosurface {
@@ -1105,6 +1108,30 @@ fn run_volumes(a: &AnalyzeArgs, set: &tapestry::model::VolumeSet) -> Result<Outp
     {
         bail!("--iso: {bad} is not a finite number");
     }
+    // the GPU twin when asked, or (automatically) for large volumes on a
+    // hardware adapter whose storage bindings hold the field
+    let mut gpu = match a.compute() {
+        tapestry::gpu::Compute::Cpu => None,
+        tapestry::gpu::Compute::Gpu => {
+            let ctx = tapestry::gpu::GpuContext::new()?;
+            Some(tapestry::gpu::kernels::isosurface::Extractor::new(
+                &ctx, v.dims,
+            )?)
+        }
+        tapestry::gpu::Compute::Auto if v.cells() >= AUTO_GPU_MIN_VOXELS => {
+            tapestry::gpu::GpuContext::new()
+                .ok()
+                .filter(|c| !c.is_software())
+                .and_then(|ctx| {
+                    tapestry::gpu::kernels::isosurface::Extractor::new(&ctx, v.dims).ok()
+                })
+        }
+        tapestry::gpu::Compute::Auto => None,
+    };
+    let compute = match &gpu {
+        Some(x) => format!("gpu ({})", x.adapter()),
+        None => "cpu".to_string(),
+    };
     let mut rows = Vec::new();
     let mut first_meshes = Vec::new();
     for &t in &steps {
@@ -1120,8 +1147,14 @@ fn run_volumes(a: &AnalyzeArgs, set: &tapestry::model::VolumeSet) -> Result<Outp
                 isosurface::isovalues(lo, hi, 5)
             }
         };
+        if let Some(x) = &mut gpu {
+            x.set_field(values)?;
+        }
         for iso in isos {
-            let m = isosurface::extract(values, v.dims, iso);
+            let m = match &mut gpu {
+                Some(x) => x.extract(iso)?,
+                None => isosurface::extract(values, v.dims, iso),
+            };
             rows.push(vec![
                 Some(t as f64),
                 Some(iso),
@@ -1152,7 +1185,7 @@ fn run_volumes(a: &AnalyzeArgs, set: &tapestry::model::VolumeSet) -> Result<Outp
         rows,
         json!({"analysis": "isosurface", "quantity": v.name, "dims": v.dims, "step_axis": v.step_axis,
                "steps": steps.iter().map(|&t| v.steps[t].clone()).collect::<Vec<_>>(),
-               "inside": "values >= isovalue", "normals": "toward lower values"}),
+               "inside": "values >= isovalue", "normals": "toward lower values", "compute": compute}),
     ))
 }
 

@@ -57,6 +57,21 @@ enum WorkloadCmd {
         #[command(flatten)]
         common: Common,
     },
+    /// A scalar field of W x H x D points as a .npy volume (T steps: 4D), for the isosurface view and benchmarks.
+    Volume {
+        /// Points per axis: WxHxD.
+        #[arg(long, default_value = "128x128x128")]
+        dims: String,
+        /// Steps of the animation (more than 1 writes a 4D array).
+        #[arg(long, default_value_t = 1)]
+        steps: usize,
+        /// Drift along x per step, in radians.
+        #[arg(long, default_value_t = 0.2)]
+        drift: f64,
+        /// Output .npy file.
+        #[arg(short, long)]
+        out: PathBuf,
+    },
     /// A data-parallel kernel on a W x H grid (or W x H x D cube), with its element access tensor.
     Kernel {
         #[arg(long, default_value_t = 64)]
@@ -170,8 +185,50 @@ fn model(common: &Common) -> Result<MachineModel> {
     Ok(m)
 }
 
+/// `synth volume`: the gyroid-like field of `synth::volume`.
+fn volume(dims: &str, steps: usize, drift: f64, out: &Path) -> Result<()> {
+    let [x, y, z] = kernel_dims(Some(dims), [0; 3])?.map(|d| d as usize);
+    if x < 2 || y < 2 || z < 2 {
+        bail!("--dims {dims}: a volume needs at least 2 points along each axis");
+    }
+    let n = (x as u64) * (y as u64) * (z as u64) * steps as u64;
+    if steps == 0 || n > tapestry::readers::volume::MAX_VALUES {
+        bail!(
+            "--dims {dims} --steps {steps}: {n} values; a volume holds 1 to {} values",
+            tapestry::readers::volume::MAX_VALUES
+        );
+    }
+    if !drift.is_finite() {
+        bail!("--drift must be a finite number, got {drift}");
+    }
+    if out.extension().is_none_or(|e| e != "npy") {
+        bail!("--out {}: a volume is written as .npy", out.display());
+    }
+    let t = Instant::now();
+    let v = synth::volume::gyroid([x, y, z], steps, drift);
+    let mut shape = vec![z as u64, y as u64, x as u64];
+    if steps > 1 {
+        shape.insert(0, steps as u64);
+    }
+    tapestry::export::npy::write_array(out, &shape, &v)
+        .with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "wrote {} ({x}x{y}x{z} points, {steps} step{}) in {:.2} s",
+        out.display(),
+        if steps == 1 { "" } else { "s" },
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 pub fn run(a: SynthArgs) -> Result<()> {
     let (workload, common, tensor) = match a.workload {
+        WorkloadCmd::Volume {
+            dims,
+            steps,
+            drift,
+            out,
+        } => return volume(&dims, steps, drift, &out),
         WorkloadCmd::Gauss { n, dist, common } => {
             if n == 0 || n > 1 << 20 {
                 bail!("--n must be in 1..=1048576, got {n}");

@@ -16,6 +16,7 @@ pub mod hypercube;
 pub mod kernel;
 pub mod sim;
 pub mod sink;
+pub mod volume;
 pub mod writers;
 
 use std::path::Path;

@@ -168,6 +168,20 @@ fn bind_at(
     })
 }
 
+/// Timestamps at the beginning and end of a pass, at `first` and `first + 1`.
+fn writes(
+    timer: &Option<(wgpu::QuerySet, wgpu::Buffer)>,
+    first: u32,
+) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+    timer
+        .as_ref()
+        .map(|(qs, _)| wgpu::ComputePassTimestampWrites {
+            query_set: qs,
+            beginning_of_pass_write_index: Some(first),
+            end_of_pass_write_index: Some(first + 1),
+        })
+}
+
 /// The mesh buffers of one capacity, and the bind groups that write them.
 struct Outputs {
     vertices: u64,
@@ -205,6 +219,10 @@ pub struct Extractor {
     scan_edges: Scan,
     scan_cells: Scan,
     outputs: Option<Outputs>,
+    /// Timestamp queries (begin and end of the counting and emitting
+    /// passes) where the adapter offers them.
+    timer: Option<(wgpu::QuerySet, wgpu::Buffer)>,
+    last_kernel_ns: Option<f64>,
 }
 
 impl Extractor {
@@ -302,6 +320,25 @@ impl Extractor {
             scan_edges,
             scan_cells,
             outputs: None,
+            timer: ctx
+                .features
+                .contains(wgpu::Features::TIMESTAMP_QUERY)
+                .then(|| {
+                    let qs = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+                        label: Some("marching cubes timestamps"),
+                        ty: wgpu::QueryType::Timestamp,
+                        count: 4,
+                    });
+                    let resolve = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("timestamps"),
+                        // the second pair at the resolve alignment (256)
+                        size: 2 * wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT,
+                        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                        mapped_at_creation: false,
+                    });
+                    (qs, resolve)
+                }),
+            last_kernel_ns: None,
         })
     }
 
@@ -398,6 +435,17 @@ impl Extractor {
         Ok(())
     }
 
+    /// The adapter's description.
+    pub fn adapter(&self) -> String {
+        self.ctx.info.name.clone()
+    }
+
+    /// GPU time of the last extraction's kernels (both passes, transfers
+    /// excluded), in ns, where the adapter offers timestamp queries.
+    pub fn last_kernel_ns(&self) -> Option<f64> {
+        self.last_kernel_ns
+    }
+
     /// The isosurface at `iso` of the field last set: inside means
     /// `f32(value) >= f32(iso)`.
     pub fn extract(&mut self, iso: f64) -> Result<IsoMesh, GpuError> {
@@ -406,7 +454,10 @@ impl Extractor {
         // counting: bits, counts, prefix sums, and the two totals
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         {
-            let mut pass = enc.begin_compute_pass(&Default::default());
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("marching cubes: count"),
+                timestamp_writes: writes(&self.timer, 0),
+            });
             let dispatch = |pass: &mut wgpu::ComputePass, pipe, bindg, threads: u64| {
                 pass.set_pipeline(pipe);
                 pass.set_bind_group(0, bindg, &[]);
@@ -436,12 +487,23 @@ impl Extractor {
             self.scan_cells
                 .encode(&mut pass, &self.scan_blocks, &self.scan_add);
         }
-        let totals = scratch(&ctx, "totals", 8);
+        let totals = scratch(&ctx, "totals", 24);
         enc.copy_buffer_to_buffer(self.scan_edges.total(), 0, &totals, 0, 4);
         enc.copy_buffer_to_buffer(self.scan_cells.total(), 0, &totals, 4, 4);
-        let bytes = super::read_back(&ctx, enc, &totals, 8)?;
-        let counts: &[u32] = bytemuck::cast_slice(&bytes[..8]);
+        if let Some((qs, resolve)) = &self.timer {
+            enc.resolve_query_set(qs, 0..2, resolve, 0);
+            enc.copy_buffer_to_buffer(resolve, 0, &totals, 8, 16);
+        }
+        let bytes = super::read_back(&ctx, enc, &totals, 24)?;
+        // a Vec<u8> is not promised any alignment: read by copying
+        let counts: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[..8]);
         let (nv, nt) = (counts[0] as u64, counts[1] as u64);
+        let period = ctx.queue.get_timestamp_period() as f64;
+        let span = |b: &[u8]| {
+            let t: Vec<u64> = bytemuck::pod_collect_to_vec(b);
+            t[1].saturating_sub(t[0]) as f64 * period
+        };
+        self.last_kernel_ns = self.timer.as_ref().map(|_| span(&bytes[8..24]));
         if nt == 0 {
             return Ok(IsoMesh::default());
         }
@@ -453,7 +515,10 @@ impl Extractor {
             .ok_or_else(|| GpuError::Other("mesh buffers".into()))?;
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         {
-            let mut pass = enc.begin_compute_pass(&Default::default());
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("marching cubes: emit"),
+                timestamp_writes: writes(&self.timer, 2),
+            });
             pass.set_pipeline(&self.vertices);
             pass.set_bind_group(0, &out.bind_vertices, &[]);
             let (x, y) = grid((items[1] as u64).div_ceil(256) as u32);
@@ -466,22 +531,32 @@ impl Extractor {
         let (pb, ib) = (nv * 12, nt * 12);
         let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("mesh read back"),
-            size: 2 * pb + ib,
+            size: 2 * pb + ib + 16,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         enc.copy_buffer_to_buffer(&out.positions, 0, &staging, 0, pb);
         enc.copy_buffer_to_buffer(&out.normals, 0, &staging, pb, pb);
         enc.copy_buffer_to_buffer(&out.indices, 0, &staging, 2 * pb, ib);
+        if let Some((qs, resolve)) = &self.timer {
+            let at = wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
+            enc.resolve_query_set(qs, 2..4, resolve, at);
+            enc.copy_buffer_to_buffer(resolve, at, &staging, 2 * pb + ib, 16);
+        }
         ctx.queue.submit([enc.finish()]);
         let bytes = crate::gpu::map_read(&ctx, &staging)?;
-        let floats: &[f32] = bytemuck::cast_slice(&bytes[..(2 * pb) as usize]);
+        if let Some(count) = self.last_kernel_ns {
+            let end = (2 * pb + ib) as usize;
+            self.last_kernel_ns = Some(count + span(&bytes[end..end + 16]));
+        }
+        let floats: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes[..(2 * pb) as usize]);
         let triple = |s: &[f32]| s.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
         Ok(IsoMesh {
             positions: triple(&floats[..(3 * nv) as usize]),
             normals: triple(&floats[(3 * nv) as usize..]),
-            indices: bytemuck::cast_slice(&bytes[(2 * pb) as usize..(2 * pb + ib) as usize])
-                .to_vec(),
+            indices: bytemuck::pod_collect_to_vec(
+                &bytes[(2 * pb) as usize..(2 * pb + ib) as usize],
+            ),
         })
     }
 }
