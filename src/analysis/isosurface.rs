@@ -446,6 +446,51 @@ pub fn extract(values: &[f64], dims: [usize; 3], iso: f64) -> IsoMesh {
     mesh
 }
 
+/// `values` (`dims`, x fastest) resampled trilinearly onto `to` points
+/// per axis spanning the same extent: point `i` of an axis of `m` points
+/// sits at `i·(n − 1)/(m − 1)` of the original (the level of detail of
+/// playback). Axes of fewer than 2 points are kept.
+pub fn resample(values: &[f64], dims: [usize; 3], to: [usize; 3]) -> Vec<f64> {
+    let [nx, ny, nz] = dims;
+    let to = [0, 1, 2].map(|k| if dims[k] < 2 { dims[k] } else { to[k].max(2) });
+    // for each axis and target index: the lower source index and the weight
+    let taps = |n: usize, m: usize| -> Vec<(usize, f64)> {
+        (0..m)
+            .map(|i| {
+                if n < 2 || m < 2 {
+                    return (0, 0.0);
+                }
+                let x = i as f64 * (n - 1) as f64 / (m - 1) as f64;
+                let lo = (x.floor() as usize).min(n - 2);
+                (lo, x - lo as f64)
+            })
+            .collect()
+    };
+    let (tx, ty, tz) = (taps(nx, to[0]), taps(ny, to[1]), taps(nz, to[2]));
+    let at = |x: usize, y: usize, z: usize| values[x + nx * (y + ny * z)];
+    let step = |n: usize| usize::from(n > 1);
+    let (sx, sy, sz) = (step(nx), step(ny), step(nz));
+    let mut out = vec![0.0; to[0] * to[1] * to[2]];
+    out.par_chunks_mut((to[0] * to[1]).max(1))
+        .zip(tz.par_iter())
+        .for_each(|(plane, &(z, wz))| {
+            for (j, &(y, wy)) in ty.iter().enumerate() {
+                for (i, &(x, wx)) in tx.iter().enumerate() {
+                    let lerp = |a: f64, b: f64, w: f64| a + w * (b - a);
+                    let c = |dy: usize, dz: usize| {
+                        lerp(at(x, y + dy, z + dz), at(x + sx, y + dy, z + dz), wx)
+                    };
+                    plane[i + to[0] * j] = lerp(
+                        lerp(c(0, 0), c(sy, 0), wy),
+                        lerp(c(0, sz), c(sy, sz), wy),
+                        wz,
+                    );
+                }
+            }
+        });
+    out
+}
+
 /// `k` isovalues evenly inside `(lo, hi)`: lo + (i + 1)(hi − lo)/(k + 1).
 pub fn isovalues(lo: f64, hi: f64, k: usize) -> Vec<f64> {
     (0..k)
@@ -598,5 +643,24 @@ mod tests {
         // a constant field exactly at the isovalue: all inside, nothing to draw
         assert_eq!(extract(&[2.0; 27], [3, 3, 3], 2.0).triangles(), 0);
         assert_eq!(isovalues(0.0, 6.0, 5), vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+    }
+
+    #[test]
+    fn resampling_keeps_linear_fields_and_the_corners() {
+        // a linear field is reproduced exactly by trilinear resampling
+        let dims = [9, 7, 5];
+        let f = |x: f64, y: f64, z: f64| 2.0 * x - 3.0 * y + 0.5 * z + 1.0;
+        let v: Vec<f64> = (0..9 * 7 * 5)
+            .map(|i| f((i % 9) as f64, ((i / 9) % 7) as f64, (i / 63) as f64))
+            .collect();
+        let to = [4, 3, 3];
+        let r = resample(&v, dims, to);
+        for (i, &got) in r.iter().enumerate() {
+            let (x, y, z) = (i % 4, (i / 4) % 3, i / 12);
+            let want = f(x as f64 * 8.0 / 3.0, y as f64 * 3.0, z as f64 * 2.0);
+            assert!((got - want).abs() < 1e-9, "{i}: {got} vs {want}");
+        }
+        // the same size is the identity
+        assert_eq!(resample(&v, dims, dims), v);
     }
 }

@@ -58,6 +58,8 @@ enum Job {
         generation: u64,
         state: ViewState,
         size: (u32, u32),
+        /// The playback triangle budget while the animation plays.
+        budget: Option<usize>,
     },
 }
 
@@ -165,6 +167,7 @@ fn worker(
             generation,
             state,
             size,
+            budget,
         } = job;
         let result = (|| -> Result<(Scene, Animation, Vec<String>)> {
             let view = views::find(&state.view)?;
@@ -187,6 +190,7 @@ fn worker(
                 step: state.step.min(anim.steps.saturating_sub(1)),
                 width: size.0,
                 height: size.1,
+                triangle_budget: budget,
             })?;
             Ok((scene, anim, prep.spec.warnings.clone()))
         })();
@@ -212,6 +216,9 @@ struct Gfx {
     ctx: GpuContext,
     renderer: Renderer,
     targets: Targets,
+    /// One sample per pixel, for playback on a software adapter (4× MSAA
+    /// costs lavapipe more than half of a frame); made when first needed.
+    playback: Option<(Renderer, Targets)>,
     egui_ctx: egui::Context,
     egui_state: egui_winit::State,
     egui_renderer: egui_wgpu::Renderer,
@@ -235,6 +242,9 @@ struct App {
     /// `scene` on the GPU; made again only when the scene changes.
     prepared: Option<PreparedScene>,
     playing: bool,
+    /// Whether the window's adapter is a software rasterizer (playback
+    /// budget).
+    software: bool,
     last_step: Instant,
     last_frame: Instant,
     frame: u64,
@@ -259,8 +269,8 @@ struct App {
 }
 
 /// The part of a view state whose change needs a new scene.
-fn build_key(s: &ViewState, size: (u32, u32)) -> serde_json::Value {
-    serde_json::json!([s.view, s.params, s.data, s.step, size])
+fn build_key(s: &ViewState, size: (u32, u32), budget: Option<usize>) -> serde_json::Value {
+    serde_json::json!([s.view, s.params, s.data, s.step, size, budget])
 }
 
 impl App {
@@ -277,7 +287,10 @@ impl App {
             return;
         }
         let size = self.scene_size();
-        let key = build_key(&self.state, size);
+        // lower detail while playing, where the view can (full when paused)
+        let budget = (self.playing && self.animation.steps > 1)
+            .then(|| views::playback_budget(self.software));
+        let key = build_key(&self.state, size, budget);
         if self.built_for.as_ref() == Some(&key) {
             return;
         }
@@ -288,6 +301,7 @@ impl App {
             generation: self.generation,
             state: self.state.clone(),
             size,
+            budget,
         });
     }
 
@@ -624,9 +638,19 @@ impl App {
         let prepared = self
             .prepared
             .get_or_insert_with(|| g.renderer.prepare(scene));
-        g.renderer.encode(
+        if self.playing && self.software && self.animation.steps > 1 && g.playback.is_none() {
+            g.playback = Some((
+                Renderer::with_samples(&g.ctx, g.config.format, 1),
+                Targets::with_samples(&g.ctx, g.config.format, g.config.width, g.config.height, 1),
+            ));
+        }
+        let (renderer, targets) = match &g.playback {
+            Some((r, t)) if self.playing && self.software => (r, t),
+            _ => (&g.renderer, &g.targets),
+        };
+        renderer.encode(
             &mut enc,
-            &g.targets,
+            targets,
             &view,
             prepared,
             &cam,
@@ -740,6 +764,7 @@ fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
         ctx,
         renderer,
         targets,
+        playback: None,
         egui_ctx,
         egui_state,
         egui_renderer,
@@ -755,6 +780,7 @@ impl ApplicationHandler<Wake> for App {
             Ok(g) => {
                 eprintln!("adapter: {}", g.ctx.describe());
                 self.surface = (g.config.width, g.config.height, g.window.scale_factor());
+                self.software = g.ctx.is_software();
                 g.window.request_redraw();
                 self.gfx = Some(g);
             }
@@ -799,6 +825,7 @@ impl ApplicationHandler<Wake> for App {
                     g.surface.configure(&g.ctx.device, &g.config);
                     g.targets =
                         Targets::new(&g.ctx, g.config.format, g.config.width, g.config.height);
+                    g.playback = None;
                     self.surface = (g.config.width, g.config.height, g.window.scale_factor());
                     g.window.request_redraw();
                 }
@@ -931,6 +958,7 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         animation: Animation::STILL,
         prepared: None,
         playing: false,
+        software: true,
         last_step: Instant::now(),
         last_frame: Instant::now(),
         frame: 0,

@@ -159,6 +159,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         step,
         width: w,
         height: h,
+        triangle_budget: None,
     };
     let first = prepared.build(ctx(steps[0]))?;
     let t_data = t_data.elapsed().as_secs_f64();

@@ -145,6 +145,7 @@ impl Frame {
 pub struct Renderer {
     ctx: GpuContext,
     format: wgpu::TextureFormat,
+    samples: u32,
     overlay: std::sync::Mutex<Option<overlay::Headless>>,
     lit: wgpu::RenderPipeline,
     /// Transparent meshes into the accumulation targets.
@@ -161,6 +162,9 @@ pub struct Renderer {
 /// order-independent transparency targets (multisampled accumulation and
 /// revealage, and their resolved images).
 pub struct Targets {
+    /// Samples per pixel; with 1 the passes draw into the resolved
+    /// images directly.
+    pub samples: u32,
     pub msaa: wgpu::TextureView,
     pub depth: wgpu::TextureView,
     accum: wgpu::TextureView,
@@ -169,9 +173,40 @@ pub struct Targets {
     reveal_resolved: wgpu::TextureView,
 }
 
+/// A 1×1 render target (a stand-in for an unused one).
+fn tex_small(ctx: &GpuContext, format: wgpu::TextureFormat) -> wgpu::TextureView {
+    ctx.device
+        .create_texture(&wgpu::TextureDescriptor {
+            label: Some("unused target"),
+            size: wgpu::Extent3d {
+                width: 1,
+                height: 1,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+            view_formats: &[],
+        })
+        .create_view(&Default::default())
+}
+
 impl Targets {
     /// Multisampled colour and depth targets of `width × height`.
     pub fn new(ctx: &GpuContext, format: wgpu::TextureFormat, width: u32, height: u32) -> Targets {
+        Self::with_samples(ctx, format, width, height, SAMPLES)
+    }
+
+    /// Targets of `samples` per pixel (1 or 4; those of the renderer).
+    pub fn with_samples(
+        ctx: &GpuContext,
+        format: wgpu::TextureFormat,
+        width: u32,
+        height: u32,
+        samples: u32,
+    ) -> Targets {
         let size = wgpu::Extent3d {
             width,
             height,
@@ -191,16 +226,33 @@ impl Targets {
                 })
                 .create_view(&Default::default())
         };
-        let tex = |format, usage| tex_n(format, usage, SAMPLES);
+        let tex = |format, usage| tex_n(format, usage, samples);
         let attach = wgpu::TextureUsages::RENDER_ATTACHMENT;
         let read = attach | wgpu::TextureUsages::TEXTURE_BINDING;
+        let accum_resolved = tex_n(ACCUM, read, 1);
+        let reveal_resolved = tex_n(REVEAL, read, 1);
+        let single = samples <= 1;
         Targets {
-            msaa: tex(format, attach),
+            samples: samples.max(1),
+            // unused with one sample: a 1×1 stand-in
+            msaa: if single {
+                tex_small(ctx, format)
+            } else {
+                tex(format, attach)
+            },
             depth: tex(DEPTH, attach),
-            accum: tex(ACCUM, attach),
-            reveal: tex(REVEAL, attach),
-            accum_resolved: tex_n(ACCUM, read, 1),
-            reveal_resolved: tex_n(REVEAL, read, 1),
+            accum: if single {
+                accum_resolved.clone()
+            } else {
+                tex(ACCUM, attach)
+            },
+            reveal: if single {
+                reveal_resolved.clone()
+            } else {
+                tex(REVEAL, attach)
+            },
+            accum_resolved,
+            reveal_resolved,
         }
     }
 }
@@ -213,6 +265,14 @@ impl Renderer {
 
     /// A renderer drawing into targets of `format` (a window's surface).
     pub fn with_format(ctx: &GpuContext, format: wgpu::TextureFormat) -> Renderer {
+        Self::with_samples(ctx, format, SAMPLES)
+    }
+
+    /// A renderer of `samples` per pixel (4: antialiased; 1: cheaper on a
+    /// software rasterizer, for playback), drawing into [`Targets`] of the
+    /// same count.
+    pub fn with_samples(ctx: &GpuContext, format: wgpu::TextureFormat, samples: u32) -> Renderer {
+        let samples = samples.max(1);
         let d = &ctx.device;
         let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("globals"),
@@ -297,7 +357,7 @@ impl Renderer {
                     bias: Default::default(),
                 }),
                 multisample: wgpu::MultisampleState {
-                    count: SAMPLES,
+                    count: samples,
                     mask: !0,
                     alpha_to_coverage_enabled: false,
                 },
@@ -420,8 +480,14 @@ impl Renderer {
             layout,
             ctx: ctx.clone(),
             format,
+            samples,
             overlay: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Samples per pixel of the pipelines (targets must match).
+    pub fn samples(&self) -> u32 {
+        self.samples
     }
 
     /// The colour format the pipelines draw into.
@@ -553,6 +619,7 @@ impl Renderer {
         let eye = Vec3::from(camera.eye);
         let light =
             (eye - Vec3::from(camera.target)).normalize_or(Vec3::Z) + Vec3::new(0.3, 0.5, 0.0);
+        let multi = targets.samples > 1;
         let lit_bind = self.globals(vp, light, true);
         let flat_bind = self.globals(vp, light, false);
         // opaque meshes, glyphs and lines; then the transparent meshes in
@@ -561,9 +628,9 @@ impl Renderer {
             let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("scene"),
                 color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &targets.msaa,
+                    view: if multi { &targets.msaa } else { resolve },
                     depth_slice: None,
-                    resolve_target: Some(resolve),
+                    resolve_target: multi.then_some(resolve),
                     ops: wgpu::Operations {
                         load: wgpu::LoadOp::Clear(wgpu::Color {
                             r: background[0],
@@ -571,7 +638,11 @@ impl Renderer {
                             b: background[2],
                             a: background[3],
                         }),
-                        store: wgpu::StoreOp::Discard,
+                        store: if multi {
+                            wgpu::StoreOp::Discard
+                        } else {
+                            wgpu::StoreOp::Store
+                        },
                     },
                 })],
                 depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
@@ -617,9 +688,9 @@ impl Renderer {
         {
             let layer = |view, resolve_target, clear: f64| {
                 Some(wgpu::RenderPassColorAttachment {
-                    view,
+                    view: if multi { view } else { resolve_target },
                     depth_slice: None,
-                    resolve_target: Some(resolve_target),
+                    resolve_target: multi.then_some(resolve_target),
                     ops: wgpu::Operations {
                         load: wgpu::LoadOp::Clear(wgpu::Color {
                             r: clear,
@@ -627,7 +698,11 @@ impl Renderer {
                             b: clear,
                             a: clear,
                         }),
-                        store: wgpu::StoreOp::Discard,
+                        store: if multi {
+                            wgpu::StoreOp::Discard
+                        } else {
+                            wgpu::StoreOp::Store
+                        },
                     },
                 })
             };
@@ -711,7 +786,7 @@ impl Renderer {
             height,
             depth_or_array_layers: 1,
         };
-        let targets = Targets::new(&self.ctx, self.format, width, height);
+        let targets = Targets::with_samples(&self.ctx, self.format, width, height, self.samples);
         let resolve = d.create_texture(&wgpu::TextureDescriptor {
             label: Some("frame"),
             size,

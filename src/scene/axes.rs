@@ -156,6 +156,15 @@ pub fn format_value(v: f64, unit: &Unit, magnitude: f64, step: f64) -> String {
     if !v.is_finite() {
         return "—".into();
     }
+    let s = format_finite(v, unit, magnitude, step);
+    // a value that rounds to zero is written without a sign ("-0.00")
+    match s.strip_prefix('-') {
+        Some(rest) if !rest.chars().any(|c| c.is_ascii_digit() && c != '0') => rest.to_string(),
+        _ => s,
+    }
+}
+
+fn format_finite(v: f64, unit: &Unit, magnitude: f64, step: f64) -> String {
     match unit {
         Unit::Nanoseconds => format_time(v, magnitude, step),
         Unit::Fraction => {

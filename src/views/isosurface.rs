@@ -205,7 +205,7 @@ impl View for Isosurface {
     }
 
     fn build(v: &Volume, spec: &Resolved, p: &IsoParams, ctx: BuildCtx) -> Result<Scene> {
-        build(v, &spec.colormap, p, ctx.step)
+        build(v, &spec.colormap, p, ctx.step, ctx.triangle_budget)
     }
 
     fn panel(ui: &mut egui::Ui, p: &mut IsoParams) {
@@ -244,7 +244,13 @@ pub fn isovalues_for(v: &Volume, p: &IsoParams, t: usize) -> Vec<f64> {
 }
 
 /// Builds the scene of step `t`.
-pub fn build(v: &Volume, colormap: &str, p: &IsoParams, t: usize) -> Result<Scene> {
+pub fn build(
+    v: &Volume,
+    colormap: &str,
+    p: &IsoParams,
+    t: usize,
+    budget: Option<usize>,
+) -> Result<Scene> {
     let t = t.min(v.steps.len().saturating_sub(1));
     let [nx, ny, nz] = v.dims;
     let isos = isovalues_for(v, p, t);
@@ -266,8 +272,8 @@ pub fn build(v: &Volume, colormap: &str, p: &IsoParams, t: usize) -> Result<Scen
     };
     let mut scene = Scene::new("", Projection::Perspective);
     let mut total = 0;
-    for (k, &iso) in isos.iter().enumerate() {
-        let m = isosurface::extract(values, v.dims, iso);
+    let (meshes, detail) = surfaces(values, v.dims, &isos, budget);
+    for (k, (&iso, m)) in isos.iter().zip(meshes).enumerate() {
         total += m.triangles();
         let shade = if isos.len() > 1 {
             k as f32 / (isos.len() - 1) as f32
@@ -367,7 +373,99 @@ pub fn build(v: &Volume, colormap: &str, p: &IsoParams, t: usize) -> Result<Scen
         v.steps.len(),
         if total == 0 { " — no surface" } else { "" }
     );
+    if let Some(d) = detail {
+        scene.title.push_str(&format!(" — {d}"));
+    }
     Ok(scene)
+}
+
+/// A triangle count to two or three figures: 1.4 M, 250 k.
+fn approx(n: f64) -> String {
+    if n >= 1e6 {
+        format!("{:.1} M", n / 1e6)
+    } else if n >= 1e3 {
+        format!("{:.0} k", n / 1e3)
+    } else {
+        format!("{n:.0}")
+    }
+}
+
+/// The surfaces of `isos`, in the grid coordinates of `dims`: at full
+/// detail, or (with a playback budget that the full surfaces would exceed)
+/// from the field resampled to fewer points, with a note saying so. The
+/// full triangle count is estimated from a probe at a quarter of the
+/// resolution (surface triangles grow with the square of the resolution).
+fn surfaces(
+    values: &[f64],
+    dims: [usize; 3],
+    isos: &[f64],
+    budget: Option<usize>,
+) -> (Vec<isosurface::IsoMesh>, Option<String>) {
+    let full = || {
+        isos.iter()
+            .map(|&i| isosurface::extract(values, dims, i))
+            .collect()
+    };
+    let Some(budget) = budget else {
+        return (full(), None);
+    };
+    let shrink = |f: f64| {
+        dims.map(|n| {
+            if n < 2 {
+                n
+            } else {
+                (((n - 1) as f64 / f).ceil() as usize + 1).max(2)
+            }
+        })
+    };
+    let probe_dims = shrink(4.0);
+    if probe_dims == dims {
+        return (full(), None);
+    }
+    let probe = isosurface::resample(values, dims, probe_dims);
+    let probed: usize = isos
+        .iter()
+        .map(|&i| isosurface::extract(&probe, probe_dims, i).triangles())
+        .sum();
+    let estimate = probed as f64 * 16.0;
+    if estimate <= budget as f64 {
+        return (full(), None);
+    }
+    let to = shrink((estimate / budget as f64).sqrt());
+    let coarse = isosurface::resample(values, dims, to);
+    // coarse grid coordinates back to the original's, per axis
+    let scale = [0, 1, 2].map(|k| {
+        if to[k] > 1 {
+            (dims[k] - 1) as f32 / (to[k] - 1) as f32
+        } else {
+            1.0
+        }
+    });
+    let meshes = isos
+        .iter()
+        .map(|&i| {
+            let mut m = isosurface::extract(&coarse, to, i);
+            for p in &mut m.positions {
+                for k in 0..3 {
+                    p[k] *= scale[k];
+                }
+            }
+            // gradients in coarse units are scale × the original's
+            for n in &mut m.normals {
+                let g = glam::Vec3::new(n[0] / scale[0], n[1] / scale[1], n[2] / scale[2]);
+                *n = g.normalize_or(glam::Vec3::Z).to_array();
+            }
+            m
+        })
+        .collect();
+    let note = format!(
+        "playback: field resampled to {}×{}×{} (full detail ≈ {} triangles; pause to see it)",
+        to[0],
+        to[1],
+        to[2],
+        approx(estimate),
+    );
+    (meshes, Some(note))
 }
 
 #[cfg(test)]
@@ -398,21 +496,53 @@ mod tests {
     }
 
     #[test]
+    fn playback_budget_lowers_detail_and_says_so() {
+        let v = ball(64, 1);
+        let p = IsoParams::default();
+        let full = build(&v, "viridis", &p, 0, None).unwrap();
+        let budget = full.triangles() / 6;
+        let play = build(&v, "viridis", &p, 0, Some(budget)).unwrap();
+        assert!(!full.title.contains("playback"));
+        assert!(
+            play.title.contains("playback: field resampled to"),
+            "{}",
+            play.title
+        );
+        // within the budget give or take the estimate, and the same extent
+        assert!(
+            play.triangles() <= budget * 3 / 2,
+            "{} > {budget}",
+            play.triangles()
+        );
+        assert!(play.triangles() * 20 >= budget, "{}", play.triangles());
+        let extent = |s: &Scene| {
+            s.meshes[0]
+                .vertices
+                .iter()
+                .fold(0f32, |m, v| m.max(v.position[0].abs()))
+        };
+        assert!((extent(&full) - extent(&play)).abs() < 0.05);
+        // a budget the surfaces fit changes nothing
+        let roomy = build(&v, "viridis", &p, 0, Some(full.triangles() * 4)).unwrap();
+        assert_eq!(roomy.triangles(), full.triangles());
+    }
+
+    #[test]
     fn nested_shells_one_per_isovalue() {
         let v = ball(16, 2);
         let whole = IsoParams {
             per_step_range: false,
             ..Default::default()
         };
-        let s = build(&v, "viridis", &whole, 0).unwrap();
+        let s = build(&v, "viridis", &whole, 0, None).unwrap();
         assert_eq!(s.meshes.len(), 5);
         assert_eq!(s.key.len(), 5);
         // isovalues over the whole animation: step 0 reaches only half of
         // them (its values are half of step 1's)
         let nonempty = s.meshes.iter().filter(|m| !m.indices.is_empty()).count();
         assert!((2..5).contains(&nonempty), "{nonempty}");
-        let s1 = build(&v, "viridis", &whole, 1).unwrap();
-        let own = build(&v, "viridis", &IsoParams::default(), 0).unwrap();
+        let s1 = build(&v, "viridis", &whole, 1, None).unwrap();
+        let own = build(&v, "viridis", &IsoParams::default(), 0, None).unwrap();
         assert_eq!(
             own.meshes.iter().filter(|m| !m.indices.is_empty()).count(),
             5
@@ -440,7 +570,7 @@ mod tests {
             values: vec![1.0],
             ..Default::default()
         };
-        assert_eq!(build(&v, "viridis", &p, 0).unwrap().meshes.len(), 1);
+        assert_eq!(build(&v, "viridis", &p, 0, None).unwrap().meshes.len(), 1);
         assert!(parse_cube("4x4").is_err());
         assert!(parse_cube("0x4x4").is_err());
         assert_eq!(parse_cube("2x3x4").unwrap(), [2, 3, 4]);

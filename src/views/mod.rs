@@ -50,6 +50,17 @@ pub struct BuildCtx {
     pub step: usize,
     pub width: u32,
     pub height: u32,
+    /// While an animation plays: the most triangles a frame should draw
+    /// (views that can lower their detail do, and say so in the title);
+    /// `None`: full detail (paused, exports, `render`).
+    pub triangle_budget: Option<usize>,
+}
+
+/// Triangles per frame during playback: what a software rasterizer draws
+/// at 10 frames/s (lavapipe's geometry stage: about 3 M triangles/s on one
+/// thread) and what a hardware GPU draws without effort.
+pub fn playback_budget(software: bool) -> usize {
+    if software { 250_000 } else { 20_000_000 }
 }
 
 /// The animation of a view: `steps` positions, of which successive frames

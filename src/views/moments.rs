@@ -424,6 +424,7 @@ mod tests {
             step: 0,
             width: 1280,
             height,
+            triangle_budget: None,
         }
     }
 
