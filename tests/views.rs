@@ -595,5 +595,8 @@ fn nested_transparent_shells_look_the_same_from_both_sides() {
         .zip(a1.rgba.chunks_exact(4))
         .filter(|(p, q)| (0..3).any(|k| (p[k] as i32 - q[k] as i32).abs() > 24))
         .count();
-    assert!(far < (w * h / 50) as usize, "{far} pixels differ with one sample");
+    assert!(
+        far < (w * h / 50) as usize,
+        "{far} pixels differ with one sample"
+    );
 }

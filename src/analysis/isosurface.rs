@@ -219,13 +219,11 @@ impl IsoMesh {
 }
 
 /// The crossing points of one z plane: edges of each axis whose lower end
-/// lies in the plane, as sorted keys `y·nx + x` with their vertices.
-#[derive(Default)]
+/// lies in the plane, as sorted keys `y·nx + x` (their vertices are in the
+/// mesh, the plane's from its offset on).
 struct Plane {
     keys: [Vec<u32>; 3],
-    positions: Vec<[f32; 3]>,
-    normals: Vec<[f32; 3]>,
-    /// First vertex of each axis in `positions`.
+    /// First vertex of each axis, from the plane's offset.
     first: [u32; 3],
 }
 
@@ -285,90 +283,122 @@ pub fn extract(values: &[f64], dims: [usize; 3], iso: f64) -> IsoMesh {
             b
         })
         .collect();
-    // pass 1: the crossing points of every plane
-    let planes: Vec<Plane> = (0..nz)
+    // the crossing edges of plane z: f(axis, y, word, bits), bits at or
+    // past the axis's last edge cleared
+    let masks = |z: usize, f: &mut dyn FnMut(usize, usize, usize, u64)| {
+        let here = &bits[z];
+        let limit = |w: usize, n: usize| -> u64 {
+            let left = n.saturating_sub(64 * w);
+            if left >= 64 { !0 } else { (1u64 << left) - 1 }
+        };
+        for y in 0..ny {
+            let row = &here[y * words..(y + 1) * words];
+            for w in 0..words {
+                let next = if w + 1 < words { row[w + 1] << 63 } else { 0 };
+                f(
+                    0,
+                    y,
+                    w,
+                    (row[w] ^ ((row[w] >> 1) | next)) & limit(w, nx - 1),
+                );
+            }
+        }
+        for y in 0..ny - 1 {
+            for w in 0..words {
+                f(
+                    1,
+                    y,
+                    w,
+                    (here[y * words + w] ^ here[(y + 1) * words + w]) & limit(w, nx),
+                );
+            }
+        }
+        if z + 1 < nz {
+            let above = &bits[z + 1];
+            for y in 0..ny {
+                for w in 0..words {
+                    f(
+                        2,
+                        y,
+                        w,
+                        (here[y * words + w] ^ above[y * words + w]) & limit(w, nx),
+                    );
+                }
+            }
+        }
+    };
+    // pass 1a: vertices per plane and axis (popcounts), so that every plane
+    // writes its vertices straight into the mesh
+    let counts: Vec<[usize; 3]> = (0..nz)
         .into_par_iter()
         .map(|z| {
-            let mut p = Plane::default();
-            let vertex = |p: &mut Plane, axis: usize, x: usize, y: usize, a: f64, b: f64| {
-                let (dx, dy, dz) = [(1, 0, 0), (0, 1, 0), (0, 0, 1)][axis];
-                let t = ((iso - a) / (b - a)).clamp(0.0, 1.0);
-                let ga = grad(x, y, z);
-                let gb = grad(x + dx, y + dy, z + dz);
-                let g = [0, 1, 2].map(|k| ga[k] + t * (gb[k] - ga[k]));
-                let l = (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]).sqrt();
-                // toward lower values
-                let n = if l > 0.0 {
-                    g.map(|c| (-c / l) as f32)
-                } else {
-                    [0.0, 0.0, 1.0]
-                };
-                p.keys[axis].push((y * nx + x) as u32);
-                p.positions.push([
-                    (x as f64 + t * dx as f64) as f32,
-                    (y as f64 + t * dy as f64) as f32,
-                    (z as f64 + t * dz as f64) as f32,
-                ]);
-                p.normals.push(n);
-            };
-            let here = &bits[z];
-            let above = bits.get(z + 1).filter(|_| z + 1 < nz);
-            let val = |x: usize, y: usize, zz: usize| values[x + nx * (y + ny * zz)];
-            // the set bits of `m` below `limit` in word `w`, in order
-            let each = |m: u64, w: usize, limit: usize, f: &mut dyn FnMut(usize)| {
-                let mut m = m;
-                while m != 0 {
-                    let x = 64 * w + m.trailing_zeros() as usize;
-                    if x >= limit {
-                        break;
-                    }
-                    f(x);
-                    m &= m - 1;
-                }
-            };
-            // x edges
-            p.first[0] = 0;
-            for y in 0..ny {
-                let row = &here[y * words..(y + 1) * words];
-                for w in 0..words {
-                    let next = if w + 1 < words { row[w + 1] << 63 } else { 0 };
-                    let m = row[w] ^ ((row[w] >> 1) | next);
-                    each(m, w, nx - 1, &mut |x| {
-                        vertex(&mut p, 0, x, y, val(x, y, z), val(x + 1, y, z))
-                    });
-                }
-            }
-            // y edges
-            p.first[1] = p.positions.len() as u32;
-            for y in 0..ny - 1 {
-                for w in 0..words {
-                    let m = here[y * words + w] ^ here[(y + 1) * words + w];
-                    each(m, w, nx, &mut |x| {
-                        vertex(&mut p, 1, x, y, val(x, y, z), val(x, y + 1, z))
-                    });
-                }
-            }
-            // z edges
-            p.first[2] = p.positions.len() as u32;
-            if let Some(above) = &above {
-                for y in 0..ny {
-                    for w in 0..words {
-                        let m = here[y * words + w] ^ above[y * words + w];
-                        each(m, w, nx, &mut |x| {
-                            vertex(&mut p, 2, x, y, val(x, y, z), val(x, y, z + 1))
-                        });
-                    }
-                }
-            }
-            p
+            let mut c = [0usize; 3];
+            masks(z, &mut |axis, _, _, m| c[axis] += m.count_ones() as usize);
+            c
         })
         .collect();
     let mut offsets = Vec::with_capacity(nz);
-    let mut total = 0u32;
-    for p in &planes {
-        offsets.push(total);
-        total += p.positions.len() as u32;
+    let mut total = 0usize;
+    for c in &counts {
+        offsets.push(total as u32);
+        total += c.iter().sum::<usize>();
     }
+    let mut positions = vec![[0f32; 3]; total];
+    let mut normals = vec![[0f32; 3]; total];
+    let mut slices = Vec::with_capacity(nz);
+    {
+        let (mut pos, mut nrm) = (positions.as_mut_slice(), normals.as_mut_slice());
+        for c in &counts {
+            let n = c.iter().sum::<usize>();
+            let (a, rest) = pos.split_at_mut(n);
+            let (b, rest_n) = nrm.split_at_mut(n);
+            slices.push((a, b));
+            pos = rest;
+            nrm = rest_n;
+        }
+    }
+    // pass 1b: the crossing points of every plane
+    let planes: Vec<Plane> = slices
+        .into_par_iter()
+        .zip(counts.par_iter())
+        .enumerate()
+        .map(|(z, ((pos, nrm), c))| {
+            let mut p = Plane {
+                keys: c.map(Vec::with_capacity),
+                first: [0, c[0] as u32, (c[0] + c[1]) as u32],
+            };
+            let mut at = 0usize;
+            let val = |x: usize, y: usize, zz: usize| values[x + nx * (y + ny * zz)];
+            masks(z, &mut |axis, y, w, m| {
+                let (dx, dy, dz) = [(1, 0, 0), (0, 1, 0), (0, 0, 1)][axis];
+                let mut m = m;
+                while m != 0 {
+                    let x = 64 * w + m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let (a, b) = (val(x, y, z), val(x + dx, y + dy, z + dz));
+                    let t = ((iso - a) / (b - a)).clamp(0.0, 1.0);
+                    let ga = grad(x, y, z);
+                    let gb = grad(x + dx, y + dy, z + dz);
+                    let g = [0, 1, 2].map(|k| ga[k] + t * (gb[k] - ga[k]));
+                    let l = (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]).sqrt();
+                    // toward lower values
+                    nrm[at] = if l > 0.0 {
+                        g.map(|c| (-c / l) as f32)
+                    } else {
+                        [0.0, 0.0, 1.0]
+                    };
+                    p.keys[axis].push((y * nx + x) as u32);
+                    pos[at] = [
+                        (x as f64 + t * dx as f64) as f32,
+                        (y as f64 + t * dy as f64) as f32,
+                        (z as f64 + t * dz as f64) as f32,
+                    ];
+                    at += 1;
+                }
+            });
+            p
+        })
+        .collect();
     let table = case_table();
     let edge_list = edges();
     // pass 2: the triangles of every slab of cells, from the packed flags;
@@ -431,19 +461,24 @@ pub fn extract(values: &[f64], dims: [usize; 3], iso: f64) -> IsoMesh {
             out
         })
         .collect();
-    let mut mesh = IsoMesh {
-        positions: Vec::with_capacity(total as usize),
-        normals: Vec::with_capacity(total as usize),
-        indices: Vec::with_capacity(slabs.iter().map(Vec::len).sum()),
-    };
-    for p in planes {
-        mesh.positions.extend(p.positions);
-        mesh.normals.extend(p.normals);
+    // the slabs' triangles side by side, copied in parallel
+    let mut indices = vec![0u32; slabs.iter().map(Vec::len).sum()];
+    let mut parts = Vec::with_capacity(slabs.len());
+    let mut rest = indices.as_mut_slice();
+    for s in &slabs {
+        let (a, b) = rest.split_at_mut(s.len());
+        parts.push(a);
+        rest = b;
     }
-    for s in slabs {
-        mesh.indices.extend(s);
+    parts
+        .into_par_iter()
+        .zip(slabs.par_iter())
+        .for_each(|(dst, src)| dst.copy_from_slice(src));
+    IsoMesh {
+        positions,
+        normals,
+        indices,
     }
-    mesh
 }
 
 /// `values` (`dims`, x fastest) resampled trilinearly onto `to` points
