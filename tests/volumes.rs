@@ -50,6 +50,41 @@ fn boxfish_tables_of_the_real_torus() {
         .map(|f| f[10].parse::<f64>().unwrap())
         .sum::<f64>();
     assert_eq!(v.step(step)[[0, 0, 1]], row);
+    // --steps-by none: one step, every region of a node summed
+    let opts = ReadOptions {
+        steps_by: Some("none".into()),
+        ..Default::default()
+    };
+    let Loaded::Volumes(one) = load(&meta, &opts).unwrap() else {
+        panic!("volumes")
+    };
+    let w = one.find("netWrites").unwrap();
+    assert_eq!(w.steps.len(), 1);
+    let all: f64 = (0..v.steps.len())
+        .map(|t| v.step(t).iter().sum::<f64>())
+        .sum();
+    assert_eq!(w.step(0).iter().sum::<f64>(), all);
+    // any other column as the steps, named on the axis; bad columns refused
+    let opts = ReadOptions {
+        steps_by: Some("stores".into()),
+        ..Default::default()
+    };
+    let Loaded::Volumes(by) = load(&meta, &opts).unwrap() else {
+        panic!("volumes")
+    };
+    assert_eq!(by.volumes[0].step_axis, "stores");
+    assert!(by.find("stores").is_err());
+    for (col, why) in [("nope", "no such column"), ("y", "a coordinate")] {
+        let opts = ReadOptions {
+            steps_by: Some(col.into()),
+            ..Default::default()
+        };
+        let e = load(&meta, &opts).err().unwrap().to_string();
+        assert!(e.contains("bgpc_nodes.yaml") && e.contains(why), "{e}");
+    }
+    let (code, out, _) = tapestry(&["info", meta.to_str().unwrap(), "--steps-by", "none"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("1 step,"), "{out}");
 }
 
 fn copy_boxfish(d: &Path) -> std::path::PathBuf {

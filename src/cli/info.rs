@@ -84,19 +84,20 @@ pub fn run(a: InfoArgs) -> Result<()> {
                 println!("{}: {}", v.source.display(), v.format);
                 for x in &v.volumes {
                     let (lo, hi) = x.range();
+                    let steps = if x.steps.len() == 1 {
+                        "1 step".to_string()
+                    } else {
+                        format!(
+                            "{} steps of {} ({} .. {})",
+                            x.steps.len(),
+                            x.step_axis,
+                            x.steps.first().map_or("", String::as_str),
+                            x.steps.last().map_or("", String::as_str),
+                        )
+                    };
                     println!(
-                        "  {:<12} {} x {} x {} ({}, {}, {}), {} steps of {} ({} .. {}), values {lo} .. {hi}",
-                        x.name,
-                        x.dims[0],
-                        x.dims[1],
-                        x.dims[2],
-                        x.axes[0],
-                        x.axes[1],
-                        x.axes[2],
-                        x.steps.len(),
-                        x.step_axis,
-                        x.steps.first().map_or("", String::as_str),
-                        x.steps.last().map_or("", String::as_str),
+                        "  {:<12} {} x {} x {} ({}, {}, {}), {steps}, values {lo} .. {hi}",
+                        x.name, x.dims[0], x.dims[1], x.dims[2], x.axes[0], x.axes[1], x.axes[2],
                     );
                 }
             }

@@ -53,6 +53,10 @@ pub struct ReadArgs {
     /// States that count as idle.
     #[arg(long, value_delimiter = ',', value_name = "STATES")]
     pub idle: Option<Vec<String>>,
+    /// Boxfish tables: the node-table column whose values are the animation
+    /// steps [code_region]; `none` sums a node's rows into one step.
+    #[arg(long, value_name = "COLUMN")]
+    pub steps_by: Option<String>,
 }
 
 impl ReadArgs {
@@ -64,6 +68,7 @@ impl ReadArgs {
                 overhead: self.overhead.clone(),
                 idle: self.idle.clone(),
             },
+            steps_by: self.steps_by.clone(),
         }
     }
 }

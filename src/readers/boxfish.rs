@@ -143,6 +143,12 @@ fn get<'a>(y: &'a Yaml, key: &str) -> &'a Yaml {
 
 /// Reads the meta file and its node table.
 pub fn read(meta: &Path) -> Result<VolumeSet> {
+    read_with(meta, None)
+}
+
+/// Reads the tables with the steps taken from the node-table column
+/// `steps_by` (`None`: `code_region` where present; `"none"`: one step).
+pub fn read_with(meta: &Path, steps_by: Option<&str>) -> Result<VolumeSet> {
     let text = std::fs::read_to_string(meta).map_err(|e| Error::io(meta, e))?;
     let docs = YamlLoader::load_from_str(&text)
         .map_err(|e| bad(meta, e.marker().line() as u64 + 1, e.to_string()))?;
@@ -221,7 +227,26 @@ pub fn read(meta: &Path) -> Result<VolumeSet> {
             })
         })
         .collect::<Result<_>>()?;
-    let region = col("code_region");
+    let region = match steps_by {
+        None => col("code_region"),
+        Some("none") => None,
+        Some(c) => Some(col(c).ok_or_else(|| {
+            Error::Invalid(format!(
+                "{}: --steps-by {c}: no such column (columns: {})",
+                table_path.display(),
+                t.columns.join(", ")
+            ))
+        })?),
+    };
+    if let Some(r) = region
+        && cidx.contains(&r)
+    {
+        return Err(Error::Invalid(format!(
+            "{}: --steps-by {}: a coordinate cannot be the steps",
+            table_path.display(),
+            t.columns[r]
+        )));
+    }
     // the steps: code regions in increasing order
     let mut regions: Vec<i64> = match region {
         Some(r) => t.rows.iter().map(|row| row[r] as i64).collect(),
@@ -234,7 +259,7 @@ pub fn read(meta: &Path) -> Result<VolumeSet> {
         .collect();
     if quantities.is_empty() {
         return Err(Error::Invalid(format!(
-            "{}: no value columns besides {id_field}, the coordinates and code_region",
+            "{}: no value columns besides {id_field}, the coordinates and the steps",
             table_path.display()
         )));
     }
@@ -273,10 +298,9 @@ pub fn read(meta: &Path) -> Result<VolumeSet> {
                 "count",
                 dims,
                 axes.clone(),
-                if region.is_some() {
-                    "code region"
-                } else {
-                    "step"
+                match region {
+                    Some(r) => t.columns[r].replace('_', " "),
+                    None => "step".to_string(),
                 },
                 regions.iter().map(|r| r.to_string()).collect(),
                 v,

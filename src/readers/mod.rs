@@ -44,6 +44,10 @@ pub struct ReadOptions {
     pub strict: bool,
     /// Override of the per-format default busy/overhead/idle classes.
     pub classes: ClassOverride,
+    /// Boxfish tables: the node-table column whose values are the steps of
+    /// the animation (`None`: `code_region` where present; `"none"`: one
+    /// step, the rows of a node summed).
+    pub steps_by: Option<String>,
 }
 
 /// Detects the format of `path` from its first bytes.
@@ -174,7 +178,10 @@ pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     }
     let head = input::peek(path, 4096)?;
     if boxfish::looks_like_boxfish(&head) {
-        return Ok(Loaded::Volumes(Box::new(boxfish::read(path)?)));
+        return Ok(Loaded::Volumes(Box::new(boxfish::read_with(
+            path,
+            opts.steps_by.as_deref(),
+        )?)));
     }
     if volume::looks_like_npy(&head) {
         // 4D with a last axis of 4: an access tensor; else a volume

@@ -350,10 +350,11 @@ pub fn build(
         }
         let mut mid = [0.0f32; 3];
         mid[axis] = (n.max(1) - 1) as f32 / 2.0;
-        let w = away(place(mid), axis, 0.18);
+        // the axis name first: a tick may give way to it, never the reverse
+        let w = away(place(mid), axis, 0.3);
         scene
             .labels
-            .push(Label::world(v.axes[axis].clone(), w, 12.0, ink).priority(2));
+            .push(Label::world(v.axes[axis].clone(), w, 12.0, ink).priority(0));
     }
     scene.axes = format!(
         "x: {} (0..{}); y: {} (0..{}); z: {} (0..{}); the cube spans [-1, 1] along its longest axis",
