@@ -346,6 +346,42 @@ fn real_traces_are_consistent_with_info() {
 }
 
 #[test]
+fn mismatch_energy_is_over_the_colour_index_images() {
+    let q = shared_trace("paraver-qsort/qsort_beo3.prv");
+    let q = q.to_str().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let json = |args: &[&str], name: &str| -> serde_json::Value {
+        let out = d.path().join(name);
+        let mut all = vec!["analyze", q, "image", "--m-range", "0:100"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", out.to_str().unwrap()]);
+        let (code, _, err) = tapestry(&all);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+    };
+    // the two colour-index images, each on its own, with the same range
+    let g = |n0: &str, name: &str| -> Vec<f64> {
+        json(&["--n0", n0], name)["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let (a, b) = (g("60ms", "a.json"), g("100ms", "b.json"));
+    let want: f64 = a.iter().zip(&b).map(|(x, y)| (x - y).powi(2)).sum();
+    assert!(want > 0.0);
+    let diff = json(
+        &["--n0", "60ms", "--n0-b", "100ms", "--op", "diff"],
+        "d.json",
+    );
+    let got = diff["meta"]["mismatch_energy"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    assert!(diff["meta"]["mismatch_energy_metric"].as_f64().unwrap() < got);
+    assert_eq!(diff["meta"]["layout"], "near-square");
+}
+
+#[test]
 fn every_analysis_runs_from_the_command_line() {
     let q = shared_trace("paraver-qsort/qsort_beo3.prv");
     let q = q.to_str().unwrap();

@@ -175,6 +175,31 @@ pub fn mismatch_energy(a: &[Option<f64>], b: &[Option<f64>]) -> f64 {
         .sum()
 }
 
+/// The mismatch energy of two images (SPEC §3.2): `σ² = Σ (G1 − G2)²`
+/// over their colour indices, both mapped with one metric range (`m_range`,
+/// else the range of the two images together, so that equal metric values
+/// get equal indices); and the same sum over the metric values, for
+/// reference. Returns `(colour-index energy, metric energy)`.
+pub fn mismatch_energies(
+    a: &Image,
+    b: &Image,
+    g: (f64, f64),
+    m_range: Option<(f64, f64)>,
+) -> Result<(f64, f64)> {
+    if (a.rows, a.cols) != (b.rows, b.cols) {
+        return Err(Error::Invalid("images of different sizes".into()));
+    }
+    let range = m_range.or_else(|| {
+        let both: Vec<Option<f64>> = a.values.iter().chain(&b.values).copied().collect();
+        stats_of(&both).map(|s| (s.min, s.max))
+    });
+    let (ga, gb) = (color_index(a, g, range), color_index(b, g, range));
+    Ok((
+        mismatch_energy(&ga, &gb),
+        mismatch_energy(&a.values, &b.values),
+    ))
+}
+
 /// Hot-spot threshold: `g` where `g ≥ th` (or within `[lo, hi]`), else `g_min`.
 pub fn hot_spots(g: &[Option<f64>], lo: f64, hi: Option<f64>, g_min: f64) -> Vec<Option<f64>> {
     g.iter()
@@ -273,5 +298,28 @@ mod tests {
         );
         let s = stats(&img).unwrap();
         assert_eq!((s.min, s.max, s.mean), (0.0, 1.0, 0.5));
+    }
+
+    #[test]
+    fn mismatch_energy_is_over_colour_indices_of_one_range() {
+        let layout = Layout::Natural { cols: Some(2) };
+        let a = render(&[0.0, 0.5, 1.0, 1.0], &layout).unwrap();
+        let b = render(&[0.0, 0.5, 0.5, 2.0], &layout).unwrap();
+        // one range for both: metric 0..2 onto 0..255
+        let (g, m) = mismatch_energies(&a, &b, (0.0, 255.0), None).unwrap();
+        let k: f64 = 255.0 / 2.0;
+        assert_eq!(g, (0.5 * k).powi(2) + (1.0 * k).powi(2));
+        assert_eq!(m, 0.25 + 1.0);
+        // an explicit range is used as given
+        let (g2, _) = mismatch_energies(&a, &b, (0.0, 1.0), Some((0.0, 4.0))).unwrap();
+        assert!((g2 - (0.125f64.powi(2) + 0.25f64.powi(2))).abs() < 1e-12);
+        // identical images: zero
+        assert_eq!(
+            mismatch_energies(&a, &a, (0.0, 255.0), None).unwrap(),
+            (0.0, 0.0)
+        );
+        // images of different shapes are refused
+        let c = render(&[1.0; 3], &Layout::Natural { cols: Some(3) }).unwrap();
+        assert!(mismatch_energies(&a, &c, (0.0, 255.0), None).is_err());
     }
 }

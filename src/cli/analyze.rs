@@ -782,7 +782,14 @@ fn image_output(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             signal::Comparison::AtMost(_) => bail!("image thresholds take >=X or A..B"),
         }
     };
-    let mut meta = json!({"analysis": "image", "n0_ns": n0, "layout": format!("{:?}", a.layout), "g_range": [g.0, g.1], "rows": img.rows, "cols": img.cols, "cells": "colour index; empty = no data"});
+    let layout_name = match &layout {
+        image::Layout::Natural { .. } => "natural",
+        image::Layout::Gray => "gray",
+        image::Layout::Hypercube => "hypercube",
+        image::Layout::NearSquare => "near-square",
+        image::Layout::Coordinates(_) => "coordinates",
+    };
+    let mut meta = json!({"analysis": "image", "n0_ns": n0, "layout": layout_name, "g_range": [g.0, g.1], "rows": img.rows, "cols": img.cols, "cells": "colour index; empty = no data"});
     let values = match a.op {
         ImageOp::None => gi,
         ImageOp::Diff => {
@@ -794,7 +801,12 @@ fn image_output(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             let other = image::render(&state_vector(t, &m, &mask, nb)?, &layout)?;
             let d = image::difference(&img, &other)?;
             let stretched = image::contrast_stretch(&d, g);
-            meta["mismatch_energy"] = json!(image::mismatch_energy(&img.values, &other.values));
+            let (energy, metric_energy) = image::mismatch_energies(&img, &other, g, mr)?;
+            meta["mismatch_energy"] = json!(energy);
+            meta["mismatch_energy_of"] = json!(
+                "colour indices G(n0), G(n0-b), one metric range (--m-range, else both images')"
+            );
+            meta["mismatch_energy_metric"] = json!(metric_energy);
             meta["n0_b_ns"] = json!(nb);
             stretched
         }
@@ -964,8 +976,13 @@ fn csv_text(o: &Output) -> String {
             unit,
             meta,
         } => {
+            let unit = if unit.is_empty() {
+                String::new()
+            } else {
+                format!(", values in {unit}")
+            };
             s.push_str(&format!(
-                "# {meta}\n# rows x columns = {rows} x {cols}, values in {unit}\n"
+                "# {meta}\n# rows x columns = {rows} x {cols}{unit}\n"
             ));
             for r in 0..*rows {
                 let line: Vec<String> = (0..*cols).map(|c| cell(values[r * cols + c])).collect();
