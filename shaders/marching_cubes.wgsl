@@ -68,6 +68,19 @@ fn classify(
     }
 }
 
+// Edge word idx as (word in row, y, axis, z).
+fn edge_word(idx: u32) -> vec4<u32> {
+    let r = idx / params.wp;
+    let za = r / params.ny;
+    return vec4<u32>(idx % params.wp, r % params.ny, za % 3u, za / 3u);
+}
+
+// Cell word idx as (word in row, y, z).
+fn cell_word(idx: u32) -> vec3<u32> {
+    let r = idx / params.wc;
+    return vec3<u32>(idx % params.wc, r % (params.ny - 1u), r / (params.ny - 1u));
+}
+
 fn inside_word(y: u32, z: u32, w: u32) -> u32 {
     if (w >= params.wp) {
         return 0u;
@@ -98,12 +111,11 @@ fn edges(
     if (idx >= params.items) {
         return;
     }
-    let w = idx % params.wp;
-    let r = idx / params.wp;
-    let y = r % params.ny;
-    let za = r / params.ny;
-    let axis = za % 3u;
-    let z = za / 3u;
+    let e = edge_word(idx);
+    let w = e.x;
+    let y = e.y;
+    let axis = e.z;
+    let z = e.w;
     let b = inside_word(y, z, w);
     var m = 0u;
     if (axis == 0u) {
@@ -131,10 +143,10 @@ struct Corners {
 }
 
 fn corners(idx: u32) -> Corners {
-    let w = idx % params.wc;
-    let r = idx / params.wc;
-    let y = r % (params.ny - 1u);
-    let z = r / (params.ny - 1u);
+    let cw = cell_word(idx);
+    let w = cw.x;
+    let y = cw.y;
+    let z = cw.z;
     var c: Corners;
     var any = 0u;
     var all = 0xffffffffu;
@@ -221,12 +233,11 @@ fn vertices(
     if (m == 0u) {
         return;
     }
-    let w = idx % params.wp;
-    let r = idx / params.wp;
-    let y = r % params.ny;
-    let za = r / params.ny;
-    let axis = za % 3u;
-    let z = za / 3u;
+    let e = edge_word(idx);
+    let w = e.x;
+    let y = e.y;
+    let axis = e.z;
+    let z = e.w;
     var d = vec3<u32>(0u);
     d[axis] = 1u;
     var id = eoffset[idx];
@@ -268,10 +279,10 @@ fn triangles(
         return;
     }
     let c = corners(idx);
-    let w = idx % params.wc;
-    let r = idx / params.wc;
-    let y = r % (params.ny - 1u);
-    let z = r / (params.ny - 1u);
+    let cw = cell_word(idx);
+    let w = cw.x;
+    let y = cw.y;
+    let z = cw.z;
     var m = c.busy;
     var out = coffset[idx] * 3u;
     while (m != 0u) {
