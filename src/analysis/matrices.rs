@@ -1,46 +1,10 @@
-//! Matrices (SPEC §3.4): task × task communication (paper 001) and the
-//! reductions of profile matrices (paper 004).
+//! Reductions of profile matrices (SPEC §3.4, paper 004); the
+//! communication matrix is in [`super::comm`].
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::model::{ProfileMatrix, RowKind, Time, Trace};
-
-/// Messages and bytes from each location (row) to each location (column).
-#[derive(Debug, Clone, Serialize)]
-pub struct CommMatrix {
-    pub size: usize,
-    pub count: Vec<u64>,
-    pub bytes: Vec<u64>,
-}
-
-/// The largest communication matrix built (cells).
-pub const MAX_COMM_CELLS: u64 = 1 << 26;
-
-/// Task × task message count and volume of the messages sent in `[t0, t1)`.
-pub fn comm_matrix(trace: &Trace, t0: Time, t1: Time) -> Result<CommMatrix> {
-    let p = trace.num_locations();
-    if (p as u64).pow(2) > MAX_COMM_CELLS {
-        return Err(Error::Invalid(format!(
-            "a {p} x {p} communication matrix exceeds {MAX_COMM_CELLS} cells"
-        )));
-    }
-    let mut count = vec![0u64; p * p];
-    let mut bytes = vec![0u64; p * p];
-    let m = &trace.messages;
-    let a = m.send_time.partition_point(|&t| t < t0);
-    let b = m.send_time.partition_point(|&t| t < t1);
-    for i in a..b {
-        let c = m.sender[i] as usize * p + m.receiver[i] as usize;
-        count[c] += 1;
-        bytes[c] = bytes[c].saturating_add(m.bytes[i]);
-    }
-    Ok(CommMatrix {
-        size: p,
-        count,
-        bytes,
-    })
-}
+use crate::model::{ProfileMatrix, RowKind};
 
 /// Statistics of one row of a profile over its columns.
 #[derive(Debug, Clone, Serialize)]

@@ -9,8 +9,11 @@
 //! * [`signal`]: spectra, moving average, correlations, thresholds,
 //!   filters, histograms, Markov model (paper 002).
 //! * [`fields`]: time-binned fields for the data-parallel views (paper 003).
-//! * [`matrices`]: communication matrices and profile reductions (papers 001, 004).
+//! * [`comm`]: task × task communication matrices over sliding windows,
+//!   at the thread, process or node level, and their contours (paper 001).
+//! * [`matrices`]: profile reductions (paper 004).
 
+pub mod comm;
 pub mod fields;
 pub mod image;
 pub mod isosurface;

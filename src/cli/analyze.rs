@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
-use tapestry::analysis::{fields, image, matrices, metric, moments, signal};
+use tapestry::analysis::{comm, fields, image, matrices, metric, moments, signal};
 use tapestry::export::AtomicFile;
 use tapestry::export::npy::write_array;
 use tapestry::model::{ProfileMatrix, Time, Trace};
@@ -206,6 +206,9 @@ pub struct AnalyzeArgs {
     /// Field layout: ring, grid:WxH or cube:XxYxZ.
     #[arg(long, default_value = "ring")]
     pub field_layout: String,
+    /// Communication matrix: tasks are threads (locations), processes or nodes.
+    #[arg(long, default_value = "thread")]
+    pub level: String,
     /// Profile metric (default: the primary one).
     #[arg(long)]
     pub profile_metric: Option<String>,
@@ -243,6 +246,10 @@ impl AnalyzeArgs {
         }
     }
 }
+
+/// The largest dense communication matrix written (cells; 64 M cells of
+/// 8 bytes: 512 MiB).
+const MAX_DENSE_CELLS: u64 = 1 << 26;
 
 /// A result: named columns with units and rows, or a matrix.
 enum Output {
@@ -716,23 +723,21 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             }
         }
         Analysis::CommMatrix => {
-            let c = matrices::comm_matrix(t, t0, t1)?;
-            let quantity = if a.metric == "bytes" {
-                "bytes"
-            } else {
-                "messages"
+            let level = comm::Level::parse(&a.level)?;
+            let q = match a.metric.as_str() {
+                "bytes" => comm::Quantity::Bytes,
+                "messages" | "busy" => comm::Quantity::Messages,
+                other => bail!("comm-matrix counts messages or bytes (--metric messages|bytes), not '{other}'"),
             };
-            let values = if quantity == "bytes" {
-                &c.bytes
-            } else {
-                &c.count
-            };
+            let c = comm::comm_matrices(t, t0, t1, level, 1)?;
+            let values = c.dense(&c.total, q, MAX_DENSE_CELLS)?;
+            let n = c.size();
             Output::Matrix {
-                rows: c.size,
-                cols: c.size,
+                rows: n,
+                cols: n,
                 values: values.iter().map(|v| Some(*v as f64)).collect(),
-                unit: quantity.into(),
-                meta: json!({"analysis": "comm-matrix", "quantity": quantity, "rows": "sender", "columns": "receiver", "window_ns": [t0, t1]}),
+                unit: q.name().into(),
+                meta: json!({"analysis": "comm-matrix", "quantity": q.name(), "level": level, "tasks": c.names, "rows": "sender", "columns": "receiver", "window_ns": [t0, t1]}),
             }
         }
         Analysis::Isosurface => {

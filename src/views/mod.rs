@@ -11,6 +11,10 @@
 //! `&Registered::<NAME::Type>::NEW` to [`REGISTRY`]. Nothing in the CLI
 //! or the window names a view.
 
+pub mod comm;
+pub mod comm_contour;
+pub mod comm_density;
+pub mod comm_perspective;
 pub mod displacement;
 pub mod inputs;
 pub mod isosurface;
@@ -261,6 +265,9 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<isosurface::Isosurface>::NEW,
     &Registered::<displacement::Displacement>::NEW,
     &Registered::<scatter::Scatter>::NEW,
+    &Registered::<comm_density::CommDensity>::NEW,
+    &Registered::<comm_perspective::CommPerspective>::NEW,
+    &Registered::<comm_contour::CommContour>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.

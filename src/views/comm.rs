@@ -1,0 +1,347 @@
+//! What the three communication-matrix views share (paper 001 Figs.
+//! 12–16): parameters, the matrices of the sliding windows, the block
+//! aggregation that keeps cells at least a pixel (and at most
+//! `max_side` per side), the colour range over the whole animation and
+//! the clipping, and the task axes.
+//!
+//! The views: [`super::comm_density`] (heat map),
+//! [`super::comm_perspective`] (3D bars) and [`super::comm_contour`]
+//! (isolines).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Animation, ParamDoc, Resolved};
+use crate::analysis::comm::{self, CommMatrices, Level, Quantity};
+use crate::error::{Error, Result};
+use crate::readers::Loaded;
+use crate::scene::axes::{self, Unit};
+use crate::scene::{Label, LabelAlign, Segment};
+
+/// Parameters of the communication views.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CommParams {
+    /// messages or bytes.
+    pub quantity: String,
+    /// Tasks: thread, process or node.
+    pub level: String,
+    /// Sliding windows over the time window (1: the whole window).
+    pub windows: usize,
+    /// Only cells with values in [lo, hi] are drawn, the colours span it
+    /// (empty: the data's range over all windows).
+    pub clip: Vec<f64>,
+    /// Contour levels.
+    pub levels: usize,
+    /// Level of detail: at most this many cells per side (blocks of tasks
+    /// add up beyond).
+    pub max_side: usize,
+}
+
+impl Default for CommParams {
+    fn default() -> Self {
+        CommParams {
+            quantity: "messages".into(),
+            level: "thread".into(),
+            windows: 1,
+            clip: Vec::new(),
+            levels: 5,
+            max_side: 1024,
+        }
+    }
+}
+
+pub const PARAMS: &[ParamDoc] = &[
+    ParamDoc {
+        key: "quantity",
+        help: "messages or bytes [messages]",
+    },
+    ParamDoc {
+        key: "level",
+        help: "tasks are threads, processes or nodes of the location hierarchy [thread]",
+    },
+    ParamDoc {
+        key: "windows",
+        help: "sliding windows over the time window; the animation steps through them [1]",
+    },
+    ParamDoc {
+        key: "clip",
+        help: "value range [lo,hi]: only cells inside are drawn, colours span it [the data's]",
+    },
+    ParamDoc {
+        key: "levels",
+        help: "contour levels (contour view) [5]",
+    },
+    ParamDoc {
+        key: "max_side",
+        help: "level of detail: at most this many cells per side, blocks of tasks add up beyond [1024]",
+    },
+];
+
+/// The matrices of a trace.
+pub struct CommData {
+    pub m: CommMatrices,
+    pub quantity: Quantity,
+}
+
+/// Checks the parameters that do not need the trace.
+pub fn check(p: &CommParams) -> Result<(Level, Quantity)> {
+    let level = Level::parse(&p.level)?;
+    let q = Quantity::parse(&p.quantity)?;
+    if p.windows == 0 {
+        return Err(Error::Invalid("windows must be at least 1".into()));
+    }
+    if p.max_side < 2 {
+        return Err(Error::Invalid("max_side must be at least 2".into()));
+    }
+    match p.clip.as_slice() {
+        [] => {}
+        [lo, hi] if lo.is_finite() && hi.is_finite() && lo < hi => {}
+        other => {
+            return Err(Error::Invalid(format!(
+                "clip must be [lo, hi] with lo < hi, not {other:?}"
+            )));
+        }
+    }
+    Ok((level, q))
+}
+
+pub fn accepts(input: &Loaded, view: &str, p: &CommParams) -> Result<()> {
+    let t = super::inputs::trace(input, view)?;
+    check(p)?;
+    if t.messages.is_empty() {
+        return Err(Error::Invalid(format!(
+            "the {view} view needs messages, and this trace has none"
+        )));
+    }
+    comm::tasks(t, Level::parse(&p.level)?).map(|_| ())
+}
+
+pub fn compute(input: &Loaded, spec: &Resolved, view: &str, p: &CommParams) -> Result<CommData> {
+    let t = super::inputs::trace(input, view)?;
+    let (level, quantity) = check(p)?;
+    Ok(CommData {
+        m: comm::comm_matrices(t, spec.t0, spec.t1, level, p.windows)?,
+        quantity,
+    })
+}
+
+pub fn data_key(p: &CommParams) -> serde_json::Value {
+    serde_json::json!({ "level": p.level, "windows": p.windows })
+}
+
+pub fn animation(d: &CommData) -> Animation {
+    Animation {
+        steps: d.m.windows.len().max(1),
+        stride: 1,
+    }
+}
+
+/// One window's matrix, aggregated for display.
+pub struct Grid {
+    /// Tasks per cell side.
+    pub block: usize,
+    /// Cells per side.
+    pub side: usize,
+    /// Row-major values (row: sender).
+    pub values: Vec<f64>,
+    /// The colour range (clip, or 0 to the largest cell of any window).
+    pub lo: f64,
+    pub hi: f64,
+    pub clipped: bool,
+    /// The window shown, and its bounds.
+    pub window: usize,
+    pub t0: u64,
+    pub t1: u64,
+}
+
+/// The matrix of window `step` in blocks so that at most `max_side`
+/// cells lie on a side; the colour range covers every window.
+pub fn grid(d: &CommData, p: &CommParams, step: usize, max_side: usize) -> Result<Grid> {
+    let m = &d.m;
+    let n = m.size();
+    if n == 0 {
+        return Err(Error::Invalid("the communication matrix has no tasks".into()));
+    }
+    let block = comm::block_for(n, max_side.min(p.max_side).max(2));
+    let w = step.min(m.windows.len().saturating_sub(1));
+    let cells = m.windows.get(w).map(Vec::as_slice).unwrap_or(&[]);
+    let (side, values) = m.blocks(cells, d.quantity, block);
+    let (lo, hi, clipped) = match p.clip.as_slice() {
+        [lo, hi] => (*lo, *hi, true),
+        _ => {
+            // one scale for the whole animation
+            let hi = m
+                .windows
+                .iter()
+                .map(|c| {
+                    m.blocks(c, d.quantity, block)
+                        .1
+                        .into_iter()
+                        .fold(0.0, f64::max)
+                })
+                .fold(0.0, f64::max);
+            (0.0, hi.max(1.0), false)
+        }
+    };
+    Ok(Grid {
+        block,
+        side,
+        values,
+        lo,
+        hi,
+        clipped,
+        window: w,
+        t0: m.edges.get(w).copied().unwrap_or(m.t0),
+        t1: m.edges.get(w + 1).copied().unwrap_or(m.t1),
+    })
+}
+
+impl Grid {
+    /// Whether a cell's value is drawn (non-zero and inside the clip range).
+    pub fn shown(&self, v: f64) -> bool {
+        v > 0.0 && (!self.clipped || (v >= self.lo && v <= self.hi))
+    }
+
+    /// `v` on the colour range, 0..1.
+    pub fn unit(&self, v: f64) -> f32 {
+        (((v - self.lo) / (self.hi - self.lo).max(1e-300)).clamp(0.0, 1.0)) as f32
+    }
+}
+
+pub fn unit(q: Quantity) -> Unit {
+    match q {
+        Quantity::Messages => Unit::Count("messages".into()),
+        Quantity::Bytes => Unit::Bytes,
+    }
+}
+
+/// "16 processes", "4,096 threads (8 × 8 per cell)", for titles.
+pub fn tasks_text(d: &CommData, g: &Grid) -> String {
+    let n = d.m.size();
+    let what = match d.m.level {
+        Level::Thread => "threads",
+        Level::Process => "processes",
+        Level::Node => "nodes",
+    };
+    if g.block > 1 {
+        format!(
+            "{n} {what}, blocks of {b} × {b} per cell",
+            b = g.block
+        )
+    } else {
+        format!("{n} {what}")
+    }
+}
+
+/// "window 3 of 20: 1.2 ms – 1.8 ms", or the whole window.
+pub fn window_text(d: &CommData, g: &Grid) -> String {
+    let range = super::moments::window_text(g.t0, g.t1);
+    if d.m.windows.len() > 1 {
+        format!("window {} of {}: {range}", g.window + 1, d.m.windows.len())
+    } else {
+        range
+    }
+}
+
+/// Task ids at integer ticks along a side of `side` cells of `block`
+/// tasks: (task, position of its cell's centre in cells).
+pub fn task_ticks(n: usize, block: usize, max_ticks: usize) -> Vec<(u64, f32)> {
+    axes::integer_ticks(0, n.max(1) as u64 - 1, max_ticks)
+        .into_iter()
+        .map(|q| (q, (q as f32 + 0.5) / block as f32))
+        .collect()
+}
+
+/// The two task axes of a 2D matrix drawn over x ∈ [0, side] (receiver)
+/// and y ∈ [−side, 0] (sender, row 0 on top).
+pub fn axes_2d(
+    lines: &mut Vec<Segment>,
+    labels: &mut Vec<Label>,
+    d: &CommData,
+    g: &Grid,
+    ink: [f32; 4],
+) {
+    let s = g.side as f32;
+    let n = d.m.size();
+    let tick = s * 0.012;
+    let level = d.m.level.name();
+    for (q, pos) in task_ticks(n, g.block, 10) {
+        // sender: left side, row q from the top
+        lines.push(Segment {
+            a: [0.0, -pos, 0.3],
+            b: [-tick, -pos, 0.3],
+            color: ink,
+        });
+        labels.push(
+            Label::world(q.to_string(), [-tick, -pos, 0.0], 12.0, ink)
+                .aligned(LabelAlign::RightCenter)
+                .priority(1),
+        );
+        lines.push(Segment {
+            a: [pos, -s, 0.3],
+            b: [pos, -s - tick, 0.3],
+            color: ink,
+        });
+        labels.push(
+            Label::world(q.to_string(), [pos, -s - tick, 0.0], 12.0, ink)
+                .aligned(LabelAlign::CenterTop)
+                .priority(1),
+        );
+    }
+    labels.push(
+        Label::world(format!("receiver {level}"), [s / 2.0, -s - tick, 0.0], 13.0, ink)
+            .aligned(LabelAlign::AxisTitleBelow)
+            .priority(0),
+    );
+    labels.push(
+        Label::world(format!("sender {level}"), [0.0, -s / 2.0, 0.0], 13.0, ink)
+            .aligned(LabelAlign::AxisTitleLeft)
+            .priority(0),
+    );
+    // the frame
+    for (a, b) in [
+        ([0.0, 0.0], [s, 0.0]),
+        ([s, 0.0], [s, -s]),
+        ([s, -s], [0.0, -s]),
+        ([0.0, -s], [0.0, 0.0]),
+    ] {
+        lines.push(Segment {
+            a: [a[0], a[1], 0.3],
+            b: [b[0], b[1], 0.3],
+            color: ink,
+        });
+    }
+}
+
+/// Pixels on the shorter side of a 2D chart in an image (0: unknown).
+pub fn chart_side(width: u32, height: u32) -> usize {
+    if width == 0 || height == 0 {
+        return usize::MAX;
+    }
+    let m = crate::scene::Margins::default();
+    let w = width as f32 - m.left - m.right;
+    let h = height as f32 - m.top - m.bottom;
+    w.min(h).max(16.0) as usize
+}
+
+/// The panel shared by the three views.
+pub fn panel(ui: &mut egui::Ui, p: &mut CommParams, contour: bool) {
+    egui::ComboBox::from_label("quantity")
+        .selected_text(p.quantity.clone())
+        .show_ui(ui, |ui| {
+            for q in ["messages", "bytes"] {
+                ui.selectable_value(&mut p.quantity, q.to_string(), q);
+            }
+        });
+    egui::ComboBox::from_label("tasks")
+        .selected_text(p.level.clone())
+        .show_ui(ui, |ui| {
+            for q in ["thread", "process", "node"] {
+                ui.selectable_value(&mut p.level, q.to_string(), q);
+            }
+        });
+    ui.add(egui::Slider::new(&mut p.windows, 1..=200).text("sliding windows"));
+    if contour {
+        ui.add(egui::Slider::new(&mut p.levels, 1..=12).text("contour levels"));
+    }
+}
