@@ -59,7 +59,9 @@ fn levels_follow_the_location_hierarchy() {
     let by_node = comm::comm_matrices(&t, 0, t.meta.span + 1, Level::Node, 1).unwrap();
     let by_thread = comm::comm_matrices(&t, 0, t.meta.span + 1, Level::Thread, 1).unwrap();
     assert_eq!(
-        by_node.dense(&by_node.total, Quantity::Bytes, 1 << 20).unwrap(),
+        by_node
+            .dense(&by_node.total, Quantity::Bytes, 1 << 20)
+            .unwrap(),
         by_thread
             .dense(&by_thread.total, Quantity::Bytes, 1 << 20)
             .unwrap()
@@ -149,7 +151,12 @@ fn the_three_views_on_a_real_trace() {
     let all = prepared("comm-density", serde_json::json!({})).unwrap();
     let clip = prepared("comm-density", serde_json::json!({"clip": [600, 2000]})).unwrap();
     let cells = |p: &Prepared| p.build(ctx(0)).unwrap().meshes[0].triangles() / 2 - 1;
-    assert!(cells(&clip) < cells(&all), "{} {}", cells(&clip), cells(&all));
+    assert!(
+        cells(&clip) < cells(&all),
+        "{} {}",
+        cells(&clip),
+        cells(&all)
+    );
     assert!(cells(&clip) > 0);
     // blocks of tasks beyond max_side
     let s = prepared("comm-density", serde_json::json!({"max_side": 5}))

@@ -160,6 +160,26 @@ fn view_args(view: &str, gauss: &Path, kernel: &Path, tensor: &Path) -> Vec<Stri
             "--param".into(),
             "width=12".into(),
         ],
+        "profile-terrain" | "profile-heatmap" => {
+            let prof = gauss.with_file_name("profile.csv");
+            run(&[
+                "synth",
+                "profile",
+                "--lines",
+                "600",
+                "-p",
+                "32",
+                "-o",
+                prof.to_str().unwrap(),
+            ]);
+            vec![
+                prof.display().to_string(),
+                "--view".into(),
+                view.into(),
+                "--param".into(),
+                "cursor=[200,20]".into(),
+            ]
+        }
         "isosurface" => vec![
             common::shared_trace("boxfish-bgpc/bgpc_meta.yaml")
                 .display()

@@ -60,8 +60,7 @@ pub fn tasks(trace: &Trace, level: Level) -> Result<(Vec<u32>, Vec<String>)> {
         return Err(Error::Invalid(format!(
             "this trace's location hierarchy has no {} level (use --level thread{})",
             level.name(),
-            if level == Level::Node && locs.groups.iter().any(|g| g.kind == GroupKind::Process)
-            {
+            if level == Level::Node && locs.groups.iter().any(|g| g.kind == GroupKind::Process) {
                 " or process"
             } else {
                 ""
@@ -426,7 +425,11 @@ mod tests {
                     .map(|p| [(p[0] * 1e9).round() as i64, (p[1] * 1e9).round() as i64])
                     .collect();
                 ends.sort();
-                assert_eq!(ends, crossings(&v, rows, cols, lv), "{rows}x{cols} level {lv}");
+                assert_eq!(
+                    ends,
+                    crossings(&v, rows, cols, lv),
+                    "{rows}x{cols} level {lv}"
+                );
                 // no segment joins two points of one edge, none is degenerate
                 assert!(segs.iter().all(|s| s.a != s.b));
             }

@@ -4,7 +4,78 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::model::{ProfileMatrix, RowKind};
+use crate::model::{ProfileMatrix, ProfileMetric, RowKind, Trace};
+
+/// The profile of a trace: one row per state (function, region) with
+/// time in it, one column per location; metrics "exclusive time" (ns in
+/// the state as the innermost region, summed over its intervals) and
+/// "visits" (its intervals: a region interrupted by a nested one counts
+/// once per piece).
+pub fn trace_profile(trace: &Trace) -> ProfileMatrix {
+    use rayon::prelude::*;
+    let ns = trace.states.len();
+    let nl = trace.num_locations();
+    let per: Vec<(Vec<u64>, Vec<u64>)> = (0..nl as u32)
+        .into_par_iter()
+        .map(|l| {
+            let (mut t, mut v) = (vec![0u64; ns], vec![0u64; ns]);
+            let iv = trace.intervals.of(l);
+            for i in 0..iv.len() {
+                let s = iv.state[i] as usize;
+                if s < ns {
+                    t[s] += iv.end[i] - iv.start[i];
+                    v[s] += 1;
+                }
+            }
+            (t, v)
+        })
+        .collect();
+    let used: Vec<usize> = (0..ns)
+        .filter(|&s| per.iter().any(|(_, v)| v[s] > 0))
+        .collect();
+    let mut time = Vec::with_capacity(used.len() * nl);
+    let mut visits = Vec::with_capacity(used.len() * nl);
+    for &s in &used {
+        for (t, v) in &per {
+            time.push(t[s] as f64);
+            visits.push(v[s] as f64);
+        }
+    }
+    let rows: Vec<String> = used
+        .iter()
+        .map(|&s| {
+            trace
+                .states
+                .get(s as u32)
+                .map(|st| st.name.clone())
+                .unwrap_or_else(|| format!("state {s}"))
+        })
+        .collect();
+    ProfileMatrix {
+        source: trace.meta.source.clone(),
+        format: "trace profile".into(),
+        row_kind: RowKind::Function,
+        row_ids: (0..rows.len() as i64).collect(),
+        callpath: vec![false; rows.len()],
+        groups: vec![String::new(); rows.len()],
+        rows,
+        columns: (0..nl).map(|l| l.to_string()).collect(),
+        metrics: vec![
+            ProfileMetric {
+                name: "exclusive time".into(),
+                unit: "ns".into(),
+                values: time,
+            },
+            ProfileMetric {
+                name: "visits".into(),
+                unit: "count".into(),
+                values: visits,
+            },
+        ],
+        procedures: Vec::new(),
+        source_file: None,
+    }
+}
 
 /// Statistics of one row of a profile over its columns.
 #[derive(Debug, Clone, Serialize)]

@@ -727,7 +727,9 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             let q = match a.metric.as_str() {
                 "bytes" => comm::Quantity::Bytes,
                 "messages" | "busy" => comm::Quantity::Messages,
-                other => bail!("comm-matrix counts messages or bytes (--metric messages|bytes), not '{other}'"),
+                other => bail!(
+                    "comm-matrix counts messages or bytes (--metric messages|bytes), not '{other}'"
+                ),
             };
             let c = comm::comm_matrices(t, t0, t1, level, 1)?;
             let values = c.dense(&c.total, q, MAX_DENSE_CELLS)?;

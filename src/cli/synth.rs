@@ -72,6 +72,21 @@ enum WorkloadCmd {
         #[arg(short, long)]
         out: PathBuf,
     },
+    /// A line profile (PerfVisS table: line, processor, ticks) of a real
+    /// shape: procedures, comment blocks, hot loops, imbalance, a straggler.
+    Profile {
+        /// Source lines.
+        #[arg(long, default_value_t = 2000)]
+        lines: usize,
+        /// Processors.
+        #[arg(short, long, default_value_t = 64)]
+        processors: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output .csv file.
+        #[arg(short, long)]
+        out: PathBuf,
+    },
     /// A data-parallel kernel on a W x H grid (or W x H x D cube), with its element access tensor.
     Kernel {
         #[arg(long, default_value_t = 64)]
@@ -221,8 +236,40 @@ fn volume(dims: &str, steps: usize, drift: f64, out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `synth profile`: the line profile of `synth::profile`.
+fn profile(lines: usize, processors: usize, seed: u64, out: &Path) -> Result<()> {
+    let cells = lines as u64 * processors as u64;
+    if lines == 0 || processors == 0 || cells > tapestry::readers::line_profile::MAX_CELLS {
+        bail!(
+            "--lines {lines} --processors {processors}: a profile holds 1 to {} cells",
+            tapestry::readers::line_profile::MAX_CELLS
+        );
+    }
+    let t = Instant::now();
+    let p = synth::profile::line_profile(lines, processors, seed);
+    let mut f = tapestry::export::AtomicFile::create(out, &[])
+        .with_context(|| format!("writing {}", out.display()))?;
+    synth::profile::write_table(&p, &mut f)
+        .with_context(|| format!("writing {}", out.display()))?;
+    f.commit()
+        .with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "wrote {} ({lines} lines x {processors} processors, {} procedures) in {:.2} s",
+        out.display(),
+        p.procedures.len(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 pub fn run(a: SynthArgs) -> Result<()> {
     let (workload, common, tensor) = match a.workload {
+        WorkloadCmd::Profile {
+            lines,
+            processors,
+            seed,
+            out,
+        } => return profile(lines, processors, seed, &out),
         WorkloadCmd::Volume {
             dims,
             steps,

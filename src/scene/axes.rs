@@ -27,9 +27,8 @@ impl Unit {
             "ns" => Unit::Nanoseconds,
             "bytes" | "B" | "byte" => Unit::Bytes,
             "fraction" | "" => Unit::Fraction,
-            u @ ("messages" | "accesses" | "calls" | "events" | "count" | "samples") => {
-                Unit::Count(u.to_string())
-            }
+            u @ ("messages" | "accesses" | "calls" | "events" | "count" | "samples" | "ticks"
+            | "visits") => Unit::Count(u.to_string()),
             other => Unit::Other(other.to_string()),
         }
     }

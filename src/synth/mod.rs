@@ -7,13 +7,16 @@
 //! * [`gauss`]: Gaussian elimination and back substitution with
 //!   `(BLOCK,*)`, `(CYCLIC,*)` and `(CYCLIC,CYCLIC)` distributions;
 //! * [`hypercube`]: broadcast and global sum on a hypercube;
-//! * [`kernel`]: a data-parallel kernel with its element access tensor.
+//! * [`kernel`]: a data-parallel kernel with its element access tensor;
+//! * [`profile`]: a line profile (lines × processors) of a real shape;
+//! * [`volume`]: a drifting scalar field for the isosurfaces.
 //!
 //! The output is deterministic for a given seed.
 
 pub mod gauss;
 pub mod hypercube;
 pub mod kernel;
+pub mod profile;
 pub mod sim;
 pub mod sink;
 pub mod volume;

@@ -160,7 +160,9 @@ pub fn grid(d: &CommData, p: &CommParams, step: usize, max_side: usize) -> Resul
     let m = &d.m;
     let n = m.size();
     if n == 0 {
-        return Err(Error::Invalid("the communication matrix has no tasks".into()));
+        return Err(Error::Invalid(
+            "the communication matrix has no tasks".into(),
+        ));
     }
     let block = comm::block_for(n, max_side.min(p.max_side).max(2));
     let w = step.min(m.windows.len().saturating_sub(1));
@@ -224,10 +226,7 @@ pub fn tasks_text(d: &CommData, g: &Grid) -> String {
         Level::Node => "nodes",
     };
     if g.block > 1 {
-        format!(
-            "{n} {what}, blocks of {b} × {b} per cell",
-            b = g.block
-        )
+        format!("{n} {what}, blocks of {b} × {b} per cell", b = g.block)
     } else {
         format!("{n} {what}")
     }
@@ -289,9 +288,14 @@ pub fn axes_2d(
         );
     }
     labels.push(
-        Label::world(format!("receiver {level}"), [s / 2.0, -s - tick, 0.0], 13.0, ink)
-            .aligned(LabelAlign::AxisTitleBelow)
-            .priority(0),
+        Label::world(
+            format!("receiver {level}"),
+            [s / 2.0, -s - tick, 0.0],
+            13.0,
+            ink,
+        )
+        .aligned(LabelAlign::AxisTitleBelow)
+        .priority(0),
     );
     labels.push(
         Label::world(format!("sender {level}"), [0.0, -s / 2.0, 0.0], 13.0, ink)

@@ -11,7 +11,9 @@ use crate::error::{Error, Result};
 use crate::readers::Loaded;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
-use crate::scene::{KeyEntry, KeyMark, Label, LabelAlign, Legend, Projection, Scene, Segment, rgba};
+use crate::scene::{
+    KeyEntry, KeyMark, Label, LabelAlign, Legend, Projection, Scene, Segment, rgba,
+};
 
 /// The contour view.
 pub struct CommContour;
@@ -100,7 +102,7 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
     let unit = comm::unit(q);
     let step = lv.get(1).map_or(g.hi - g.lo, |b| b - lv[0]);
     let mut placed: Vec<[f32; 2]> = Vec::new();
-    for l in 0..lv.len() {
+    for (l, &level) in lv.iter().enumerate() {
         let best = segs
             .iter()
             .filter(|s| s.level == l)
@@ -118,7 +120,7 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
             placed.push(m);
             scene.labels.push(
                 Label::world(
-                    axes::format_value(lv[l], &unit, g.hi, step),
+                    axes::format_value(level, &unit, g.hi, step),
                     [m[0], m[1], 0.0],
                     11.0,
                     colour(l),

@@ -21,8 +21,7 @@ const MAX_BARS_SIDE: usize = 128;
 
 impl View for CommPerspective {
     const NAME: &'static str = "comm-perspective";
-    const ABOUT: &'static str =
-        "Communication matrix in perspective: 3D bars per sender × receiver task (paper 001 Figs. 12–13)";
+    const ABOUT: &'static str = "Communication matrix in perspective: 3D bars per sender × receiver task (paper 001 Figs. 12–13)";
     const COLORMAP: &'static str = "viridis";
     const PARAMS: &'static [ParamDoc] = comm::PARAMS;
     type Params = CommParams;
@@ -133,9 +132,14 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
         .priority(0),
     );
     scene.labels.push(
-        Label::world(format!("sender {level}"), [-half - 0.3, 0.0, 0.0], 13.0, ink)
-            .aligned(LabelAlign::RightCenter)
-            .priority(0),
+        Label::world(
+            format!("sender {level}"),
+            [-half - 0.3, 0.0, 0.0],
+            13.0,
+            ink,
+        )
+        .aligned(LabelAlign::RightCenter)
+        .priority(0),
     );
     // the value axis at the back left corner
     let q = d.quantity;

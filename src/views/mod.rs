@@ -21,6 +21,9 @@ pub mod isosurface;
 pub mod kiviat;
 pub mod moments;
 pub mod moments_3d;
+pub mod profile;
+pub mod profile_heatmap;
+pub mod profile_terrain;
 pub mod scatter;
 pub mod state;
 
@@ -268,6 +271,8 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<comm_density::CommDensity>::NEW,
     &Registered::<comm_perspective::CommPerspective>::NEW,
     &Registered::<comm_contour::CommContour>::NEW,
+    &Registered::<profile_terrain::ProfileTerrain>::NEW,
+    &Registered::<profile_heatmap::ProfileHeatmap>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.
