@@ -63,6 +63,9 @@ pub enum Analysis {
     ProfileProcedures,
     /// Profiles: overview reduction (skip zero runs, bin, strips).
     ProfileOverview,
+    /// The temporal signal w as sound (-o FILE.wav): --sound pitch|amplitude,
+    /// --tone seconds per sample, --pitch-range LO:HI Hz, --sample-rate.
+    Sonify,
     /// Volumes: isosurfaces (--iso, --step) with triangles, area and
     /// enclosed volume per step and isovalue; --mesh writes them.
     Isosurface,
@@ -88,6 +91,14 @@ pub enum ImageOp {
     Binary,
     /// Statistics (min, max, mean, std) and a histogram of the colour indices.
     Stats,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum SoundArg {
+    /// The value sets the pitch (log scale over --pitch-range).
+    Pitch,
+    /// The value sets the loudness of a constant tone.
+    Amplitude,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -206,6 +217,18 @@ pub struct AnalyzeArgs {
     /// Field layout: ring, grid:WxH or cube:XxYxZ.
     #[arg(long, default_value = "ring")]
     pub field_layout: String,
+    /// Sonify: what the value of w controls.
+    #[arg(long, value_enum, default_value_t = SoundArg::Pitch)]
+    pub sound: SoundArg,
+    /// Sonify: sound per sample of w (a duration: 50ms).
+    #[arg(long, default_value = "50ms")]
+    pub tone: String,
+    /// Sonify: pitches of the smallest and largest value, LO:HI in Hz.
+    #[arg(long, default_value = "220:880")]
+    pub pitch_range: String,
+    /// Sonify: samples per second of the sound.
+    #[arg(long, default_value_t = 44_100)]
+    pub sample_rate: u32,
     /// Communication matrix: tasks are threads (locations), processes or nodes.
     #[arg(long, default_value = "thread")]
     pub level: String,
@@ -742,6 +765,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 meta: json!({"analysis": "comm-matrix", "quantity": q.name(), "level": level, "tasks": c.names, "rows": "sender", "columns": "receiver", "window_ns": [t0, t1]}),
             }
         }
+        Analysis::Sonify => bail!("sonify writes a sound: give -o FILE.wav"),
         Analysis::Isosurface => {
             bail!("isosurface works on volumes (Boxfish tables, 3D/4D .npy arrays), not on traces")
         }
@@ -1026,7 +1050,84 @@ fn json_value(o: &Output) -> Value {
     }
 }
 
+/// `analyze TRACE sonify -o w.wav`: the temporal signal w as sound.
+fn sonify(a: &AnalyzeArgs, t: &Trace) -> Result<()> {
+    use tapestry::export::sound;
+    let Some(path) = &a.out else {
+        bail!("sonify writes a sound: give -o FILE.wav");
+    };
+    if path.extension().is_none_or(|e| e != "wav") {
+        bail!("sonify writes a .wav file, not {}", path.display());
+    }
+    let (lo, hi) = a
+        .pitch_range
+        .split_once(':')
+        .and_then(|(l, h)| Some((l.trim().parse::<f64>().ok()?, h.trim().parse::<f64>().ok()?)))
+        .ok_or_else(|| {
+            anyhow!(
+                "--pitch-range expects LO:HI in Hz, found '{}'",
+                a.pitch_range
+            )
+        })?;
+    let tone_ns = parse_time(&a.tone)?;
+    let p = sound::SoundParams {
+        mapping: match a.sound {
+            SoundArg::Pitch => sound::Mapping::Pitch,
+            SoundArg::Amplitude => sound::Mapping::Amplitude,
+        },
+        sample_rate: a.sample_rate,
+        tone_s: tone_ns as f64 * 1e-9,
+        f_lo: lo,
+        f_hi: hi,
+    };
+    let (w, unit, period, _) = dsp_signal(
+        &AnalyzeArgs {
+            domain: Domain::Temporal,
+            ..a.clone()
+        },
+        t,
+        &a.metric,
+    )?;
+    let samples = sound::sonify(&w, &p)?;
+    let bytes = sound::wav_bytes(&samples, p.sample_rate)?;
+    let input_files = tapestry::readers::input_files(&a.trace);
+    let inputs: Vec<&std::path::Path> = input_files.iter().map(|p| p.as_path()).collect();
+    let mut f = AtomicFile::create(path, &inputs)?;
+    f.write_all(&bytes)?;
+    f.commit()?;
+    let finite = w.iter().copied().filter(|v| v.is_finite());
+    let (mn, mx) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    eprintln!(
+        "wrote {} ({} samples of w every {} s, {} s each: {:.1} s at {} Hz; {} of {} ({mn:.4} to {mx:.4} {unit}) -> {})",
+        path.display(),
+        w.len(),
+        period.unwrap_or(0.0),
+        p.tone_s,
+        samples.len() as f64 / p.sample_rate as f64,
+        p.sample_rate,
+        match p.mapping {
+            sound::Mapping::Pitch => "pitch",
+            sound::Mapping::Amplitude => "loudness",
+        },
+        a.metric,
+        match p.mapping {
+            sound::Mapping::Pitch => format!("{lo} Hz to {hi} Hz, log scale"),
+            sound::Mapping::Amplitude =>
+                format!("5 % to 80 % of full scale at {:.0} Hz", (lo * hi).sqrt()),
+        }
+    );
+    Ok(())
+}
+
 pub fn run(a: AnalyzeArgs) -> Result<()> {
+    if a.analysis == Analysis::Sonify {
+        return match readers::load(&a.trace, &a.read.options())? {
+            Loaded::Trace(t) => sonify(&a, &t),
+            _ => bail!("sonify plays the signal w of a trace; this input is not a trace"),
+        };
+    }
     let out = match readers::load(&a.trace, &a.read.options())? {
         Loaded::Trace(t) => {
             for w in &t.meta.diagnostics.warnings {

@@ -3,10 +3,11 @@
 //! when complete. An interrupted export never leaves a half file.
 //!
 //! [`npy`] writes NumPy arrays (streamed, for element access tensors and
-//! analysis results).
+//! analysis results); [`sound`] turns the signal w into a WAV file.
 
 pub mod gltf;
 pub mod npy;
+pub mod sound;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
