@@ -180,6 +180,15 @@ fn view_args(view: &str, gauss: &Path, kernel: &Path, tensor: &Path) -> Vec<Stri
                 "cursor=[200,20]".into(),
             ]
         }
+        "image" => vec![
+            gauss.display().to_string(),
+            "--view".into(),
+            "image".into(),
+            "--param".into(),
+            "metric=busy-fraction".into(),
+            "--start".into(),
+            "50".into(),
+        ],
         "isosurface" => vec![
             common::shared_trace("boxfish-bgpc/bgpc_meta.yaml")
                 .display()

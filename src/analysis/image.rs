@@ -32,6 +32,74 @@ pub struct Image {
     pub location: Vec<Option<u32>>,
 }
 
+impl Layout {
+    /// A layout by name: natural (with `cols`), gray, hypercube or
+    /// near-square.
+    pub fn named(name: &str, cols: Option<usize>) -> Result<Layout> {
+        Ok(match name {
+            "natural" => Layout::Natural { cols },
+            "gray" => Layout::Gray,
+            "hypercube" => Layout::Hypercube,
+            "near-square" => Layout::NearSquare,
+            other => {
+                return Err(Error::Invalid(format!(
+                    "unknown layout '{other}' (layouts: natural, gray, hypercube, near-square, or coordinates from a file)"
+                )));
+            }
+        })
+    }
+
+    /// The name of the layout as used.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Layout::Natural { .. } => "natural",
+            Layout::Gray => "gray",
+            Layout::Hypercube => "hypercube",
+            Layout::NearSquare => "near-square",
+            Layout::Coordinates(_) => "coordinates",
+        }
+    }
+}
+
+/// User coordinates from a CSV of `location,row,col` lines (a header line
+/// starting `location` and `#` comments are skipped), in location order.
+pub fn read_coords(path: &std::path::Path) -> Result<Layout> {
+    use crate::diagnostics::Position;
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.len() > 1 << 30 {
+        return Err(Error::Invalid(format!(
+            "{}: a coordinate file of {} bytes is too large",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut xy: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with("location") {
+            continue;
+        }
+        let f: Vec<&str> = l.split(',').map(str::trim).collect();
+        let parsed =
+            (f.len() == 3).then(|| (f[0].parse().ok(), f[1].parse().ok(), f[2].parse().ok()));
+        match parsed {
+            Some((Some(p), Some(r), Some(c))) => xy.push((p, r, c)),
+            _ => {
+                return Err(Error::parse(
+                    path,
+                    Position::line(i as u64 + 1),
+                    format!("expected 'location,row,col' integers, found '{l}'"),
+                ));
+            }
+        }
+    }
+    xy.sort();
+    Ok(Layout::Coordinates(
+        xy.into_iter().map(|(_, r, c)| (r, c)).collect(),
+    ))
+}
+
 fn gray(i: usize) -> usize {
     i ^ (i >> 1)
 }

@@ -33,6 +33,24 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// `busy`, `busy-fraction`, `messages`, `bytes` or `counter:NAME`.
+    pub fn parse(s: &str, trace: &Trace) -> Result<Metric> {
+        Ok(match s {
+            "busy" => Metric::Busy,
+            "busy-fraction" => Metric::BusyFraction,
+            "messages" => Metric::MessageCount,
+            "bytes" => Metric::MessageBytes,
+            other => match other.strip_prefix("counter:") {
+                Some(name) => Metric::Counter(crate::views::inputs::counter_index(trace, name)?),
+                None => {
+                    return Err(Error::Invalid(format!(
+                        "expected a metric busy, busy-fraction, messages, bytes or counter:NAME, found '{other}'"
+                    )));
+                }
+            },
+        })
+    }
+
     /// Unit of the metric's values.
     pub fn unit(&self) -> &'static str {
         match self {
@@ -136,6 +154,136 @@ pub fn metric_matrix(trace: &Trace, metric: &Metric, mask: &[bool]) -> Result<Me
         locations: p,
         initial: 0.0,
     })
+}
+
+/// The state vector S(n0) of `metric` (SPEC §3.2): the metric matrix's
+/// last value of every location at or before `n0`; the cumulative busy
+/// fraction exactly at `n0` (busy time in `[0, n0)` / n0, which changes
+/// continuously, not only at events). `mm` is `metric`'s matrix.
+pub fn state_vector(
+    trace: &Trace,
+    metric: &Metric,
+    mask: &[bool],
+    mm: &MetricMatrix,
+    n0: Time,
+) -> Vec<f64> {
+    use rayon::prelude::*;
+    if *metric == Metric::BusyFraction {
+        return (0..trace.num_locations() as u32)
+            .into_par_iter()
+            .map(|l| {
+                if n0 == 0 {
+                    return 0.0;
+                }
+                super::moments::accumulate(trace.intervals.of(l), mask, 0, n0).w / n0 as f64
+            })
+            .collect();
+    }
+    mm.state_vector(n0)
+}
+
+#[cfg(test)]
+mod busy_runs_tests {
+    use super::*;
+    use crate::model::{BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder};
+
+    #[test]
+    fn busy_runs_equal_the_moment_accumulator_at_every_time() {
+        let mut b = TraceBuilder::new(Format::Synthetic, "", TimeUnit::nanoseconds(), false);
+        let l = b.locations.add("p0", LocationKind::Thread, None, 0);
+        let run = b.states.add("run", StateClass::Busy, None, 0);
+        let wait = b.states.add("wait", StateClass::Idle, None, 1);
+        for (s, e, st) in [
+            (0, 5, run),
+            (5, 9, run),
+            (9, 20, wait),
+            (20, 23, run),
+            (30, 40, run),
+        ] {
+            b.interval(l, s, e, st);
+        }
+        let t = b.finish(BuildOptions::default()).unwrap();
+        let mask = t.states.select(&["busy".to_string()]).unwrap();
+        let r = BusyRuns::new(&t, &mask);
+        for n0 in 0..45 {
+            let want = if n0 == 0 {
+                0.0
+            } else {
+                super::super::moments::accumulate(t.intervals.of(0), &mask, 0, n0).w / n0 as f64
+            };
+            assert_eq!(r.fractions(n0)[0], want, "n0 = {n0}");
+        }
+    }
+}
+
+/// Busy time as a function of time, per location: the merged runs of the
+/// selected states and the busy time before each, so that the cumulative
+/// busy fraction at any n0 takes a binary search (for animations over n0).
+#[derive(Debug, Clone, Default)]
+pub struct BusyRuns {
+    offsets: Vec<usize>,
+    start: Vec<Time>,
+    end: Vec<Time>,
+    before: Vec<u64>,
+}
+
+impl BusyRuns {
+    pub fn new(trace: &Trace, mask: &[bool]) -> BusyRuns {
+        let mut r = BusyRuns {
+            offsets: vec![0],
+            ..Default::default()
+        };
+        for l in 0..trace.num_locations() as u32 {
+            let iv = trace.intervals.of(l);
+            let mut acc = 0u64;
+            let first = r.start.len();
+            for i in 0..iv.len() {
+                if !mask.get(iv.state[i] as usize).copied().unwrap_or(false) {
+                    continue;
+                }
+                let (s, e) = (iv.start[i], iv.end[i]);
+                // adjacent busy intervals merge into one run
+                if r.start.len() > first && r.end.last() == Some(&s) {
+                    if let Some(last) = r.end.last_mut() {
+                        *last = e;
+                    }
+                } else {
+                    r.start.push(s);
+                    r.end.push(e);
+                    r.before.push(acc);
+                }
+                acc += e - s;
+            }
+            r.offsets.push(r.start.len());
+        }
+        r
+    }
+
+    /// Busy time of location `l` in `[0, n0)`.
+    pub fn busy_before(&self, l: usize, n0: Time) -> u64 {
+        let (a, b) = (self.offsets[l], self.offsets[l + 1]);
+        let k = self.start[a..b].partition_point(|&s| s < n0);
+        if k == 0 {
+            return 0;
+        }
+        let i = a + k - 1;
+        self.before[i] + (n0.min(self.end[i]) - self.start[i])
+    }
+
+    /// The cumulative busy fraction of every location at `n0`.
+    pub fn fractions(&self, n0: Time) -> Vec<f64> {
+        use rayon::prelude::*;
+        (0..self.offsets.len() - 1)
+            .into_par_iter()
+            .map(|l| {
+                if n0 == 0 {
+                    0.0
+                } else {
+                    self.busy_before(l, n0) as f64 / n0 as f64
+                }
+            })
+            .collect()
+    }
 }
 
 impl MetricMatrix {

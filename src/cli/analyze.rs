@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use tapestry::analysis::{comm, fields, image, matrices, metric, moments, signal};
@@ -380,30 +380,7 @@ fn field_layout(s: &str) -> Result<fields::FieldLayout> {
 
 fn image_layout(a: &AnalyzeArgs) -> Result<image::Layout> {
     if let Some(path) = &a.coords {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let mut xy: Vec<(usize, usize, usize)> = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let l = line.trim();
-            if l.is_empty() || l.starts_with('#') || l.starts_with("location") {
-                continue;
-            }
-            let f: Vec<&str> = l.split(',').map(str::trim).collect();
-            let parsed =
-                (f.len() == 3).then(|| (f[0].parse().ok(), f[1].parse().ok(), f[2].parse().ok()));
-            match parsed {
-                Some((Some(p), Some(r), Some(c))) => xy.push((p, r, c)),
-                _ => bail!(
-                    "{}:line {}: expected 'location,row,col' integers, found '{l}'",
-                    path.display(),
-                    i + 1
-                ),
-            }
-        }
-        xy.sort();
-        return Ok(image::Layout::Coordinates(
-            xy.into_iter().map(|(_, r, c)| (r, c)).collect(),
-        ));
+        return Ok(image::read_coords(path)?);
     }
     Ok(match a.layout {
         LayoutArg::Natural => image::Layout::Natural { cols: a.cols },
@@ -780,18 +757,12 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
 }
 
 fn state_vector(t: &Trace, m: &metric::Metric, mask: &[bool], n0: Time) -> Result<Vec<f64>> {
-    // the cumulative busy fraction is exact at any n0, not only at events
-    if *m == metric::Metric::BusyFraction {
-        return Ok((0..t.num_locations() as u32)
-            .map(|l| {
-                if n0 == 0 {
-                    return 0.0;
-                }
-                moments::accumulate(t.intervals.of(l), mask, 0, n0).w / n0 as f64
-            })
-            .collect());
-    }
-    Ok(metric::metric_matrix(t, m, mask)?.state_vector(n0))
+    let mm = if *m == metric::Metric::BusyFraction {
+        metric::MetricMatrix::default()
+    } else {
+        metric::metric_matrix(t, m, mask)?
+    };
+    Ok(metric::state_vector(t, m, mask, &mm, n0))
 }
 
 fn image_output(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
@@ -813,13 +784,7 @@ fn image_output(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             signal::Comparison::AtMost(_) => bail!("image thresholds take >=X or A..B"),
         }
     };
-    let layout_name = match &layout {
-        image::Layout::Natural { .. } => "natural",
-        image::Layout::Gray => "gray",
-        image::Layout::Hypercube => "hypercube",
-        image::Layout::NearSquare => "near-square",
-        image::Layout::Coordinates(_) => "coordinates",
-    };
+    let layout_name = layout.name();
     let mut meta = json!({"analysis": "image", "n0_ns": n0, "layout": layout_name, "g_range": [g.0, g.1], "rows": img.rows, "cols": img.cols, "cells": "colour index; empty = no data"});
     let values = match a.op {
         ImageOp::None => gi,

@@ -98,23 +98,7 @@ pub fn parse_size(s: &str) -> Result<(u32, u32)> {
 
 /// `--metric`: busy, busy-fraction, messages, bytes or counter:NAME.
 pub fn parse_metric(s: &str, t: &Trace) -> Result<metric::Metric> {
-    Ok(match s {
-        "busy" => metric::Metric::Busy,
-        "busy-fraction" => metric::Metric::BusyFraction,
-        "messages" => metric::Metric::MessageCount,
-        "bytes" => metric::Metric::MessageBytes,
-        other => match other.strip_prefix("counter:") {
-            Some(name) => metric::Metric::Counter(counter_index(t, name)?),
-            None => bail!(
-                "expected --metric busy, busy-fraction, messages, bytes or counter:NAME, found '{other}'"
-            ),
-        },
-    })
-}
-
-/// The index of the counter called `name`, or an error listing the counters.
-fn counter_index(t: &Trace, name: &str) -> Result<u32> {
-    Ok(tapestry::views::inputs::counter_index(t, name)?)
+    Ok(metric::Metric::parse(s, t)?)
 }
 
 /// What a field quantity is computed over.

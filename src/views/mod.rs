@@ -21,6 +21,7 @@ pub mod isosurface;
 pub mod kiviat;
 pub mod moments;
 pub mod moments_3d;
+pub mod perf_image;
 pub mod profile;
 pub mod profile_heatmap;
 pub mod profile_terrain;
@@ -273,6 +274,7 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<comm_contour::CommContour>::NEW,
     &Registered::<profile_terrain::ProfileTerrain>::NEW,
     &Registered::<profile_heatmap::ProfileHeatmap>::NEW,
+    &Registered::<perf_image::PerfImage>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.

@@ -1,0 +1,459 @@
+//! The performance image G(n0) (paper 002 chapter 5, SPEC §3.2): the state
+//! vector S(n0) of a metric placed on a grid (natural, Gray-code,
+//! hypercube, near-square or user coordinates) and coloured by its colour
+//! index g = g_min + α (m − m_min); animated over n0 (`steps` positions
+//! across the window). Modes: the image, the difference G(n0) − G(n0 −
+//! lag) contrast-stretched, hot spots (cells with g ≥ th, the others at
+//! g_min) and binary (g_max where g ≥ th). One metric range for the whole
+//! animation. Beyond the pixels, k × k cells share a pixel (their mean
+//! index; the title says so).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
+use crate::analysis::image::{self, Layout};
+use crate::analysis::metric::{self, BusyRuns, Metric, MetricMatrix};
+use crate::error::{Error, Result};
+use crate::model::Time;
+use crate::readers::Loaded;
+use crate::scene::axes::{self, Unit};
+use crate::scene::colormap::Colormap;
+use crate::scene::{KeyEntry, KeyMark, Label, LabelAlign, Legend, Mesh, Projection, Scene, rgba};
+
+/// The performance-image view.
+pub struct PerfImage;
+
+/// Parameters of the view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImageParams {
+    /// busy, busy-fraction, messages, bytes or counter:NAME.
+    pub metric: String,
+    /// natural, gray, hypercube or near-square.
+    pub layout: String,
+    /// Columns of the natural layout (0: near-square).
+    pub cols: usize,
+    /// A CSV of location,row,col (overrides the layout).
+    pub coords: String,
+    /// Positions of n0 across the window.
+    pub steps: usize,
+    /// image, diff, hotspot or binary.
+    pub mode: String,
+    /// Threshold colour index of hotspot and binary.
+    pub th: f64,
+    /// Steps back of the difference image.
+    pub lag: usize,
+    /// Colour index range [g_min, g_max].
+    pub g_range: Vec<f64>,
+    /// Metric range [m_min, m_max] (empty: the data's over all steps).
+    pub m_range: Vec<f64>,
+}
+
+impl Default for ImageParams {
+    fn default() -> Self {
+        ImageParams {
+            metric: "busy".into(),
+            layout: "near-square".into(),
+            cols: 0,
+            coords: String::new(),
+            steps: 100,
+            mode: "image".into(),
+            th: 128.0,
+            lag: 1,
+            g_range: vec![0.0, 255.0],
+            m_range: Vec::new(),
+        }
+    }
+}
+
+/// The analysis behind the images.
+pub struct ImageData {
+    pub metric: Metric,
+    pub mm: MetricMatrix,
+    pub mask: Vec<bool>,
+    pub layout: Layout,
+    /// The metric range over all steps.
+    pub m_lo: f64,
+    pub m_hi: f64,
+    /// The n0 of each step.
+    pub n0: Vec<Time>,
+    /// The busy runs behind the cumulative busy fraction.
+    pub busy: Option<BusyRuns>,
+    pub locations: usize,
+}
+
+const MODES: [&str; 4] = ["image", "diff", "hotspot", "binary"];
+const NO_DATA: [f32; 4] = [0.88, 0.88, 0.9, 1.0];
+
+fn check(p: &ImageParams) -> Result<()> {
+    if p.steps == 0 || p.steps > 100_000 {
+        return Err(Error::Invalid(format!(
+            "steps must be 1 to 100000, not {}",
+            p.steps
+        )));
+    }
+    if !MODES.contains(&p.mode.as_str()) {
+        return Err(Error::Invalid(format!(
+            "unknown mode '{}' (modes: {})",
+            p.mode,
+            MODES.join(", ")
+        )));
+    }
+    match p.g_range.as_slice() {
+        [a, b] if a.is_finite() && b.is_finite() && a < b => {}
+        other => {
+            return Err(Error::Invalid(format!(
+                "g_range must be [g_min, g_max] with g_min < g_max, not {other:?}"
+            )));
+        }
+    }
+    match p.m_range.as_slice() {
+        [] => {}
+        [a, b] if a.is_finite() && b.is_finite() && a < b => {}
+        other => {
+            return Err(Error::Invalid(format!(
+                "m_range must be [m_min, m_max] with m_min < m_max, not {other:?}"
+            )));
+        }
+    }
+    if !p.th.is_finite() {
+        return Err(Error::Invalid("th must be a number".into()));
+    }
+    Ok(())
+}
+
+fn layout_of(p: &ImageParams) -> Result<Layout> {
+    if !p.coords.is_empty() {
+        return image::read_coords(std::path::Path::new(&p.coords));
+    }
+    Layout::named(&p.layout, (p.cols > 0).then_some(p.cols))
+}
+
+impl View for PerfImage {
+    const NAME: &'static str = "image";
+    const ABOUT: &'static str =
+        "Performance image G(n0): the state vector on a grid, animated over n0 (paper 002)";
+    const COLORMAP: &'static str = "viridis";
+    const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc {
+            key: "metric",
+            help: "busy, busy-fraction, messages, bytes or counter:NAME [busy]",
+        },
+        ParamDoc {
+            key: "layout",
+            help: "natural, gray, hypercube or near-square [near-square]",
+        },
+        ParamDoc {
+            key: "cols",
+            help: "columns of the natural layout [near-square]",
+        },
+        ParamDoc {
+            key: "coords",
+            help: "a CSV of location,row,col placing each location (overrides layout)",
+        },
+        ParamDoc {
+            key: "steps",
+            help: "positions of n0 across the window (the animation) [100]",
+        },
+        ParamDoc {
+            key: "mode",
+            help: "image, diff (G(n0) − G(n0 − lag)), hotspot or binary (threshold th) [image]",
+        },
+        ParamDoc {
+            key: "th",
+            help: "threshold colour index of hotspot and binary [128]",
+        },
+        ParamDoc {
+            key: "lag",
+            help: "steps back of the difference image [1]",
+        },
+        ParamDoc {
+            key: "g_range",
+            help: "colour index range [g_min, g_max] [[0, 255]]",
+        },
+        ParamDoc {
+            key: "m_range",
+            help: "metric range mapped onto the colour indices [the data's over all steps]",
+        },
+    ];
+    type Params = ImageParams;
+    type Data = ImageData;
+
+    fn accepts(input: &Loaded, _spec: &Resolved, p: &ImageParams) -> Result<()> {
+        let t = super::inputs::trace(input, Self::NAME)?;
+        check(p)?;
+        Metric::parse(&p.metric, t)?;
+        let layout = layout_of(p)?;
+        image::place(t.num_locations(), &layout).map(|_| ())
+    }
+
+    fn compute(input: &Loaded, spec: &Resolved, p: &ImageParams) -> Result<ImageData> {
+        let t = super::inputs::trace(input, Self::NAME)?;
+        check(p)?;
+        let m = Metric::parse(&p.metric, t)?;
+        let mask = t.states.select(&spec.spec.states)?;
+        let (mm, busy) = if m == Metric::BusyFraction {
+            (MetricMatrix::default(), Some(BusyRuns::new(t, &mask)))
+        } else {
+            (metric::metric_matrix(t, &m, &mask)?, None)
+        };
+        let layout = layout_of(p)?;
+        image::place(t.num_locations(), &layout)?;
+        let (m_lo, m_hi) = match m {
+            Metric::Busy | Metric::BusyFraction => (0.0, 1.0),
+            _ => {
+                let lo = mm.value.iter().copied().fold(mm.initial, f64::min);
+                let hi = mm.value.iter().copied().fold(mm.initial, f64::max);
+                (lo, if hi > lo { hi } else { lo + 1.0 })
+            }
+        };
+        let (t0, t1) = (spec.t0, spec.t1);
+        let n = p.steps.min((t1 - t0) as usize + 1).max(1);
+        let n0 = (0..n)
+            .map(|k| {
+                if n == 1 {
+                    t1
+                } else {
+                    t0 + ((t1 - t0) as u128 * k as u128 / (n - 1) as u128) as Time
+                }
+            })
+            .collect();
+        Ok(ImageData {
+            metric: m,
+            mm,
+            mask,
+            layout,
+            m_lo,
+            m_hi,
+            n0,
+            busy,
+            locations: t.num_locations(),
+        })
+    }
+
+    fn data_key(p: &ImageParams) -> serde_json::Value {
+        serde_json::json!({ "metric": p.metric, "layout": p.layout, "cols": p.cols, "coords": p.coords, "steps": p.steps })
+    }
+
+    fn animation(d: &ImageData, _p: &ImageParams) -> Animation {
+        Animation {
+            steps: d.n0.len(),
+            stride: 1,
+        }
+    }
+
+    fn build(d: &ImageData, spec: &Resolved, p: &ImageParams, ctx: BuildCtx) -> Result<Scene> {
+        build(d, &spec.colormap, p, ctx)
+    }
+
+    fn panel(ui: &mut egui::Ui, p: &mut ImageParams) {
+        egui::ComboBox::from_label("mode")
+            .selected_text(p.mode.clone())
+            .show_ui(ui, |ui| {
+                for m in MODES {
+                    ui.selectable_value(&mut p.mode, m.to_string(), m);
+                }
+            });
+        let (lo, hi) = match p.g_range.as_slice() {
+            [a, b] => (*a, *b),
+            _ => (0.0, 255.0),
+        };
+        ui.add(egui::Slider::new(&mut p.th, lo..=hi).text("threshold (colour index)"));
+        ui.add(egui::Slider::new(&mut p.lag, 1..=50).text("difference lag (steps)"));
+    }
+}
+
+/// The colour-index image at step `k`.
+fn indices(d: &ImageData, p: &ImageParams, k: usize) -> Result<(image::Image, Vec<Option<f64>>)> {
+    let g = (p.g_range[0], p.g_range[1]);
+    let mr = match p.m_range.as_slice() {
+        [a, b] => (*a, *b),
+        _ => (d.m_lo, d.m_hi),
+    };
+    let at = |k: usize| -> Result<image::Image> {
+        let n0 = d.n0[k.min(d.n0.len() - 1)];
+        let v = match &d.busy {
+            Some(b) => b.fractions(n0),
+            None => d.mm.state_vector(n0),
+        };
+        image::render(&v, &d.layout)
+    };
+    let img = at(k)?;
+    let gi = image::color_index(&img, g, Some(mr));
+    let out = match p.mode.as_str() {
+        "diff" => {
+            let before = at(k.saturating_sub(p.lag.max(1)))?;
+            let diff = image::difference(&before, &img)?;
+            image::contrast_stretch(&diff, g)
+        }
+        "hotspot" => image::hot_spots(&gi, p.th, None, g.0),
+        "binary" => image::binary(&gi, p.th, g),
+        _ => gi,
+    };
+    Ok((img, out))
+}
+
+pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> Result<Scene> {
+    let k = ctx.step.min(d.n0.len().saturating_sub(1));
+    let (img, g) = indices(d, p, k)?;
+    let (g0, g1) = (p.g_range[0], p.g_range[1]);
+    let cmap = Colormap::named(colormap)?;
+    // pixels of the chart: blocks of b × b cells beyond
+    let side_px = super::comm::chart_side(ctx.width, ctx.height);
+    let b = img.rows.max(img.cols).div_ceil(side_px.max(1)).max(1);
+    let (r2, c2) = (img.rows.div_ceil(b), img.cols.div_ceil(b));
+    let mut mesh = Mesh::default();
+    for r in 0..r2 {
+        for c in 0..c2 {
+            let mut sum = 0.0;
+            let mut n = 0usize;
+            for rr in r * b..((r + 1) * b).min(img.rows) {
+                for cc in c * b..((c + 1) * b).min(img.cols) {
+                    if let Some(v) = g[rr * img.cols + cc] {
+                        sum += v;
+                        n += 1;
+                    }
+                }
+            }
+            let color = if n == 0 {
+                NO_DATA
+            } else {
+                let u = ((sum / n as f64 - g0) / (g1 - g0)).clamp(0.0, 1.0) as f32;
+                rgba(cmap.at(u), 1.0)
+            };
+            let (x, y) = (c as f32, -(r as f32));
+            mesh.rect(x, y - 1.0, x + 1.0, y, 0.0, color);
+        }
+    }
+    let mut scene = Scene::new("", Projection::Orthographic);
+    scene.meshes.push(mesh);
+    let ink = axes::ink(false);
+    // processor numbers in cells big enough to hold them
+    let cell_px = side_px as f32 / img.rows.max(img.cols) as f32;
+    if b == 1 && cell_px >= 28.0 {
+        for (i, l) in img.location.iter().enumerate() {
+            if let Some(l) = l {
+                let (r, c) = (i / img.cols, i % img.cols);
+                let light = g[i].is_some_and(|v| ((v - g0) / (g1 - g0)) < 0.55);
+                scene.labels.push(
+                    Label::world(
+                        l.to_string(),
+                        [c as f32 + 0.5, -(r as f32) - 0.5, 0.0],
+                        11.0,
+                        if light {
+                            [1.0, 1.0, 1.0, 1.0]
+                        } else {
+                            [0.0, 0.0, 0.0, 1.0]
+                        },
+                    )
+                    .aligned(LabelAlign::CenterBottom)
+                    .priority(3),
+                );
+            }
+        }
+    }
+    let (rs, cs) = (r2 as f32, c2 as f32);
+    let tick = 0.012 * rs.max(cs);
+    for (cc, _) in super::comm::task_ticks(img.cols, b, 8) {
+        let x = (cc as f32 + 0.5) / b as f32;
+        scene.lines.push(crate::scene::Segment {
+            a: [x, -rs, 0.3],
+            b: [x, -rs - tick, 0.3],
+            color: ink,
+        });
+        scene.labels.push(
+            Label::world(cc.to_string(), [x, -rs - tick, 0.0], 12.0, ink)
+                .aligned(LabelAlign::CenterTop)
+                .priority(1),
+        );
+    }
+    for (rr, _) in super::comm::task_ticks(img.rows, b, 8) {
+        let y = -(rr as f32 + 0.5) / b as f32;
+        scene.lines.push(crate::scene::Segment {
+            a: [0.0, y, 0.3],
+            b: [-tick, y, 0.3],
+            color: ink,
+        });
+        scene.labels.push(
+            Label::world(rr.to_string(), [-tick, y, 0.0], 12.0, ink)
+                .aligned(LabelAlign::RightCenter)
+                .priority(1),
+        );
+    }
+    scene.labels.push(
+        Label::world("image column", [cs / 2.0, -rs - tick, 0.0], 13.0, ink)
+            .aligned(LabelAlign::AxisTitleBelow)
+            .priority(0),
+    );
+    scene.labels.push(
+        Label::world("image row", [0.0, -rs / 2.0, 0.0], 13.0, ink)
+            .aligned(LabelAlign::AxisTitleLeft)
+            .priority(0),
+    );
+    let unit = Unit::from_name(d.metric.unit());
+    let mr = match p.m_range.as_slice() {
+        [a, b] => (*a, *b),
+        _ => (d.m_lo, d.m_hi),
+    };
+    let n0 = d.n0[k];
+    scene.legend = Some(Legend {
+        title: match p.mode.as_str() {
+            "diff" => "difference".into(),
+            _ => "colour index G".into(),
+        },
+        colormap: colormap.to_string(),
+        min: g0,
+        max: g1,
+        unit: Unit::Count("index".into()),
+        note: Some(match p.mode.as_str() {
+            "diff" => "stretched: g_min = most decreased".into(),
+            _ => format!(
+                "{} = {}, {} = {}",
+                g0,
+                axes::format_value(mr.0, &unit, mr.1, 0.0),
+                g1,
+                axes::format_value(mr.1, &unit, mr.1, 0.0)
+            ),
+        }),
+    });
+    scene.key.push(KeyEntry {
+        mark: KeyMark::Bar,
+        color: NO_DATA,
+        text: "no processor".into(),
+    });
+    let at = |t: Time| axes::format_time(t as f64, n0.max(1) as f64, 0.0);
+    let what = match p.mode.as_str() {
+        "diff" => format!(
+            "G({}) − G({})",
+            at(n0),
+            at(d.n0[k.saturating_sub(p.lag.max(1))])
+        ),
+        "hotspot" => format!("hot spots g ≥ {} of G({})", p.th, at(n0)),
+        "binary" => format!("G({}) ≥ {}", at(n0), p.th),
+        _ => format!("G({})", at(n0)),
+    };
+    if let Some(s) = image::stats_of(&g) {
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Line,
+            color: ink,
+            text: format!("mean g {:.1}, std {:.1}", s.mean, s.std),
+        });
+    }
+    scene.title = format!(
+        "{what}: {} — {} processors, {} {}×{}, step {}/{}{}",
+        p.metric,
+        d.locations,
+        d.layout.name(),
+        img.rows,
+        img.cols,
+        k + 1,
+        d.n0.len(),
+        if b > 1 {
+            format!(", {b}×{b} cells per pixel (mean)")
+        } else {
+            String::new()
+        }
+    );
+    scene.axes = "x: image column, y: −image row".into();
+    Ok(scene)
+}
