@@ -24,8 +24,8 @@ pub struct RenderArgs {
     /// Image size WxH [1280x720, or the view-state file's].
     #[arg(long)]
     pub size: Option<String>,
-    /// Output: .png, .jpg, .glb or .gltf [TRACE-STEM-VIEW.png in the
-    /// current directory]. With --frames, frames are NAME-0000.png, ...
+    /// Output: .png, .jpg, .svg (2D charts), .glb or .gltf
+    /// [TRACE-STEM-VIEW.png in the current directory]. With --frames, frames are NAME-0000.png, ...
     #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// Render N frames of the animation from --start to its end (more
@@ -47,6 +47,7 @@ enum Format {
     Jpeg,
     Glb,
     Gltf,
+    Svg,
 }
 
 fn format_of(p: &Path) -> Result<Format> {
@@ -60,8 +61,9 @@ fn format_of(p: &Path) -> Result<Format> {
         "jpg" | "jpeg" => Format::Jpeg,
         "glb" => Format::Glb,
         "gltf" => Format::Gltf,
+        "svg" => Format::Svg,
         other => bail!(
-            "{}: expected an output ending in .png, .jpg, .glb or .gltf, found '{}'",
+            "{}: expected an output ending in .png, .jpg, .svg, .glb or .gltf, found '{}'",
             p.display(),
             if other.is_empty() {
                 "no extension"
@@ -96,7 +98,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
     }
     if let Some(o) = &a.out {
         let f = format_of(o)?;
-        if a.frames.is_some() && matches!(f, Format::Glb | Format::Gltf) {
+        if a.frames.is_some() && matches!(f, Format::Glb | Format::Gltf | Format::Svg) {
             bail!("--frames writes images; use .png or .jpg");
         }
     }
@@ -184,6 +186,18 @@ pub fn run(a: RenderArgs) -> Result<()> {
                 first.lines.len(),
                 first.title
             );
+            return Ok(());
+        }
+        Format::Svg => {
+            let chart = prepared.chart().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the {} view is not a 2D chart; SVG is written for signal, spectrum, correlation, histogram and markov (use .png)",
+                    state.view
+                )
+            })??;
+            let svg = tapestry::export::svg::chart_svg(&chart, w, h)?;
+            tapestry::export::write_atomic(&out, svg.as_bytes(), &inputs)?;
+            eprintln!("wrote {}: {}", out.display(), chart.title);
             return Ok(());
         }
         Format::Png | Format::Jpeg => {}

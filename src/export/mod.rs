@@ -3,11 +3,13 @@
 //! when complete. An interrupted export never leaves a half file.
 //!
 //! [`npy`] writes NumPy arrays (streamed, for element access tensors and
-//! analysis results); [`sound`] turns the signal w into a WAV file.
+//! analysis results); [`sound`] turns the signal w into a WAV file;
+//! [`svg`] writes 2D charts as SVG (plotters).
 
 pub mod gltf;
 pub mod npy;
 pub mod sound;
+pub mod svg;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -27,6 +27,7 @@ impl Unit {
             "ns" => Unit::Nanoseconds,
             "bytes" | "B" | "byte" => Unit::Bytes,
             "fraction" | "" => Unit::Fraction,
+            "percent" | "%" => Unit::Other("%".into()),
             u @ ("messages" | "accesses" | "calls" | "events" | "count" | "samples" | "ticks"
             | "visits") => Unit::Count(u.to_string()),
             other => Unit::Other(other.to_string()),

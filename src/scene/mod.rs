@@ -13,6 +13,7 @@
 
 pub mod axes;
 pub mod camera;
+pub mod chart;
 pub mod colormap;
 
 use serde::Serialize;

@@ -26,6 +26,7 @@ pub mod profile;
 pub mod profile_heatmap;
 pub mod profile_terrain;
 pub mod scatter;
+pub mod signals;
 pub mod state;
 
 use std::any::Any;
@@ -42,6 +43,7 @@ pub use state::{DataSpec, ViewState};
 use crate::error::{Error, Result};
 use crate::readers::Loaded;
 use crate::scene::Scene;
+use crate::scene::chart::Chart;
 
 /// One documented parameter of a view (`--param key=value`).
 #[derive(Debug, Clone, Copy)]
@@ -151,6 +153,10 @@ pub trait View: Send + Sync + 'static {
     fn build(data: &Self::Data, spec: &Resolved, p: &Self::Params, ctx: BuildCtx) -> Result<Scene>;
     /// The view's controls in the window.
     fn panel(ui: &mut egui::Ui, p: &mut Self::Params);
+    /// 2D plot views: the chart behind the scene (written as SVG).
+    fn chart(_data: &Self::Data, _spec: &Resolved, _p: &Self::Params) -> Option<Result<Chart>> {
+        None
+    }
 }
 
 /// Analysis results of a view, type-erased for the registry.
@@ -173,6 +179,8 @@ pub trait ViewClass: Send + Sync {
     fn build(&self, data: &ViewData, spec: &Resolved, p: &Value, ctx: BuildCtx) -> Result<Scene>;
     /// Shows the view's controls; true when a parameter changed.
     fn panel(&self, ui: &mut egui::Ui, p: &mut Value) -> bool;
+    /// The chart of a 2D plot view (`None`: the view is not a chart).
+    fn chart(&self, data: &ViewData, spec: &Resolved, p: &Value) -> Option<Result<Chart>>;
 }
 
 /// The [`ViewClass`] of a [`View`].
@@ -248,6 +256,16 @@ impl<V: View> ViewClass for Registered<V> {
     fn build(&self, data: &ViewData, spec: &Resolved, p: &Value, ctx: BuildCtx) -> Result<Scene> {
         V::build(Self::data(data)?, spec, &Self::typed(p)?, ctx)
     }
+    fn chart(&self, data: &ViewData, spec: &Resolved, p: &Value) -> Option<Result<Chart>> {
+        let d = match Self::data(data) {
+            Ok(d) => d,
+            Err(e) => return Some(Err(e)),
+        };
+        match Self::typed(p) {
+            Ok(p) => V::chart(d, spec, &p),
+            Err(e) => Some(Err(e)),
+        }
+    }
     fn panel(&self, ui: &mut egui::Ui, p: &mut Value) -> bool {
         let Ok(mut typed) = Self::typed(p) else {
             return false;
@@ -275,6 +293,11 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<profile_terrain::ProfileTerrain>::NEW,
     &Registered::<profile_heatmap::ProfileHeatmap>::NEW,
     &Registered::<perf_image::PerfImage>::NEW,
+    &Registered::<signals::SignalView<signals::SignalPlot>>::NEW,
+    &Registered::<signals::SignalView<signals::SpectrumPlot>>::NEW,
+    &Registered::<signals::SignalView<signals::CorrelationPlot>>::NEW,
+    &Registered::<signals::SignalView<signals::HistogramPlot>>::NEW,
+    &Registered::<signals::SignalView<signals::MarkovPlot>>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.
@@ -386,6 +409,11 @@ impl Prepared {
 
     pub fn build(&self, ctx: BuildCtx) -> Result<Scene> {
         self.view.build(&self.data, &self.spec, &self.params, ctx)
+    }
+
+    /// The chart of a 2D plot view.
+    pub fn chart(&self) -> Option<Result<Chart>> {
+        self.view.chart(&self.data, &self.spec, &self.params)
     }
 }
 
