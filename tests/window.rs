@@ -31,7 +31,7 @@ fn window_runs_screenshots_and_exits() {
         trace.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
-    for view in ["kiviat", "moments"] {
+    for view in ["kiviat", "moments", "spectrum"] {
         let out = d.path().join(view);
         std::fs::create_dir(&out).unwrap();
         let o = Command::new("xvfb-run")

@@ -10,6 +10,7 @@
 //! (an idle window uses no CPU).
 
 pub mod controls;
+pub mod plot;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::readers::{self, Loaded, ReadOptions};
 use crate::render::{PreparedScene, Renderer, Targets};
+use crate::scene::chart::Chart;
 use crate::scene::{Camera, Scene, colormap};
 use crate::views::{self, Animation, BuildCtx, Prepared, ViewState};
 
@@ -76,6 +78,7 @@ enum Reply {
     Built {
         generation: u64,
         scene: Box<Scene>,
+        chart: Option<Box<Chart>>,
         animation: Animation,
         warnings: Vec<String>,
     },
@@ -169,7 +172,7 @@ fn worker(
             size,
             budget,
         } = job;
-        let result = (|| -> Result<(Scene, Animation, Vec<String>)> {
+        let result = (|| -> Result<(Scene, Option<Chart>, Animation, Vec<String>)> {
             let view = views::find(&state.view)?;
             let params = view.normalize(&state.params)?;
             let key = serde_json::json!([state.view, view.data_key(&params), state.data]);
@@ -192,12 +195,15 @@ fn worker(
                 height: size.1,
                 triangle_budget: budget,
             })?;
-            Ok((scene, anim, prep.spec.warnings.clone()))
+            // 2D charts also go to the window's interactive plot
+            let chart = prep.chart().transpose()?;
+            Ok((scene, chart, anim, prep.spec.warnings.clone()))
         })();
         match result {
-            Ok((scene, animation, warnings)) => send(Reply::Built {
+            Ok((scene, chart, animation, warnings)) => send(Reply::Built {
                 generation,
                 scene: Box::new(scene),
+                chart: chart.map(Box::new),
                 animation,
                 warnings,
             }),
@@ -238,6 +244,8 @@ struct App {
     generation: u64,
     building: bool,
     scene: Option<Scene>,
+    /// The chart of a 2D plot view, shown as an interactive plot.
+    chart: Option<Chart>,
     animation: Animation,
     /// `scene` on the GPU; made again only when the scene changes.
     prepared: Option<PreparedScene>,
@@ -472,7 +480,10 @@ impl App {
         let mut rect = root.max_rect();
         rect.min.x = panel.response.rect.max.x;
         self.scene_rect = Some(rect);
-        if let (Some(s), Some(cam)) = (&self.scene, &self.state.camera) {
+        if let Some(c) = self.chart.as_ref().filter(|c| c.matrix.is_none()) {
+            // pan, zoom (scroll, drag) and hover values over the series
+            plot::show(root, rect, c);
+        } else if let (Some(s), Some(cam)) = (&self.scene, &self.state.camera) {
             crate::render::overlay::paint(root.painter(), rect, s, cam, s.is_dark());
         }
     }
@@ -499,9 +510,11 @@ impl App {
                 Reply::Built {
                     generation,
                     scene,
+                    chart,
                     animation,
                     warnings,
                 } => {
+                    self.chart = chart.map(|c| *c);
                     if generation == self.generation {
                         self.building = false;
                     }
@@ -957,6 +970,7 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         scene: None,
         animation: Animation::STILL,
         prepared: None,
+        chart: None,
         playing: false,
         software: true,
         last_step: Instant::now(),
