@@ -7,7 +7,10 @@
 //! broadcast on 65,536 processors (moment displays), a 64 × 64 kernel on
 //! 16 processors with its access tensor (displacement, scatter) and a
 //! 128³ volume of 4 steps (isosurfaces; also timed as an animation at
-//! 1280×720, extraction included).
+//! 1280×720, extraction included); for the views of #10 a 2,000-line ×
+//! 1,024-processor line profile (terrain, heat map), a broadcast on 4,096
+//! processors (communication matrices), one on 2^20 processors
+//! (performance image) and the spectrum of 10^7 samples of w.
 //!
 //! Run: `cargo bench --bench render`.
 
@@ -92,13 +95,31 @@ fn main() {
         tapestry::export::npy::write_array(&volume, &[4, n as u64, n as u64, n as u64], &v)
             .expect("volume");
     }
+    // #10's views: a 2,000-line × 1,024-processor line profile, a
+    // broadcast on 4,096 processors (communication matrix) and on 2^20
+    // processors (performance image)
+    let profile = dir.join("render-profile-2000x1024.csv");
+    synth(&profile, &["profile", "--lines", "2000", "-p", "1024"]);
+    let bcast4k = dir.join("render-bcast-4096.prv");
+    synth(&bcast4k, &["bcast", "-p", "4096", "--reps", "8"]);
+    let bcast1m = dir.join("render-bcast-1048576.prv");
+    synth(&bcast1m, &["bcast", "-p", "1048576", "--reps", "1"]);
     let load = |p: &Path| -> Loaded { readers::load(p, &ReadOptions::default()).expect("read") };
     let inputs = [
         (load(&gsum), "1,024 processors"),
         (load(&bcast), "65,536 processors"),
         (load(&kernel), "64×64 grid, 16 procs"),
         (load(&volume), "128³ volume"),
+        (load(&profile), "2,000 × 1,024 profile"),
+        (load(&bcast4k), "4,096 tasks"),
+        (load(&bcast1m), "2^20 processors"),
     ];
+    // the spectrum of 10^7 samples of w over the 1,024-processor trace
+    let span = match &inputs[0].0 {
+        Loaded::Trace(t) => t.meta.span,
+        _ => 1,
+    };
+    let period = (span / 10_000_000).max(1);
     let cases: Vec<(&str, usize, ViewState)> = tapestry::views::names()
         .into_iter()
         .map(|v| {
@@ -115,6 +136,18 @@ fn main() {
                     2
                 }
                 "isosurface" => 3,
+                "profile-terrain" | "profile-heatmap" => 4,
+                "comm-density" | "comm-perspective" | "comm-contour" => 5,
+                "image" => {
+                    st.params = serde_json::json!({"steps": 10});
+                    st.step = 5;
+                    6
+                }
+                "spectrum" => {
+                    st.params = serde_json::json!({"period": period});
+                    0
+                }
+                "signal" | "correlation" | "histogram" | "markov" => 0,
                 _ => 1,
             };
             (v, which, st)
