@@ -1,6 +1,8 @@
-//! Analysis benchmarks: moments and busy-fraction binning on 10^8 intervals
-//! over 65,536 locations, autocorrelation of a 10^7-sample signal, and
-//! performance images for P = 1,048,576.
+//! Analysis benchmarks: moments, busy-fraction binning and the function ×
+//! location profile on 10^8 intervals over 65,536 locations,
+//! autocorrelation of a 10^7-sample signal, performance images for P =
+//! 1,048,576, the communication matrix of 10^7 messages among 4,096 tasks
+//! (16 sliding windows) and marching-squares contours of a 1,024² matrix.
 //!
 //! Run: `cargo bench --bench analysis` (`TAPESTRY_BENCH_INTERVALS` scales
 //! the interval count, default 100000000). A table at the end gives the
@@ -13,7 +15,8 @@ use criterion::{Criterion, Throughput};
 
 mod common;
 use common::peak_mib;
-use tapestry::analysis::{fields, image, moments, signal};
+use tapestry::analysis::{comm, fields, image, matrices, moments, signal};
+use tapestry::model::{BuildOptions, Format, LocationKind, TimeUnit, TraceBuilder};
 use tapestry::synth;
 
 const LOCATIONS: u32 = 65_536;
@@ -46,6 +49,44 @@ fn main() {
     let p_img = 1usize << 20;
     let values: Vec<f64> = (0..p_img).map(|i| (i % 977) as f64 / 977.0).collect();
 
+    // 10^7 messages among 4,096 tasks: a 2D halo exchange plus random pairs
+    let t0 = Instant::now();
+    let tasks = 4096u32;
+    let mut b = TraceBuilder::new(Format::Synthetic, "msgs", TimeUnit::nanoseconds(), false);
+    for l in 0..tasks {
+        b.locations
+            .add(format!("p{l}"), LocationKind::Thread, None, l as i64);
+    }
+    let msgs = 10_000_000u64;
+    let mut seed = 0x9e37_79b9u64;
+    for i in 0..msgs {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let src = (i % tasks as u64) as u32;
+        let dst = match i % 5 {
+            0 => (src + 1) % tasks,
+            1 => (src + tasks - 1) % tasks,
+            2 => (src + 64) % tasks,
+            3 => (src + tasks - 64) % tasks,
+            _ => (seed % tasks as u64) as u32,
+        };
+        b.message(src, dst, i * 10, i * 10 + 5, 1024 + (seed % 4096), 0);
+    }
+    let mtrace = b.finish(BuildOptions::default()).expect("messages");
+    eprintln!(
+        "generated {msgs} messages among {tasks} tasks in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let mspan = mtrace.meta.span + 1;
+    let grid: Vec<f64> = (0..1024 * 1024)
+        .map(|i| {
+            let (r, c) = ((i / 1024) as f64, (i % 1024) as f64);
+            (r / 37.0).sin() * (c / 53.0).cos() * 100.0
+        })
+        .collect();
+    let levels = [-60.0, -20.0, 0.0, 20.0, 60.0];
+
     let mut c = Criterion::default()
         .sample_size(10)
         .measurement_time(Duration::from_secs(20))
@@ -58,6 +99,19 @@ fn main() {
         });
         g.bench_function("busy-fraction field (100 bins)", |b| {
             b.iter(|| fields::busy_fraction(&trace, &mask, 0, span, 100).expect("field"))
+        });
+        g.bench_function("trace profile (function x location)", |b| {
+            b.iter(|| matrices::trace_profile(&trace))
+        });
+        g.throughput(Throughput::Elements(msgs));
+        g.bench_function("comm matrix (1e7 messages, 4096 tasks, 16 windows)", |b| {
+            b.iter(|| {
+                comm::comm_matrices(&mtrace, 0, mspan, comm::Level::Thread, 16).expect("matrix")
+            })
+        });
+        g.throughput(Throughput::Elements(1 << 20));
+        g.bench_function("contours (1024^2 cells, 5 levels)", |b| {
+            b.iter(|| comm::contours(&grid, 1024, 1024, &levels))
         });
         g.throughput(Throughput::Elements(signal_len as u64));
         g.bench_function("autocorrelation (1e7 samples)", |b| {
@@ -91,6 +145,26 @@ fn main() {
             n as f64,
             one.install(|| time(|| fields::busy_fraction(&trace, &mask, 0, span, 100))),
             time(|| fields::busy_fraction(&trace, &mask, 0, span, 100)),
+        ),
+        (
+            "trace profile",
+            n as f64,
+            one.install(|| time(|| matrices::trace_profile(&trace))),
+            time(|| matrices::trace_profile(&trace)),
+        ),
+        (
+            "comm matrix",
+            msgs as f64,
+            one.install(|| {
+                time(|| comm::comm_matrices(&mtrace, 0, mspan, comm::Level::Thread, 16))
+            }),
+            time(|| comm::comm_matrices(&mtrace, 0, mspan, comm::Level::Thread, 16)),
+        ),
+        (
+            "contours 1024^2",
+            (1u64 << 20) as f64,
+            time(|| comm::contours(&grid, 1024, 1024, &levels)),
+            time(|| comm::contours(&grid, 1024, 1024, &levels)),
         ),
         (
             "autocorrelation",

@@ -10,7 +10,8 @@
 //! 1280×720, extraction included); for the views of #10 a 2,000-line ×
 //! 1,024-processor line profile (terrain, heat map), a broadcast on 4,096
 //! processors (communication matrices), one on 2^20 processors
-//! (performance image) and the spectrum of 10^7 samples of w.
+//! (performance image) and the spectrum of 10^7 samples of w (202 ms of
+//! global sums on 16 processors sampled every 20 ns).
 //!
 //! Run: `cargo bench --bench render`.
 
@@ -104,6 +105,12 @@ fn main() {
     synth(&bcast4k, &["bcast", "-p", "4096", "--reps", "8"]);
     let bcast1m = dir.join("render-bcast-1048576.prv");
     synth(&bcast1m, &["bcast", "-p", "1048576", "--reps", "1"]);
+    // 202 ms of global sums: 10^7 samples of w at 20 ns
+    let gsum_long = dir.join("render-gsum-16-long.prv");
+    synth(
+        &gsum_long,
+        &["gsum", "-p", "16", "--reps", "400", "--work", "500000"],
+    );
     let load = |p: &Path| -> Loaded { readers::load(p, &ReadOptions::default()).expect("read") };
     let inputs = [
         (load(&gsum), "1,024 processors"),
@@ -113,9 +120,10 @@ fn main() {
         (load(&profile), "2,000 × 1,024 profile"),
         (load(&bcast4k), "4,096 tasks"),
         (load(&bcast1m), "2^20 processors"),
+        (load(&gsum_long), "10^7 samples of w"),
     ];
-    // the spectrum of 10^7 samples of w over the 1,024-processor trace
-    let span = match &inputs[0].0 {
+    // the spectrum of 10^7 samples of w
+    let span = match &inputs[7].0 {
         Loaded::Trace(t) => t.meta.span,
         _ => 1,
     };
@@ -145,7 +153,7 @@ fn main() {
                 }
                 "spectrum" => {
                     st.params = serde_json::json!({"period": period});
-                    0
+                    7
                 }
                 "signal" | "correlation" | "histogram" | "markov" => 0,
                 _ => 1,

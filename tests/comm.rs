@@ -49,6 +49,23 @@ fn every_message_lands_in_one_cell_of_one_window() {
     }
 }
 
+#[cfg(feature = "otf2")]
+#[test]
+fn the_otf2_ping_pong_sends_both_ways() {
+    let t = readers::read(
+        &shared_trace("ping-pong-otf2/traces.otf2"),
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    let m = comm::comm_matrices(&t, 0, t.meta.span + 1, Level::Process, 4).unwrap();
+    let d = m.dense(&m.total, Quantity::Messages, 1 << 20).unwrap();
+    assert_eq!(m.size(), 2);
+    // ping and pong: rank 0 → 1 and 1 → 0, nothing to itself
+    assert_eq!(d[0] + d[3], 0);
+    assert!(d[1] > 0 && d[2] > 0);
+    assert_eq!(d[1] + d[2], t.messages.len() as u64);
+}
+
 #[test]
 fn levels_follow_the_location_hierarchy() {
     let t = qsort();

@@ -106,6 +106,50 @@ fn the_window_restricts_every_plot() {
         .unwrap();
     let total: f64 = h.series[0].y.iter().sum();
     assert!((total - 1e8).abs() < 1.0, "{total}");
+    // event-frequency histogram: the classes add up to the events of x in the window
+    let e = prepared(
+        "histogram",
+        serde_json::json!({"weight": "events", "domain": "event"}),
+        Some(w),
+    )
+    .unwrap();
+    let x = e.chart().unwrap().unwrap();
+    let events: f64 = x.series[0].y.iter().sum();
+    let sig = prepared(
+        "signal",
+        serde_json::json!({"domain": "event", "order": 0}),
+        Some(w),
+    )
+    .unwrap()
+    .chart()
+    .unwrap()
+    .unwrap();
+    assert_eq!(events as usize, sig.series[0].y.len());
+    assert!(x.title.starts_with("Event-frequency"), "{}", x.title);
+}
+
+#[test]
+fn analyze_honours_the_window_in_signal_analyses() {
+    let l = shared_trace(LAMMPS);
+    let run = |analysis: &str, extra: &[&str]| {
+        let mut a = vec!["analyze", l.to_str().unwrap(), analysis, "--period", "1ms"];
+        a.extend(extra);
+        let (code, out, err) = tapestry(&a);
+        assert_eq!(code, 0, "{analysis}: {err}");
+        out.lines()
+            .filter(|x| !x.starts_with('#') && !x.is_empty())
+            .count()
+            - 1
+    };
+    let w = ["--window", "100ms:200ms"];
+    assert_eq!(run("signal-w", &w), 100);
+    assert_eq!(run("spectrum", &w), 51);
+    assert_eq!(run("autocorrelation", &w), 100);
+    assert!(run("signal-w", &[]) > 500);
+    // event domain: the samples of x inside the window
+    let all = run("signal-x", &[]);
+    let inside = run("signal-x", &w);
+    assert!(inside > 0 && inside < all, "{inside} {all}");
 }
 
 #[test]
@@ -198,6 +242,11 @@ fn overlays_svg_and_errors() {
             "expected a metric",
         ),
         ("histogram", serde_json::json!({"classes": 0}), "classes"),
+        (
+            "histogram",
+            serde_json::json!({"weight": "bytes"}),
+            "weight",
+        ),
         ("signal", serde_json::json!({"mode": "median"}), "mode"),
         ("signal", serde_json::json!({"domain": "space"}), "domain"),
     ] {

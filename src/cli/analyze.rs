@@ -320,7 +320,35 @@ fn event_signal_of(a: &AnalyzeArgs, t: &Trace) -> Result<(metric::EventSignal, &
     let m = parse_metric(&a.metric, t)?;
     let mm = metric::metric_matrix(t, &m, &mask)?;
     let (scale, unit) = m.signal_scale();
-    Ok((metric::event_signal(&mm, scale, unit, a.per_event), unit))
+    let mut x = metric::event_signal(&mm, scale, unit, a.per_event);
+    // --window: the samples inside it
+    if a.window.is_some() {
+        let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
+        let (i, j) = (
+            x.time.partition_point(|&s| s < t0),
+            x.time.partition_point(|&s| s < t1),
+        );
+        x.time = x.time[i..j].to_vec();
+        x.x = x.x[i..j].to_vec();
+    }
+    Ok((x, unit))
+}
+
+/// The samples of a signal whose times lie in `--window` (all without one).
+fn windowed(a: &AnalyzeArgs, t: &Trace, s: DspSignal) -> Result<DspSignal> {
+    if a.window.is_none() {
+        return Ok(s);
+    }
+    let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
+    let (v, unit, period, times) = s;
+    let (i, j) = (
+        times.partition_point(|&s| s < t0),
+        times.partition_point(|&s| s < t1),
+    );
+    if i >= j {
+        bail!("no sample of the signal lies in the window (a shorter --period, or a wider window)");
+    }
+    Ok((v[i..j].to_vec(), unit, period, times[i..j].to_vec()))
 }
 
 /// The signal the DSP analyses work on: values, unit, sampling period in
@@ -334,16 +362,17 @@ fn dsp_signal(a: &AnalyzeArgs, t: &Trace, metric_text: &str) -> Result<DspSignal
     let mm = metric::metric_matrix(t, &m, &mask)?;
     let (scale, unit) = m.signal_scale();
     let x = metric::event_signal(&mm, scale, unit, a.per_event);
-    match a.domain {
-        Domain::Event => Ok((x.x.clone(), unit.to_string(), None, x.time)),
+    let s = match a.domain {
+        Domain::Event => (x.x.clone(), unit.to_string(), None, x.time),
         Domain::Temporal => {
             let delta = parse_time(&a.period)?;
             let w =
                 metric::temporal_signal(&x, mm.initial * scale, delta, a.mode.into(), t.meta.span)?;
             let times = (0..w.len() as u64).map(|k| k * delta).collect();
-            Ok((w, unit.to_string(), Some(delta as f64 * 1e-9), times))
+            (w, unit.to_string(), Some(delta as f64 * 1e-9), times)
         }
-    }
+    };
+    windowed(a, t, s)
 }
 
 fn field_layout(s: &str) -> Result<fields::FieldLayout> {

@@ -46,6 +46,8 @@ pub struct SignalParams {
     pub classes: usize,
     /// Spectrum: power |W|²/N instead of the magnitude |W|.
     pub power: bool,
+    /// Histogram: weigh by time (time-weighted) or count events.
+    pub weight: String,
 }
 
 impl Default for SignalParams {
@@ -60,6 +62,7 @@ impl Default for SignalParams {
             zero_mean: true,
             classes: 20,
             power: false,
+            weight: "time".into(),
         }
     }
 }
@@ -100,6 +103,10 @@ const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "power",
         help: "spectrum: power |W(K)|²/N instead of the magnitude [false]",
+    },
+    ParamDoc {
+        key: "weight",
+        help: "histogram: time (how long x stays in a class) or events (how many samples of x) [time]",
     },
 ];
 
@@ -151,6 +158,12 @@ fn check(p: &SignalParams) -> Result<()> {
         return Err(Error::Invalid(format!(
             "domain must be temporal or event, not '{}'",
             p.domain
+        )));
+    }
+    if !matches!(p.weight.as_str(), "time" | "events") {
+        return Err(Error::Invalid(format!(
+            "weight must be time or events, not '{}'",
+            p.weight
         )));
     }
     if p.classes == 0 || p.classes > 1000 {
@@ -470,8 +483,7 @@ impl PlotKind for CorrelationPlot {
 pub struct HistogramPlot;
 impl PlotKind for HistogramPlot {
     const NAME: &'static str = "histogram";
-    const ABOUT: &'static str =
-        "Time-weighted histogram of x: how long the signal spends in each value class (paper 002)";
+    const ABOUT: &'static str = "Histogram of x: how long the signal spends in each value class, or how many events fall in it (paper 002)";
     fn chart(d: &SignalData, p: &SignalParams) -> Result<Chart> {
         let unit = one_unit(d)?;
         // one set of classes for all metrics
@@ -491,8 +503,14 @@ impl PlotKind for HistogramPlot {
             (lo - 0.5, lo + 0.5)
         };
         let mut series = Vec::new();
+        let events = p.weight == "events";
         for s in &d.signals {
-            let h = signal::time_histogram(&s.x_time, &s.x, d.t1, p.classes, Some(range))?;
+            let h = if events {
+                // the samples of x in the window (its held value at t0 excluded)
+                signal::histogram(&s.x[1..], p.classes, Some(range))?
+            } else {
+                signal::time_histogram(&s.x_time, &s.x, d.t1, p.classes, Some(range))?
+            };
             series.push(Series {
                 name: s.name.clone(),
                 kind: SeriesKind::Bars,
@@ -502,15 +520,28 @@ impl PlotKind for HistogramPlot {
         }
         Ok(Chart {
             title: format!(
-                "Time-weighted histogram of {} — {} classes, {}",
+                "{} histogram of {} — {} classes, {}",
+                if events {
+                    "Event-frequency"
+                } else {
+                    "Time-weighted"
+                },
                 metric_list(d),
                 p.classes,
                 window(d)
             ),
             x_name: "x".into(),
             x_unit: Unit::from_name(unit),
-            y_name: "time in class".into(),
-            y_unit: Unit::Nanoseconds,
+            y_name: if events {
+                "events in class".into()
+            } else {
+                "time in class".into()
+            },
+            y_unit: if events {
+                Unit::Count("events".into())
+            } else {
+                Unit::Nanoseconds
+            },
             series,
             matrix: None,
         })
