@@ -185,7 +185,8 @@ fn reduce(mut v: Vec<(u64, u64, u64)>) -> Vec<Cell> {
 }
 
 /// The matrices of the messages sent in `[t0, t1)` at `level`, in
-/// `windows` equal windows. O(m log m) in the messages of the window.
+/// `windows` equal windows. O(m log m) in the messages of the window, on
+/// every core.
 pub fn comm_matrices(
     trace: &Trace,
     t0: Time,
@@ -213,22 +214,50 @@ pub fn comm_matrices(
         .map(|k| t0 + (span * k as u128 / windows as u128) as Time)
         .collect();
     let task = |l: u32| map.get(l as usize).copied().unwrap_or(l) as u64;
-    let mut per: Vec<Vec<(u64, u64, u64)>> = vec![Vec::new(); windows];
-    let mut all = Vec::with_capacity(b - a);
-    for i in a..b {
-        let key = task(m.sender[i]) << 32 | task(m.receiver[i]);
-        let w = ((m.send_time[i] - t0) as u128 * windows as u128 / span) as usize;
-        per[w.min(windows - 1)].push((key, 1, m.bytes[i]));
-        all.push((key, 1, m.bytes[i]));
+    // (window, sender << 32 | receiver, bytes) of every message, in
+    // parallel; one sort by window and pair; runs of equal pairs add up
+    use rayon::prelude::*;
+    let mut all: Vec<(u32, u64, u64)> = (a..b)
+        .into_par_iter()
+        .map(|i| {
+            let key = task(m.sender[i]) << 32 | task(m.receiver[i]);
+            let w = ((m.send_time[i] - t0) as u128 * windows as u128 / span) as usize;
+            (w.min(windows - 1) as u32, key, m.bytes[i])
+        })
+        .collect();
+    all.par_sort_unstable_by_key(|e| (e.0, e.1));
+    let mut per: Vec<Vec<Cell>> = vec![Vec::new(); windows];
+    for (w, key, bytes) in all {
+        let (from, to) = ((key >> 32) as u32, key as u32);
+        let cells = &mut per[w as usize];
+        match cells.last_mut() {
+            Some(last) if last.from == from && last.to == to => {
+                last.count += 1;
+                last.bytes = last.bytes.saturating_add(bytes);
+            }
+            _ => cells.push(Cell {
+                from,
+                to,
+                count: 1,
+                bytes,
+            }),
+        }
     }
+    // the whole window: the windows' cells merged (far fewer than messages)
+    let total = reduce(
+        per.iter()
+            .flatten()
+            .map(|c| ((c.from as u64) << 32 | c.to as u64, c.count, c.bytes))
+            .collect(),
+    );
     Ok(CommMatrices {
         level,
         names,
         t0,
         t1,
         edges,
-        windows: per.into_iter().map(reduce).collect(),
-        total: reduce(all),
+        windows: per,
+        total,
     })
 }
 

@@ -339,11 +339,82 @@ pub struct Markov {
     pub edges: Vec<f64>,
     /// Transition counts `counts[i][j]` from state i to state j.
     pub counts: Vec<Vec<u64>>,
-    /// Row-normalised transition probabilities (a state never left keeps
-    /// itself with probability 1).
+    /// Row-normalised transition probabilities; a visited state never left
+    /// (the last sample's, seen once) keeps itself with probability 1; rows
+    /// of states never visited are 0.
     pub transition: Vec<Vec<f64>>,
-    /// Stationary distribution π = π P.
+    /// The limit distribution of the chain started in the first sample's
+    /// state: π = π P, all its mass on the closed classes reached. The
+    /// stationary distribution when `unique`.
     pub stationary: Vec<f64>,
+    /// Whether each state occurs in the signal.
+    pub visited: Vec<bool>,
+    /// The communicating classes of the visited states (each sorted,
+    /// ordered by their smallest state).
+    pub classes: Vec<Vec<usize>>,
+    /// Whether each class is closed (no transition leaves it).
+    pub closed: Vec<bool>,
+    /// Whether the stationary distribution is unique (one closed class).
+    pub unique: bool,
+}
+
+/// The strongly connected components of the graph `adj` restricted to
+/// `nodes` (iterative Kosaraju), each sorted, ordered by their smallest node.
+fn components(adj: &[Vec<usize>], nodes: &[usize]) -> Vec<Vec<usize>> {
+    let n = adj.len();
+    let mut radj = vec![Vec::new(); n];
+    for &u in nodes {
+        for &v in &adj[u] {
+            radj[v].push(u);
+        }
+    }
+    // 1. finishing order of a depth-first search
+    let mut seen = vec![false; n];
+    let mut order = Vec::new();
+    for &s in nodes {
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let mut stack = vec![(s, 0usize)];
+        while let Some((u, i)) = stack.pop() {
+            if i < adj[u].len() {
+                stack.push((u, i + 1));
+                let v = adj[u][i];
+                if !seen[v] {
+                    seen[v] = true;
+                    stack.push((v, 0));
+                }
+            } else {
+                order.push(u);
+            }
+        }
+    }
+    // 2. the reversed graph in reverse finishing order
+    let mut comp = vec![usize::MAX; n];
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for &s in order.iter().rev() {
+        if comp[s] != usize::MAX {
+            continue;
+        }
+        let c = out.len();
+        let mut members = vec![s];
+        comp[s] = c;
+        let mut stack = vec![s];
+        while let Some(u) = stack.pop() {
+            for &v in &radj[u] {
+                if comp[v] == usize::MAX {
+                    comp[v] = c;
+                    members.push(v);
+                    stack.push(v);
+                }
+            }
+        }
+        members.sort_unstable();
+        out.push(members);
+    }
+    out.sort_by_key(|c| c[0]);
+    out
 }
 
 /// Quantizes `x` into `states` classes, counts transitions between
@@ -363,31 +434,67 @@ pub fn markov(x: &[f64], states: usize, range: Option<(f64, f64)>) -> Result<Mar
     for w in q.windows(2) {
         counts[w[0]][w[1]] += 1;
     }
+    let mut visited = vec![false; states];
+    for &k in &q {
+        visited[k] = true;
+    }
     let transition: Vec<Vec<f64>> = counts
         .iter()
         .enumerate()
         .map(|(i, row)| {
             let s: u64 = row.iter().sum();
             if s == 0 {
-                (0..states).map(|j| (i == j) as u8 as f64).collect()
+                // never left: absorbing if visited, nothing if never seen
+                (0..states)
+                    .map(|j| (visited[i] && i == j) as u8 as f64)
+                    .collect()
             } else {
                 row.iter().map(|&c| c as f64 / s as f64).collect()
             }
         })
         .collect();
-    // power iteration on the lazy chain (I + P)/2: same stationary
-    // distribution, converges for periodic chains too
-    let mut pi = vec![1.0 / states as f64; states];
-    for _ in 0..100_000 {
+    // communicating classes of the visited states and which are closed
+    let nodes: Vec<usize> = (0..states).filter(|&k| visited[k]).collect();
+    let adj: Vec<Vec<usize>> = (0..states)
+        .map(|i| (0..states).filter(|&j| transition[i][j] > 0.0).collect())
+        .collect();
+    let classes = components(&adj, &nodes);
+    let mut class_of = vec![usize::MAX; states];
+    for (c, members) in classes.iter().enumerate() {
+        for &m in members {
+            class_of[m] = c;
+        }
+    }
+    let closed: Vec<bool> = classes
+        .iter()
+        .enumerate()
+        .map(|(c, members)| {
+            members
+                .iter()
+                .all(|&u| adj[u].iter().all(|&v| class_of[v] == c))
+        })
+        .collect();
+    let unique = closed.iter().filter(|&&c| c).count() == 1;
+    // power iteration of the lazy chain (I + P)/2 from the first sample's
+    // state: the same limit, and it converges for periodic chains too
+    let mut pi = vec![0.0; states];
+    if let Some(&first) = q.first() {
+        pi[first] = 1.0;
+    }
+    for _ in 0..200_000 {
         let mut next = vec![0.0; states];
-        for i in 0..states {
-            for j in 0..states {
-                next[j] += pi[i] * 0.5 * (transition[i][j] + (i == j) as u8 as f64);
+        for i in nodes.iter().copied() {
+            if pi[i] == 0.0 {
+                continue;
+            }
+            next[i] += 0.5 * pi[i];
+            for &j in &adj[i] {
+                next[j] += 0.5 * pi[i] * transition[i][j];
             }
         }
         let diff: f64 = next.iter().zip(&pi).map(|(a, b)| (a - b).abs()).sum();
         pi = next;
-        if diff < 1e-14 {
+        if diff < 1e-15 {
             break;
         }
     }
@@ -398,12 +505,44 @@ pub fn markov(x: &[f64], states: usize, range: Option<(f64, f64)>) -> Result<Mar
         counts,
         transition,
         stationary: pi,
+        visited,
+        classes,
+        closed,
+        unique,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markov_on_reducible_chains() {
+        // SPEC example (#12): 100 and 50 alternate, then 0 ends the signal
+        let x = [100.0, 50.0, 100.0, 50.0, 100.0, 50.0, 0.0];
+        let m = markov(&x, 5, Some((0.0, 100.0))).unwrap();
+        assert_eq!(m.visited, vec![true, false, true, false, true]);
+        assert_eq!(m.classes, vec![vec![0], vec![2, 4]]);
+        assert_eq!(m.closed, vec![true, false]);
+        assert!(m.unique);
+        // all mass ends in the absorbing state reached
+        assert!((m.stationary[0] - 1.0).abs() < 1e-9, "{:?}", m.stationary);
+        assert_eq!(m.stationary[1] + m.stationary[3], 0.0);
+        // an irreducible chain: the classic stationary distribution
+        let x = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0];
+        let m = markov(&x, 2, Some((0.0, 1.0))).unwrap();
+        assert_eq!(m.classes, vec![vec![0, 1]]);
+        // P = [[0, 1], [1/2, 1/2]] → π = (1/3, 2/3)
+        assert!(
+            (m.stationary[0] - 1.0 / 3.0).abs() < 1e-9,
+            "{:?}",
+            m.stationary
+        );
+        assert!((m.stationary[1] - 2.0 / 3.0).abs() < 1e-9);
+        // a periodic chain converges too: 0,1,0,1 → π = (1/2, 1/2)
+        let m = markov(&[0.0, 1.0, 0.0, 1.0, 0.0], 2, Some((0.0, 1.0))).unwrap();
+        assert!((m.stationary[0] - 0.5).abs() < 1e-9);
+    }
 
     #[test]
     fn moving_average_flags_the_start() {

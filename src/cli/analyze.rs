@@ -680,7 +680,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 columns: cols,
                 rows,
                 labels: None,
-                meta: json!({"analysis": "markov", "counts": mk.counts}),
+                meta: json!({"analysis": "markov", "counts": mk.counts, "visited": mk.visited, "classes": mk.classes, "closed": mk.closed, "unique": mk.unique, "stationary_of": "the limit from the first sample's state: its mass on the closed classes reached; the stationary distribution when unique"}),
             }
         }
         Analysis::Indicator => {

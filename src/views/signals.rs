@@ -587,11 +587,24 @@ impl PlotKind for MarkovPlot {
                 y: Vec::new(),
             })
             .collect();
+        let closed: Vec<String> = m
+            .classes
+            .iter()
+            .zip(&m.closed)
+            .filter(|(_, c)| **c)
+            .map(|(c, _)| format!("{c:?}"))
+            .collect();
         Ok(Chart {
             title: format!(
-                "Markov transitions of {} — {n} states of equal width, {}, {}",
+                "Markov transitions of {} — {n} states, closed class{} {}{}, {}",
                 s.name,
-                domain_text(d),
+                if closed.len() == 1 { "" } else { "es" },
+                closed.join(" "),
+                if m.unique {
+                    ""
+                } else {
+                    " (π not unique: the limit from the first state)"
+                },
                 window(d)
             ),
             x_name: "to state".into(),
