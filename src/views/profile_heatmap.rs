@@ -132,7 +132,7 @@ pub fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) 
                 if print && let Some(v) = v {
                     scene.labels.push(
                         Label::world(
-                            axes::format_value(*v, &unit, scale.hi, scale.hi / 1000.0),
+                            axes::format_value(*v, &unit, v.abs(), 0.0),
                             [x0 + 0.5, y1 - 0.5, 0.0],
                             10.0,
                             [0.05, 0.05, 0.05, 1.0],
@@ -370,9 +370,9 @@ pub fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) 
                     Label::world(
                         format!(
                             "{} ({}) – {} ({})",
-                            axes::format_value(vmin, &unit, hi, hi / 1000.0),
+                            axes::format_value(vmin, &unit, vmin.abs(), 0.0),
                             p.columns.get(kmin).cloned().unwrap_or_default(),
-                            axes::format_value(vmax, &unit, hi, hi / 1000.0),
+                            axes::format_value(vmax, &unit, vmax.abs(), 0.0),
                             p.columns.get(kmax).cloned().unwrap_or_default()
                         ),
                         [w(vmax) + 0.2, -(r as f32) - 0.5, 0.0],
@@ -448,8 +448,8 @@ pub fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) 
             ),
         });
         for (i, rk) in ranked.iter().enumerate() {
-            let name: String = if rk.name.chars().count() > 22 {
-                format!("{}…", rk.name.chars().take(21).collect::<String>())
+            let name: String = if rk.name.chars().count() > 18 {
+                format!("{}…", rk.name.chars().take(17).collect::<String>())
             } else {
                 rk.name.clone()
             };

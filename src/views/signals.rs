@@ -471,7 +471,14 @@ impl PlotKind for CorrelationPlot {
             } else {
                 Unit::Count("events".into())
             },
-            y_name: format!("γ [{}²]", first.unit),
+            y_name: format!(
+                "γ [{}²]",
+                if first.unit == "percent" {
+                    "%"
+                } else {
+                    &first.unit
+                }
+            ),
             y_unit: Unit::Other(String::new()),
             series,
             matrix: None,
@@ -592,13 +599,21 @@ impl PlotKind for MarkovPlot {
             .iter()
             .zip(&m.closed)
             .filter(|(_, c)| **c)
-            .map(|(c, _)| format!("{c:?}"))
+            .map(|(c, _)| match c.as_slice() {
+                [one] => format!("{{{one}}}"),
+                more => format!(
+                    "{{{}…{}}} ({} states)",
+                    more[0],
+                    more[more.len() - 1],
+                    more.len()
+                ),
+            })
+            .take(3)
             .collect();
         Ok(Chart {
             title: format!(
-                "Markov transitions of {} — {n} states, closed class{} {}{}, {}",
+                "Markov transitions of {} — {n} states, closed: {}{}, {}",
                 s.name,
-                if closed.len() == 1 { "" } else { "es" },
                 closed.join(" "),
                 if m.unique {
                     ""
