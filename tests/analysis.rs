@@ -475,6 +475,22 @@ fn every_analysis_runs_from_the_command_line() {
     let head = std::fs::read(&n).unwrap();
     assert!(String::from_utf8_lossy(&head[..128]).contains("'shape': (8, 4)"));
     assert!(d.path().join("f.npy.json").exists());
+    // moments as .npy: m1..m3 of locations without time in the state set are NaN, and said so
+    let m = d.path().join("m.npy");
+    let (code, _, err) = tapestry(&[
+        "analyze",
+        q,
+        "moments",
+        "--states",
+        "Group Communication",
+        "-o",
+        m.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let side: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("m.npy.json")).unwrap()).unwrap();
+    assert!(side["missing_values"].as_str().unwrap().starts_with("NaN"));
+    assert!(side["missing_count"].as_u64().is_some());
     // bad parameters
     for (args, want) in [
         (vec!["moments", "--window", "5:2"], "not after"),

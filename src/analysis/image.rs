@@ -65,7 +65,13 @@ impl Layout {
 /// starting `location` and `#` comments are skipped), in location order.
 pub fn read_coords(path: &std::path::Path) -> Result<Layout> {
     use crate::diagnostics::Position;
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let cannot = |e: std::io::Error| {
+        Error::Invalid(format!(
+            "cannot read the coordinates {}: {e}",
+            path.display()
+        ))
+    };
+    let meta = std::fs::metadata(path).map_err(cannot)?;
     if meta.len() > 1 << 30 {
         return Err(Error::Invalid(format!(
             "{}: a coordinate file of {} bytes is too large",
@@ -73,7 +79,7 @@ pub fn read_coords(path: &std::path::Path) -> Result<Layout> {
             meta.len()
         )));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = std::fs::read_to_string(path).map_err(cannot)?;
     let mut xy: Vec<(usize, usize, usize)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();

@@ -1180,6 +1180,16 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
                 ),
             };
             let data: Vec<f64> = data.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+            // cells without a value (empty in CSV, null in JSON) are NaN here
+            let missing = data.iter().filter(|v| v.is_nan()).count();
+            let mut meta = meta;
+            if let Some(o) = meta.as_object_mut() {
+                o.insert(
+                    "missing_values".into(),
+                    json!("NaN: cells without a value (empty in CSV, null in JSON), e.g. m1..m3 where m0 = 0"),
+                );
+                o.insert("missing_count".into(), json!(missing));
+            }
             tapestry::export::refuse_inputs(path, &inputs)?;
             tapestry::export::refuse_inputs(&path.with_extension("npy.json"), &inputs)?;
             write_array(path, &shape, &data)?;
