@@ -593,3 +593,63 @@ fn tensor_fields_and_profile_reductions_from_the_command_line() {
     assert_eq!(code, 0);
     assert!(out.contains("\"skipped\":[[3,8]]"), "{out}");
 }
+
+/// #12 item 3: the busy-fraction signals x and w equal the mean of the
+/// state vector at every sample, not a value held since each location's
+/// last event.
+#[test]
+fn busy_fraction_signals_are_the_mean_state_vector() {
+    let q = shared_trace("paraver-qsort/qsort_beo3.prv");
+    let q = q.to_str().unwrap();
+    let rows = |args: &[&str]| -> Vec<Vec<f64>> {
+        let mut a = vec!["analyze", q];
+        a.extend(args);
+        let (code, out, err) = tapestry(&a);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        out.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .skip(1)
+            .map(|l| {
+                l.split(',')
+                    .map(|v| v.parse().unwrap_or(f64::NAN))
+                    .collect()
+            })
+            .collect()
+    };
+    let mean_sv = |n0: u64| {
+        let v = rows(&[
+            "state-vector",
+            "--metric",
+            "busy-fraction",
+            "--n0",
+            &n0.to_string(),
+        ]);
+        100.0 * v.iter().map(|r| r[1]).sum::<f64>() / v.len() as f64
+    };
+    let x = rows(&["signal-x", "--metric", "busy-fraction"]);
+    for r in x.iter().step_by(x.len() / 7) {
+        let (t, v) = (r[1] as u64, r[2]);
+        assert!(
+            (v - mean_sv(t)).abs() < 1e-9,
+            "x at {t}: {v} vs {}",
+            mean_sv(t)
+        );
+    }
+    let w = rows(&[
+        "signal-w",
+        "--metric",
+        "busy-fraction",
+        "--period",
+        "10ms",
+        "--mode",
+        "hold",
+    ]);
+    for r in w.iter().step_by(5) {
+        let (t, v) = (r[1] as u64, r[2]);
+        assert!(
+            (v - mean_sv(t)).abs() < 1e-9,
+            "w at {t}: {v} vs {}",
+            mean_sv(t)
+        );
+    }
+}

@@ -183,6 +183,63 @@ pub fn state_vector(
 }
 
 #[cfg(test)]
+mod busy_curve_tests {
+    use super::*;
+    use crate::model::{BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder};
+
+    /// The #12 example: at 20 µs the state vector says 25 %, and so must x and w.
+    #[test]
+    fn x_and_w_are_the_mean_of_the_state_vector() {
+        let mut b = TraceBuilder::new(Format::Synthetic, "", TimeUnit::nanoseconds(), false);
+        let l0 = b.locations.add("p0", LocationKind::Thread, None, 0);
+        let l1 = b.locations.add("p1", LocationKind::Thread, None, 1);
+        let run = b.states.add("run", StateClass::Busy, None, 0);
+        let wait = b.states.add("wait", StateClass::Idle, None, 1);
+        b.interval(l0, 0, 10_000, run);
+        b.interval(l0, 10_000, 40_000, wait);
+        b.interval(l1, 0, 17_000, wait);
+        b.interval(l1, 17_000, 23_000, run);
+        b.interval(l1, 23_000, 40_000, wait);
+        let t = b.finish(BuildOptions::default()).unwrap();
+        let mask = t.states.select(&["busy".to_string()]).unwrap();
+        let m = Metric::BusyFraction;
+        let mm = metric_matrix(&t, &m, &mask).unwrap();
+        let c = BusyCurve::new(&t, &mask);
+        let mean_sv = |n0: Time| {
+            let v = state_vector(&t, &m, &mask, &mm, n0);
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        // (10 + 3) µs busy of 2 × 20 µs
+        assert!((c.fraction_at(20_000) - 13.0 / 40.0).abs() < 1e-15);
+        for n0 in (0..=40_000).step_by(500) {
+            assert!((c.fraction_at(n0) - mean_sv(n0)).abs() < 1e-12, "n0 {n0}");
+        }
+        let mut x = event_signal(&mm, 100.0, "percent", false);
+        c.exact_x(&mut x, 100.0);
+        for (tt, v) in x.time.iter().zip(&x.x) {
+            assert!((v - 100.0 * mean_sv(*tt)).abs() < 1e-9);
+        }
+        // hold: the value at each instant; mean: the average over the bin
+        let w = c.exact_w(1.0, 1000, SampleMode::Hold, 41);
+        for (k, v) in w.iter().enumerate() {
+            assert!((v - mean_sv(k as u64 * 1000)).abs() < 1e-12);
+        }
+        let w = c.exact_w(1.0, 4000, SampleMode::Mean, 10);
+        for (k, v) in w.iter().enumerate() {
+            // trapezoids over 1 ns steps (f(0) is 0 by definition, its limit
+            // 0.5: the first bin's reference is off by 0.5/8000)
+            let (a, b) = (k as u64 * 4000, (k as u64 + 1) * 4000);
+            let num: f64 = (a..b)
+                .map(|s| c.fraction_at(s) + c.fraction_at(s + 1))
+                .sum::<f64>()
+                / 2.0
+                / 4000.0;
+            assert!((v - num).abs() < 1e-4, "bin {k}: {v} {num}");
+        }
+    }
+}
+
+#[cfg(test)]
 mod busy_runs_tests {
     use super::*;
     use crate::model::{BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder};
@@ -339,6 +396,125 @@ pub fn event_signal(m: &MetricMatrix, scale: f64, unit: &str, per_event: bool) -
         time,
         x,
         unit: unit.to_string(),
+    }
+}
+
+/// The total busy time of all locations, B(t) = Σ_l (busy time of l in
+/// [0, t)), as a function of time: piecewise linear, its slope the number
+/// of locations busy at t. The mean cumulative busy fraction of the state
+/// vector at t is B(t) / (P t), exactly, at any t (not only at events).
+#[derive(Debug, Clone, Default)]
+pub struct BusyCurve {
+    /// Times where the slope changes, ascending.
+    time: Vec<Time>,
+    /// B at each of those times.
+    total: Vec<f64>,
+    /// The slope from each time to the next.
+    slope: Vec<f64>,
+    locations: usize,
+}
+
+impl BusyCurve {
+    pub fn new(trace: &Trace, mask: &[bool]) -> BusyCurve {
+        let mut edges: Vec<(Time, i64)> = Vec::new();
+        for l in 0..trace.num_locations() as u32 {
+            let iv = trace.intervals.of(l);
+            for i in 0..iv.len() {
+                if mask.get(iv.state[i] as usize).copied().unwrap_or(false) {
+                    edges.push((iv.start[i], 1));
+                    edges.push((iv.end[i], -1));
+                }
+            }
+        }
+        edges.sort_unstable();
+        let mut c = BusyCurve {
+            locations: trace.num_locations(),
+            ..Default::default()
+        };
+        let (mut b, mut k, mut last) = (0.0f64, 0i64, 0 as Time);
+        c.time.push(0);
+        c.total.push(0.0);
+        c.slope.push(0.0);
+        let mut i = 0;
+        while i < edges.len() {
+            let t = edges[i].0;
+            b += k as f64 * (t - last) as f64;
+            while i < edges.len() && edges[i].0 == t {
+                k += edges[i].1;
+                i += 1;
+            }
+            last = t;
+            if t == 0 {
+                if let Some(s) = c.slope.last_mut() {
+                    *s = k as f64;
+                }
+            } else {
+                c.time.push(t);
+                c.total.push(b);
+                c.slope.push(k as f64);
+            }
+        }
+        c
+    }
+
+    /// B(t).
+    pub fn total_at(&self, t: Time) -> f64 {
+        let i = self.time.partition_point(|&x| x <= t) - 1;
+        self.total[i] + self.slope[i] * (t - self.time[i]) as f64
+    }
+
+    /// The mean cumulative busy fraction of the locations at `t` (0 at 0).
+    pub fn fraction_at(&self, t: Time) -> f64 {
+        if t == 0 || self.locations == 0 {
+            return 0.0;
+        }
+        self.total_at(t) / (self.locations as f64 * t as f64)
+    }
+
+    /// The time average of the mean busy fraction over `[a, b)`:
+    /// (1/(b − a)) ∫ B(t) / (P t) dt, exact on each linear piece
+    /// (∫ (B_i − k t_i)/t + k dt = (B_i − k t_i) ln(t1/t0) + k (t1 − t0)).
+    pub fn mean_fraction(&self, a: Time, b: Time) -> f64 {
+        if b <= a || self.locations == 0 {
+            return 0.0;
+        }
+        let mut acc = 0.0;
+        let mut i = self.time.partition_point(|&x| x <= a) - 1;
+        let mut t0 = a;
+        while t0 < b {
+            let t1 = self.time.get(i + 1).copied().unwrap_or(Time::MAX).min(b);
+            let (bi, k) = (self.total[i], self.slope[i]);
+            let c = bi - k * self.time[i] as f64;
+            acc += k * (t1 - t0) as f64;
+            if t0 > 0 && c != 0.0 {
+                acc += c * ((t1 - t0) as f64 / t0 as f64).ln_1p();
+            }
+            t0 = t1;
+            i += 1;
+        }
+        acc / (self.locations as f64 * (b - a) as f64)
+    }
+
+    /// `x` with its values replaced by the exact mean busy fraction at its
+    /// sample times, times `scale`.
+    pub fn exact_x(&self, x: &mut EventSignal, scale: f64) {
+        for (t, v) in x.time.iter().zip(x.x.iter_mut()) {
+            *v = scale * self.fraction_at(*t);
+        }
+    }
+
+    /// `n` samples of w every `delta`: the exact mean busy fraction at `k Δ`
+    /// (hold) or its time average over `[k Δ, (k+1) Δ)` (mean), times `scale`.
+    pub fn exact_w(&self, scale: f64, delta: Time, mode: SampleMode, n: usize) -> Vec<f64> {
+        (0..n as u64)
+            .map(|k| {
+                scale
+                    * match mode {
+                        SampleMode::Hold => self.fraction_at(k * delta),
+                        SampleMode::Mean => self.mean_fraction(k * delta, (k + 1) * delta),
+                    }
+            })
+            .collect()
     }
 }
 

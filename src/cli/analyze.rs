@@ -321,6 +321,10 @@ fn event_signal_of(a: &AnalyzeArgs, t: &Trace) -> Result<(metric::EventSignal, &
     let mm = metric::metric_matrix(t, &m, &mask)?;
     let (scale, unit) = m.signal_scale();
     let mut x = metric::event_signal(&mm, scale, unit, a.per_event);
+    if m == metric::Metric::BusyFraction {
+        // the cumulative busy fraction changes between events too
+        metric::BusyCurve::new(t, &mask).exact_x(&mut x, scale);
+    }
     // --window: the samples inside it
     if a.window.is_some() {
         let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
@@ -361,13 +365,20 @@ fn dsp_signal(a: &AnalyzeArgs, t: &Trace, metric_text: &str) -> Result<DspSignal
     let m = parse_metric(metric_text, t)?;
     let mm = metric::metric_matrix(t, &m, &mask)?;
     let (scale, unit) = m.signal_scale();
-    let x = metric::event_signal(&mm, scale, unit, a.per_event);
+    let mut x = metric::event_signal(&mm, scale, unit, a.per_event);
+    let exact = (m == metric::Metric::BusyFraction).then(|| metric::BusyCurve::new(t, &mask));
+    if let Some(c) = &exact {
+        c.exact_x(&mut x, scale);
+    }
     let s = match a.domain {
         Domain::Event => (x.x.clone(), unit.to_string(), None, x.time),
         Domain::Temporal => {
             let delta = parse_time(&a.period)?;
-            let w =
+            let mut w =
                 metric::temporal_signal(&x, mm.initial * scale, delta, a.mode.into(), t.meta.span)?;
+            if let Some(c) = &exact {
+                w = c.exact_w(scale, delta, a.mode.into(), w.len());
+            }
             let times = (0..w.len() as u64).map(|k| k * delta).collect();
             (w, unit.to_string(), Some(delta as f64 * 1e-9), times)
         }

@@ -190,7 +190,11 @@ fn compute(input: &Loaded, spec: &Resolved, view: &str, p: &SignalParams) -> Res
         let m = Metric::parse(name, t)?;
         let mm = metric::metric_matrix(t, &m, &mask)?;
         let (scale, unit) = m.signal_scale();
-        let x = metric::event_signal(&mm, scale, unit, false);
+        let mut x = metric::event_signal(&mm, scale, unit, false);
+        let exact = (m == Metric::BusyFraction).then(|| metric::BusyCurve::new(t, &mask));
+        if let Some(c) = &exact {
+            c.exact_x(&mut x, scale);
+        }
         // the held x inside the window, starting with its value at t0
         let k0 = x.time.partition_point(|&s| s < t0);
         let k1 = x.time.partition_point(|&s| s < t1);
@@ -210,7 +214,10 @@ fn compute(input: &Loaded, spec: &Resolved, view: &str, p: &SignalParams) -> Res
             } else {
                 SampleMode::Mean
             };
-            let w = metric::temporal_signal(&x, mm.initial * scale, delta, mode, t.meta.span)?;
+            let mut w = metric::temporal_signal(&x, mm.initial * scale, delta, mode, t.meta.span)?;
+            if let Some(c) = &exact {
+                w = c.exact_w(scale, delta, mode, w.len());
+            }
             let (a, b) = (
                 t0.div_ceil(delta) as usize,
                 (t1.div_ceil(delta) as usize).min(w.len()),
