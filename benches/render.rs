@@ -121,6 +121,13 @@ fn main() {
         (load(&bcast4k), "4,096 tasks"),
         (load(&bcast1m), "2^20 processors"),
         (load(&gsum_long), "10^7 samples of w"),
+        (
+            load(
+                &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("../shared/traces/boxfish-bgpc/bgpc_meta.yaml"),
+            ),
+            "BG/P torus, 512 nodes",
+        ),
     ];
     // the spectrum of 10^7 samples of w
     let span = match &inputs[7].0 {
@@ -156,6 +163,10 @@ fn main() {
                     7
                 }
                 "signal" | "correlation" | "histogram" | "markov" => 0,
+                "topology" => {
+                    st.step = 3;
+                    8
+                }
                 _ => 1,
             };
             (v, which, st)

@@ -189,6 +189,15 @@ fn view_args(view: &str, gauss: &Path, kernel: &Path, tensor: &Path) -> Vec<Stri
             "--start".into(),
             "50".into(),
         ],
+        "topology" => vec![
+            common::shared_trace("boxfish-bgpc/bgpc_meta.yaml")
+                .display()
+                .to_string(),
+            "--view".into(),
+            "topology".into(),
+            "--start".into(),
+            "3".into(),
+        ],
         "isosurface" => vec![
             common::shared_trace("boxfish-bgpc/bgpc_meta.yaml")
                 .display()

@@ -77,7 +77,10 @@ pub fn run(a: InfoArgs) -> Result<()> {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
-                        "source": v.source, "format": v.format, "quantities": q
+                        "source": v.source, "format": v.format, "quantities": q,
+                        "links": v.links.as_ref().map(|l| serde_json::json!({
+                            "name": l.name, "count": l.len(), "dims": l.dims, "torus": l.torus, "steps": l.steps
+                        }))
                     }))?
                 );
             } else {
@@ -98,6 +101,18 @@ pub fn run(a: InfoArgs) -> Result<()> {
                     println!(
                         "  {:<12} {} x {} x {} ({}, {}, {}), {steps}, values {lo} .. {hi}",
                         x.name, x.dims[0], x.dims[1], x.dims[2], x.axes[0], x.axes[1], x.axes[2],
+                    );
+                }
+                if let Some(l) = &v.links {
+                    println!(
+                        "  links        {} directed links ({} {}x{}x{}), {} per link, {} steps",
+                        l.len(),
+                        if l.torus { "torus" } else { "mesh" },
+                        l.dims[0],
+                        l.dims[1],
+                        l.dims[2],
+                        l.name,
+                        l.steps.len()
                     );
                 }
             }

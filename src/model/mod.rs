@@ -33,7 +33,7 @@ pub use locations::{Group, GroupKind, Location, LocationKind, Locations};
 pub use nesting::{NestedSlice, flatten_nested};
 pub use profile::{Procedure, ProfileMatrix, ProfileMetric, RowKind};
 pub use states::{ClassOverride, State, StateClass, StateTable};
-pub use volume::{Volume, VolumeSet};
+pub use volume::{LinkSet, Volume, VolumeSet};
 
 use serde::Serialize;
 

@@ -100,6 +100,42 @@ pub struct VolumeSet {
     /// The format read ("Boxfish tables", "NumPy volume").
     pub format: String,
     pub volumes: Vec<Volume>,
+    /// The network links between the nodes, with a value per step (Boxfish
+    /// link tables).
+    pub links: Option<LinkSet>,
+}
+
+/// Directed links between nodes of a mesh or torus, each with a value
+/// (packets) per step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkSet {
+    /// The value's name (`packets`).
+    pub name: String,
+    /// Nodes per axis.
+    pub dims: [usize; 3],
+    /// Whether the network wraps around (a torus).
+    pub torus: bool,
+    pub src: Vec<[usize; 3]>,
+    pub dst: Vec<[usize; 3]>,
+    /// Step labels (code regions).
+    pub steps: Vec<String>,
+    /// `values[step * links + link]`.
+    pub values: Vec<f64>,
+}
+
+impl LinkSet {
+    pub fn len(&self) -> usize {
+        self.src.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
+    }
+    /// The values of step `t`.
+    pub fn step(&self, t: usize) -> &[f64] {
+        let n = self.len();
+        let t = t.min(self.steps.len().saturating_sub(1));
+        self.values.get(t * n..(t + 1) * n).unwrap_or(&[])
+    }
 }
 
 impl VolumeSet {

@@ -16,7 +16,7 @@ use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::model::{Volume, VolumeSet};
+use crate::model::{LinkSet, Volume, VolumeSet};
 
 /// Whether `head` (the first bytes of a file) looks like a Boxfish meta file.
 pub fn looks_like_boxfish(head: &[u8]) -> bool {
@@ -307,9 +307,123 @@ pub fn read_with(meta: &Path, steps_by: Option<&str>) -> Result<VolumeSet> {
             )
         })
         .collect::<Result<_>>()?;
+    let links = match get(hw, "link_coords_table").as_str() {
+        Some(name) => Some(read_links(meta, hw, name, &coords, dims, steps_by)?),
+        None => None,
+    };
     Ok(VolumeSet {
         source: meta.to_path_buf(),
         format: "Boxfish tables".into(),
         volumes,
+        links,
+    })
+}
+
+/// The link table: source and destination coordinates (the columns named by
+/// `hardware.source_coords` / `destination_coords`), the step column as for
+/// the nodes, the first other column as the value; rows of one link and step
+/// add up.
+fn read_links(
+    meta: &Path,
+    hw: &Yaml,
+    name: &str,
+    coords: &[String],
+    dims: [usize; 3],
+    steps_by: Option<&str>,
+) -> Result<LinkSet> {
+    let path = sibling(meta, name)?;
+    let t = read_table(&path)?;
+    let col = |c: &str| t.columns.iter().position(|x| x == c);
+    let ends = |key: &str, default: &str| -> Result<Vec<usize>> {
+        coords
+            .iter()
+            .map(|c| {
+                let name = get(get(hw, key), c)
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| format!("{default}{c}"));
+                col(&name).ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "{}: no link column '{name}' (columns: {})",
+                        path.display(),
+                        t.columns.join(", ")
+                    ))
+                })
+            })
+            .collect()
+    };
+    let s_cols = ends("source_coords", "s")?;
+    let d_cols = ends("destination_coords", "t")?;
+    let region = match steps_by {
+        Some("none") => None,
+        Some(c) => col(c),
+        None => col("code_region"),
+    };
+    let value = (0..t.columns.len())
+        .find(|&i| {
+            !s_cols.contains(&i)
+                && !d_cols.contains(&i)
+                && Some(i) != region
+                && t.columns[i] != "linkid"
+        })
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{}: no value column besides the coordinates and the steps",
+                path.display()
+            ))
+        })?;
+    let mut regions: Vec<i64> = match region {
+        Some(r) => t.rows.iter().map(|row| row[r] as i64).collect(),
+        None => vec![0],
+    };
+    regions.sort_unstable();
+    regions.dedup();
+    let coord = |row: &[f64], cols: &[usize], k: usize| -> Result<[usize; 3]> {
+        let mut at = [0usize; 3];
+        for (a, ((&ci, &d), c)) in at.iter_mut().zip(cols.iter().zip(&dims).zip(coords)) {
+            let v = row[ci];
+            if v < 0.0 || v >= d as f64 || v.fract() != 0.0 {
+                return Err(Error::Invalid(format!(
+                    "{}: row {}: {c} = {v} is outside the torus (0..{d})",
+                    path.display(),
+                    k + 1
+                )));
+            }
+            *a = v as usize;
+        }
+        Ok(at)
+    };
+    let mut index: std::collections::HashMap<([usize; 3], [usize; 3]), usize> =
+        std::collections::HashMap::new();
+    let (mut src, mut dst) = (Vec::new(), Vec::new());
+    let mut cells: Vec<(usize, usize, f64)> = Vec::with_capacity(t.rows.len());
+    for (k, row) in t.rows.iter().enumerate() {
+        let (a, b) = (coord(row, &s_cols, k)?, coord(row, &d_cols, k)?);
+        let n = index.len();
+        let li = *index.entry((a, b)).or_insert_with(|| {
+            src.push(a);
+            dst.push(b);
+            n
+        });
+        let step = match region {
+            Some(r) => regions.partition_point(|&x| x < row[r] as i64),
+            None => 0,
+        };
+        cells.push((step, li, row[value]));
+    }
+    let n = src.len();
+    let mut values = vec![0.0; regions.len() * n];
+    for (step, li, v) in cells {
+        values[step * n + li] += v;
+    }
+    let torus = get(hw, "network").as_str().is_some_and(|s| s == "torus");
+    Ok(LinkSet {
+        name: t.columns[value].clone(),
+        dims,
+        torus,
+        src,
+        dst,
+        steps: regions.iter().map(|r| r.to_string()).collect(),
+        values,
     })
 }

@@ -58,5 +58,6 @@ pub fn read(path: &Path) -> Result<VolumeSet> {
         source: path.to_path_buf(),
         format: "NumPy volume".into(),
         volumes: vec![v],
+        links: None,
     })
 }

@@ -28,6 +28,7 @@ pub mod profile_terrain;
 pub mod scatter;
 pub mod signals;
 pub mod state;
+pub mod topology;
 
 use std::any::Any;
 use std::marker::PhantomData;
@@ -298,6 +299,7 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<signals::SignalView<signals::CorrelationPlot>>::NEW,
     &Registered::<signals::SignalView<signals::HistogramPlot>>::NEW,
     &Registered::<signals::SignalView<signals::MarkovPlot>>::NEW,
+    &Registered::<topology::Topology>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.
