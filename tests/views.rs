@@ -100,11 +100,13 @@ fn view_state_reproduces_the_png_exactly() {
         s(&k),
     ]);
     let q = format!("tensor:{}", s(&tensor));
+    let torus = common::shared_trace("boxfish-bgpc/bgpc_meta.yaml");
     for view in tapestry::views::names() {
         // the input and options each view needs
         let (input, extra): (&Path, Vec<&str>) = match view {
             "displacement" | "scatter" => (&k, vec!["--quantity", &q]),
             "isosurface" => (&t, vec!["--param", "cube=2x2x2", "--bins", "20"]),
+            "topology" => (&torus, vec!["--start", "2"]),
             _ => (&t, vec![]),
         };
         let mut args = vec![
