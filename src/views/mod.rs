@@ -16,6 +16,7 @@ pub mod comm_contour;
 pub mod comm_density;
 pub mod comm_perspective;
 pub mod displacement;
+pub mod hypercube;
 pub mod inputs;
 pub mod isosurface;
 pub mod kiviat;
@@ -300,6 +301,7 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<signals::SignalView<signals::HistogramPlot>>::NEW,
     &Registered::<signals::SignalView<signals::MarkovPlot>>::NEW,
     &Registered::<topology::Topology>::NEW,
+    &Registered::<hypercube::Hypercube>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.
