@@ -158,8 +158,17 @@ impl View for Hypercube {
             }
         }
         let links = nodes * dim as usize;
-        let mut flight = vec![0u32; bins * links.max(1)];
-        let mut queue = vec![0u32; bins * nodes];
+        let cells = (bins as u64).saturating_mul(links.max(nodes) as u64);
+        if cells > 1 << 27 {
+            return Err(Error::Invalid(format!(
+                "{bins} time bins × {links} links are too many cells; use fewer --bins or a smaller max_nodes"
+            )));
+        }
+        // differences over the bins: +1 where a message starts to count,
+        // −1 after its last bin; summed once at the end (O(messages × hops
+        // + bins × links), whatever the messages' durations)
+        let mut flight_d = vec![0i64; (bins + 1) * links.max(1)];
+        let mut queue_d = vec![0i64; (bins + 1) * nodes];
         let edges = f.edges.clone();
         let bin_of = |x: Time| {
             edges
@@ -177,20 +186,35 @@ impl View for Hypercube {
             let (k0, k1) = (bin_of(ts.max(t0)), bin_of(tr.min(t1 - 1)));
             if s != r {
                 for (node, bit) in route(s, r, dim) {
-                    for k in k0..=k1 {
-                        flight[k * links + node * dim as usize + bit as usize] += 1;
-                    }
+                    let l = node * dim as usize + bit as usize;
+                    flight_d[k0 * links + l] += 1;
+                    flight_d[(k1 + 1) * links + l] -= 1;
                 }
             }
-            // waiting at the receiver at the end of every bin before it arrives
-            for k in k0..bins {
-                if edges[k + 1] <= tr {
-                    queue[k * nodes + r] += 1;
-                } else {
-                    break;
-                }
+            // waiting at the receiver at the end of every bin from the one
+            // it is sent in up to the last ending at or before its arrival
+            let kq = edges
+                .partition_point(|&e| e <= tr)
+                .saturating_sub(1)
+                .min(bins);
+            if kq > k0 {
+                queue_d[k0 * nodes + r] += 1;
+                queue_d[kq * nodes + r] -= 1;
             }
         }
+        let sum = |d: &[i64], width: usize| -> Vec<u32> {
+            let mut out = vec![0u32; bins * width];
+            let mut run = vec![0i64; width];
+            for k in 0..bins {
+                for (j, r) in run.iter_mut().enumerate() {
+                    *r += d[k * width + j];
+                    out[k * width + j] = (*r).max(0) as u32;
+                }
+            }
+            out
+        };
+        let flight = sum(&flight_d, links.max(1));
+        let queue = sum(&queue_d, nodes);
         Ok(HypercubeData {
             dim,
             merged: 1 << a,

@@ -70,7 +70,6 @@ impl Default for ImageParams {
 pub struct ImageData {
     pub metric: Metric,
     pub mm: MetricMatrix,
-    pub mask: Vec<bool>,
     pub layout: Layout,
     /// The metric range over all steps.
     pub m_lo: f64,
@@ -221,7 +220,6 @@ impl View for PerfImage {
         Ok(ImageData {
             metric: m,
             mm,
-            mask,
             layout,
             m_lo,
             m_hi,
