@@ -653,3 +653,67 @@ fn busy_fraction_signals_are_the_mean_state_vector() {
         );
     }
 }
+
+/// #11 execution control: ten frames forward and ten back return to the
+/// start with the same statistics; every count goes down on the way back;
+/// frames advance by records or ticks, whichever comes first.
+#[test]
+fn playback_forward_and_back() {
+    let q = shared_trace("paraver-qsort/qsort_beo3.prv");
+    let q = q.to_str().unwrap();
+    let table = |args: &[&str]| -> Vec<Vec<f64>> {
+        let mut a = vec!["analyze", q, "playback"];
+        a.extend(args);
+        let (code, out, err) = tapestry(&a);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        out.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .skip(1)
+            .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+            .collect()
+    };
+    let fwd = table(&[
+        "--n0",
+        "50ms",
+        "--frames",
+        "10",
+        "--ticks-per-frame",
+        "15ms",
+    ]);
+    let end = fwd.last().unwrap()[1];
+    assert_eq!(end, 200e6);
+    let back = table(&[
+        "--n0",
+        "200ms",
+        "--frames",
+        "10",
+        "--ticks-per-frame",
+        "15ms",
+        "--backward",
+    ]);
+    // the same cursors in reverse, with the same statistics
+    for (f, b) in fwd.iter().zip(back.iter().rev()) {
+        assert_eq!(f[1..], b[1..], "at {}", f[1]);
+    }
+    for w in back.windows(2) {
+        for (c, (now, before)) in w[1].iter().zip(&w[0]).enumerate().skip(2) {
+            assert!(now <= before, "column {c} went up moving back");
+        }
+    }
+    // by records: each frame passes at most 25 records
+    let ev = table(&[
+        "--frames",
+        "20",
+        "--events-per-frame",
+        "25",
+        "--ticks-per-frame",
+        "1s",
+    ]);
+    for w in ev.windows(2) {
+        assert!(w[1][2] - w[0][2] <= 25.0 + 8.0, "{w:?}");
+        assert!(w[1][1] > w[0][1] || w[1][1] == 260199000.0);
+    }
+    let (code, _, err) = tapestry(&["analyze", q, "playback", "--frames", "3"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("events or ticks"), "{err}");
+}

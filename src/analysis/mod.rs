@@ -9,11 +9,14 @@
 //! * [`signal`]: spectra, moving average, correlations, thresholds,
 //!   filters, histograms, Markov model (paper 002).
 //! * [`fields`]: time-binned fields for the data-parallel views (paper 003).
+//! * [`cursor`]: execution control: frames by events or ticks, both ways,
+//!   and the statistics up to the cursor (paper 001).
 //! * [`comm`]: task × task communication matrices over sliding windows,
 //!   at the thread, process or node level, and their contours (paper 001).
 //! * [`matrices`]: profile reductions (paper 004).
 
 pub mod comm;
+pub mod cursor;
 pub mod fields;
 pub mod image;
 pub mod isosurface;

@@ -63,6 +63,10 @@ pub enum Analysis {
     ProfileProcedures,
     /// Profiles: overview reduction (skip zero runs, bin, strips).
     ProfileOverview,
+    /// Execution control: the cursor frame by frame (--frames, from --n0,
+    /// by --events-per-frame and/or --ticks-per-frame, --backward, --loop
+    /// over --window) with the statistics up to it.
+    Playback,
     /// The temporal signal w as sound (-o FILE.wav): --sound pitch|amplitude,
     /// --tone seconds per sample, --pitch-range LO:HI Hz, --sample-rate.
     Sonify,
@@ -217,6 +221,21 @@ pub struct AnalyzeArgs {
     /// Field layout: ring, grid:WxH or cube:XxYxZ.
     #[arg(long, default_value = "ring")]
     pub field_layout: String,
+    /// Playback: frames to step.
+    #[arg(long, default_value_t = 10)]
+    pub frames: usize,
+    /// Playback: records per frame (0: no limit by records).
+    #[arg(long, default_value_t = 0)]
+    pub events_per_frame: u64,
+    /// Playback: time per frame (0: no limit by time).
+    #[arg(long, default_value = "0")]
+    pub ticks_per_frame: String,
+    /// Playback: step towards time 0.
+    #[arg(long)]
+    pub backward: bool,
+    /// Playback: wrap around the --window range.
+    #[arg(long = "loop")]
+    pub looping: bool,
     /// Sonify: what the value of w controls.
     #[arg(long, value_enum, default_value_t = SoundArg::Pitch)]
     pub sound: SoundArg,
@@ -783,6 +802,60 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             }
         }
         Analysis::Sonify => bail!("sonify writes a sound: give -o FILE.wav"),
+        Analysis::Playback => {
+            use tapestry::analysis::cursor::{Step, Timeline};
+            let step = Step {
+                events: a.events_per_frame,
+                ticks: parse_time(&a.ticks_per_frame)?,
+                backward: a.backward,
+            };
+            if a.frames == 0 || a.frames > 1_000_000 {
+                bail!("--frames must be 1 to 1000000, not {}", a.frames);
+            }
+            let tl = Timeline::new(t);
+            let mut at = parse_time(&a.n0)?.clamp(t0, t1);
+            let mut rows = Vec::with_capacity(a.frames + 1);
+            for frame in 0..=a.frames {
+                if frame > 0 {
+                    at = tl.advance(at, step, (t0, t1), a.looping)?;
+                }
+                let st = tl.stats(at);
+                let mut r = vec![
+                    Some(frame as f64),
+                    Some(at as f64),
+                    Some(st.events as f64),
+                    Some(st.messages_sent as f64),
+                    Some(st.bytes_sent as f64),
+                    Some(st.messages_received as f64),
+                    Some(st.bytes_received as f64),
+                ];
+                r.extend(st.state_time.iter().map(|x| Some(*x as f64)));
+                rows.push(r);
+            }
+            let mut cols: Vec<(String, String)> = [
+                ("frame", "index"),
+                ("time", "ns"),
+                ("events", "records"),
+                ("messages_sent", "messages"),
+                ("bytes_sent", "bytes"),
+                ("messages_received", "messages"),
+                ("bytes_received", "bytes"),
+            ]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+            cols.extend(
+                tl.state_names
+                    .iter()
+                    .map(|n| (format!("time in {n}"), "ns".to_string())),
+            );
+            Output::Table {
+                columns: cols,
+                rows,
+                labels: None,
+                meta: json!({"analysis": "playback", "events_per_frame": step.events, "ticks_per_frame": step.ticks, "backward": step.backward, "loop": a.looping, "range_ns": [t0, t1], "statistics": "up to the cursor: records at or before it, state time in [0, cursor)"}),
+            }
+        }
         Analysis::Isosurface => {
             bail!("isosurface works on volumes (Boxfish tables, 3D/4D .npy arrays), not on traces")
         }
