@@ -146,6 +146,22 @@ fn analyze_honours_the_window_in_signal_analyses() {
     assert_eq!(run("spectrum", &w), 51);
     assert_eq!(run("autocorrelation", &w), 100);
     assert!(run("signal-w", &[]) > 500);
+    // the time-weighted histogram covers exactly the window
+    let (code, out, err) = tapestry(&[
+        "analyze",
+        l.to_str().unwrap(),
+        "histogram",
+        "--window",
+        "100ms:200ms",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let time: f64 = out
+        .lines()
+        .filter(|x| !x.starts_with('#'))
+        .skip(1)
+        .map(|x| x.split(',').nth(3).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!((time - 1e8).abs() < 1.0, "{time}");
     // event domain: the samples of x inside the window
     let all = run("signal-x", &[]);
     let inside = run("signal-x", &w);

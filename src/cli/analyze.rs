@@ -660,8 +660,34 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
         Analysis::Histogram => {
             let (x, unit) = event_signal_of(a, t)?;
             let range = parse_range(a.range.as_deref(), "--range")?;
+            // time-weighted: the held signal over [t0, t1), its value at t0
+            // being the last one before the window
+            let (full, _) = event_signal_of(
+                &AnalyzeArgs {
+                    window: None,
+                    ..a.clone()
+                },
+                t,
+            )?;
+            let k0 = full.time.partition_point(|&s| s < t0);
+            let k1 = full.time.partition_point(|&s| s < t1);
+            let mut held_t = Vec::with_capacity(k1 - k0 + 1);
+            let mut held_x = Vec::with_capacity(k1 - k0 + 1);
+            if k0 > 0 || full.time.first().is_some_and(|&s| s > t0) {
+                held_t.push(t0);
+                held_x.push(if k0 > 0 { full.x[k0 - 1] } else { 0.0 });
+            }
+            held_t.extend_from_slice(&full.time[k0..k1]);
+            held_x.extend_from_slice(&full.x[k0..k1]);
+            // one set of classes for both columns
+            let range = range.or_else(|| {
+                let all = held_x.iter().chain(&x.x).copied().filter(|v| v.is_finite());
+                let lo = all.clone().fold(f64::INFINITY, f64::min);
+                let hi = all.fold(f64::NEG_INFINITY, f64::max);
+                lo.is_finite().then_some((lo, hi))
+            });
             let h = signal::histogram(&x.x, a.classes, range)?;
-            let tw = signal::time_histogram(&x.time, &x.x, t.meta.span, a.classes, range)?;
+            let tw = signal::time_histogram(&held_t, &held_x, t1, a.classes, range)?;
             let rows = (0..a.classes)
                 .map(|k| {
                     vec![
