@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use super::metric::Occupancy;
 use crate::error::{Error, Result};
 use crate::model::{Time, Trace};
 
@@ -32,9 +33,8 @@ pub struct Timeline {
     send_bytes: Vec<u64>,
     recv: Vec<Time>,
     recv_bytes: Vec<u64>,
-    /// Per state: times where the number of locations in it changes, the
-    /// time spent in it up to each, and the number of locations in it after.
-    state_curves: Vec<(Vec<Time>, Vec<u64>, Vec<u64>)>,
+    /// Per state: the time spent in it by all locations up to any t.
+    state_curves: Vec<Occupancy>,
     pub state_names: Vec<String>,
     pub span: Time,
 }
@@ -92,28 +92,7 @@ impl Timeline {
             .zip(m.bytes.iter().copied())
             .collect();
         by_recv.par_sort_unstable();
-        let state_curves = per_state
-            .into_iter()
-            .map(|mut e| {
-                e.sort_unstable();
-                let (mut at, mut spent, mut count) = (vec![0], vec![0u64], vec![0u64]);
-                let (mut total, mut k, mut last) = (0u64, 0i64, 0 as Time);
-                let mut i = 0;
-                while i < e.len() {
-                    let tt = e[i].0;
-                    total += k.max(0) as u64 * (tt - last);
-                    while i < e.len() && e[i].0 == tt {
-                        k += e[i].1;
-                        i += 1;
-                    }
-                    last = tt;
-                    at.push(tt);
-                    spent.push(total);
-                    count.push(k.max(0) as u64);
-                }
-                (at, spent, count)
-            })
-            .collect();
+        let state_curves = per_state.into_iter().map(Occupancy::from_edges).collect();
         Timeline {
             times,
             send: m.send_time.clone(),
@@ -149,14 +128,7 @@ impl Timeline {
             } else {
                 self.recv_bytes[recv - 1]
             },
-            state_time: self
-                .state_curves
-                .iter()
-                .map(|(at, spent, count)| {
-                    let i = at.partition_point(|&x| x <= time).saturating_sub(1);
-                    spent[i] + count[i] * (time - at[i].min(time))
-                })
-                .collect(),
+            state_time: self.state_curves.iter().map(|o| o.total_at(time)).collect(),
         }
     }
 

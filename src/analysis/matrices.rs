@@ -6,6 +6,9 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::model::{ProfileMatrix, ProfileMetric, RowKind, Trace};
 
+/// The metrics of [`trace_profile`].
+pub const TRACE_PROFILE_METRICS: [&str; 2] = ["exclusive time", "visits"];
+
 /// The profile of a trace: one row per state (function, region) with
 /// time in it, one column per location; metrics "exclusive time" (ns in
 /// the state as the innermost region, summed over its intervals) and
@@ -62,12 +65,12 @@ pub fn trace_profile(trace: &Trace) -> ProfileMatrix {
         columns: (0..nl).map(|l| l.to_string()).collect(),
         metrics: vec![
             ProfileMetric {
-                name: "exclusive time".into(),
+                name: TRACE_PROFILE_METRICS[0].into(),
                 unit: "ns".into(),
                 values: time,
             },
             ProfileMetric {
-                name: "visits".into(),
+                name: TRACE_PROFILE_METRICS[1].into(),
                 unit: "count".into(),
                 values: visits,
             },

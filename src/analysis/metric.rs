@@ -399,24 +399,56 @@ pub fn event_signal(m: &MetricMatrix, scale: f64, unit: &str, per_event: bool) -
     }
 }
 
-/// The total busy time of all locations, B(t) = Σ_l (busy time of l in
-/// [0, t)), as a function of time: piecewise linear, its slope the number
-/// of locations busy at t. The mean cumulative busy fraction of the state
-/// vector at t is B(t) / (P t), exactly, at any t (not only at events).
-#[derive(Debug, Clone, Default)]
-pub struct BusyCurve {
-    /// Times where the slope changes, ascending.
+/// Time spent by all locations together, up to any t, in something that
+/// starts and ends (a state set, one state): Σ over the intervals of their
+/// overlap with [0, t). Piecewise linear in t, its slope the number of
+/// intervals open at t; exact integers.
+#[derive(Debug, Clone)]
+pub struct Occupancy {
+    /// Times where the slope changes, ascending, from 0.
     time: Vec<Time>,
-    /// B at each of those times.
-    total: Vec<f64>,
-    /// The slope from each time to the next.
-    slope: Vec<f64>,
-    locations: usize,
+    /// The time spent up to each of those times.
+    total: Vec<u64>,
+    /// The slope from each time to the next: intervals open.
+    open: Vec<u64>,
 }
 
-impl BusyCurve {
-    pub fn new(trace: &Trace, mask: &[bool]) -> BusyCurve {
-        let mut edges: Vec<(Time, i64)> = Vec::new();
+impl Occupancy {
+    /// From the intervals' ends: `(start, +1)` and `(end, −1)`, any order.
+    pub fn from_edges(mut edges: Vec<(Time, i64)>) -> Occupancy {
+        edges.sort_unstable();
+        let mut o = Occupancy {
+            time: vec![0],
+            total: vec![0],
+            open: vec![0],
+        };
+        let (mut total, mut k, mut last) = (0u64, 0i64, 0 as Time);
+        let mut i = 0;
+        while i < edges.len() {
+            let t = edges[i].0;
+            total += k.max(0) as u64 * (t - last);
+            while i < edges.len() && edges[i].0 == t {
+                k += edges[i].1;
+                i += 1;
+            }
+            last = t;
+            if o.time.last() == Some(&t) {
+                // a change at time 0: the first piece's slope
+                if let Some(s) = o.open.last_mut() {
+                    *s = k.max(0) as u64;
+                }
+            } else {
+                o.time.push(t);
+                o.total.push(total);
+                o.open.push(k.max(0) as u64);
+            }
+        }
+        o
+    }
+
+    /// The intervals of the states in `mask` over all locations.
+    pub fn of_states(trace: &Trace, mask: &[bool]) -> Occupancy {
+        let mut edges = Vec::new();
         for l in 0..trace.num_locations() as u32 {
             let iv = trace.intervals.of(l);
             for i in 0..iv.len() {
@@ -426,41 +458,37 @@ impl BusyCurve {
                 }
             }
         }
-        edges.sort_unstable();
-        let mut c = BusyCurve {
+        Occupancy::from_edges(edges)
+    }
+
+    /// The time spent in `[0, t)`.
+    pub fn total_at(&self, t: Time) -> u64 {
+        let i = self.time.partition_point(|&x| x <= t) - 1;
+        self.total[i] + self.open[i] * (t - self.time[i])
+    }
+}
+
+/// The total busy time of all locations, B(t) = Σ_l (busy time of l in
+/// [0, t)) (an [`Occupancy`]). The mean cumulative busy fraction of the
+/// state vector at t is B(t) / (P t), exactly, at any t (not only at
+/// events).
+#[derive(Debug, Clone)]
+pub struct BusyCurve {
+    busy: Occupancy,
+    locations: usize,
+}
+
+impl BusyCurve {
+    pub fn new(trace: &Trace, mask: &[bool]) -> BusyCurve {
+        BusyCurve {
+            busy: Occupancy::of_states(trace, mask),
             locations: trace.num_locations(),
-            ..Default::default()
-        };
-        let (mut b, mut k, mut last) = (0.0f64, 0i64, 0 as Time);
-        c.time.push(0);
-        c.total.push(0.0);
-        c.slope.push(0.0);
-        let mut i = 0;
-        while i < edges.len() {
-            let t = edges[i].0;
-            b += k as f64 * (t - last) as f64;
-            while i < edges.len() && edges[i].0 == t {
-                k += edges[i].1;
-                i += 1;
-            }
-            last = t;
-            if t == 0 {
-                if let Some(s) = c.slope.last_mut() {
-                    *s = k as f64;
-                }
-            } else {
-                c.time.push(t);
-                c.total.push(b);
-                c.slope.push(k as f64);
-            }
         }
-        c
     }
 
     /// B(t).
     pub fn total_at(&self, t: Time) -> f64 {
-        let i = self.time.partition_point(|&x| x <= t) - 1;
-        self.total[i] + self.slope[i] * (t - self.time[i]) as f64
+        self.busy.total_at(t) as f64
     }
 
     /// The mean cumulative busy fraction of the locations at `t` (0 at 0).
@@ -479,12 +507,18 @@ impl BusyCurve {
             return 0.0;
         }
         let mut acc = 0.0;
-        let mut i = self.time.partition_point(|&x| x <= a) - 1;
+        let mut i = self.busy.time.partition_point(|&x| x <= a) - 1;
         let mut t0 = a;
         while t0 < b {
-            let t1 = self.time.get(i + 1).copied().unwrap_or(Time::MAX).min(b);
-            let (bi, k) = (self.total[i], self.slope[i]);
-            let c = bi - k * self.time[i] as f64;
+            let t1 = self
+                .busy
+                .time
+                .get(i + 1)
+                .copied()
+                .unwrap_or(Time::MAX)
+                .min(b);
+            let (bi, k) = (self.busy.total[i] as f64, self.busy.open[i] as f64);
+            let c = bi - k * self.busy.time[i] as f64;
             acc += k * (t1 - t0) as f64;
             if t0 > 0 && c != 0.0 {
                 acc += c * ((t1 - t0) as f64 / t0 as f64).ln_1p();
@@ -515,6 +549,65 @@ impl BusyCurve {
                     }
             })
             .collect()
+    }
+}
+
+/// The signals of one metric over a trace: the event-domain x (exact for
+/// the cumulative busy fraction, which changes between records too) and
+/// the temporal w sampled from it.
+pub struct MetricSignal {
+    pub x: EventSignal,
+    /// x before the first record.
+    pub initial: f64,
+    scale: f64,
+    end: Time,
+    exact: Option<BusyCurve>,
+}
+
+impl MetricSignal {
+    pub fn new(trace: &Trace, metric: &Metric, mask: &[bool], per_event: bool) -> Result<Self> {
+        let mm = metric_matrix(trace, metric, mask)?;
+        let (scale, unit) = metric.signal_scale();
+        let mut x = event_signal(&mm, scale, unit, per_event);
+        let exact = (*metric == Metric::BusyFraction).then(|| BusyCurve::new(trace, mask));
+        if let Some(c) = &exact {
+            c.exact_x(&mut x, scale);
+        }
+        Ok(MetricSignal {
+            x,
+            initial: mm.initial * scale,
+            scale,
+            end: trace.meta.span,
+            exact,
+        })
+    }
+
+    /// w with period `delta` from time 0 (see [`temporal_signal`]).
+    pub fn w(&self, delta: Time, mode: SampleMode) -> Result<Vec<f64>> {
+        let w = temporal_signal(&self.x, self.initial, delta, mode, self.end)?;
+        Ok(match &self.exact {
+            Some(c) => c.exact_w(self.scale, delta, mode, w.len()),
+            None => w,
+        })
+    }
+
+    /// x held over `[t0, t1)`: its value at `t0` (the last record before,
+    /// or the initial value) then the records inside, as times and values.
+    pub fn held(&self, t0: Time, t1: Time) -> (Vec<Time>, Vec<f64>) {
+        let x = &self.x;
+        let k0 = x.time.partition_point(|&s| s < t0);
+        let k1 = x.time.partition_point(|&s| s < t1);
+        let (mut time, mut value) = (
+            Vec::with_capacity(k1 - k0 + 1),
+            Vec::with_capacity(k1 - k0 + 1),
+        );
+        if x.time.get(k0) != Some(&t0) {
+            time.push(t0);
+            value.push(if k0 > 0 { x.x[k0 - 1] } else { self.initial });
+        }
+        time.extend_from_slice(&x.time[k0..k1]);
+        value.extend_from_slice(&x.x[k0..k1]);
+        (time, value)
     }
 }
 

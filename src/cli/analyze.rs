@@ -335,26 +335,39 @@ fn series(name: &str, unit: &str, v: &[f64], meta: Value) -> Output {
 
 /// The event-domain signal of `--metric` over `--states`, and its unit.
 fn event_signal_of(a: &AnalyzeArgs, t: &Trace) -> Result<(metric::EventSignal, &'static str)> {
+    let (x, unit) = full_event_signal(a, t)?;
+    Ok((window_x(a, t, x)?, unit))
+}
+
+/// x over the whole trace.
+fn full_event_signal(a: &AnalyzeArgs, t: &Trace) -> Result<(metric::EventSignal, &'static str)> {
+    let s = metric_signal(a, t, &a.metric)?;
+    let unit = parse_metric(&a.metric, t)?.signal_scale().1;
+    Ok((s.x, unit))
+}
+
+/// The signals of `metric_text` over the whole trace.
+fn metric_signal(a: &AnalyzeArgs, t: &Trace, metric_text: &str) -> Result<metric::MetricSignal> {
     let mask = t.states.select(&a.states)?;
-    let m = parse_metric(&a.metric, t)?;
-    let mm = metric::metric_matrix(t, &m, &mask)?;
-    let (scale, unit) = m.signal_scale();
-    let mut x = metric::event_signal(&mm, scale, unit, a.per_event);
-    if m == metric::Metric::BusyFraction {
-        // the cumulative busy fraction changes between events too
-        metric::BusyCurve::new(t, &mask).exact_x(&mut x, scale);
+    let m = parse_metric(metric_text, t)?;
+    Ok(metric::MetricSignal::new(t, &m, &mask, a.per_event)?)
+}
+
+/// The samples of x inside `--window` (all without one).
+fn window_x(a: &AnalyzeArgs, t: &Trace, x: metric::EventSignal) -> Result<metric::EventSignal> {
+    if a.window.is_none() {
+        return Ok(x);
     }
-    // --window: the samples inside it
-    if a.window.is_some() {
-        let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
-        let (i, j) = (
-            x.time.partition_point(|&s| s < t0),
-            x.time.partition_point(|&s| s < t1),
-        );
-        x.time = x.time[i..j].to_vec();
-        x.x = x.x[i..j].to_vec();
-    }
-    Ok((x, unit))
+    let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
+    let (i, j) = (
+        x.time.partition_point(|&s| s < t0),
+        x.time.partition_point(|&s| s < t1),
+    );
+    Ok(metric::EventSignal {
+        time: x.time[i..j].to_vec(),
+        x: x.x[i..j].to_vec(),
+        unit: x.unit,
+    })
 }
 
 /// The samples of a signal whose times lie in `--window` (all without one).
@@ -380,26 +393,15 @@ type DspSignal = (Vec<f64>, String, Option<f64>, Vec<Time>);
 
 /// The signal the DSP analyses work on.
 fn dsp_signal(a: &AnalyzeArgs, t: &Trace, metric_text: &str) -> Result<DspSignal> {
-    let mask = t.states.select(&a.states)?;
-    let m = parse_metric(metric_text, t)?;
-    let mm = metric::metric_matrix(t, &m, &mask)?;
-    let (scale, unit) = m.signal_scale();
-    let mut x = metric::event_signal(&mm, scale, unit, a.per_event);
-    let exact = (m == metric::Metric::BusyFraction).then(|| metric::BusyCurve::new(t, &mask));
-    if let Some(c) = &exact {
-        c.exact_x(&mut x, scale);
-    }
+    let sig = metric_signal(a, t, metric_text)?;
+    let unit = sig.x.unit.clone();
     let s = match a.domain {
-        Domain::Event => (x.x.clone(), unit.to_string(), None, x.time),
+        Domain::Event => (sig.x.x, unit, None, sig.x.time),
         Domain::Temporal => {
             let delta = parse_time(&a.period)?;
-            let mut w =
-                metric::temporal_signal(&x, mm.initial * scale, delta, a.mode.into(), t.meta.span)?;
-            if let Some(c) = &exact {
-                w = c.exact_w(scale, delta, a.mode.into(), w.len());
-            }
+            let w = sig.w(delta, a.mode.into())?;
             let times = (0..w.len() as u64).map(|k| k * delta).collect();
-            (w, unit.to_string(), Some(delta as f64 * 1e-9), times)
+            (w, unit, Some(delta as f64 * 1e-9), times)
         }
     };
     windowed(a, t, s)
@@ -658,27 +660,12 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             )
         }
         Analysis::Histogram => {
-            let (x, unit) = event_signal_of(a, t)?;
+            let sig = metric_signal(a, t, &a.metric)?;
+            let unit = parse_metric(&a.metric, t)?.signal_scale().1;
             let range = parse_range(a.range.as_deref(), "--range")?;
-            // time-weighted: the held signal over [t0, t1), its value at t0
-            // being the last one before the window
-            let (full, _) = event_signal_of(
-                &AnalyzeArgs {
-                    window: None,
-                    ..a.clone()
-                },
-                t,
-            )?;
-            let k0 = full.time.partition_point(|&s| s < t0);
-            let k1 = full.time.partition_point(|&s| s < t1);
-            let mut held_t = Vec::with_capacity(k1 - k0 + 1);
-            let mut held_x = Vec::with_capacity(k1 - k0 + 1);
-            if k0 > 0 || full.time.first().is_some_and(|&s| s > t0) {
-                held_t.push(t0);
-                held_x.push(if k0 > 0 { full.x[k0 - 1] } else { 0.0 });
-            }
-            held_t.extend_from_slice(&full.time[k0..k1]);
-            held_x.extend_from_slice(&full.x[k0..k1]);
+            // time-weighted: x held over [t0, t1)
+            let (held_t, held_x) = sig.held(t0, t1);
+            let x = window_x(a, t, sig.x)?;
             // one set of classes for both columns
             let range = range.or_else(|| {
                 let all = held_x.iter().chain(&x.x).copied().filter(|v| v.is_finite());

@@ -136,13 +136,7 @@ fn draw_matrix(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
 ) -> Result<()> {
     let cmap = Colormap::named(&m.colormap)?;
-    let hi = m
-        .values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::max);
-    let hi = if hi > 0.0 { hi } else { 1.0 };
+    let hi = m.top();
     let mut c = ChartBuilder::on(root)
         .caption(&chart.title, ("sans-serif", 16))
         .margin(12)

@@ -37,6 +37,20 @@ pub struct ChartMatrix {
     pub colormap: String,
 }
 
+impl ChartMatrix {
+    /// The top of the colour scale: the largest finite value (1 when none
+    /// is positive).
+    pub fn top(&self) -> f64 {
+        let hi = self
+            .values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        if hi > 0.0 { hi } else { 1.0 }
+    }
+}
+
 /// A chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
@@ -262,13 +276,7 @@ impl Chart {
     fn matrix_scene(&self, m: &ChartMatrix, mut scene: Scene) -> Result<Scene> {
         let ink = axes::ink(false);
         let cmap = Colormap::named(&m.colormap)?;
-        let hi = m
-            .values
-            .iter()
-            .copied()
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max);
-        let hi = if hi > 0.0 { hi } else { 1.0 };
+        let hi = m.top();
         scene.margins.right = 220.0;
         let mut mesh = Mesh::default();
         for r in 0..m.rows {

@@ -4,18 +4,64 @@
 //! `max_side` per side), the colour range over the whole animation and
 //! the clipping, and the task axes.
 //!
-//! The views: [`super::comm_density`] (heat map),
-//! [`super::comm_perspective`] (3D bars) and [`super::comm_contour`]
-//! (isolines).
+//! The views: [`CommView`] in the styles of [`super::comm_density`] (heat
+//! map), [`super::comm_perspective`] (3D bars) and
+//! [`super::comm_contour`] (isolines).
+
+use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Animation, ParamDoc, Resolved};
+use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
 use crate::analysis::comm::{self, CommMatrices, Level, Quantity};
 use crate::error::{Error, Result};
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
-use crate::scene::{Label, LabelAlign, Segment};
+use crate::scene::{Label, LabelAlign, Scene, Segment};
+
+/// How one of the communication views draws the matrix.
+pub trait CommStyle: Send + Sync + 'static {
+    const NAME: &'static str;
+    const ABOUT: &'static str;
+    /// Whether the panel offers contour levels.
+    const CONTOUR: bool = false;
+    fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Result<Scene>;
+}
+
+/// A communication view drawn in style `K`: the parameters, analyses,
+/// animation and panel all share.
+pub struct CommView<K: CommStyle>(PhantomData<fn() -> K>);
+
+impl<K: CommStyle> View for CommView<K> {
+    const NAME: &'static str = K::NAME;
+    const ABOUT: &'static str = K::ABOUT;
+    const COLORMAP: &'static str = "viridis";
+    const PARAMS: &'static [ParamDoc] = PARAMS;
+    type Params = CommParams;
+    type Data = CommData;
+
+    fn accepts(input: &Loaded, _spec: &Resolved, p: &CommParams) -> Result<()> {
+        accepts(input, K::NAME, p)
+    }
+    fn compute(input: &Loaded, spec: &Resolved, p: &CommParams) -> Result<CommData> {
+        compute(input, spec, K::NAME, p)
+    }
+    fn data_key(p: &CommParams) -> serde_json::Value {
+        serde_json::json!({ "level": p.level, "windows": p.windows })
+    }
+    fn animation(d: &CommData, _p: &CommParams) -> Animation {
+        Animation {
+            steps: d.m.windows.len().max(1),
+            stride: 1,
+        }
+    }
+    fn build(d: &CommData, spec: &Resolved, p: &CommParams, ctx: BuildCtx) -> Result<Scene> {
+        K::build(d, &spec.colormap, p, ctx)
+    }
+    fn panel(ui: &mut egui::Ui, p: &mut CommParams) {
+        panel(ui, p, K::CONTOUR)
+    }
+}
 
 /// Parameters of the communication views.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,7 +96,7 @@ impl Default for CommParams {
     }
 }
 
-pub const PARAMS: &[ParamDoc] = &[
+const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "quantity",
         help: "messages or bytes [messages]",
@@ -105,7 +151,7 @@ pub fn check(p: &CommParams) -> Result<(Level, Quantity)> {
     Ok((level, q))
 }
 
-pub fn accepts(input: &Loaded, view: &str, p: &CommParams) -> Result<()> {
+fn accepts(input: &Loaded, view: &str, p: &CommParams) -> Result<()> {
     let t = super::inputs::trace(input, view)?;
     check(p)?;
     if t.messages.is_empty() {
@@ -116,24 +162,13 @@ pub fn accepts(input: &Loaded, view: &str, p: &CommParams) -> Result<()> {
     comm::tasks(t, Level::parse(&p.level)?).map(|_| ())
 }
 
-pub fn compute(input: &Loaded, spec: &Resolved, view: &str, p: &CommParams) -> Result<CommData> {
+fn compute(input: &Loaded, spec: &Resolved, view: &str, p: &CommParams) -> Result<CommData> {
     let t = super::inputs::trace(input, view)?;
     let (level, quantity) = check(p)?;
     Ok(CommData {
         m: comm::comm_matrices(t, spec.t0, spec.t1, level, p.windows)?,
         quantity,
     })
-}
-
-pub fn data_key(p: &CommParams) -> serde_json::Value {
-    serde_json::json!({ "level": p.level, "windows": p.windows })
-}
-
-pub fn animation(d: &CommData) -> Animation {
-    Animation {
-        steps: d.m.windows.len().max(1),
-        stride: 1,
-    }
 }
 
 /// One window's matrix, aggregated for display.
@@ -329,7 +364,7 @@ pub fn chart_side(width: u32, height: u32) -> usize {
 }
 
 /// The panel shared by the three views.
-pub fn panel(ui: &mut egui::Ui, p: &mut CommParams, contour: bool) {
+fn panel(ui: &mut egui::Ui, p: &mut CommParams, contour: bool) {
     egui::ComboBox::from_label("quantity")
         .selected_text(p.quantity.clone())
         .show_ui(ui, |ui| {

@@ -4,11 +4,10 @@
 //! each coloured as in the legend and labelled with its value. At most
 //! 256 cells per side (blocks of tasks add up beyond; said in the title).
 
-use super::comm::{self, CommData, CommParams};
-use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
+use super::BuildCtx;
+use super::comm::{self, CommData, CommParams, CommStyle};
 use crate::analysis::comm::contours;
 use crate::error::{Error, Result};
-use crate::readers::Loaded;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
 use crate::scene::{
@@ -21,32 +20,13 @@ pub struct CommContour;
 /// Cells per side at most.
 const MAX_CONTOUR_SIDE: usize = 256;
 
-impl View for CommContour {
+impl CommStyle for CommContour {
     const NAME: &'static str = "comm-contour";
     const ABOUT: &'static str =
         "Communication matrix as labelled isolines (marching squares; paper 001 Fig. 15)";
-    const COLORMAP: &'static str = "viridis";
-    const PARAMS: &'static [ParamDoc] = comm::PARAMS;
-    type Params = CommParams;
-    type Data = CommData;
-
-    fn accepts(input: &Loaded, _spec: &Resolved, p: &CommParams) -> Result<()> {
-        comm::accepts(input, Self::NAME, p)
-    }
-    fn compute(input: &Loaded, spec: &Resolved, p: &CommParams) -> Result<CommData> {
-        comm::compute(input, spec, Self::NAME, p)
-    }
-    fn data_key(p: &CommParams) -> serde_json::Value {
-        comm::data_key(p)
-    }
-    fn animation(d: &CommData, _p: &CommParams) -> Animation {
-        comm::animation(d)
-    }
-    fn build(d: &CommData, spec: &Resolved, p: &CommParams, ctx: BuildCtx) -> Result<Scene> {
-        build(d, &spec.colormap, p, ctx)
-    }
-    fn panel(ui: &mut egui::Ui, p: &mut CommParams) {
-        comm::panel(ui, p, true)
+    const CONTOUR: bool = true;
+    fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Result<Scene> {
+        build(d, colormap, p, ctx)
     }
 }
 

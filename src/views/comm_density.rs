@@ -4,10 +4,9 @@
 //! slides over time as an animation; blocks of tasks share a cell when
 //! there are more tasks than pixels (the title says so).
 
-use super::comm::{self, CommData, CommParams};
-use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
+use super::BuildCtx;
+use super::comm::{self, CommData, CommParams, CommStyle};
 use crate::error::Result;
-use crate::readers::Loaded;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
 use crate::scene::{KeyEntry, KeyMark, Legend, Mesh, Projection, Scene, rgba};
@@ -18,32 +17,12 @@ pub struct CommDensity;
 /// Cells without messages.
 const EMPTY: [f32; 4] = [0.93, 0.93, 0.94, 1.0];
 
-impl View for CommDensity {
+impl CommStyle for CommDensity {
     const NAME: &'static str = "comm-density";
     const ABOUT: &'static str =
         "Communication matrix as a density plot: sender × receiver task (paper 001 Fig. 14)";
-    const COLORMAP: &'static str = "viridis";
-    const PARAMS: &'static [ParamDoc] = comm::PARAMS;
-    type Params = CommParams;
-    type Data = CommData;
-
-    fn accepts(input: &Loaded, _spec: &Resolved, p: &CommParams) -> Result<()> {
-        comm::accepts(input, Self::NAME, p)
-    }
-    fn compute(input: &Loaded, spec: &Resolved, p: &CommParams) -> Result<CommData> {
-        comm::compute(input, spec, Self::NAME, p)
-    }
-    fn data_key(p: &CommParams) -> serde_json::Value {
-        comm::data_key(p)
-    }
-    fn animation(d: &CommData, _p: &CommParams) -> Animation {
-        comm::animation(d)
-    }
-    fn build(d: &CommData, spec: &Resolved, p: &CommParams, ctx: BuildCtx) -> Result<Scene> {
-        build(d, &spec.colormap, p, ctx)
-    }
-    fn panel(ui: &mut egui::Ui, p: &mut CommParams) {
-        comm::panel(ui, p, false)
+    fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Result<Scene> {
+        build(d, colormap, p, ctx)
     }
 }
 

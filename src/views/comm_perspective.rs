@@ -3,10 +3,9 @@
 //! the messages (or bytes) sent in the window. At most `max_side` (and
 //! 128) cells per side: beyond, blocks of tasks add up (said in the title).
 
-use super::comm::{self, CommData, CommParams};
-use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
+use super::BuildCtx;
+use super::comm::{self, CommData, CommParams, CommStyle};
 use crate::error::Result;
-use crate::readers::Loaded;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
 use crate::scene::{
@@ -19,31 +18,11 @@ pub struct CommPerspective;
 /// Bars per side at most (16,384 bars).
 const MAX_BARS_SIDE: usize = 128;
 
-impl View for CommPerspective {
+impl CommStyle for CommPerspective {
     const NAME: &'static str = "comm-perspective";
     const ABOUT: &'static str = "Communication matrix in perspective: 3D bars per sender × receiver task (paper 001 Figs. 12–13)";
-    const COLORMAP: &'static str = "viridis";
-    const PARAMS: &'static [ParamDoc] = comm::PARAMS;
-    type Params = CommParams;
-    type Data = CommData;
-
-    fn accepts(input: &Loaded, _spec: &Resolved, p: &CommParams) -> Result<()> {
-        comm::accepts(input, Self::NAME, p)
-    }
-    fn compute(input: &Loaded, spec: &Resolved, p: &CommParams) -> Result<CommData> {
-        comm::compute(input, spec, Self::NAME, p)
-    }
-    fn data_key(p: &CommParams) -> serde_json::Value {
-        comm::data_key(p)
-    }
-    fn animation(d: &CommData, _p: &CommParams) -> Animation {
-        comm::animation(d)
-    }
-    fn build(d: &CommData, spec: &Resolved, p: &CommParams, ctx: BuildCtx) -> Result<Scene> {
-        build(d, &spec.colormap, p, ctx)
-    }
-    fn panel(ui: &mut egui::Ui, p: &mut CommParams) {
-        comm::panel(ui, p, false)
+    fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Result<Scene> {
+        build(d, colormap, p, ctx)
     }
 }
 

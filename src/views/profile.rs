@@ -4,20 +4,73 @@
 //! a fixed range so that runs compare), the level-of-detail blocks (max of
 //! each block, so peaks survive) and the linked cursor.
 //!
-//! The views: [`super::profile_terrain`] (3D) and
-//! [`super::profile_heatmap`] (2D overview with min/max bars and ranked
-//! procedures).
+//! The views: [`ProfileView`] in the styles of [`super::profile_terrain`]
+//! (3D) and [`super::profile_heatmap`] (2D overview with min/max bars and
+//! ranked procedures).
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::ParamDoc;
-use crate::analysis::matrices::trace_profile;
+use super::{BuildCtx, ParamDoc, Resolved, View};
+use crate::analysis::matrices::{TRACE_PROFILE_METRICS, trace_profile};
 use crate::error::{Error, Result};
 use crate::model::{ProfileMatrix, RowKind};
 use crate::readers::Loaded;
+use crate::scene::Scene;
 use crate::scene::axes::Unit;
+
+/// How one of the profile views draws the profile.
+pub trait ProfileStyle: Send + Sync + 'static {
+    const NAME: &'static str;
+    const ABOUT: &'static str;
+    /// Whether the panel offers the overview reduction.
+    const OVERVIEW: bool = false;
+    fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) -> Result<Scene>;
+}
+
+/// The profile and its metrics A (height) and B (colour).
+pub struct ProfileData {
+    pub p: Arc<ProfileMatrix>,
+    pub a: usize,
+    pub b: usize,
+}
+
+/// A profile view drawn in style `K`: parameters, inputs and panel shared.
+pub struct ProfileView<K: ProfileStyle>(PhantomData<fn() -> K>);
+
+impl<K: ProfileStyle> View for ProfileView<K> {
+    const NAME: &'static str = K::NAME;
+    const ABOUT: &'static str = K::ABOUT;
+    const COLORMAP: &'static str = "heat";
+    const PARAMS: &'static [ParamDoc] = PARAMS;
+    type Params = ProfileParams;
+    type Data = ProfileData;
+
+    fn accepts(input: &Loaded, _spec: &Resolved, q: &ProfileParams) -> Result<()> {
+        accepts(input, K::NAME, q)
+    }
+    fn compute(input: &Loaded, _spec: &Resolved, q: &ProfileParams) -> Result<ProfileData> {
+        let p = profile(input, K::NAME)?;
+        let (a, b) = check(&p, q)?;
+        Ok(ProfileData {
+            p: Arc::new(p.into_owned()),
+            a,
+            b,
+        })
+    }
+    fn data_key(q: &ProfileParams) -> serde_json::Value {
+        serde_json::json!({ "metric": q.metric, "color_metric": q.color_metric })
+    }
+    fn build(d: &ProfileData, spec: &Resolved, q: &ProfileParams, ctx: BuildCtx) -> Result<Scene> {
+        K::build(d, &spec.colormap, q, ctx)
+    }
+    fn panel(ui: &mut egui::Ui, q: &mut ProfileParams) {
+        panel(ui, q, K::OVERVIEW)
+    }
+}
 
 /// Parameters of the profile views.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,7 +118,7 @@ impl Default for ProfileParams {
     }
 }
 
-pub const PARAMS: &[ParamDoc] = &[
+const PARAMS: &[ParamDoc] = &[
     ParamDoc {
         key: "metric",
         help: "metric A: terrain height and heat-map colour [the primary metric]",
@@ -146,16 +199,8 @@ pub fn metric_index(p: &ProfileMatrix, name: &str, default: usize) -> Result<usi
 }
 
 /// The checked metrics A and B.
-pub fn check(p: &ProfileMatrix, q: &ProfileParams) -> Result<(usize, usize)> {
-    if p.num_rows() == 0 || p.num_columns() == 0 {
-        return Err(Error::Invalid(format!(
-            "the profile is empty ({} rows × {} columns)",
-            p.num_rows(),
-            p.num_columns()
-        )));
-    }
-    let a = metric_index(p, &q.metric, p.primary_metric())?;
-    let b = metric_index(p, &q.color_metric, a)?;
+/// The checks of the parameters that need no profile.
+fn check_params(q: &ProfileParams) -> Result<()> {
     match q.range.as_slice() {
         [] => {}
         [lo, hi] if lo.is_finite() && hi.is_finite() && lo < hi => {}
@@ -179,21 +224,57 @@ pub fn check(p: &ProfileMatrix, q: &ProfileParams) -> Result<(usize, usize)> {
     if q.max_cells < 4 {
         return Err(Error::Invalid("max_cells must be at least 4".into()));
     }
-    if let Some((r, c)) = cursor(q) {
-        if r >= p.num_rows() || c >= p.num_columns() {
-            return Err(Error::Invalid(format!(
-                "cursor [{r}, {c}] is outside the {} × {} profile",
-                p.num_rows(),
-                p.num_columns()
-            )));
-        }
-    } else if !q.cursor.is_empty() {
+    if cursor(q).is_none() && !q.cursor.is_empty() {
         return Err(Error::Invalid(format!(
             "cursor must be [row, column], not {:?}",
             q.cursor
         )));
     }
+    Ok(())
+}
+
+/// The checked metrics A and B.
+pub fn check(p: &ProfileMatrix, q: &ProfileParams) -> Result<(usize, usize)> {
+    check_params(q)?;
+    if p.num_rows() == 0 || p.num_columns() == 0 {
+        return Err(Error::Invalid(format!(
+            "the profile is empty ({} rows × {} columns)",
+            p.num_rows(),
+            p.num_columns()
+        )));
+    }
+    let a = metric_index(p, &q.metric, p.primary_metric())?;
+    let b = metric_index(p, &q.color_metric, a)?;
+    if let Some((r, c)) = cursor(q)
+        && (r >= p.num_rows() || c >= p.num_columns())
+    {
+        return Err(Error::Invalid(format!(
+            "cursor [{r}, {c}] is outside the {} × {} profile",
+            p.num_rows(),
+            p.num_columns()
+        )));
+    }
     Ok((a, b))
+}
+
+/// Whether a view can show `input`: a profile is checked in full; a trace
+/// by its parameters only (its profile is built once, by the analyses).
+fn accepts(input: &Loaded, view: &str, q: &ProfileParams) -> Result<()> {
+    match input {
+        Loaded::Trace(t) if !t.intervals.is_empty() => {
+            check_params(q)?;
+            for m in [&q.metric, &q.color_metric] {
+                if !m.is_empty() && !TRACE_PROFILE_METRICS.contains(&m.as_str()) {
+                    return Err(Error::Invalid(format!(
+                        "no metric '{m}' in a trace's profile (metrics: {})",
+                        TRACE_PROFILE_METRICS.join(", ")
+                    )));
+                }
+            }
+            Ok(())
+        }
+        _ => check(&*profile(input, view)?, q).map(|_| ()),
+    }
 }
 
 pub fn cursor(q: &ProfileParams) -> Option<(usize, usize)> {
@@ -300,7 +381,7 @@ pub fn block_max(
 }
 
 /// The panel shared by both views.
-pub fn panel(ui: &mut egui::Ui, q: &mut ProfileParams, heatmap: bool) {
+fn panel(ui: &mut egui::Ui, q: &mut ProfileParams, heatmap: bool) {
     ui.checkbox(&mut q.normalize, "normalised (hottest cell = top colour)");
     if heatmap {
         ui.add(egui::Slider::new(&mut q.skip, 0..=100).text("skip zero runs longer than"));

@@ -8,12 +8,11 @@
 //! further, more columns than pixels take each block's maximum (the title
 //! says so).
 
-use super::profile::{self, ProfileParams, Scale};
-use super::profile_terrain::{ProfileData, ZERO_ROW, compute};
-use super::{BuildCtx, ParamDoc, Resolved, View};
+use super::BuildCtx;
+use super::profile::{self, ProfileData, ProfileParams, ProfileStyle, Scale};
+use super::profile_terrain::ZERO_ROW;
 use crate::analysis::matrices::{self, BinBy};
 use crate::error::Result;
-use crate::readers::Loaded;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
 use crate::scene::{
@@ -33,28 +32,12 @@ const CURSOR: [f32; 4] = [0.1, 0.55, 1.0, 1.0];
 const MIN_BAR: [f32; 4] = [0.25, 0.27, 0.33, 1.0];
 const MAX_BAR: [f32; 4] = [0.72, 0.75, 0.82, 1.0];
 
-impl View for ProfileHeatmap {
+impl ProfileStyle for ProfileHeatmap {
     const NAME: &'static str = "profile-heatmap";
     const ABOUT: &'static str = "Profile heat map: overview of lines or functions × processors, min/max bars, ranked procedures (paper 004)";
-    const COLORMAP: &'static str = "heat";
-    const PARAMS: &'static [ParamDoc] = profile::PARAMS;
-    type Params = ProfileParams;
-    type Data = ProfileData;
-
-    fn accepts(input: &Loaded, _spec: &Resolved, q: &ProfileParams) -> Result<()> {
-        profile::check(&*profile::profile(input, Self::NAME)?, q).map(|_| ())
-    }
-    fn compute(input: &Loaded, _spec: &Resolved, q: &ProfileParams) -> Result<ProfileData> {
-        compute(input, Self::NAME, q)
-    }
-    fn data_key(q: &ProfileParams) -> serde_json::Value {
-        serde_json::json!({ "metric": q.metric, "color_metric": q.color_metric })
-    }
-    fn build(d: &ProfileData, spec: &Resolved, q: &ProfileParams, ctx: BuildCtx) -> Result<Scene> {
-        build(d, &spec.colormap, q, ctx)
-    }
-    fn panel(ui: &mut egui::Ui, q: &mut ProfileParams) {
-        profile::panel(ui, q, true)
+    const OVERVIEW: bool = true;
+    fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) -> Result<Scene> {
+        build(d, colormap, q, ctx)
     }
 }
 

@@ -6,13 +6,9 @@
 //! maximum (the title says so). The linked cursor draws its row and column
 //! over the surface.
 
-use std::sync::Arc;
-
-use super::profile::{self, ProfileParams, Scale};
-use super::{BuildCtx, ParamDoc, Resolved, View};
+use super::BuildCtx;
+use super::profile::{self, ProfileData, ProfileParams, ProfileStyle, Scale};
 use crate::error::Result;
-use crate::model::ProfileMatrix;
-use crate::readers::Loaded;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
 use crate::scene::{
@@ -22,50 +18,16 @@ use crate::scene::{
 /// The terrain view.
 pub struct ProfileTerrain;
 
-/// The profile and its metrics.
-pub struct ProfileData {
-    pub p: Arc<ProfileMatrix>,
-    pub a: usize,
-    pub b: usize,
-}
-
 /// Rows without a value.
 pub const ZERO_ROW: [f32; 4] = [0.0, 0.0, 0.0, 1.0];
 /// The cursor.
 const CURSOR: [f32; 4] = [1.0, 1.0, 1.0, 1.0];
 
-pub fn compute(input: &Loaded, view: &str, q: &ProfileParams) -> Result<ProfileData> {
-    let p = profile::profile(input, view)?;
-    let (a, b) = profile::check(&p, q)?;
-    Ok(ProfileData {
-        p: Arc::new(p.into_owned()),
-        a,
-        b,
-    })
-}
-
-impl View for ProfileTerrain {
+impl ProfileStyle for ProfileTerrain {
     const NAME: &'static str = "profile-terrain";
     const ABOUT: &'static str = "Profile terrain: lines or functions × processors as a lit height field, heat-map colours (paper 004)";
-    const COLORMAP: &'static str = "heat";
-    const PARAMS: &'static [ParamDoc] = profile::PARAMS;
-    type Params = ProfileParams;
-    type Data = ProfileData;
-
-    fn accepts(input: &Loaded, _spec: &Resolved, q: &ProfileParams) -> Result<()> {
-        profile::check(&*profile::profile(input, Self::NAME)?, q).map(|_| ())
-    }
-    fn compute(input: &Loaded, _spec: &Resolved, q: &ProfileParams) -> Result<ProfileData> {
-        compute(input, Self::NAME, q)
-    }
-    fn data_key(q: &ProfileParams) -> serde_json::Value {
-        serde_json::json!({ "metric": q.metric, "color_metric": q.color_metric })
-    }
-    fn build(d: &ProfileData, spec: &Resolved, q: &ProfileParams, _ctx: BuildCtx) -> Result<Scene> {
-        build(d, &spec.colormap, q)
-    }
-    fn panel(ui: &mut egui::Ui, q: &mut ProfileParams) {
-        profile::panel(ui, q, false)
+    fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, _ctx: BuildCtx) -> Result<Scene> {
+        build(d, colormap, q)
     }
 }
 

@@ -122,6 +122,8 @@ pub struct Signal {
     /// The held event signal x in the window (for the time-weighted histogram).
     pub x_time: Vec<Time>,
     pub x: Vec<f64>,
+    /// The records of x in the window (for the event-frequency histogram).
+    pub x_events: Vec<f64>,
 }
 
 /// The signals of the metrics.
@@ -188,36 +190,23 @@ fn compute(input: &Loaded, spec: &Resolved, view: &str, p: &SignalParams) -> Res
     let mut signals = Vec::new();
     for name in &p.metrics {
         let m = Metric::parse(name, t)?;
-        let mm = metric::metric_matrix(t, &m, &mask)?;
-        let (scale, unit) = m.signal_scale();
-        let mut x = metric::event_signal(&mm, scale, unit, false);
-        let exact = (m == Metric::BusyFraction).then(|| metric::BusyCurve::new(t, &mask));
-        if let Some(c) = &exact {
-            c.exact_x(&mut x, scale);
-        }
+        let unit = m.signal_scale().1;
+        let sig = metric::MetricSignal::new(t, &m, &mask, false)?;
         // the held x inside the window, starting with its value at t0
+        let (x_time, xs) = sig.held(t0, t1);
+        let x = &sig.x;
         let k0 = x.time.partition_point(|&s| s < t0);
         let k1 = x.time.partition_point(|&s| s < t1);
-        let mut x_time = vec![t0];
-        let mut xs = vec![if k0 > 0 {
-            x.x[k0 - 1]
-        } else {
-            mm.initial * scale
-        }];
-        x_time.extend_from_slice(&x.time[k0..k1]);
-        xs.extend_from_slice(&x.x[k0..k1]);
+        let x_events = x.x[k0..k1].to_vec();
         let (time, value, period_s) = if p.domain == "event" {
-            (x.time[k0..k1].to_vec(), x.x[k0..k1].to_vec(), None)
+            (x.time[k0..k1].to_vec(), x_events.clone(), None)
         } else {
             let mode = if p.mode == "hold" {
                 SampleMode::Hold
             } else {
                 SampleMode::Mean
             };
-            let mut w = metric::temporal_signal(&x, mm.initial * scale, delta, mode, t.meta.span)?;
-            if let Some(c) = &exact {
-                w = c.exact_w(scale, delta, mode, w.len());
-            }
+            let w = sig.w(delta, mode)?;
             let (a, b) = (
                 t0.div_ceil(delta) as usize,
                 (t1.div_ceil(delta) as usize).min(w.len()),
@@ -242,6 +231,7 @@ fn compute(input: &Loaded, spec: &Resolved, view: &str, p: &SignalParams) -> Res
             period_s,
             x_time,
             x: xs,
+            x_events,
         });
     }
     Ok(SignalData { signals, t0, t1 })
@@ -520,8 +510,7 @@ impl PlotKind for HistogramPlot {
         let events = p.weight == "events";
         for s in &d.signals {
             let h = if events {
-                // the samples of x in the window (its held value at t0 excluded)
-                signal::histogram(&s.x[1..], p.classes, Some(range))?
+                signal::histogram(&s.x_events, p.classes, Some(range))?
             } else {
                 signal::time_histogram(&s.x_time, &s.x, d.t1, p.classes, Some(range))?
             };
