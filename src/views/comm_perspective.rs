@@ -113,7 +113,7 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
     scene.labels.push(
         Label::world(
             format!("sender {level}"),
-            [-half - 0.3, 0.0, 0.0],
+            [-half - 0.5, 0.0, 0.0],
             13.0,
             ink,
         )

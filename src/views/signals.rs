@@ -409,7 +409,7 @@ impl PlotKind for SpectrumPlot {
             } else {
                 "magnitude |W(K)|".into()
             },
-            y_unit: Unit::Other(String::new()),
+            y_unit: Unit::Count(String::new()),
             series,
             matrix: None,
         })
@@ -476,7 +476,7 @@ impl PlotKind for CorrelationPlot {
                     &first.unit
                 }
             ),
-            y_unit: Unit::Other(String::new()),
+            y_unit: Unit::Count(String::new()),
             series,
             matrix: None,
         })
