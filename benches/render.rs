@@ -188,6 +188,8 @@ fn main() {
             width: W,
             height: H,
             triangle_budget: None,
+            cursor: None,
+            selected: None,
         };
         let mut scene = None;
         let build = best_of(3, &mut || scene = Some(prep.build(ctx_b).expect("scene")));
@@ -250,6 +252,8 @@ fn main() {
                     width: w,
                     height: h,
                     triangle_budget: budget,
+                    cursor: None,
+                    selected: None,
                 })
                 .expect("scene");
             tris = scene.triangles();

@@ -153,6 +153,8 @@ fn the_three_views_on_a_real_trace() {
         width: 1280,
         height: 720,
         triangle_budget: None,
+        cursor: None,
+        selected: None,
     };
     for view in ["comm-density", "comm-perspective", "comm-contour"] {
         let p = prepared(view, serde_json::json!({"windows": 8, "level": "process"})).unwrap();
@@ -206,6 +208,8 @@ fn bad_parameters_are_clear_errors() {
             width: 640,
             height: 360,
             triangle_budget: None,
+            cursor: None,
+            selected: None,
         })
         .unwrap_err()
         .to_string();

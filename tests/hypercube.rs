@@ -24,6 +24,8 @@ const CTX: BuildCtx = BuildCtx {
     width: 1280,
     height: 720,
     triangle_budget: None,
+    cursor: None,
+    selected: None,
 };
 
 #[test]

@@ -16,6 +16,8 @@ fn ctx(step: usize) -> BuildCtx {
         width: 1280,
         height: 720,
         triangle_budget: None,
+        cursor: None,
+        selected: None,
     }
 }
 

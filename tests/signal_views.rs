@@ -192,6 +192,8 @@ fn overlays_svg_and_errors() {
         width: 1280,
         height: 720,
         triangle_budget: None,
+        cursor: None,
+        selected: None,
     })
     .unwrap();
     assert!(s.key.iter().any(|k| k.text == "busy-fraction"));

@@ -53,6 +53,8 @@ fn the_bgpc_torus_links() {
             width: 1280,
             height: 720,
             triangle_budget: None,
+            cursor: None,
+            selected: None,
         })
         .unwrap();
     // 512 node spheres; 3072 links as boxes (all neighbours on the torus)
@@ -77,6 +79,8 @@ fn the_bgpc_torus_links() {
             width: 640,
             height: 360,
             triangle_budget: None,
+            cursor: None,
+            selected: None,
         })
         .unwrap();
     assert_eq!(s.glyphs[1].instances.len(), busy);

@@ -53,6 +53,31 @@ pub struct Stats {
     pub state_time: Vec<u64>,
 }
 
+/// Parses a time as users type it: `1500` (ns), `100ns`, `20us`, `1.5ms`,
+/// `3s`.
+pub fn parse_time(s: &str) -> Result<Time> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 0)
+    } else if let Some(n) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
+        (n, 3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 9)
+    } else {
+        (s, 0)
+    };
+    let v = crate::readers::decimal::parse_scaled(num.trim().as_bytes(), scale).map_err(|e| {
+        Error::Invalid(format!(
+            "expected a time like 1500, 20us, 1.5ms or 3s, found '{s}' ({})",
+            e.describe()
+        ))
+    })?;
+    u64::try_from(v)
+        .map_err(|_| Error::Invalid(format!("expected a non-negative time, found '{s}'")))
+}
+
 fn prefix(v: &[u64]) -> Vec<u64> {
     let mut acc = 0u64;
     v.iter()

@@ -316,6 +316,17 @@ impl BusyRuns {
         r
     }
 
+    /// The number of locations.
+    pub fn locations(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The busy runs of location `l`: starts and ends (sorted, disjoint).
+    pub fn runs(&self, l: usize) -> (&[Time], &[Time]) {
+        let (a, b) = (self.offsets[l], self.offsets[l + 1]);
+        (&self.start[a..b], &self.end[a..b])
+    }
+
     /// Busy time of location `l` in `[0, n0)`.
     pub fn busy_before(&self, l: usize, n0: Time) -> u64 {
         let (a, b) = (self.offsets[l], self.offsets[l + 1]);

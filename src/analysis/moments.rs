@@ -134,7 +134,24 @@ pub fn accumulate(iv: IntervalSlice<'_>, mask: &[bool], t0: Time, t1: Time) -> M
         let b = w.end[i].min(t1);
         (b > a).then_some((a, b))
     };
-    let Some(origin) = (0..n).find_map(sel).map(|(a, _)| a) else {
+    two_pass(n, sel)
+}
+
+/// The accumulator of the runs `[starts[i], ends[i])` (sorted, disjoint)
+/// clipped to `[t0, t1)`: the same two passes as [`accumulate`], for
+/// busy runs (moments up to a time cursor).
+pub fn accumulate_runs(starts: &[Time], ends: &[Time], t0: Time, t1: Time) -> MomentAcc {
+    let n = starts.len().min(ends.len());
+    two_pass(n, |i| {
+        let (a, b) = (starts[i].max(t0), ends[i].min(t1));
+        (b > a).then_some((a, b))
+    })
+}
+
+/// Two passes over the selected spans of `0..n` (mean first, then central
+/// moments), relative to the first span's start.
+fn two_pass(n: usize, sel: impl Fn(usize) -> Option<(Time, Time)>) -> MomentAcc {
+    let Some(origin) = (0..n).find_map(&sel).map(|(a, _)| a) else {
         return MomentAcc::default();
     };
     // pass 1: total length and centre of mass

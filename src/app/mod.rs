@@ -1,38 +1,48 @@
-//! The viewer window (winit + egui): every view of the registry, its
-//! parameters and the data specification in a side panel, the animation
-//! (slider, shift-drag in the view, play/pause with Space), orbit and fly
-//! cameras, a screenshot of the window's own surface (F12) and the view
-//! state (F5, the same file `render --view-state` reads).
+//! The viewer window (winit + egui): views side by side (egui_tiles), each
+//! with its own camera, sharing one time cursor (execution control: step
+//! and play forward and backward, by events or ticks per frame, with the
+//! statistics up to the cursor) and one selection (a processor picked in
+//! one view is highlighted in all). The active view's parameters and data
+//! specification are in the side panel; hover shows what is under the
+//! mouse; F12 saves a screenshot of the window's surface, F5 the view state
+//! (all panes, their layout, the cursor, the selection and camera paths),
+//! K records a camera keyframe and P plays the path.
 //!
-//! Reading, analyses and scene building run on a worker thread; the event
-//! loop only draws. It redraws when something changes — input, a result
-//! from the worker, the animation, the fly camera — and otherwise sleeps
-//! (an idle window uses no CPU).
+//! Reading, analyses and scene building run on a worker thread
+//! ([`worker`]); the event loop only draws. It redraws when something
+//! changes — input, a result from the worker, playback, the fly camera —
+//! and otherwise sleeps (an idle window uses no CPU).
 
 pub mod controls;
+pub mod exec;
+pub mod pane;
 pub mod plot;
+pub mod worker;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use winit::application::ApplicationHandler;
-use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
-use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop, EventLoopProxy};
+use winit::event::{ElementState, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{Window, WindowId};
 
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
-use crate::readers::{self, Loaded, ReadOptions};
-use crate::render::{PreparedScene, Renderer, Targets};
-use crate::scene::chart::Chart;
-use crate::scene::{Camera, Scene, colormap};
-use crate::views::{self, Animation, BuildCtx, Prepared, ViewState};
+use crate::readers::ReadOptions;
+use crate::render::Renderer;
+use crate::scene::{Camera, colormap};
+use crate::views::{self, ViewState};
+use exec::{Exec, Play};
+use pane::Pane;
+use worker::{Job, Reply, Wake};
 
-/// Width of the control panel (points); the scene fills the rest.
-const PANEL_WIDTH: f32 = 260.0;
+/// Width of the control panel (points); the views fill the rest.
+const PANEL_WIDTH: f32 = 280.0;
 
 /// Options of `tapestry view`.
 #[derive(Debug, Clone)]
@@ -40,7 +50,7 @@ pub struct ViewerOptions {
     pub trace: PathBuf,
     pub read: ReadOptions,
     /// The first view state (its view chosen against the trace when
-    /// `view_explicit` is false).
+    /// `view_explicit` is false); its `panes` open beside it.
     pub state: ViewState,
     pub view_explicit: bool,
     pub size: (u32, u32),
@@ -52,167 +62,8 @@ pub struct ViewerOptions {
     pub output_dir: PathBuf,
     /// Files never to overwrite (the trace and its siblings).
     pub inputs: Vec<PathBuf>,
-}
-
-/// Work for the worker thread.
-enum Job {
-    Build {
-        generation: u64,
-        state: ViewState,
-        size: (u32, u32),
-        /// The playback triangle budget while the animation plays.
-        budget: Option<usize>,
-    },
-}
-
-/// What the worker reports.
-enum Reply {
-    Stage(String),
-    /// The trace is read: its description, the state to show first and a
-    /// note when the first choice of view could not show it.
-    Ready {
-        description: String,
-        state: Box<ViewState>,
-        note: Option<String>,
-    },
-    Built {
-        generation: u64,
-        scene: Box<Scene>,
-        chart: Option<Box<Chart>>,
-        animation: Animation,
-        warnings: Vec<String>,
-    },
-    BuildFailed {
-        generation: u64,
-        error: String,
-    },
-    /// Reading failed: the window closes with this error.
-    Fatal(String),
-}
-
-/// Wakes the event loop when the worker has something.
-#[derive(Debug, Clone, Copy)]
-struct Wake;
-
-/// The worker: reads the trace, then builds scenes on request, keeping the
-/// analyses of the last view and data specification.
-fn worker(
-    opts: ViewerOptions,
-    jobs: Receiver<Job>,
-    tx: Sender<Reply>,
-    proxy: EventLoopProxy<Wake>,
-) {
-    let send = |r: Reply| {
-        let _ = tx.send(r);
-        let _ = proxy.send_event(Wake);
-    };
-    let started = Instant::now();
-    send(Reply::Stage(format!(
-        "step 1 of 2: reading {}",
-        opts.trace.display()
-    )));
-    let input = match readers::load(&opts.trace, &opts.read) {
-        Ok(l) => l,
-        Err(e) => return send(Reply::Fatal(e.to_string())),
-    };
-    let description = match &input {
-        Loaded::Trace(t) => {
-            for w in &t.meta.diagnostics.warnings {
-                eprintln!("warning: {w}");
-            }
-            format!(
-                "{} ({} locations, {}), read in {:.1} s",
-                opts.trace.display(),
-                t.num_locations(),
-                t.meta.format.name(),
-                started.elapsed().as_secs_f64()
-            )
-        }
-        Loaded::Profile(p) => format!("{} (profile, {} rows)", opts.trace.display(), p.rows.len()),
-        Loaded::Tensor(t) => format!(
-            "{} (access tensor {} intervals x {} elements x {} processors)",
-            opts.trace.display(),
-            t.shape[0],
-            t.shape[1],
-            t.shape[2]
-        ),
-        Loaded::Volumes(v) => format!(
-            "{} ({}, {} quantities)",
-            opts.trace.display(),
-            v.format,
-            v.volumes.len()
-        ),
-    };
-    let mut state = opts.state.clone();
-    let requested = opts.view_explicit.then(|| state.view.clone());
-    let note = match views::choose(requested.as_deref(), &input, &state.data, &state.params) {
-        Ok((v, p, note)) => {
-            state.view = v.name().to_string();
-            state.params = p;
-            note
-        }
-        Err(e) => return send(Reply::Fatal(e.to_string())),
-    };
-    send(Reply::Ready {
-        description,
-        state: Box::new(state),
-        note,
-    });
-    // (view, params' data key, data spec) → analyses
-    let mut cache: Option<(serde_json::Value, Prepared)> = None;
-    while let Ok(job) = jobs.recv() {
-        // only the newest request matters
-        let mut job = job;
-        while let Ok(j) = jobs.try_recv() {
-            job = j;
-        }
-        let Job::Build {
-            generation,
-            state,
-            size,
-            budget,
-        } = job;
-        let result = (|| -> Result<(Scene, Option<Chart>, Animation, Vec<String>)> {
-            let view = views::find(&state.view)?;
-            let params = view.normalize(&state.params)?;
-            let key = serde_json::json!([state.view, view.data_key(&params), state.data]);
-            if cache.as_ref().is_none_or(|(k, _)| *k != key) {
-                send(Reply::Stage(format!(
-                    "step 2 of 2: analyses of the {} view",
-                    state.view
-                )));
-                cache = None;
-                cache = Some((key.clone(), Prepared::new(&input, &state)?));
-            }
-            let (_, prep) = cache
-                .as_mut()
-                .ok_or_else(|| Error::Invalid("no analyses".into()))?;
-            prep.params = params;
-            let anim = prep.animation()?;
-            let scene = prep.build(BuildCtx {
-                step: state.step.min(anim.steps.saturating_sub(1)),
-                width: size.0,
-                height: size.1,
-                triangle_budget: budget,
-            })?;
-            // 2D charts also go to the window's interactive plot
-            let chart = prep.chart().transpose()?;
-            Ok((scene, chart, anim, prep.spec.warnings.clone()))
-        })();
-        match result {
-            Ok((scene, chart, animation, warnings)) => send(Reply::Built {
-                generation,
-                scene: Box::new(scene),
-                chart: chart.map(Box::new),
-                animation,
-                warnings,
-            }),
-            Err(e) => send(Reply::BuildFailed {
-                generation,
-                error: e.to_string(),
-            }),
-        }
-    }
+    /// Print the statistics to stderr whenever the time cursor moves.
+    pub print_cursor: bool,
 }
 
 struct Gfx {
@@ -221,10 +72,9 @@ struct Gfx {
     config: wgpu::SurfaceConfiguration,
     ctx: GpuContext,
     renderer: Renderer,
-    targets: Targets,
     /// One sample per pixel, for playback on a software adapter (4× MSAA
     /// costs lavapipe more than half of a frame); made when first needed.
-    playback: Option<(Renderer, Targets)>,
+    playback: Option<Renderer>,
     egui_ctx: egui::Context,
     egui_state: egui_winit::State,
     egui_renderer: egui_wgpu::Renderer,
@@ -238,79 +88,212 @@ struct App {
     stage: String,
     started: Instant,
     description: Option<String>,
-    state: ViewState,
-    /// The state the shown scene was built from (camera aside).
-    built_for: Option<serde_json::Value>,
-    generation: u64,
-    building: bool,
-    scene: Option<Scene>,
-    /// The chart of a 2D plot view, shown as an interactive plot.
-    chart: Option<Chart>,
-    animation: Animation,
-    /// `scene` on the GPU; made again only when the scene changes.
-    prepared: Option<PreparedScene>,
+    panes: BTreeMap<u64, Pane>,
+    tree: Option<egui_tiles::Tree<u64>>,
+    next_pane: u64,
+    active: u64,
+    /// The execution control (traces only).
+    exec: Option<Exec>,
+    /// The selected processor, shared by the panes.
+    selected: Option<usize>,
+    /// The active pane's own animation plays (inputs without a timeline,
+    /// or the cursor off).
     playing: bool,
-    /// Whether the window's adapter is a software rasterizer (playback
-    /// budget).
     software: bool,
     last_step: Instant,
     last_frame: Instant,
     frame: u64,
     keys: controls::FlyKeys,
     fly_speed: f32,
-    dragging: bool,
-    cursor: Option<(f64, f64)>,
-    shift: bool,
-    /// Where the scene is drawn (points): the window right of the panel.
-    scene_rect: Option<egui::Rect>,
-    /// Fractional bins of a shift-drag along the tube not applied yet.
-    slide: f32,
     shots: u32,
     want_shot: bool,
     message: String,
-    error: Option<String>,
     fatal: Option<String>,
-    /// egui asked for a repaint at this time.
     repaint_at: Option<Instant>,
-    /// The window's surface: width, height (pixels), scale factor.
-    surface: (u32, u32, f64),
+    /// The view chosen in "add a view".
+    add_view: String,
 }
 
-/// The part of a view state whose change needs a new scene.
+/// The part of a pane's state whose change needs a new scene.
 fn build_key(s: &ViewState, size: (u32, u32), budget: Option<usize>) -> serde_json::Value {
-    serde_json::json!([s.view, s.params, s.data, s.step, size, budget])
+    serde_json::json!([
+        s.view, s.params, s.data, s.step, s.cursor, s.selected, size, budget
+    ])
+}
+
+struct Behavior<'a> {
+    panes: &'a mut BTreeMap<u64, Pane>,
+    fly: bool,
+    active: u64,
+    activated: Option<u64>,
+    select: Option<Option<usize>>,
+    closed: Vec<u64>,
+    many: bool,
+}
+
+impl egui_tiles::Behavior<u64> for Behavior<'_> {
+    fn pane_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        _tile: egui_tiles::TileId,
+        id: &mut u64,
+    ) -> egui_tiles::UiResponse {
+        let Some(p) = self.panes.get_mut(id) else {
+            return egui_tiles::UiResponse::None;
+        };
+        let r = pane::show(ui, p, self.fly && *id == self.active);
+        if r.activated {
+            self.activated = Some(*id);
+        }
+        if r.select.is_some() {
+            self.select = r.select;
+        }
+        egui_tiles::UiResponse::None
+    }
+
+    fn tab_title_for_pane(&mut self, id: &u64) -> egui::WidgetText {
+        let name = self
+            .panes
+            .get(id)
+            .map_or("?".to_string(), |p| p.state.view.clone());
+        if *id == self.active && self.many {
+            format!("● {name}").into()
+        } else {
+            name.into()
+        }
+    }
+
+    fn is_tab_closable(&self, _tiles: &egui_tiles::Tiles<u64>, _tile: egui_tiles::TileId) -> bool {
+        self.many
+    }
+
+    fn on_tab_close(
+        &mut self,
+        tiles: &mut egui_tiles::Tiles<u64>,
+        tile: egui_tiles::TileId,
+    ) -> bool {
+        if let Some(egui_tiles::Tile::Pane(id)) = tiles.get(tile) {
+            self.closed.push(*id);
+        }
+        true
+    }
+
+    fn simplification_options(&self) -> egui_tiles::SimplificationOptions {
+        egui_tiles::SimplificationOptions {
+            all_panes_must_have_tabs: true,
+            ..Default::default()
+        }
+    }
 }
 
 impl App {
-    /// The pixels of the scene's area: the window less the panel.
-    fn scene_size(&self) -> (u32, u32) {
-        let (w, h, scale) = self.surface;
-        let panel = (PANEL_WIDTH as f64 * scale) as u32;
-        (w.saturating_sub(panel).max(64), h.max(1))
+    fn active_pane(&mut self) -> Option<&mut Pane> {
+        self.panes.get_mut(&self.active)
     }
 
-    /// Asks the worker for a scene when the state changed since the last.
-    fn request_build(&mut self) {
+    /// Sets up the panes from the first state (and its `panes`, `layout`).
+    fn open_panes(&mut self, mut state: ViewState) {
+        let extra = std::mem::take(&mut state.panes);
+        let layout = state.layout.take();
+        self.selected = state.selected;
+        if let (Some(e), Some(c)) = (self.exec.as_mut(), state.cursor) {
+            e.cursor = Some(c.min(e.span.1));
+        }
+        let mut ids = Vec::new();
+        for st in std::iter::once(state).chain(extra) {
+            let id = self.next_pane;
+            self.next_pane += 1;
+            self.panes.insert(id, Pane::new(id, st));
+            ids.push(id);
+        }
+        self.active = ids[0];
+        let restored = layout
+            .and_then(|v| serde_json::from_value::<egui_tiles::Tree<u64>>(v).ok())
+            .filter(|t| {
+                let mut got: Vec<u64> = t
+                    .tiles
+                    .tiles()
+                    .filter_map(|t| match t {
+                        egui_tiles::Tile::Pane(p) => Some(*p),
+                        _ => None,
+                    })
+                    .collect();
+                got.sort();
+                got == ids
+            });
+        self.tree =
+            Some(restored.unwrap_or_else(|| {
+                egui_tiles::Tree::new_horizontal(egui::Id::unique("views"), ids)
+            }));
+    }
+
+    /// Adds a pane showing `view` with the active pane's data.
+    fn add_pane(&mut self, view: &str) {
+        let data = self
+            .panes
+            .get(&self.active)
+            .map(|p| p.state.data.clone())
+            .unwrap_or_default();
+        let Ok(v) = views::find(view) else { return };
+        let mut st = ViewState::new(view);
+        st.data = data;
+        st.params = v.default_params();
+        let id = self.next_pane;
+        self.next_pane += 1;
+        self.panes.insert(id, Pane::new(id, st));
+        if let Some(tree) = &mut self.tree {
+            let tile = tree.tiles.insert_pane(id);
+            match tree.root() {
+                Some(root) => {
+                    if let Some(egui_tiles::Tile::Container(c)) = tree.tiles.get_mut(root) {
+                        c.add_child(tile);
+                    } else {
+                        let new_root = tree.tiles.insert_horizontal_tile(vec![root, tile]);
+                        tree.root = Some(new_root);
+                    }
+                }
+                None => tree.root = Some(tile),
+            }
+        }
+        self.active = id;
+    }
+
+    /// Asks the worker for new scenes where a pane's state changed.
+    fn request_builds(&mut self, ppp: f32) {
         if self.description.is_none() {
             return;
         }
-        let size = self.scene_size();
-        // lower detail while playing, where the view can (full when paused)
-        let budget = (self.playing && self.animation.steps > 1)
-            .then(|| views::playback_budget(self.software));
-        let key = build_key(&self.state, size, budget);
-        if self.built_for.as_ref() == Some(&key) {
-            return;
+        let cursor = self.exec.as_ref().and_then(|e| e.cursor);
+        let playing = self.playing || self.exec.as_ref().is_some_and(|e| e.playing.is_some());
+        let software = self.software;
+        for p in self.panes.values_mut() {
+            let Some(size) = p.pixels(ppp) else { continue };
+            p.state.cursor = cursor;
+            p.state.selected = self.selected;
+            let budget = playing.then(|| views::playback_budget(software));
+            let key = build_key(&p.state, size, budget);
+            if p.built_for.as_ref() == Some(&key) {
+                continue;
+            }
+            p.built_for = Some(key);
+            p.generation += 1;
+            p.building = true;
+            let _ = self.jobs.send(Job::Build {
+                pane: p.id,
+                generation: p.generation,
+                state: Box::new(p.state.clone()),
+                size,
+                budget,
+            });
         }
-        self.built_for = Some(key);
-        self.generation += 1;
-        self.building = true;
-        let _ = self.jobs.send(Job::Build {
-            generation: self.generation,
-            state: self.state.clone(),
-            size,
-            budget,
-        });
+    }
+
+    fn cursor_moved(&mut self) {
+        if self.opts.print_cursor
+            && let Some(l) = self.exec.as_ref().and_then(|e| e.log_line())
+        {
+            eprintln!("{l}");
+        }
     }
 
     fn key(&mut self, code: KeyCode, pressed: bool, el: &ActiveEventLoop) {
@@ -326,20 +309,109 @@ impl App {
         if !pressed {
             return;
         }
+        let mut moved = false;
         match code {
             KeyCode::F12 => self.want_shot = true,
             KeyCode::F5 => self.save_state(),
-            KeyCode::Space => self.playing = !self.playing,
+            KeyCode::Space => match self.exec.as_mut().filter(|e| e.cursor.is_some()) {
+                Some(e) => {
+                    e.playing = match e.playing {
+                        Some(_) => None,
+                        None => Some(Play::Forward),
+                    }
+                }
+                None => self.playing = !self.playing,
+            },
+            KeyCode::ArrowRight | KeyCode::ArrowLeft => {
+                let back = code == KeyCode::ArrowLeft;
+                if let Some(e) = self.exec.as_mut() {
+                    e.single_step(back);
+                    moved = true;
+                } else if let Some(p) = self.active_pane() {
+                    let max = p.animation.steps.saturating_sub(1);
+                    p.state.step = if back {
+                        p.state.step.saturating_sub(1)
+                    } else {
+                        (p.state.step + 1).min(max)
+                    };
+                }
+            }
+            KeyCode::Home | KeyCode::End => {
+                if let Some(e) = self.exec.as_mut() {
+                    e.cursor = Some(if code == KeyCode::Home {
+                        e.range.0
+                    } else {
+                        e.range.1
+                    });
+                    moved = true;
+                }
+            }
+            KeyCode::KeyK => {
+                let n = self.active_pane().and_then(|p| p.record_keyframe());
+                self.message = match n {
+                    Some(n) => {
+                        format!("camera keyframe {n} recorded (P plays the path, F5 saves it)")
+                    }
+                    None => "no camera to record yet".into(),
+                };
+            }
+            KeyCode::KeyP => {
+                if let Some(p) = self.active_pane() {
+                    if p.state.path.len() >= 2 {
+                        p.path_time = Some(0.0);
+                    } else {
+                        self.message = "record at least two keyframes (K) first".into();
+                    }
+                }
+            }
             KeyCode::Escape => el.exit(),
             _ => {}
         }
+        if moved {
+            self.cursor_moved();
+        }
+    }
+
+    /// The view state of the window: the first pane, the others as its
+    /// `panes`, the layout, the shared cursor and selection.
+    fn window_state(&self) -> Option<ViewState> {
+        let ppp = self
+            .gfx
+            .as_ref()
+            .map_or(1.0, |g| g.egui_ctx.pixels_per_point());
+        let mut all: Vec<ViewState> = self
+            .panes
+            .values()
+            .map(|p| {
+                let mut st = p.state.clone();
+                if let Some((w, h)) = p.pixels(ppp) {
+                    st.size = Some([w, h]);
+                }
+                st
+            })
+            .collect();
+        if all.is_empty() {
+            return None;
+        }
+        let mut first = all.remove(0);
+        // pane numbers in the layout are positions: 0 the first, 1.. the rest
+        let order: Vec<u64> = self.panes.keys().copied().collect();
+        first.layout = self.tree.as_ref().and_then(|t| {
+            let mut v = serde_json::to_value(t).ok()?;
+            renumber(&mut v, &order);
+            Some(v)
+        });
+        first.panes = all;
+        first.cursor = self.exec.as_ref().and_then(|e| e.cursor);
+        first.selected = self.selected;
+        Some(first)
     }
 
     fn save_state(&mut self) {
         let path = self.opts.output_dir.join("tapestry-view.json");
-        let mut st = self.state.clone();
-        let size = self.scene_size();
-        st.size = Some([size.0.max(1), size.1.max(1)]);
+        let Some(st) = self.window_state() else {
+            return;
+        };
         let inputs: Vec<&std::path::Path> = self.opts.inputs.iter().map(|p| p.as_path()).collect();
         self.message = match st.write(&path, &inputs) {
             Ok(()) => format!("view state {}", path.display()),
@@ -348,143 +420,140 @@ impl App {
         eprintln!("{}", self.message);
     }
 
-    fn ui(&mut self, root: &mut egui::Ui) {
-        let panel = egui::Panel::left("controls")
-            .resizable(false)
-            .exact_size(PANEL_WIDTH)
-            .show(root, |ui| {
-                ui.heading("tapestry");
-                match &self.description {
-                    None => {
-                        // bytes of the trace read so far, when it is one file
-                        let pct = std::fs::metadata(&self.opts.trace)
-                            .ok()
-                            .filter(|m| m.is_file() && m.len() > 0)
-                            .map(|m| {
-                                let done = crate::readers::input::bytes_read() as f64;
-                                (100.0 * done / m.len() as f64).min(100.0)
-                            });
-                        ui.label(format!(
-                            "{}{} … {:.1} s",
-                            self.stage,
-                            pct.map_or(String::new(), |p| format!(": {p:.0} %")),
-                            self.started.elapsed().as_secs_f64()
-                        ));
-                        if let Some(p) = pct {
-                            ui.add(egui::ProgressBar::new(p as f32 / 100.0));
-                        }
-                        ui.spinner();
-                    }
-                    Some(d) => {
-                        ui.label(d);
-                    }
-                }
-                if self.building && self.description.is_some() {
-                    ui.horizontal(|ui| {
-                        ui.spinner();
-                        ui.label(&self.stage);
+    fn side_panel(&mut self, ui: &mut egui::Ui) {
+        ui.heading("tapestry");
+        match &self.description {
+            None => {
+                // bytes of the trace read so far, when it is one file
+                let pct = std::fs::metadata(&self.opts.trace)
+                    .ok()
+                    .filter(|m| m.is_file() && m.len() > 0)
+                    .map(|m| {
+                        let done = crate::readers::input::bytes_read() as f64;
+                        (100.0 * done / m.len() as f64).min(100.0)
                     });
+                ui.label(format!(
+                    "{}{} … {:.1} s",
+                    self.stage,
+                    pct.map_or(String::new(), |p| format!(": {p:.0} %")),
+                    self.started.elapsed().as_secs_f64()
+                ));
+                if let Some(p) = pct {
+                    ui.add(egui::ProgressBar::new(p as f32 / 100.0));
                 }
+                ui.spinner();
+                return;
+            }
+            Some(d) => {
+                ui.label(d);
+            }
+        }
+        if self.panes.values().any(|p| p.building) {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(&self.stage);
+            });
+        }
+        let mut cursor_changed = false;
+        egui::ScrollArea::vertical().show(ui, |ui| {
+            if let Some(e) = self.exec.as_mut() {
                 ui.separator();
-                egui::ComboBox::from_label("view")
-                    .selected_text(self.state.view.clone())
+                cursor_changed = e.panel(ui);
+            }
+            ui.separator();
+            ui.horizontal(|ui| {
+                egui::ComboBox::from_id_salt("add view")
+                    .selected_text(self.add_view.clone())
                     .show_ui(ui, |ui| {
                         for v in views::REGISTRY {
-                            if ui
-                                .selectable_label(self.state.view == v.name(), v.name())
-                                .on_hover_text(v.about())
-                                .clicked()
-                                && self.state.view != v.name()
-                            {
-                                self.state.view = v.name().to_string();
-                                self.state.params = v.default_params();
-                                self.state.step = 0;
-                                self.state.camera = None;
-                            }
+                            ui.selectable_value(&mut self.add_view, v.name().to_string(), v.name())
+                                .on_hover_text(v.about());
                         }
                     });
-                let mut cmap = self
-                    .state
-                    .data
-                    .colormap
-                    .clone()
-                    .or_else(|| {
-                        views::find(&self.state.view)
-                            .ok()
-                            .map(|v| v.colormap().to_string())
-                    })
-                    .unwrap_or_default();
-                egui::ComboBox::from_label("colour map")
-                    .selected_text(cmap.clone())
-                    .show_ui(ui, |ui| {
-                        for n in colormap::names() {
-                            ui.selectable_value(&mut cmap, n.to_string(), n);
-                        }
-                    });
-                if views::find(&self.state.view).is_ok_and(|v| v.colormap() != cmap) {
-                    self.state.data.colormap = Some(cmap);
-                }
-                if let Ok(v) = views::find(&self.state.view) {
-                    v.panel(ui, &mut self.state.params);
-                }
-                if self.animation.steps > 1 {
-                    let max = self.animation.steps - 1;
-                    ui.add(egui::Slider::new(&mut self.state.step, 0..=max).text("animation step"));
-                    if ui
-                        .button(if self.playing {
-                            "pause (space)"
-                        } else {
-                            "play (space)"
-                        })
-                        .clicked()
-                    {
-                        self.playing = !self.playing;
-                    }
-                }
-                let mut color_messages = self.state.data.color_by.as_deref() == Some("messages");
                 if ui
-                    .checkbox(&mut color_messages, "colour by messages sent")
-                    .changed()
+                    .button("add view")
+                    .on_hover_text("open this view beside the others")
+                    .clicked()
                 {
-                    self.state.data.color_by = color_messages.then(|| "messages".to_string());
-                }
-                ui.separator();
-                ui.checkbox(&mut self.state.fly, "fly (WASD/QE, right-drag to look)");
-                ui.add(
-                    egui::Slider::new(&mut self.fly_speed, 0.05..=20.0)
-                        .logarithmic(true)
-                        .text("fly speed"),
-                );
-                if ui.button("reset camera").clicked() {
-                    let (w, h) = self.scene_size();
-                    self.state.camera = self.scene.as_ref().map(|s| Camera::fit(s, w, h));
-                }
-                if ui.button("screenshot (F12)").clicked() {
-                    self.want_shot = true;
-                }
-                if ui.button("save view state (F5)").clicked() {
-                    self.save_state();
-                }
-                if let Some(s) = &self.scene {
-                    ui.separator();
-                    ui.label(format!("{} triangles", s.triangles()));
-                }
-                if let Some(e) = &self.error {
-                    ui.colored_label(egui::Color32::from_rgb(220, 60, 60), e);
-                }
-                if !self.message.is_empty() {
-                    ui.label(&self.message);
+                    let v = self.add_view.clone();
+                    self.add_pane(&v);
                 }
             });
-        // the scene fills the rest of the window; its title, legend and labels over it
-        let mut rect = root.max_rect();
-        rect.min.x = panel.response.rect.max.x;
-        self.scene_rect = Some(rect);
-        if let Some(c) = self.chart.as_ref().filter(|c| c.matrix.is_none()) {
-            // pan, zoom (scroll, drag) and hover values over the series
-            plot::show(root, rect, c);
-        } else if let (Some(s), Some(cam)) = (&self.scene, &self.state.camera) {
-            crate::render::overlay::paint(root.painter(), rect, s, cam, s.is_dark());
+            if let Some(sel) = self.selected {
+                ui.horizontal(|ui| {
+                    ui.label(format!("selected: processor {sel}"));
+                    if ui.small_button("clear").clicked() {
+                        self.selected = None;
+                    }
+                });
+            } else {
+                ui.label("click a processor, node or cell to select it in every view");
+            }
+            ui.separator();
+            let fly_speed = &mut self.fly_speed;
+            let want_shot = &mut self.want_shot;
+            let mut save = false;
+            let playing = &mut self.playing;
+            if let Some(p) = self.panes.get_mut(&self.active) {
+                ui.label(egui::RichText::new("active view").strong());
+                pane_controls(ui, p, playing, fly_speed);
+                if ui.button("screenshot (F12)").clicked() {
+                    *want_shot = true;
+                }
+                if ui.button("save view state (F5)").clicked() {
+                    save = true;
+                }
+            }
+            if save {
+                self.save_state();
+            }
+            if !self.message.is_empty() {
+                ui.label(&self.message);
+            }
+        });
+        if cursor_changed {
+            self.cursor_moved();
+        }
+    }
+
+    fn ui(&mut self, root: &mut egui::Ui) {
+        egui::Panel::left("controls")
+            .resizable(false)
+            .exact_size(PANEL_WIDTH)
+            .show(root, |ui| self.side_panel(ui));
+        let fly = self.panes.get(&self.active).is_some_and(|p| p.state.fly);
+        let mut behavior = Behavior {
+            panes: &mut self.panes,
+            fly,
+            active: self.active,
+            activated: None,
+            select: None,
+            closed: Vec::new(),
+            many: false,
+        };
+        behavior.many = behavior.panes.len() > 1;
+        if let Some(tree) = &mut self.tree {
+            egui::CentralPanel::default()
+                .frame(egui::Frame::new().fill(egui::Color32::from_rgb(24, 26, 34)))
+                .show(root, |ui| tree.ui(&mut behavior, ui));
+        }
+        let (activated, select, closed) = (behavior.activated, behavior.select, behavior.closed);
+        if let Some(a) = activated {
+            self.active = a;
+        }
+        if let Some(s) = select {
+            self.selected = s;
+        }
+        for id in closed {
+            if let Some(mut p) = self.panes.remove(&id)
+                && let Some(g) = &mut self.gfx
+            {
+                p.free(&mut g.egui_renderer);
+            }
+            let _ = self.jobs.send(Job::Forget(id));
+            if self.active == id {
+                self.active = self.panes.keys().next().copied().unwrap_or(0);
+            }
         }
     }
 
@@ -499,47 +568,64 @@ impl App {
                     description,
                     state,
                     note,
+                    timeline,
+                    span,
                 } => {
                     self.description = Some(description);
-                    self.state = *state;
+                    if let (Some(tl), Some(span)) = (timeline, span) {
+                        self.exec = Some(Exec::new(tl, span));
+                    }
+                    self.open_panes(*state);
                     if let Some(n) = note {
                         eprintln!("note: {n}");
                         self.message = n;
                     }
                 }
                 Reply::Built {
+                    pane,
                     generation,
                     scene,
                     chart,
                     animation,
+                    window,
                     warnings,
                 } => {
-                    self.chart = chart.map(|c| *c);
-                    if generation == self.generation {
-                        self.building = false;
+                    let Some(p) = self.panes.get_mut(&pane) else {
+                        continue;
+                    };
+                    if generation == p.generation {
+                        p.building = false;
                     }
                     for w in warnings {
                         self.message = w;
                     }
-                    let refit = self
+                    p.chart = chart.map(|c| *c);
+                    let refit = p
                         .scene
                         .as_ref()
                         .is_none_or(|old| old.projection != scene.projection)
-                        || self.state.camera.is_none();
+                        || p.state.camera.is_none();
                     if refit {
-                        let (w, h) = self.scene_size();
-                        self.state.camera = Some(Camera::fit(&scene, w, h));
+                        let (w, h) = p.pixels(1.0).unwrap_or((800, 600));
+                        p.state.camera = Some(Camera::fit(&scene, w, h));
                     }
-                    self.animation = animation;
-                    self.scene = Some(*scene);
-                    self.prepared = None;
-                    self.error = None;
+                    p.animation = animation;
+                    p.window = Some(window);
+                    p.scene = Some(*scene);
+                    p.prepared = None;
+                    p.error = None;
                 }
-                Reply::BuildFailed { generation, error } => {
-                    if generation == self.generation {
-                        self.building = false;
+                Reply::BuildFailed {
+                    pane,
+                    generation,
+                    error,
+                } => {
+                    if let Some(p) = self.panes.get_mut(&pane) {
+                        if generation == p.generation {
+                            p.building = false;
+                        }
+                        p.error = Some(error);
                     }
-                    self.error = Some(error);
                 }
                 Reply::Fatal(e) => self.fatal = Some(e),
             }
@@ -549,19 +635,20 @@ impl App {
 
     /// Whether frames must follow each other without waiting for input.
     fn animating(&self) -> bool {
-        let flying = self.state.fly
-            && (self.keys.forward
-                || self.keys.back
-                || self.keys.left
-                || self.keys.right
-                || self.keys.up
-                || self.keys.down);
-        flying || self.opts.exit_after.is_some() || !self.opts.presses.is_empty()
+        let k = self.keys;
+        let flying = self.panes.get(&self.active).is_some_and(|p| p.state.fly)
+            && (k.forward || k.back || k.left || k.right || k.up || k.down);
+        let path = self.panes.values().any(|p| p.path_time.is_some());
+        flying || path || self.opts.exit_after.is_some() || !self.opts.presses.is_empty()
     }
 
     fn redraw(&mut self, el: &ActiveEventLoop) {
         // scripted key presses and exit: frames count from the first scene
-        if self.scene.is_some() || self.error.is_some() {
+        if self
+            .panes
+            .values()
+            .any(|p| p.scene.is_some() || p.error.is_some())
+        {
             self.frame += 1;
         }
         let presses: Vec<KeyCode> = self
@@ -587,18 +674,31 @@ impl App {
         let now = Instant::now();
         let dt = (now - self.last_frame).as_secs_f32().min(0.1);
         self.last_frame = now;
+        let building = self.panes.values().any(|p| p.building);
+        if !building && self.exec.as_mut().is_some_and(|e| e.tick(now)) {
+            self.cursor_moved();
+        }
         if self.playing
-            && self.animation.steps > 1
-            && !self.building
+            && !building
             && now.duration_since(self.last_step) >= Duration::from_millis(100)
         {
             self.last_step = now;
-            self.state.step = (self.state.step + 1) % self.animation.steps;
+            if let Some(p) = self.panes.get_mut(&self.active)
+                && p.animation.steps > 1
+            {
+                p.state.step = (p.state.step + 1) % p.animation.steps;
+            }
         }
-        if self.state.fly
-            && let Some(c) = &mut self.state.camera
+        let keys = self.keys;
+        let speed = self.fly_speed;
+        for p in self.panes.values_mut() {
+            p.advance_path(dt as f64);
+        }
+        if let Some(p) = self.panes.get_mut(&self.active)
+            && p.state.fly
+            && let Some(c) = &mut p.state.camera
         {
-            controls::fly(c, self.keys, self.fly_speed, dt);
+            controls::fly(c, keys, speed, dt);
         }
         let Some(mut g) = self.gfx.take() else { return };
         let raw = g.egui_state.take_egui_input(&g.window);
@@ -611,7 +711,7 @@ impl App {
             .get(&egui::ViewportId::ROOT)
             .filter(|v| v.repaint_delay < Duration::from_secs(3600))
             .map(|v| Instant::now() + v.repaint_delay);
-        self.request_build();
+        self.request_builds(out.pixels_per_point);
         let frame = match g.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(f)
             | wgpu::CurrentSurfaceTexture::Suboptimal(f) => f,
@@ -626,51 +726,34 @@ impl App {
                 return;
             }
         };
-        let view = frame.texture.create_view(&Default::default());
         let mut enc = g.ctx.device.create_command_encoder(&Default::default());
-        // the scene's viewport in pixels: right of the control panel
-        let (fw, fh) = (g.config.width as f32, g.config.height as f32);
-        let viewport = self.scene_rect.map(|r| {
-            let k = out.pixels_per_point;
-            let x = (r.min.x * k).clamp(0.0, fw - 1.0);
-            let y = (r.min.y * k).clamp(0.0, fh - 1.0);
-            [
-                x,
-                y,
-                (r.width() * k).clamp(1.0, fw - x),
-                (r.height() * k).clamp(1.0, fh - y),
-            ]
-        });
-        let aspect = viewport.map_or(fw / fh.max(1.0), |v| v[2] / v[3]);
-        let empty = Scene::new("", crate::scene::Projection::Perspective);
-        let scene = self.scene.as_ref().unwrap_or(&empty);
-        let cam = self
-            .state
-            .camera
-            .unwrap_or_else(|| Camera::fit(scene, fw as u32, fh as u32));
-        let prepared = self
-            .prepared
-            .get_or_insert_with(|| g.renderer.prepare(scene));
-        if self.playing && self.software && self.animation.steps > 1 && g.playback.is_none() {
-            g.playback = Some((
-                Renderer::with_samples(&g.ctx, g.config.format, 1),
-                Targets::with_samples(&g.ctx, g.config.format, g.config.width, g.config.height, 1),
+        // each pane's scene into its texture (one sample while playing on
+        // a software adapter)
+        let playing = self.playing || self.exec.as_ref().is_some_and(|e| e.playing.is_some());
+        if playing && self.software && g.playback.is_none() {
+            g.playback = Some(Renderer::with_samples(
+                &g.ctx,
+                crate::render::FRAME_FORMAT,
+                1,
             ));
         }
-        let (renderer, targets) = match &g.playback {
-            Some((r, t)) if self.playing && self.software => (r, t),
-            _ => (&g.renderer, &g.targets),
+        let renderer = match &g.playback {
+            Some(r) if playing && self.software => r,
+            _ => &g.renderer,
         };
-        renderer.encode(
-            &mut enc,
-            targets,
-            &view,
-            prepared,
-            &cam,
-            aspect,
-            scene.background,
-            viewport,
-        );
+        let mut new_textures = false;
+        for p in self.panes.values_mut() {
+            let had = p.target.as_ref().map(|t| t.id);
+            p.encode(
+                &g.ctx,
+                &mut g.egui_renderer,
+                renderer,
+                &mut enc,
+                out.pixels_per_point,
+            );
+            new_textures |= p.target.as_ref().map(|t| t.id) != had;
+        }
+        // egui over the whole window
         let tris = egui_ctx.tessellate(out.shapes, out.pixels_per_point);
         let screen = egui_wgpu::ScreenDescriptor {
             size_in_pixels: [g.config.width, g.config.height],
@@ -688,6 +771,7 @@ impl App {
             format: Some(g.config.format.remove_srgb_suffix()),
             ..Default::default()
         });
+        clear(&mut enc, &gamma_view);
         crate::render::overlay::draw_egui(&g.egui_renderer, &mut enc, &gamma_view, &tris, &screen);
         for id in &out.textures_delta.free {
             g.egui_renderer.free_texture(id);
@@ -697,6 +781,10 @@ impl App {
             self.screenshot(&g, &frame.texture);
         }
         g.ctx.queue.present(frame);
+        if new_textures {
+            // a pane's texture was made this frame: show it in the next
+            g.window.request_redraw();
+        }
         self.gfx = Some(g);
     }
 
@@ -725,6 +813,161 @@ impl App {
     }
 }
 
+/// Pane numbers in a saved layout are positions (0 the first state, 1..
+/// its `panes`), not the window's ids: rewrites `"pane": id` values.
+fn renumber(v: &mut serde_json::Value, order: &[u64]) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if k == "Pane"
+                    && let Some(id) = x.as_u64()
+                    && let Some(pos) = order.iter().position(|&o| o == id)
+                {
+                    *x = serde_json::Value::from(pos as u64);
+                } else {
+                    renumber(x, order);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| renumber(x, order)),
+        _ => {}
+    }
+}
+
+/// The active pane's controls: view, colour map, parameters, animation,
+/// camera.
+fn pane_controls(ui: &mut egui::Ui, p: &mut Pane, playing: &mut bool, fly_speed: &mut f32) {
+    egui::ComboBox::from_label("view")
+        .selected_text(p.state.view.clone())
+        .show_ui(ui, |ui| {
+            for v in views::REGISTRY {
+                if ui
+                    .selectable_label(p.state.view == v.name(), v.name())
+                    .on_hover_text(v.about())
+                    .clicked()
+                    && p.state.view != v.name()
+                {
+                    p.state.view = v.name().to_string();
+                    p.state.params = v.default_params();
+                    p.state.step = 0;
+                    p.state.camera = None;
+                }
+            }
+        });
+    let mut cmap = p
+        .state
+        .data
+        .colormap
+        .clone()
+        .or_else(|| {
+            views::find(&p.state.view)
+                .ok()
+                .map(|v| v.colormap().to_string())
+        })
+        .unwrap_or_default();
+    egui::ComboBox::from_label("colour map")
+        .selected_text(cmap.clone())
+        .show_ui(ui, |ui| {
+            for n in colormap::names() {
+                ui.selectable_value(&mut cmap, n.to_string(), n);
+            }
+        });
+    if views::find(&p.state.view).is_ok_and(|v| v.colormap() != cmap) {
+        p.state.data.colormap = Some(cmap);
+    }
+    if let Ok(v) = views::find(&p.state.view) {
+        v.panel(ui, &mut p.state.params);
+    }
+    if p.animation.steps > 1 {
+        let max = p.animation.steps - 1;
+        ui.add(egui::Slider::new(&mut p.state.step, 0..=max).text("animation step"));
+        if p.state.cursor.is_some() {
+            ui.label("(the time cursor sets the step of views over time)");
+        }
+        if ui
+            .button(if *playing {
+                "pause animation"
+            } else {
+                "play animation"
+            })
+            .clicked()
+        {
+            *playing = !*playing;
+        }
+    }
+    let mut color_messages = p.state.data.color_by.as_deref() == Some("messages");
+    if ui
+        .checkbox(&mut color_messages, "colour by messages sent")
+        .changed()
+    {
+        p.state.data.color_by = color_messages.then(|| "messages".to_string());
+    }
+    ui.checkbox(&mut p.state.fly, "fly (WASD/QE, right-drag to look)");
+    ui.add(
+        egui::Slider::new(fly_speed, 0.05..=20.0)
+            .logarithmic(true)
+            .text("fly speed"),
+    );
+    if ui.button("reset camera").clicked() {
+        let (w, h) = p.pixels(1.0).unwrap_or((800, 600));
+        p.state.camera = p.scene.as_ref().map(|s| Camera::fit(s, w, h));
+    }
+    ui.horizontal_wrapped(|ui| {
+        if ui
+            .button("keyframe (K)")
+            .on_hover_text("record the camera into the path")
+            .clicked()
+        {
+            p.record_keyframe();
+        }
+        if ui.button("play path (P)").clicked() && p.state.path.len() >= 2 {
+            p.path_time = Some(0.0);
+        }
+        if ui.button("clear path").clicked() {
+            p.state.path.clear();
+            p.path_time = None;
+        }
+    });
+    if !p.state.path.is_empty() {
+        ui.label(format!(
+            "camera path: {} keyframes, {:.0} s",
+            p.state.path.len(),
+            crate::scene::path::duration(&p.state.path)
+        ));
+    }
+    if let Some(s) = &p.scene {
+        ui.label(format!("{} triangles", s.triangles()));
+    }
+    if let Some(e) = &p.error {
+        ui.colored_label(egui::Color32::from_rgb(220, 60, 60), e);
+    }
+}
+
+/// Clears the window before egui draws (panes are egui images).
+fn clear(enc: &mut wgpu::CommandEncoder, view: &wgpu::TextureView) {
+    let _ = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+        label: Some("clear"),
+        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+            view,
+            depth_slice: None,
+            resolve_target: None,
+            ops: wgpu::Operations {
+                load: wgpu::LoadOp::Clear(wgpu::Color {
+                    r: 0.09,
+                    g: 0.10,
+                    b: 0.13,
+                    a: 1.0,
+                }),
+                store: wgpu::StoreOp::Store,
+            },
+        })],
+        depth_stencil_attachment: None,
+        timestamp_writes: None,
+        occlusion_query_set: None,
+        multiview_mask: None,
+    });
+}
+
 fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
     let attrs = Window::default_attributes()
         .with_title("tapestry")
@@ -743,7 +986,6 @@ fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
         .get_default_config(&ctx.adapter, inner.width.max(1), inner.height.max(1))
         .ok_or_else(|| Error::Invalid("the adapter cannot present to this window".into()))?;
     let caps = surface.get_capabilities(&ctx.adapter);
-    // scene colours are decoded to linear light: draw into an sRGB surface
     if let Some(f) = caps.formats.iter().find(|f| f.is_srgb()) {
         config.format = *f;
     }
@@ -753,8 +995,8 @@ fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
         config.usage |= wgpu::TextureUsages::COPY_SRC;
     }
     surface.configure(&ctx.device, &config);
-    let renderer = Renderer::with_format(&ctx, config.format);
-    let targets = Targets::new(&ctx, config.format, config.width, config.height);
+    // panes are drawn into sRGB textures egui shows
+    let renderer = Renderer::with_format(&ctx, crate::render::FRAME_FORMAT);
     let egui_ctx = egui::Context::default();
     crate::render::overlay::install_font(&egui_ctx);
     let egui_state = egui_winit::State::new(
@@ -776,7 +1018,6 @@ fn open_gfx(el: &ActiveEventLoop, size: (u32, u32)) -> Result<Gfx> {
         config,
         ctx,
         renderer,
-        targets,
         playback: None,
         egui_ctx,
         egui_state,
@@ -792,7 +1033,6 @@ impl ApplicationHandler<Wake> for App {
         match open_gfx(el, self.opts.size) {
             Ok(g) => {
                 eprintln!("adapter: {}", g.ctx.describe());
-                self.surface = (g.config.width, g.config.height, g.window.scale_factor());
                 self.software = g.ctx.is_software();
                 g.window.request_redraw();
                 self.gfx = Some(g);
@@ -810,7 +1050,6 @@ impl ApplicationHandler<Wake> for App {
                 el.exit();
                 return;
             }
-            self.request_build();
             if let Some(g) = &self.gfx {
                 g.window.request_redraw();
             }
@@ -836,10 +1075,6 @@ impl ApplicationHandler<Wake> for App {
                     g.config.width = s.width.max(1);
                     g.config.height = s.height.max(1);
                     g.surface.configure(&g.ctx.device, &g.config);
-                    g.targets =
-                        Targets::new(&g.ctx, g.config.format, g.config.width, g.config.height);
-                    g.playback = None;
-                    self.surface = (g.config.width, g.config.height, g.window.scale_factor());
                     g.window.request_redraw();
                 }
             }
@@ -847,58 +1082,9 @@ impl ApplicationHandler<Wake> for App {
             WindowEvent::KeyboardInput { event, .. } if !consumed => {
                 if let PhysicalKey::Code(code) = event.physical_key {
                     self.key(code, event.state == ElementState::Pressed, el);
-                }
-            }
-            WindowEvent::MouseInput { state, button, .. } if !consumed => {
-                let look = if self.state.fly {
-                    MouseButton::Right
-                } else {
-                    MouseButton::Left
-                };
-                if button == look {
-                    self.dragging = state == ElementState::Pressed;
-                }
-            }
-            WindowEvent::ModifiersChanged(m) => self.shift = m.state().shift_key(),
-            WindowEvent::CursorMoved { position, .. } => {
-                if let (Some((x, _)), true, true) = (self.cursor, self.dragging, self.shift) {
-                    // shift-drag slides the time window: 8 pixels a bin
-                    self.slide += (position.x - x) as f32 / 8.0;
-                    let whole = self.slide.trunc();
-                    if whole != 0.0 && self.animation.steps > 1 {
-                        self.slide -= whole;
-                        let max = (self.animation.steps - 1) as f32;
-                        self.state.step = (self.state.step as f32 + whole).clamp(0.0, max) as usize;
+                    if let Some(g) = &self.gfx {
+                        g.window.request_redraw();
                     }
-                } else if let (Some((x, y)), true, Some(c)) =
-                    (self.cursor, self.dragging, self.state.camera.as_mut())
-                {
-                    let (dx, dy) = ((position.x - x) as f32, (position.y - y) as f32);
-                    if self.state.fly {
-                        controls::look(c, dx, dy);
-                    } else {
-                        controls::orbit(c, dx, dy);
-                    }
-                }
-                if self.dragging
-                    && let Some(g) = &self.gfx
-                {
-                    g.window.request_redraw();
-                }
-                self.cursor = Some((position.x, position.y));
-            }
-            WindowEvent::MouseWheel { delta, .. } if !consumed => {
-                let steps = match delta {
-                    MouseScrollDelta::LineDelta(_, y) => y,
-                    MouseScrollDelta::PixelDelta(p) => (p.y / 40.0) as f32,
-                };
-                if self.state.fly {
-                    self.fly_speed = (self.fly_speed * 1.2f32.powf(steps)).clamp(0.01, 100.0);
-                } else if let Some(c) = self.state.camera.as_mut() {
-                    controls::zoom(c, steps);
-                }
-                if let Some(g) = &self.gfx {
-                    g.window.request_redraw();
                 }
             }
             _ => {}
@@ -912,13 +1098,17 @@ impl ApplicationHandler<Wake> for App {
             g.window.request_redraw();
             return;
         }
-        // the next animation step, egui's own repaint, or nothing: sleep
+        // the next playback frame, egui's own repaint, or nothing: sleep
         let mut next: Option<Instant> = self.repaint_at;
-        if self.playing && self.animation.steps > 1 {
+        if self.playing {
             let t = self.last_step + Duration::from_millis(100);
             next = Some(next.map_or(t, |n| n.min(t)));
         }
-        if self.description.is_none() || self.building {
+        if let Some(e) = self.exec.as_ref().filter(|e| e.playing.is_some()) {
+            let t = e.last_frame + e.frame_time();
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        if self.description.is_none() || self.panes.values().any(|p| p.building) {
             // the progress line counts seconds
             let t = Instant::now() + Duration::from_millis(250);
             next = Some(next.map_or(t, |n| n.min(t)));
@@ -953,10 +1143,8 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
     let (jobs, job_rx) = channel();
     let worker_opts = opts.clone();
     let proxy = event_loop.create_proxy();
-    std::thread::spawn(move || worker(worker_opts, job_rx, tx, proxy));
-    let opts_size = opts.size;
+    std::thread::spawn(move || worker::run(worker_opts, job_rx, tx, proxy));
     let mut app = App {
-        state: opts.state.clone(),
         opts,
         gfx: None,
         rx,
@@ -964,13 +1152,12 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         stage: "starting".into(),
         started: Instant::now(),
         description: None,
-        built_for: None,
-        generation: 0,
-        building: false,
-        scene: None,
-        animation: Animation::STILL,
-        prepared: None,
-        chart: None,
+        panes: BTreeMap::new(),
+        tree: None,
+        next_pane: 0,
+        active: 0,
+        exec: None,
+        selected: None,
         playing: false,
         software: true,
         last_step: Instant::now(),
@@ -978,18 +1165,12 @@ pub fn run(opts: ViewerOptions) -> Result<()> {
         frame: 0,
         keys: Default::default(),
         fly_speed: 1.0,
-        dragging: false,
-        cursor: None,
-        shift: false,
-        scene_rect: None,
-        slide: 0.0,
         shots: 0,
         want_shot: false,
         message: String::new(),
-        error: None,
         fatal: None,
         repaint_at: None,
-        surface: (opts_size.0, opts_size.1, 1.0),
+        add_view: "moments".into(),
     };
     event_loop
         .run_app(&mut app)

@@ -14,7 +14,7 @@ fn colour(c: [f32; 4]) -> egui::Color32 {
 }
 
 /// Draws `chart` over `rect` of `ui`.
-pub fn show(ui: &mut egui::Ui, rect: egui::Rect, chart: &Chart) {
+pub fn show(ui: &mut egui::Ui, rect: egui::Rect, chart: &Chart, id: u64) {
     let px = rect.width().max(64.0) as usize;
     let (xu, yu) = (chart.x_unit.clone(), chart.y_unit.clone());
     let (xu2, yu2) = (xu.clone(), yu.clone());
@@ -27,7 +27,7 @@ pub fn show(ui: &mut egui::Ui, rect: egui::Rect, chart: &Chart) {
         .inner_margin(8.0)
         .show(&mut child, |ui| {
             ui.vertical_centered(|ui| ui.label(egui::RichText::new(&chart.title).strong()));
-            Plot::new("chart")
+            Plot::new(("chart", id))
                 .legend(Legend::default())
                 .x_axis_label(format!(
                     "{}{}",

@@ -5,30 +5,11 @@
 use anyhow::{Result, anyhow, bail};
 use tapestry::analysis::{fields, metric};
 use tapestry::model::{Time, Trace};
-use tapestry::readers::decimal::parse_scaled;
 use tapestry::views::{DataSpec, Resolved};
 
 /// Parses `1500`, `1.5ms`, `20us`, `3s`, `100ns` into ns.
 pub fn parse_time(s: &str) -> Result<Time> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
-        (n, 0)
-    } else if let Some(n) = s.strip_suffix("us") {
-        (n, 3)
-    } else if let Some(n) = s.strip_suffix("ms") {
-        (n, 6)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 9)
-    } else {
-        (s, 0)
-    };
-    let v = parse_scaled(num.trim().as_bytes(), scale).map_err(|e| {
-        anyhow!(
-            "expected a time like 1500, 20us, 1.5ms or 3s, found '{s}' ({})",
-            e.describe()
-        )
-    })?;
-    u64::try_from(v).map_err(|_| anyhow!("expected a non-negative time, found '{s}'"))
+    Ok(tapestry::analysis::cursor::parse_time(s)?)
 }
 
 /// A range `LO:HI` of finite numbers, `LO <= HI`; `what` names the option.

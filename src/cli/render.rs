@@ -6,13 +6,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use tapestry::analysis::cursor::{Stats, Step, Timeline};
 use tapestry::gpu::GpuContext;
+use tapestry::model::Time;
+use tapestry::readers::Loaded;
 use tapestry::render::Renderer;
 use tapestry::scene::Camera;
-use tapestry::views::{BuildCtx, Prepared};
+use tapestry::scene::path::{self as campath, Keyframe};
+use tapestry::views::{Prepared, ViewState};
 
 use super::ReadArgs;
-use super::parse::parse_size;
+use super::parse::{parse_size, parse_time};
 use super::viewspec::{ViewSpecArgs, load};
 
 #[derive(Args)]
@@ -24,14 +28,37 @@ pub struct RenderArgs {
     /// Image size WxH [1280x720, or the view-state file's].
     #[arg(long)]
     pub size: Option<String>,
-    /// Output: .png, .jpg, .svg (2D charts), .glb or .gltf
-    /// [TRACE-STEM-VIEW.png in the current directory]. With --frames, frames are NAME-0000.png, ...
+    /// Output: .png, .jpg, .svg (2D charts), .glb, .gltf, or a video .mp4 /
+    /// .webm (through ffmpeg) [TRACE-STEM-VIEW.png in the current
+    /// directory]. With --frames, images are NAME-0000.png, ...
     #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// Render N frames of the animation from --start to its end (more
-    /// when N frames would skip bins).
+    /// when N frames would skip bins); with --events-per-frame or
+    /// --ticks-per-frame, N frames of execution control from --cursor;
+    /// with --path, N frames along the camera path.
     #[arg(long)]
     pub frames: Option<usize>,
+    /// Execution control: each frame advances the time cursor by this many
+    /// records (interval starts, events, sends, receives, samples)...
+    #[arg(long, value_name = "N")]
+    pub events_per_frame: Option<u64>,
+    /// ...or by this much time (ns or with a unit), whichever comes first.
+    #[arg(long, value_name = "TIME")]
+    pub ticks_per_frame: Option<String>,
+    /// Execution control backwards (from --cursor, or the window's end).
+    #[arg(long)]
+    pub backward: bool,
+    /// Execution control: wrap around at the window's ends.
+    #[arg(long = "loop")]
+    pub looping: bool,
+    /// A camera path (a view-state file with "path" keyframes, or a JSON
+    /// list of {"at": seconds, "camera": {...}}): the frames fly along it.
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// Frames per second of a video and of a camera path [25].
+    #[arg(long)]
+    pub fps: Option<f64>,
     /// Write the view state used (view, parameters, data, camera, size) to
     /// this JSON file; `--view-state` reproduces the image exactly.
     #[arg(long)]
@@ -48,6 +75,7 @@ enum Format {
     Glb,
     Gltf,
     Svg,
+    Video,
 }
 
 fn format_of(p: &Path) -> Result<Format> {
@@ -62,8 +90,9 @@ fn format_of(p: &Path) -> Result<Format> {
         "glb" => Format::Glb,
         "gltf" => Format::Gltf,
         "svg" => Format::Svg,
+        "mp4" | "webm" => Format::Video,
         other => bail!(
-            "{}: expected an output ending in .png, .jpg, .svg, .glb or .gltf, found '{}'",
+            "{}: expected an output ending in .png, .jpg, .svg, .glb, .gltf, .mp4 or .webm, found '{}'",
             p.display(),
             if other.is_empty() {
                 "no extension"
@@ -86,6 +115,34 @@ fn numbered(path: &Path, i: usize) -> PathBuf {
     path.with_file_name(format!("{stem}-{i:04}.{ext}"))
 }
 
+/// Reads a camera path: a view-state file's `path`, or a bare list of
+/// keyframes.
+fn read_path(p: &Path) -> Result<Vec<Keyframe>> {
+    let bytes = std::fs::read(p)
+        .with_context(|| format!("{}: cannot read the camera path", p.display()))?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}:{}: not JSON: {e}", p.display(), e.line()))?;
+    let keys: Vec<Keyframe> = if v.is_array() {
+        serde_json::from_value(v).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: not a list of keyframes {{\"at\", \"camera\"}}: {e}",
+                p.display()
+            )
+        })?
+    } else {
+        ViewState::read(p)?.path
+    };
+    campath::validate(&keys).with_context(|| p.display().to_string())?;
+    Ok(keys)
+}
+
+/// One frame to render: the view's step, the time cursor, the camera.
+struct FramePlan {
+    step: usize,
+    cursor: Option<Time>,
+    stats: Option<Stats>,
+}
+
 pub fn run(a: RenderArgs) -> Result<()> {
     if a.spec.list_params {
         a.spec.print_params();
@@ -96,19 +153,56 @@ pub fn run(a: RenderArgs) -> Result<()> {
     if let Some(s) = &a.size {
         parse_size(s)?;
     }
-    if let Some(o) = &a.out {
-        let f = format_of(o)?;
-        if a.frames.is_some() && matches!(f, Format::Glb | Format::Gltf | Format::Svg) {
-            bail!("--frames writes images; use .png or .jpg");
-        }
+    let ticks = a
+        .ticks_per_frame
+        .as_deref()
+        .map(|t| parse_time(t).context("--ticks-per-frame"))
+        .transpose()?;
+    let control = a.events_per_frame.is_some() || ticks.is_some();
+    if a.events_per_frame == Some(0) && ticks.unwrap_or(0) == 0 {
+        bail!("--events-per-frame 0 advances nothing; give a positive count or --ticks-per-frame");
+    }
+    if (a.backward || a.looping) && !control {
+        bail!(
+            "--backward and --loop are execution control: give --events-per-frame or --ticks-per-frame"
+        );
+    }
+    if control && a.frames.is_none() {
+        bail!("execution control renders a sequence: give --frames N");
     }
     if a.frames == Some(0) {
         bail!("--frames must be at least 1");
+    }
+    if let Some(f) = a.fps
+        && !(f.is_finite() && f > 0.0 && f <= 1000.0)
+    {
+        bail!("--fps {f}: expected a rate in (0, 1000]");
+    }
+    let fps = a.fps.unwrap_or(25.0);
+    let path = a.path.as_deref().map(read_path).transpose()?;
+    if let Some(o) = &a.out {
+        let f = format_of(o)?;
+        let sequence = a.frames.is_some() || path.is_some();
+        if sequence && matches!(f, Format::Glb | Format::Gltf | Format::Svg) {
+            bail!("a frame sequence writes images (.png, .jpg) or a video (.mp4, .webm)");
+        }
+        if f == Format::Video && tapestry::export::video::ffmpeg_version().is_none() {
+            return Err(tapestry::export::video::no_ffmpeg().into());
+        }
     }
     let input = load(&a.trace, &a.read)?;
     let (mut state, note) = a.spec.state(&input)?;
     if let Some(n) = note {
         eprintln!("note: {n}");
+    }
+    if let (Some(sel), Loaded::Trace(t)) = (state.selected, &input)
+        && sel >= t.num_locations()
+    {
+        bail!(
+            "--select {sel}: the trace has {} locations (0..{})",
+            t.num_locations(),
+            t.num_locations().saturating_sub(1)
+        );
     }
     let (w, h) = match (&a.size, state.size) {
         (Some(s), _) => parse_size(s)?,
@@ -131,6 +225,9 @@ pub fn run(a: RenderArgs) -> Result<()> {
     if let Some(vs) = &a.spec.view_state {
         inputs.push(vs.clone());
     }
+    if let Some(p) = &a.path {
+        inputs.push(p.clone());
+    }
     let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
 
     let t_data = std::time::Instant::now();
@@ -147,26 +244,67 @@ pub fn run(a: RenderArgs) -> Result<()> {
             anim.steps.saturating_sub(1)
         );
     }
-    let steps = match a.frames {
-        None => vec![state.step],
-        Some(n) => {
+    let (t0, t1) = (prepared.spec.t0, prepared.spec.t1);
+    let mut state_names = Vec::new();
+    let plans: Vec<FramePlan> = if control {
+        let Loaded::Trace(t) = &input else {
+            bail!("execution control (--events-per-frame, --ticks-per-frame) needs a trace");
+        };
+        let tl = Timeline::new(t);
+        state_names = tl.state_names.clone();
+        let step = Step {
+            events: a.events_per_frame.unwrap_or(0),
+            ticks: ticks.unwrap_or(0),
+            backward: a.backward,
+        };
+        let mut at = state
+            .cursor
+            .unwrap_or(if a.backward { t1 } else { t0 })
+            .clamp(t0, t1);
+        let n = a.frames.unwrap_or(1);
+        let mut v = Vec::with_capacity(n);
+        for i in 0..n {
+            if i > 0 {
+                at = tl.advance(at, step, (t0, t1), a.looping)?;
+            }
+            v.push(FramePlan {
+                step: state.step,
+                cursor: Some(at),
+                stats: Some(tl.stats(at)),
+            });
+        }
+        v
+    } else {
+        let n = a.frames.unwrap_or_else(|| {
+            path.as_ref()
+                .map_or(1, |p| (campath::duration(p) * fps).round() as usize + 1)
+        });
+        let steps = if a.frames.is_some() && path.is_none() {
             let (p, note) = anim.positions(n, state.step);
             if let Some(note) = note {
                 eprintln!("note: {note}");
             }
             p
-        }
+        } else {
+            vec![state.step; n]
+        };
+        steps
+            .into_iter()
+            .map(|step| FramePlan {
+                step,
+                cursor: state.cursor,
+                stats: None,
+            })
+            .collect()
     };
-    let ctx = |step| BuildCtx {
-        step,
-        width: w,
-        height: h,
-        triangle_budget: None,
-    };
-    let first = prepared.build(ctx(steps[0]))?;
+    let ctx_of = |f: &FramePlan| prepared.ctx(f.step, f.cursor, (w, h), state.selected);
+    let first = prepared.build(ctx_of(&plans[0])?)?;
     let t_data = t_data.elapsed().as_secs_f64();
     let camera = state.camera.unwrap_or_else(|| Camera::fit(&first, w, h));
     state.camera = Some(camera);
+    if let Some(p) = &path {
+        state.path = p.clone();
+    }
     if let Some(p) = &a.save_view_state {
         state.write(p, &inputs)?;
         eprintln!("wrote {}", p.display());
@@ -200,40 +338,134 @@ pub fn run(a: RenderArgs) -> Result<()> {
             eprintln!("wrote {}: {}", out.display(), chart.title);
             return Ok(());
         }
-        Format::Png | Format::Jpeg => {}
+        Format::Png | Format::Jpeg | Format::Video => {}
     }
     let gpu = GpuContext::new().context("rendering needs a GPU adapter")?;
     eprintln!("adapter: {}", gpu.describe());
     let renderer = Renderer::new(&gpu);
     let t_render = std::time::Instant::now();
-    for (i, &step) in steps.iter().enumerate() {
-        let scene = if i == 0 {
-            first.clone()
-        } else {
-            prepared.build(ctx(step))?
+    let sequence = plans.len() > 1 || a.frames.is_some();
+    let mut video = if format == Format::Video {
+        Some(tapestry::export::video::VideoWriter::start(
+            &out,
+            (w, h),
+            fps,
+            &inputs,
+        )?)
+    } else {
+        None
+    };
+    let bar = if plans.len() > 1 {
+        let b = indicatif::ProgressBar::new(plans.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} frame {pos}/{len} [{bar:30}] {per_sec}, {eta} left",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut frames_json = Vec::new();
+    let mut last: Option<(tapestry::views::BuildCtx, tapestry::scene::Scene)> = None;
+    let dur = path.as_ref().map_or(0.0, |p| campath::duration(p));
+    for (i, plan) in plans.iter().enumerate() {
+        let ctx = ctx_of(plan)?;
+        let scene = match last.take() {
+            Some((c, s)) if c == ctx => s,
+            _ if i == 0 => first.clone(),
+            _ => prepared.build(ctx)?,
         };
-        let frame = renderer.render(&scene, &camera, w, h)?;
-        let path = if a.frames.is_some() {
-            numbered(&out, i)
-        } else {
-            out.clone()
+        let cam = match &path {
+            Some(p) => {
+                let t = if plans.len() > 1 {
+                    dur * i as f64 / (plans.len() - 1) as f64
+                } else {
+                    0.0
+                };
+                campath::camera_at(p, t).unwrap_or(camera)
+            }
+            None => camera,
         };
-        let bytes = if format == Format::Jpeg {
-            frame.jpeg()?
+        let frame = renderer.render(&scene, &cam, w, h)?;
+        let file = if let Some(v) = video.as_mut() {
+            v.push(&frame)?;
+            None
         } else {
-            frame.png()?
+            let path = if sequence {
+                numbered(&out, i)
+            } else {
+                out.clone()
+            };
+            let bytes = if format == Format::Jpeg {
+                frame.jpeg()?
+            } else {
+                frame.png()?
+            };
+            tapestry::export::write_atomic(&path, &bytes, &inputs)?;
+            if !sequence {
+                eprintln!(
+                    "wrote {} ({} triangles): {}",
+                    path.display(),
+                    scene.triangles(),
+                    scene.title
+                );
+            }
+            Some(path)
         };
-        tapestry::export::write_atomic(&path, &bytes, &inputs)?;
+        if let Some(st) = &plan.stats {
+            frames_json.push(serde_json::json!({
+                "frame": i,
+                "file": file.as_ref().map(|p| p.display().to_string()),
+                "step": ctx.step,
+                "cursor_ns": plan.cursor,
+                "statistics": st,
+            }));
+        }
+        bar.inc(1);
+        last = Some((ctx, scene));
+    }
+    bar.finish_and_clear();
+    if let Some(v) = video {
+        let n = v.finish()?;
+        eprintln!("wrote {} ({n} frames at {fps} frames/s)", out.display());
+    } else if sequence {
         eprintln!(
-            "wrote {} ({} triangles): {}",
-            path.display(),
-            scene.triangles(),
-            scene.title
+            "wrote {} … {}",
+            numbered(&out, 0).display(),
+            numbered(&out, plans.len() - 1).display()
+        );
+    }
+    if control {
+        let json = serde_json::json!({
+            "events_per_frame": a.events_per_frame.unwrap_or(0),
+            "ticks_per_frame_ns": ticks.unwrap_or(0),
+            "backward": a.backward,
+            "loop": a.looping,
+            "range_ns": [t0, t1],
+            "state_names": state_names,
+            "frames": frames_json,
+        });
+        let stem = out
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "frames".into());
+        let jp = out.with_file_name(format!("{stem}-frames.json"));
+        tapestry::export::write_atomic(
+            &jp,
+            serde_json::to_string_pretty(&json)?.as_bytes(),
+            &inputs,
+        )?;
+        eprintln!(
+            "wrote {} (cursor and statistics of every frame)",
+            jp.display()
         );
     }
     eprintln!(
         "{} frame(s): analyses and scene {:.2} s, rendering {:.2} s",
-        steps.len(),
+        plans.len(),
         t_data,
         t_render.elapsed().as_secs_f64()
     );

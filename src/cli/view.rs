@@ -33,6 +33,15 @@ pub struct ViewArgs {
     /// Press a key at a frame, e.g. F12@30 (screenshot at frame 30); repeatable.
     #[arg(long, value_name = "KEY@FRAME")]
     pub press: Vec<String>,
+    /// Open another view beside the first (repeatable), e.g.
+    /// `--add-view kiviat --add-view topology`; they share the time cursor
+    /// and the selection.
+    #[arg(long, value_name = "VIEW")]
+    pub add_view: Vec<String>,
+    /// Print the statistics up to the cursor to stderr whenever the time
+    /// cursor moves (for scripts).
+    #[arg(long)]
+    pub print_cursor: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -49,7 +58,15 @@ fn key(name: &str) -> Result<KeyCode> {
         "D" => KeyCode::KeyD,
         "Q" => KeyCode::KeyQ,
         "E" => KeyCode::KeyE,
-        other => bail!("unknown key '{other}' (F12, F5, Space, Escape, W, A, S, D, Q, E)"),
+        "K" => KeyCode::KeyK,
+        "P" => KeyCode::KeyP,
+        "Right" => KeyCode::ArrowRight,
+        "Left" => KeyCode::ArrowLeft,
+        "Home" => KeyCode::Home,
+        "End" => KeyCode::End,
+        other => bail!(
+            "unknown key '{other}' (F12, F5, Space, Escape, W, A, S, D, Q, E, K, P, Right, Left, Home, End)"
+        ),
     })
 }
 
@@ -109,6 +126,13 @@ pub fn run(a: ViewArgs) -> Result<()> {
         views::set_param(view, &mut params, k.trim(), v.trim())?;
     }
     state.params = params;
+    for v in &a.add_view {
+        let class = views::find(v)?;
+        let mut st = ViewState::new(v);
+        st.data = state.data.clone();
+        st.params = class.default_params();
+        state.panes.push(st);
+    }
     let mut inputs = tapestry::readers::input_files(&a.trace);
     inputs.extend(ViewSpecArgs::tensor_inputs(&state));
     app::run(ViewerOptions {
@@ -121,6 +145,7 @@ pub fn run(a: ViewArgs) -> Result<()> {
         presses,
         output_dir: a.output_dir,
         inputs,
+        print_cursor: a.print_cursor,
     })?;
     Ok(())
 }

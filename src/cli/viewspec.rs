@@ -62,6 +62,17 @@ pub struct ViewSpecArgs {
     /// The animation position: first time bin shown [0].
     #[arg(long)]
     pub start: Option<usize>,
+    /// The time cursor shared by the views (ns or with a unit: 1.5ms):
+    /// views over time show the step holding it, the performance image is
+    /// exact at it, moments cover [window start, cursor), and frames
+    /// (`render --frames` with --events-per-frame/--ticks-per-frame) start
+    /// from it.
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// Select a processor (location index): highlighted in every view that
+    /// draws processors.
+    #[arg(long)]
+    pub select: Option<usize>,
     /// Start from a view-state file (written by --save-view-state or F5);
     /// options given here override it.
     #[arg(long)]
@@ -121,6 +132,9 @@ impl ViewSpecArgs {
         }
         if let Some(t) = &self.target {
             vec3(t, "--target")?;
+        }
+        if let Some(c) = &self.cursor {
+            super::parse::parse_time(c).map_err(|e| anyhow!("--cursor: {e}"))?;
         }
         Ok(())
     }
@@ -201,6 +215,12 @@ impl ViewSpecArgs {
         }
         if let Some(s) = self.start {
             st.step = s;
+        }
+        if let Some(c) = &self.cursor {
+            st.cursor = Some(super::parse::parse_time(c).map_err(|e| anyhow!("--cursor: {e}"))?);
+        }
+        if let Some(p) = self.select {
+            st.selected = Some(p);
         }
         if self.eye.is_some() || self.target.is_some() {
             let cam = st.camera.get_or_insert(tapestry::scene::Camera {

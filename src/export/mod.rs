@@ -10,6 +10,7 @@ pub mod gltf;
 pub mod npy;
 pub mod sound;
 pub mod svg;
+pub mod video;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -24,6 +24,9 @@ pub struct Volume {
     pub steps: Vec<String>,
     /// `steps.len() × Z × Y × X` values.
     pub values: Vec<f64>,
+    /// When the steps are time bins of a trace: their edges in ns
+    /// (`steps + 1`); empty otherwise (code regions, tensor intervals).
+    pub times: Vec<crate::model::Time>,
 }
 
 impl Volume {
@@ -57,6 +60,7 @@ impl Volume {
             step_axis: step_axis.into(),
             steps,
             values,
+            times: Vec::new(),
         })
     }
 

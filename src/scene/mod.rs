@@ -15,6 +15,8 @@ pub mod axes;
 pub mod camera;
 pub mod chart;
 pub mod colormap;
+pub mod path;
+pub mod pick;
 
 use serde::Serialize;
 
@@ -264,6 +266,8 @@ pub struct Scene {
     pub margins: Margins,
     /// What the world axes mean, with units (glTF export names them).
     pub axes: String,
+    /// What the mouse can hover and select ([`pick::pick_at`]).
+    pub picks: Vec<pick::Pick>,
 }
 
 /// The dark background of 3D views (sRGB).
@@ -296,7 +300,48 @@ impl Scene {
             },
             margins: Margins::default(),
             axes: String::new(),
+            picks: Vec::new(),
             projection,
+        }
+    }
+
+    /// Outlines the rectangle `[x0, y0]–[x1, y1]` at depth `z` (a
+    /// selection in 2D views).
+    pub fn frame_rect(&mut self, [x0, y0]: [f32; 2], [x1, y1]: [f32; 2], z: f32, color: [f32; 4]) {
+        for (a, b) in [
+            ([x0, y0], [x1, y0]),
+            ([x1, y0], [x1, y1]),
+            ([x1, y1], [x0, y1]),
+            ([x0, y1], [x0, y0]),
+        ] {
+            self.lines.push(Segment {
+                a: [a[0], a[1], z],
+                b: [b[0], b[1], z],
+                color,
+            });
+        }
+    }
+
+    /// Outlines a cube of half-size `h` around `c` (a selection in 3D
+    /// views).
+    pub fn frame_box(&mut self, c: [f32; 3], h: f32, color: [f32; 4]) {
+        let p = |i: u32| {
+            [
+                c[0] + if i & 1 == 0 { -h } else { h },
+                c[1] + if i & 2 == 0 { -h } else { h },
+                c[2] + if i & 4 == 0 { -h } else { h },
+            ]
+        };
+        for i in 0..8u32 {
+            for bit in [1u32, 2, 4] {
+                if i & bit == 0 {
+                    self.lines.push(Segment {
+                        a: p(i),
+                        b: p(i | bit),
+                        color,
+                    });
+                }
+            }
         }
     }
 

@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
 use crate::analysis::comm::{self, CommMatrices, Level, Quantity};
 use crate::error::{Error, Result};
+use crate::model::Time;
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
+use crate::scene::pick::Pick;
 use crate::scene::{Label, LabelAlign, Scene, Segment};
 
 /// How one of the communication views draws the matrix.
@@ -54,6 +56,14 @@ impl<K: CommStyle> View for CommView<K> {
             steps: d.m.windows.len().max(1),
             stride: 1,
         }
+    }
+    fn step_at(d: &CommData, _p: &CommParams, t: Time) -> Option<usize> {
+        Some(super::step_in_bins(
+            &d.m.edges,
+            t,
+            0,
+            d.m.windows.len().max(1),
+        ))
     }
     fn build(d: &CommData, spec: &Resolved, p: &CommParams, ctx: BuildCtx) -> Result<Scene> {
         K::build(d, &spec.colormap, p, ctx)
@@ -249,6 +259,74 @@ pub fn unit(q: Quantity) -> Unit {
     match q {
         Quantity::Messages => Unit::Count("messages".into()),
         Quantity::Bytes => Unit::Bytes,
+    }
+}
+
+/// "thread 3 (rank 3)" or "threads 64–127" for a cell's side.
+pub fn tasks_of(d: &CommData, g: &Grid, cell: usize) -> String {
+    let n = d.m.size();
+    let (a, b) = (cell * g.block, ((cell + 1) * g.block).min(n));
+    let what = d.m.level.name();
+    if b <= a + 1 {
+        match d.m.names.get(a) {
+            Some(name) if !name.is_empty() => format!("{what} {a} ({name})"),
+            _ => format!("{what} {a}"),
+        }
+    } else {
+        let plural = if what == "process" {
+            "processes"
+        } else {
+            "threads"
+        };
+        let plural = if what == "node" { "nodes" } else { plural };
+        format!("{plural} {a}–{}", b - 1)
+    }
+}
+
+/// Hover picks for the shown cells of a matrix drawn over x ∈ [0, side],
+/// y ∈ [−side, 0] (at most 250,000: beyond, none), and the selected
+/// thread's row and column framed.
+pub fn cell_picks(scene: &mut Scene, d: &CommData, g: &Grid, selected: Option<usize>) {
+    let shown = g.values.iter().filter(|&&v| g.shown(v)).count();
+    let thread = d.m.level == Level::Thread;
+    let unit = unit(d.quantity);
+    if shown <= 250_000 {
+        for r in 0..g.side {
+            for c in 0..g.side {
+                let v = g.values[r * g.side + c];
+                if !g.shown(v) {
+                    continue;
+                }
+                let (x, y) = (c as f32, -(r as f32));
+                scene.picks.push(Pick::rect(
+                    [x, y - 1.0],
+                    [x + 1.0, y],
+                    format!(
+                        "from {}\nto {}\n{}\n{}",
+                        tasks_of(d, g, r),
+                        tasks_of(d, g, c),
+                        axes::format_value(v, &unit, g.hi, 0.0),
+                        window_text(d, g)
+                    ),
+                    (thread && g.block == 1).then_some(r),
+                ));
+            }
+        }
+    }
+    if let Some(sel) = selected.filter(|&s| thread && s < d.m.size()) {
+        let (cell, s) = ((sel / g.block) as f32, g.side as f32);
+        scene.frame_rect(
+            [0.0, -cell - 1.0],
+            [s, -cell],
+            0.5,
+            super::moments::SELECTED,
+        );
+        scene.frame_rect([cell, -s], [cell + 1.0, 0.0], 0.5, super::moments::SELECTED);
+        scene.key.push(crate::scene::KeyEntry {
+            mark: crate::scene::KeyMark::Line,
+            color: super::moments::SELECTED,
+            text: format!("selected: thread {sel} (its row and column)"),
+        });
     }
 }
 

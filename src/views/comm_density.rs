@@ -46,6 +46,7 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
     }
     let mut scene = Scene::new("", Projection::Orthographic);
     scene.meshes.push(mesh);
+    comm::cell_picks(&mut scene, d, &g, ctx.selected);
     let ink = axes::ink(false);
     comm::axes_2d(&mut scene.lines, &mut scene.labels, d, &g, ink);
     let q = d.quantity;

@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::moments::SELECTED;
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
 use crate::analysis::fields;
 use crate::error::{Error, Result};
@@ -21,6 +22,7 @@ use crate::model::Time;
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{
     GlyphInstance, GlyphShape, Glyphs, KeyEntry, KeyMark, Label, LabelAlign, Legend, Mesh,
     Projection, Scene, Segment, rgba,
@@ -237,13 +239,18 @@ impl View for Hypercube {
         }
     }
 
+    fn step_at(d: &HypercubeData, _p: &HypercubeParams, t: Time) -> Option<usize> {
+        let steps = d.edges.len().saturating_sub(1).max(1);
+        Some(super::step_in_bins(&d.edges, t, 0, steps))
+    }
+
     fn build(
         d: &HypercubeData,
         spec: &Resolved,
         p: &HypercubeParams,
         ctx: BuildCtx,
     ) -> Result<Scene> {
-        build(d, &spec.colormap, p, ctx.step)
+        build(d, &spec.colormap, p, ctx.step, ctx.selected)
     }
 
     fn panel(ui: &mut egui::Ui, p: &mut HypercubeParams) {
@@ -325,7 +332,13 @@ pub fn positions(layout: &str, dim: u32) -> (Vec<[f32; 3]>, bool) {
     }
 }
 
-pub fn build(d: &HypercubeData, colormap: &str, p: &HypercubeParams, step: usize) -> Result<Scene> {
+pub fn build(
+    d: &HypercubeData,
+    colormap: &str,
+    p: &HypercubeParams,
+    step: usize,
+    selected: Option<usize>,
+) -> Result<Scene> {
     let dim = d.dim;
     let nodes = 1usize << dim;
     let links = nodes * dim as usize;
@@ -491,6 +504,63 @@ pub fn build(d: &HypercubeData, colormap: &str, p: &HypercubeParams, step: usize
                 );
             }
         }
+    }
+    // hover: every node; the selected processor's node framed
+    let (t_a, t_b) = (d.edges[k], d.edges[k + 1]);
+    let h = size / 2.0;
+    let node_at = |v: usize| -> [f32; 3] {
+        if fft {
+            [col_x(dim), -(v as f32), 0.0]
+        } else {
+            pos[v]
+        }
+    };
+    for v in 0..nodes {
+        let (a, b) = (v * d.merged, (v + 1) * d.merged);
+        let who = if d.merged > 1 {
+            format!("node {v}: locations {a}–{}", b - 1)
+        } else {
+            format!("node {v}: location {a}")
+        };
+        let out_links: u32 = (0..dim as usize)
+            .map(|bit| {
+                let w = v ^ 1 << bit;
+                flight[v.min(w) * dim as usize + bit]
+            })
+            .sum();
+        let text = format!(
+            "{who}\n{} – {}\n{}: {:.3} of the bin\nmessages in flight on its links: {out_links}\nqueued receives: {}",
+            axes::format_time(t_a as f64, t_b.max(1) as f64, 0.0),
+            axes::format_time(t_b as f64, t_b.max(1) as f64, 0.0),
+            d.states_label,
+            d.busy[k * nodes + v],
+            d.queue[k * nodes + v]
+        );
+        let c = node_at(v);
+        let proc = (d.merged == 1).then_some(a);
+        scene.picks.push(if three_d {
+            Pick::point(c, text, proc)
+        } else {
+            Pick::rect([c[0] - h, c[1] - h], [c[0] + h, c[1] + h], text, proc)
+        });
+    }
+    if let Some(sel) = selected.map(|s| s / d.merged.max(1)).filter(|&v| v < nodes) {
+        let c = node_at(sel);
+        if three_d {
+            scene.frame_box(c, size * 0.8, SELECTED);
+        } else {
+            scene.frame_rect(
+                [c[0] - h * 1.4, c[1] - h * 1.4],
+                [c[0] + h * 1.4, c[1] + h * 1.4],
+                0.5,
+                SELECTED,
+            );
+        }
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Line,
+            color: SELECTED,
+            text: format!("selected: location {}", selected.unwrap_or(0)),
+        });
     }
     if three_d && nodes <= 64 {
         for (v, &pv) in pos.iter().enumerate() {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View, inputs};
 use crate::analysis::isosurface;
 use crate::error::{Error, Result};
-use crate::model::Volume;
+use crate::model::{Time, Volume};
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
 use crate::scene::colormap::Colormap;
@@ -111,6 +111,12 @@ pub fn volume_of(input: &Loaded, spec: &Resolved, cube: &str) -> Result<Volume> 
                 steps,
                 f.values,
             )
+            .map(|mut v| {
+                if f.time == crate::analysis::fields::TimeAxis::Nanoseconds {
+                    v.times = f.edges.clone();
+                }
+                v
+            })
         }
         Loaded::Tensor(tf) => {
             // accesses of --kinds per interval, the elements as a cube
@@ -202,6 +208,12 @@ impl View for Isosurface {
             steps: v.steps.len(),
             stride: 1,
         }
+    }
+
+    fn step_at(v: &Volume, _p: &IsoParams, t: Time) -> Option<usize> {
+        // volumes of a trace's time bins; Boxfish regions are not times
+        (v.times.len() == v.steps.len() + 1)
+            .then(|| super::step_in_bins(&v.times, t, 0, v.steps.len()))
     }
 
     fn build(v: &Volume, spec: &Resolved, p: &IsoParams, ctx: BuildCtx) -> Result<Scene> {

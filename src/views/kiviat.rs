@@ -16,9 +16,11 @@ use serde::{Deserialize, Serialize};
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View, inputs};
 use crate::analysis::fields::{Field, TimeAxis, leading_empty_bins};
 use crate::error::{Error, Result};
+use crate::model::Time;
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{Label, LabelAlign, Legend, Mesh, Projection, Scene, Segment, Vertex, rgba};
 
 /// The Kiviat tube view.
@@ -221,15 +223,64 @@ impl View for Kiviat {
         }
     }
 
+    fn step_at(d: &KiviatData, p: &KiviatParams, t: Time) -> Option<usize> {
+        if p.width == 0 || d.field.time != TimeAxis::Nanoseconds {
+            return None;
+        }
+        let skip = if p.keep_empty {
+            0
+        } else {
+            leading_empty_bins(&d.field)
+        };
+        // the slide ends with the bin that holds the cursor
+        let steps = Self::animation(d, p).steps;
+        let bin = super::step_in_bins(&d.field.edges, t, 0, d.field.bins);
+        Some(
+            bin.saturating_sub(skip)
+                .saturating_sub(p.width - 1)
+                .min(steps - 1),
+        )
+    }
+
     fn build(d: &KiviatData, spec: &Resolved, p: &KiviatParams, ctx: BuildCtx) -> Result<Scene> {
-        build(
+        let mut s = build(
             &d.field,
             d.color.as_ref(),
             &spec.colormap,
             p,
             ctx.step,
             Some(d.whole),
-        )
+        )?;
+        // the selected processor's sector: a line along the tube, just outside
+        let ne = d.field.elements;
+        let eg = ne.div_ceil(p.max_sectors.max(3));
+        let e = ne.div_ceil(eg).max(1);
+        if let Some(sel) = ctx.selected.filter(|&x| x < ne)
+            && let Some(m) = s.meshes.first()
+        {
+            let k = sel / eg;
+            let at = |v: &crate::scene::Vertex| {
+                let [x, y, z] = v.position;
+                [x * 1.04, y * 1.04, z]
+            };
+            let spoke: Vec<[f32; 3]> = m.vertices.iter().skip(k).step_by(e).map(at).collect();
+            for w in spoke.windows(2) {
+                s.lines.push(Segment {
+                    a: w[0],
+                    b: w[1],
+                    color: super::moments::SELECTED,
+                });
+            }
+            if let Some(first) = spoke.first() {
+                s.frame_box(*first, 0.05, super::moments::SELECTED);
+            }
+            s.key.push(crate::scene::KeyEntry {
+                mark: crate::scene::KeyMark::Line,
+                color: super::moments::SELECTED,
+                text: format!("selected: processor {sel}"),
+            });
+        }
+        Ok(s)
     }
 
     fn panel(ui: &mut egui::Ui, p: &mut KiviatParams) {
@@ -364,6 +415,52 @@ pub fn build(
     }
     mesh.smooth_normals();
     let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
+    // hover: every vertex (sector × ring), up to 50,000
+    if rings * e <= 50_000 {
+        let mag = field.edges[first + n].max(1) as f64;
+        for r in 0..rings {
+            let (a, b) = ring_bins(r);
+            let when = match field.time {
+                TimeAxis::Nanoseconds => format!(
+                    "{} – {}",
+                    axes::format_time(field.edges[a] as f64, mag, 0.0),
+                    axes::format_time(field.edges[b] as f64, mag, 0.0)
+                ),
+                TimeAxis::Intervals => format!("intervals {}–{}", field.edges[a], field.edges[b]),
+            };
+            for k in 0..e {
+                let (x0, x1) = (k * eg, ((k + 1) * eg).min(ne));
+                let mut text = format!(
+                    "{}\n{when}\n{}: {}",
+                    super::moments::processors_text(x0, x1),
+                    field.quantity,
+                    axes::format_value(
+                        avg(field, a, b, k),
+                        &Unit::from_name(&field.unit),
+                        vmax,
+                        0.0
+                    )
+                );
+                if let Some(c) = color {
+                    text.push_str(&format!(
+                        "\n{}: {}",
+                        c.quantity,
+                        axes::format_value(
+                            avg(c, a, b, k),
+                            &Unit::from_name(&c.unit),
+                            cmax.abs().max(cmin.abs()),
+                            0.0
+                        )
+                    ));
+                }
+                scene.picks.push(Pick::point(
+                    mesh.vertices[r * e + k].position,
+                    text,
+                    (eg == 1).then_some(x0),
+                ));
+            }
+        }
+    }
     let ink = axes::ink(true);
     // a single ring (width 1) is drawn as its outline
     if rings == 1 {

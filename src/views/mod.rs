@@ -43,6 +43,7 @@ pub use inputs::Resolved;
 pub use state::{DataSpec, ViewState};
 
 use crate::error::{Error, Result};
+use crate::model::Time;
 use crate::readers::Loaded;
 use crate::scene::Scene;
 use crate::scene::chart::Chart;
@@ -66,6 +67,40 @@ pub struct BuildCtx {
     /// (views that can lower their detail do, and say so in the title);
     /// `None`: full detail (paused, exports, `render`).
     pub triangle_budget: Option<usize>,
+    /// The time cursor shared by all views (ns), when one is set: views
+    /// over time show it (the step that holds it, statistics up to it);
+    /// `step` is already the step [`View::step_at`] gives for it.
+    pub cursor: Option<Time>,
+    /// The selected processor (location index), highlighted by the views
+    /// that draw processors.
+    pub selected: Option<usize>,
+}
+
+impl BuildCtx {
+    /// Full detail at `width × height`, step 0, no cursor, no selection.
+    pub fn still(width: u32, height: u32) -> BuildCtx {
+        BuildCtx {
+            step: 0,
+            width,
+            height,
+            triangle_budget: None,
+            cursor: None,
+            selected: None,
+        }
+    }
+}
+
+/// The step of an animation over time bins with `edges` (ns) that shows
+/// time `t`: the bin holding `t` (the first or last outside the edges),
+/// less `lead` (the position of the cursor's bin in a slide of bins),
+/// within `0..steps`.
+pub fn step_in_bins(edges: &[Time], t: Time, lead: usize, steps: usize) -> usize {
+    let bins = edges.len().saturating_sub(1).max(1);
+    let b = edges
+        .get(1..)
+        .map_or(0, |e| e.partition_point(|&x| x <= t))
+        .min(bins - 1);
+    b.saturating_sub(lead).min(steps.saturating_sub(1))
 }
 
 /// Triangles per frame during playback: what a software rasterizer draws
@@ -151,6 +186,12 @@ pub trait View: Send + Sync + 'static {
     fn animation(_data: &Self::Data, _p: &Self::Params) -> Animation {
         Animation::STILL
     }
+    /// Views animated over time: the step that shows time `t` (ns), so
+    /// that they follow the shared time cursor; `None`: the steps are not
+    /// times (regions, tensor intervals) or the view is still.
+    fn step_at(_data: &Self::Data, _p: &Self::Params, _t: Time) -> Option<usize> {
+        None
+    }
     /// The scene (pure).
     fn build(data: &Self::Data, spec: &Resolved, p: &Self::Params, ctx: BuildCtx) -> Result<Scene>;
     /// The view's controls in the window.
@@ -178,6 +219,8 @@ pub trait ViewClass: Send + Sync {
     fn compute(&self, input: &Loaded, spec: &Resolved, p: &Value) -> Result<ViewData>;
     fn data_key(&self, p: &Value) -> Value;
     fn animation(&self, data: &ViewData, p: &Value) -> Result<Animation>;
+    /// The step showing time `t` (views animated over time).
+    fn step_at(&self, data: &ViewData, p: &Value, t: Time) -> Result<Option<usize>>;
     fn build(&self, data: &ViewData, spec: &Resolved, p: &Value, ctx: BuildCtx) -> Result<Scene>;
     /// Shows the view's controls; true when a parameter changed.
     fn panel(&self, ui: &mut egui::Ui, p: &mut Value) -> bool;
@@ -254,6 +297,9 @@ impl<V: View> ViewClass for Registered<V> {
     }
     fn animation(&self, data: &ViewData, p: &Value) -> Result<Animation> {
         Ok(V::animation(Self::data(data)?, &Self::typed(p)?))
+    }
+    fn step_at(&self, data: &ViewData, p: &Value, t: Time) -> Result<Option<usize>> {
+        Ok(V::step_at(Self::data(data)?, &Self::typed(p)?, t))
     }
     fn build(&self, data: &ViewData, spec: &Resolved, p: &Value, ctx: BuildCtx) -> Result<Scene> {
         V::build(Self::data(data)?, spec, &Self::typed(p)?, ctx)
@@ -413,6 +459,34 @@ impl Prepared {
 
     pub fn build(&self, ctx: BuildCtx) -> Result<Scene> {
         self.view.build(&self.data, &self.spec, &self.params, ctx)
+    }
+
+    /// The context of a frame: at the time cursor when one is set (the
+    /// view's step that shows it, clamped into the view's window), else
+    /// at `step`.
+    pub fn ctx(
+        &self,
+        step: usize,
+        cursor: Option<Time>,
+        (width, height): (u32, u32),
+        selected: Option<usize>,
+    ) -> Result<BuildCtx> {
+        let anim = self.animation()?;
+        let cursor = cursor.map(|t| t.clamp(self.spec.t0, self.spec.t1));
+        let step = match cursor {
+            Some(t) => self.view.step_at(&self.data, &self.params, t)?,
+            None => None,
+        }
+        .unwrap_or(step)
+        .min(anim.steps.saturating_sub(1));
+        Ok(BuildCtx {
+            step,
+            width,
+            height,
+            triangle_budget: None,
+            cursor,
+            selected,
+        })
     }
 
     /// The chart of a 2D plot view.

@@ -10,16 +10,20 @@
 //! m2, m3 of the group's merged accumulator). The Gantt chart averages its
 //! rows the same way.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use super::{BuildCtx, ParamDoc, Resolved, View, inputs};
 use crate::analysis::fields::Field;
+use crate::analysis::metric::BusyRuns;
 use crate::analysis::moments::MomentAcc;
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{
     KeyEntry, KeyMark, Label, LabelAlign, Legend, Margins, Mesh, Projection, Scene, Segment, rgba,
 };
@@ -51,6 +55,8 @@ impl Default for MomentParams {
 /// intervals in the window.
 pub struct MomentData {
     pub accs: Vec<MomentAcc>,
+    /// Busy runs of every location, for the moments up to a time cursor.
+    pub runs: BusyRuns,
     pub gantt: Option<Field>,
     pub has_data: Vec<bool>,
 }
@@ -60,6 +66,10 @@ pub(super) const BLACK: [f32; 4] = [0.05, 0.05, 0.05, 1.0];
 pub(super) const SKEW: [f32; 4] = [0.85, 0.1, 0.1, 1.0];
 /// Gantt rows of processors without intervals in the window.
 pub(super) const NO_DATA: [f32; 4] = [0.86, 0.86, 0.86, 1.0];
+/// The time cursor on light charts.
+pub const CURSOR: [f32; 4] = [0.0, 0.45, 0.85, 1.0];
+/// The selected processor, in every view that draws processors.
+pub const SELECTED: [f32; 4] = [1.0, 0.55, 0.0, 1.0];
 
 impl View for Moments {
     const NAME: &'static str = "moments";
@@ -102,6 +112,7 @@ impl View for Moments {
         };
         Ok(MomentData {
             accs: inputs::moment_accs(t, spec)?,
+            runs: BusyRuns::new(t, &t.states.select(&spec.spec.states)?),
             gantt,
             has_data: inputs::has_data(t, spec),
         })
@@ -194,6 +205,15 @@ pub(super) fn merged_rows(group: usize) -> String {
     }
 }
 
+/// "processor 3" or "processors 64–127 (mean)" for hover texts.
+pub(super) fn processors_text(a: usize, b: usize) -> String {
+    if b <= a + 1 {
+        format!("processor {a}")
+    } else {
+        format!("processors {a}–{} (mean)", b - 1)
+    }
+}
+
 /// "12 ms – 30 ms" for the window.
 pub(super) fn window_text(t0: Time, t1: Time) -> String {
     let mag = t1 as f64;
@@ -215,16 +235,44 @@ pub(super) fn processor_ticks(n: usize, group: usize, max_ticks: usize) -> Vec<(
         .collect()
 }
 
+/// The accumulators over `[t0, cursor)` when a time cursor is set inside
+/// the window `[t0, t1)` (the moment sub-window follows the cursor), else
+/// `accs` over the whole window; and the end of the sub-window.
+pub(super) fn accs_at<'a>(
+    accs: &'a [MomentAcc],
+    runs: &BusyRuns,
+    (t0, t1): (Time, Time),
+    cursor: Option<Time>,
+) -> (Cow<'a, [MomentAcc]>, Time) {
+    use rayon::prelude::*;
+    match cursor {
+        Some(c) if c < t1 && runs.locations() == accs.len() => {
+            let c = c.max(t0);
+            let v = (0..accs.len())
+                .into_par_iter()
+                .map(|l| {
+                    let (s, e) = runs.runs(l);
+                    let k = s.partition_point(|&x| x < c);
+                    crate::analysis::moments::accumulate_runs(&s[..k], &e[..k], t0, c)
+                })
+                .collect();
+            (Cow::Owned(v), c)
+        }
+        _ => (Cow::Borrowed(accs), t1),
+    }
+}
+
 /// Builds the display.
 pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -> Result<Scene> {
     let (t0, t1) = (spec.t0, spec.t1);
     if t1 <= t0 {
         return Err(Error::Invalid("the display window is empty".into()));
     }
-    let n = d.accs.len();
+    let (accs, upto) = accs_at(&d.accs, &d.runs, (t0, t1), ctx.cursor);
+    let n = accs.len();
     let margins = Margins::default();
     let max_rows = p.max_rows.min(chart_rows(ctx.height, &margins)).max(1);
-    let (group, row) = row_moments(&d.accs, max_rows)?;
+    let (group, row) = row_moments(&accs, max_rows)?;
     let rows = row.len();
     if let Some(g) = &d.gantt
         && g.elements != n
@@ -262,6 +310,28 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
     }
     let mut scene = Scene::new("Moments of utilization", Projection::Orthographic);
     scene.margins = margins;
+    // hover: each row's moments
+    let at = |v: f64| axes::format_time(v, v.abs().max(1.0), 0.0);
+    for (r, m) in row.iter().enumerate() {
+        let (a, b) = (r * group, ((r + 1) * group).min(n));
+        let who = processors_text(a, b);
+        let text = match (m.m1, m.m2, m.m3) {
+            (Some(m1), Some(m2), Some(m3)) => format!(
+                "{who}\nm0 busy time {}\nm1 mean time {}\nm2 deviation ±{}\nm3 skew {}",
+                at(m.m0),
+                at(m1),
+                at(m2),
+                at(m3)
+            ),
+            _ => format!("{who}\nno time in {} in the window", spec.states_label),
+        };
+        scene.picks.push(Pick::rect(
+            [0.0, -(r as f32) - 1.0],
+            [1.0, -(r as f32)],
+            text,
+            (group == 1).then_some(a),
+        ));
+    }
     scene.meshes.push(bars);
     scene.lines = lines;
     let ink = axes::ink(false);
@@ -283,8 +353,19 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
                 mesh.rect(gx0, y0, gx0 + 1.0, y1, 0.0, NO_DATA);
                 continue;
             }
+            let who = processors_text(a, b);
             for k in 0..g.bins {
                 let v = with_data.iter().map(|&e| g.at(k, e)).sum::<f64>() / with_data.len() as f64;
+                scene.picks.push(Pick::rect(
+                    [gx(g.edges[k]), y0],
+                    [gx(g.edges[k + 1]), y1],
+                    format!(
+                        "{who}\n{}\n{}: {v:.3}",
+                        window_text(g.edges[k], g.edges[k + 1]),
+                        g.quantity
+                    ),
+                    (ggroup == 1).then_some(a),
+                ));
                 mesh.rect(
                     gx(g.edges[k]),
                     y0,
@@ -316,6 +397,43 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
         );
     }
     scene.key.splice(0..0, moment_key(GREY, BLACK));
+    if upto < t1 {
+        // the time cursor: the moments cover [t0, cursor)
+        for x0 in [0.0, gx0] {
+            if x0 > 0.0 && d.gantt.is_none() {
+                continue;
+            }
+            let cx = x0 + x(upto as f64);
+            scene.lines.push(Segment {
+                a: [cx, 0.0, 0.4],
+                b: [cx, -(rows as f32), 0.4],
+                color: CURSOR,
+            });
+        }
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Line,
+            color: CURSOR,
+            text: "time cursor (moments up to it)".into(),
+        });
+    }
+    if let Some(sel) = ctx.selected.filter(|&s| s < n) {
+        // the selected processor's row, framed across both panels
+        let r = sel / group;
+        let (y0, y1) = (-(r as f32) - 1.0, -(r as f32));
+        let right = if d.gantt.is_some() { gx0 + 1.0 } else { 1.0 };
+        for (a, b) in [([0.0, y0], [right, y0]), ([0.0, y1], [right, y1])] {
+            scene.lines.push(Segment {
+                a: [a[0], a[1], 0.45],
+                b: [b[0], b[1], 0.45],
+                color: SELECTED,
+            });
+        }
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Line,
+            color: SELECTED,
+            text: format!("selected: processor {sel}"),
+        });
+    }
     // frames, time axes, processor axis
     let tick = (rows as f32 * 0.012).max(0.05);
     let panels: &[f32] = if d.gantt.is_some() {
@@ -388,7 +506,11 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
         "Moments of time in {} — {n} processors{}, {}",
         spec.states_label,
         merged_rows(group),
-        window_text(t0, t1)
+        if upto < t1 {
+            format!("{} (up to the cursor)", window_text(t0, upto))
+        } else {
+            window_text(t0, t1)
+        }
     );
     Ok(scene)
 }
@@ -414,6 +536,7 @@ mod tests {
         let n = accs.len();
         MomentData {
             accs,
+            runs: BusyRuns::default(),
             gantt: None,
             has_data: vec![true; n],
         }
@@ -425,6 +548,8 @@ mod tests {
             width: 1280,
             height,
             triangle_budget: None,
+            cursor: None,
+            selected: None,
         }
     }
 

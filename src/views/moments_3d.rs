@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::moments::{SKEW, merged_rows, moment_key, processor_ticks, row_moments, window_text};
 use super::{BuildCtx, ParamDoc, Resolved, View, inputs};
+use crate::analysis::metric::BusyRuns;
 use crate::analysis::moments::MomentAcc;
 use crate::error::{Error, Result};
 use crate::readers::Loaded;
@@ -59,7 +60,9 @@ impl View for Moments3d {
         },
     ];
     type Params = Moments3dParams;
-    type Data = Vec<MomentAcc>;
+    /// The accumulators over the window and the busy runs (moments up
+    /// to the time cursor).
+    type Data = (Vec<MomentAcc>, BusyRuns);
 
     fn accepts(input: &Loaded, _spec: &Resolved, _p: &Moments3dParams) -> Result<()> {
         let t = inputs::trace(input, Self::NAME)?;
@@ -69,17 +72,33 @@ impl View for Moments3d {
         Ok(())
     }
 
-    fn compute(input: &Loaded, spec: &Resolved, _p: &Moments3dParams) -> Result<Vec<MomentAcc>> {
-        inputs::moment_accs(inputs::trace(input, Self::NAME)?, spec)
+    fn compute(
+        input: &Loaded,
+        spec: &Resolved,
+        _p: &Moments3dParams,
+    ) -> Result<(Vec<MomentAcc>, BusyRuns)> {
+        let t = inputs::trace(input, Self::NAME)?;
+        Ok((
+            inputs::moment_accs(t, spec)?,
+            BusyRuns::new(t, &t.states.select(&spec.spec.states)?),
+        ))
     }
 
     fn build(
-        accs: &Vec<MomentAcc>,
+        (accs, runs): &(Vec<MomentAcc>, BusyRuns),
         spec: &Resolved,
         p: &Moments3dParams,
-        _ctx: BuildCtx,
+        ctx: BuildCtx,
     ) -> Result<Scene> {
-        build(accs, spec, p)
+        let (accs, upto) = super::moments::accs_at(accs, runs, (spec.t0, spec.t1), ctx.cursor);
+        let mut s = build(&accs, spec, p)?;
+        if upto < spec.t1 {
+            s.title.push_str(&format!(
+                " (up to the cursor, {})",
+                super::moments::window_text(spec.t0, upto)
+            ));
+        }
+        Ok(s)
     }
 
     fn panel(ui: &mut egui::Ui, p: &mut Moments3dParams) {

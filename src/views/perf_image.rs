@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::moments::SELECTED;
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
 use crate::analysis::image::{self, Layout};
 use crate::analysis::metric::{self, BusyRuns, Metric, MetricMatrix};
@@ -18,6 +19,7 @@ use crate::model::Time;
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{KeyEntry, KeyMark, Label, LabelAlign, Legend, Mesh, Projection, Scene, rgba};
 
 /// The performance-image view.
@@ -240,6 +242,10 @@ impl View for PerfImage {
         }
     }
 
+    fn step_at(d: &ImageData, _p: &ImageParams, t: Time) -> Option<usize> {
+        Some(d.n0.partition_point(|&n| n <= t).saturating_sub(1))
+    }
+
     fn build(d: &ImageData, spec: &Resolved, p: &ImageParams, ctx: BuildCtx) -> Result<Scene> {
         build(d, &spec.colormap, p, ctx)
     }
@@ -261,26 +267,49 @@ impl View for PerfImage {
     }
 }
 
-/// The colour-index image at step `k`.
-fn indices(d: &ImageData, p: &ImageParams, k: usize) -> Result<(image::Image, Vec<Option<f64>>)> {
+/// The n0 shown and the n0 the difference subtracts: step `ctx.step`'s,
+/// or the time cursor itself when one is set (the state vector is exact at
+/// any time), with the lag in the steps' spacing.
+fn times(d: &ImageData, p: &ImageParams, ctx: &BuildCtx) -> (Time, Time) {
+    let last = d.n0.len().saturating_sub(1);
+    let k = ctx.step.min(last);
+    let lag = p.lag.max(1);
+    match ctx.cursor {
+        Some(t) => {
+            let spacing = if last > 0 {
+                (d.n0[last] - d.n0[0]) / last as u64
+            } else {
+                0
+            };
+            (t, t.saturating_sub(spacing * lag as u64))
+        }
+        None => (d.n0[k], d.n0[k.saturating_sub(lag)]),
+    }
+}
+
+/// The colour-index image at `n0` (and `before` for the difference).
+fn indices(
+    d: &ImageData,
+    p: &ImageParams,
+    (n0, before): (Time, Time),
+) -> Result<(image::Image, Vec<Option<f64>>)> {
     let g = (p.g_range[0], p.g_range[1]);
     let mr = match p.m_range.as_slice() {
         [a, b] => (*a, *b),
         _ => (d.m_lo, d.m_hi),
     };
-    let at = |k: usize| -> Result<image::Image> {
-        let n0 = d.n0[k.min(d.n0.len() - 1)];
+    let at = |n0: Time| -> Result<image::Image> {
         let v = match &d.busy {
             Some(b) => b.fractions(n0),
             None => d.mm.state_vector(n0),
         };
         image::render(&v, &d.layout)
     };
-    let img = at(k)?;
+    let img = at(n0)?;
     let gi = image::color_index(&img, g, Some(mr));
     let out = match p.mode.as_str() {
         "diff" => {
-            let before = at(k.saturating_sub(p.lag.max(1)))?;
+            let before = at(before)?;
             let diff = image::difference(&before, &img)?;
             image::contrast_stretch(&diff, g)
         }
@@ -292,8 +321,8 @@ fn indices(d: &ImageData, p: &ImageParams, k: usize) -> Result<(image::Image, Ve
 }
 
 pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> Result<Scene> {
-    let k = ctx.step.min(d.n0.len().saturating_sub(1));
-    let (img, g) = indices(d, p, k)?;
+    let (n0, before) = times(d, p, &ctx);
+    let (img, g) = indices(d, p, (n0, before))?;
     let (g0, g1) = (p.g_range[0], p.g_range[1]);
     let cmap = Colormap::named(colormap)?;
     // pixels of the chart: blocks of b × b cells beyond
@@ -325,6 +354,40 @@ pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> R
     }
     let mut scene = Scene::new("", Projection::Orthographic);
     scene.meshes.push(mesh);
+    // hover: each cell's processor, metric value and colour index (one
+    // cell per processor up to 250,000 cells)
+    let munit = Unit::from_name(d.metric.unit());
+    let mag = d.m_hi.abs().max(d.m_lo.abs());
+    if b == 1 && img.rows * img.cols <= 250_000 {
+        let at_n0 = axes::format_time(n0 as f64, n0.max(1) as f64, 0.0);
+        for (i, l) in img.location.iter().enumerate() {
+            let Some(l) = l else { continue };
+            let (r, c) = (i / img.cols, i % img.cols);
+            let value =
+                img.values[i].map_or("—".into(), |v| axes::format_value(v, &munit, mag, 0.0));
+            let gv = g[i].map_or("—".into(), |v| format!("{v:.0}"));
+            scene.picks.push(Pick::rect(
+                [c as f32, -(r as f32) - 1.0],
+                [c as f32 + 1.0, -(r as f32)],
+                format!(
+                    "processor {l} (row {r}, column {c})\n{} at {at_n0}: {value}\ncolour index {gv}",
+                    p.metric
+                ),
+                Some(*l as usize),
+            ));
+        }
+    }
+    if let Some(sel) = ctx.selected
+        && let Some(i) = img.location.iter().position(|l| *l == Some(sel as u32))
+    {
+        let (r, c) = ((i / img.cols / b) as f32, (i % img.cols / b) as f32);
+        scene.frame_rect([c - 0.15, -r - 1.15], [c + 1.15, -r + 0.15], 0.5, SELECTED);
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Line,
+            color: SELECTED,
+            text: format!("selected: processor {sel}"),
+        });
+    }
     let ink = axes::ink(false);
     // processor numbers in cells big enough to hold them
     let cell_px = side_px as f32 / img.rows.max(img.cols) as f32;
@@ -393,7 +456,6 @@ pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> R
         [a, b] => (*a, *b),
         _ => (d.m_lo, d.m_hi),
     };
-    let n0 = d.n0[k];
     scene.legend = Some(Legend {
         title: match p.mode.as_str() {
             "diff" => "difference".into(),
@@ -421,11 +483,7 @@ pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> R
     });
     let at = |t: Time| axes::format_time(t as f64, n0.max(1) as f64, 0.0);
     let what = match p.mode.as_str() {
-        "diff" => format!(
-            "G({}) − G({})",
-            at(n0),
-            at(d.n0[k.saturating_sub(p.lag.max(1))])
-        ),
+        "diff" => format!("G({}) − G({})", at(n0), at(before)),
         "hotspot" => format!("hot spots g ≥ {} of G({})", p.th, at(n0)),
         "binary" => format!("G({}) ≥ {}", at(n0), p.th),
         _ => format!("G({})", at(n0)),
@@ -437,15 +495,21 @@ pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> R
             text: format!("mean g {:.1}, std {:.1}", s.mean, s.std),
         });
     }
+    let position = match ctx.cursor {
+        Some(_) => "at the cursor".to_string(),
+        None => format!(
+            "step {}/{}",
+            ctx.step.min(d.n0.len().saturating_sub(1)) + 1,
+            d.n0.len()
+        ),
+    };
     scene.title = format!(
-        "{what}: {} — {} processors, {} {}×{}, step {}/{}{}",
+        "{what}: {} — {} processors, {} {}×{}, {position}{}",
         p.metric,
         d.locations,
         d.layout.name(),
         img.rows,
         img.cols,
-        k + 1,
-        d.n0.len(),
         if b > 1 {
             format!(", {b}×{b} cells per pixel (mean)")
         } else {

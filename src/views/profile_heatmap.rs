@@ -15,6 +15,7 @@ use crate::analysis::matrices::{self, BinBy};
 use crate::error::Result;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{
     KeyEntry, KeyMark, Label, LabelAlign, Legend, Margins, Mesh, Projection, Scene, Segment, rgba,
 };
@@ -112,6 +113,34 @@ pub fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) 
                     Some(v) => rgba(cmap.at(scale.at(*v)), 1.0),
                 };
                 mesh.rect(x0, y1 - 1.0, x0 + 1.0, y1, 0.0, color);
+                if let Some(v) = v.filter(|_| o.rows * strips * c2 <= 250_000) {
+                    let row = o.first_id.get(r * strips + s).copied().flatten().map_or(
+                        String::new(),
+                        |id| match p.row_kind {
+                            crate::model::RowKind::Line => format!("line {id}"),
+                            crate::model::RowKind::Function => {
+                                profile::row_label(p, id as usize, 60)
+                            }
+                        },
+                    );
+                    let (a, b) = (c * bc, ((c + 1) * bc).min(cols));
+                    let procs = super::moments::processors_text(a, b).replace("(mean)", "(max)");
+                    scene.picks.push(Pick::rect(
+                        [x0, y1 - 1.0],
+                        [x0 + 1.0, y1],
+                        format!(
+                            "{row}{}\n{procs}\n{}: {}",
+                            if bin > 1 {
+                                format!(" (+{} rows, {})", bin - 1, q.by)
+                            } else {
+                                String::new()
+                            },
+                            met.name,
+                            axes::format_value(v, &unit, v.abs(), 0.0)
+                        ),
+                        (bc == 1).then_some(a),
+                    ));
+                }
                 if print && let Some(v) = v {
                     scene.labels.push(
                         Label::world(
@@ -128,6 +157,22 @@ pub fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) 
         }
     }
     let rows_f = o.rows as f32;
+    if let Some(sel) = ctx.selected.filter(|&x| x < cols) {
+        let c = (sel / bc) as f32;
+        for s in 0..strips {
+            scene.frame_rect(
+                [sx(s) + c, -rows_f],
+                [sx(s) + c + 1.0, 0.0],
+                0.5,
+                super::moments::SELECTED,
+            );
+        }
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Line,
+            color: super::moments::SELECTED,
+            text: format!("selected: processor {sel}"),
+        });
+    }
     // row ticks: the first source row of each display row (strip 0 on the
     // left axis; other strips name their first and last rows on top)
     let idx = |r: usize, s: usize| o.first_id.get(r * strips + s).copied().flatten();

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::scene::Camera;
+use crate::scene::path::Keyframe;
 
 /// The version written into view-state files.
 pub const VERSION: u32 = 1;
@@ -81,6 +82,27 @@ pub struct ViewState {
     /// The window's fly-through camera was on.
     #[serde(default)]
     pub fly: bool,
+    /// The time cursor shared by the views (ns); `None`: each view at its
+    /// animation step.
+    #[serde(default)]
+    pub cursor: Option<Time>,
+    /// The selected processor (location index), highlighted in every view.
+    #[serde(default)]
+    pub selected: Option<usize>,
+    /// A recorded camera path (fly-through): keyframes played back by
+    /// `render --path` and the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<Keyframe>,
+    /// More views shown beside this one in the window (each with its own
+    /// view, parameters, data and camera; the cursor and the selection are
+    /// this state's, shared by all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub panes: Vec<ViewState>,
+    /// The window's arrangement of the views (an egui_tiles tree over pane
+    /// numbers: 0 is this state, 1.. the `panes`); side by side when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Value>,
 }
 
 fn version() -> u32 {
@@ -99,6 +121,11 @@ impl ViewState {
             step: 0,
             size: None,
             fly: false,
+            cursor: None,
+            selected: None,
+            path: Vec::new(),
+            panes: Vec::new(),
+            layout: None,
         }
     }
 
@@ -119,10 +146,27 @@ impl ViewState {
                 s.version
             )));
         }
-        super::find(&s.view)
-            .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?
-            .normalize(&s.params)
-            .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        if !s.path.is_empty() {
+            crate::scene::path::validate(&s.path)
+                .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        }
+        for (i, st) in std::iter::once(&s).chain(&s.panes).enumerate() {
+            let what = if i == 0 {
+                String::new()
+            } else {
+                format!(" (pane {i})")
+            };
+            super::find(&st.view)
+                .map_err(|e| Error::Invalid(format!("{}{what}: {e}", path.display())))?
+                .normalize(&st.params)
+                .map_err(|e| Error::Invalid(format!("{}{what}: {e}", path.display())))?;
+            if i > 0 && !st.panes.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "{}{what}: panes do not nest",
+                    path.display()
+                )));
+            }
+        }
         Ok(s)
     }
 

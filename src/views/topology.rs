@@ -12,12 +12,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::moments::SELECTED;
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
 use crate::error::{Error, Result};
 use crate::model::{LinkSet, Volume};
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{
     GlyphInstance, GlyphShape, Glyphs, KeyEntry, KeyMark, Label, LabelAlign, Legend, Projection,
     Scene, Segment, rgba,
@@ -151,7 +153,7 @@ impl View for Topology {
         p: &TopologyParams,
         ctx: BuildCtx,
     ) -> Result<Scene> {
-        build(d, &spec.colormap, p, ctx.step)
+        build(d, &spec.colormap, p, ctx.step, ctx.selected)
     }
 
     fn panel(ui: &mut egui::Ui, p: &mut TopologyParams) {
@@ -183,7 +185,13 @@ pub fn neighbour_step(
     }
 }
 
-pub fn build(d: &TopologyData, colormap: &str, p: &TopologyParams, step: usize) -> Result<Scene> {
+pub fn build(
+    d: &TopologyData,
+    colormap: &str,
+    p: &TopologyParams,
+    step: usize,
+    selected: Option<usize>,
+) -> Result<Scene> {
     let l = &d.links;
     let dims = l.dims;
     let cmap = Colormap::named(colormap)?;
@@ -206,6 +214,7 @@ pub fn build(d: &TopologyData, colormap: &str, p: &TopologyParams, step: usize) 
     let mut boxes = Vec::new();
     let mut lines = Vec::new();
     let (mut wraps, mut busy) = (0usize, 0usize);
+    let mut link_picks = Vec::new();
     for (k, (&a, &b)) in l.src.iter().zip(&l.dst).enumerate() {
         let v = vals.get(k).copied().unwrap_or(0.0);
         if v <= 0.0 && !p.idle_links {
@@ -218,6 +227,12 @@ pub fn build(d: &TopologyData, colormap: &str, p: &TopologyParams, step: usize) 
         } else {
             (IDLE, 0.025)
         };
+        let mut mid = pos(a);
+        let pb = pos(b);
+        for k in 0..3 {
+            mid[k] = (mid[k] + pb[k]) / 2.0;
+        }
+        link_picks.push((k, mid, v));
         match neighbour_step(a, b, dims, l.torus) {
             Some((axis, sign, wrap)) => {
                 wraps += wrap as usize;
@@ -285,6 +300,58 @@ pub fn build(d: &TopologyData, colormap: &str, p: &TopologyParams, step: usize) 
     }
     let mut scene = Scene::new("", Projection::Perspective);
     let n_links = boxes.len() + lines.len();
+    // hover: nodes (numbered x-fastest, as processors) and links
+    let node_index = |[x, y, z]: [usize; 3]| x + dims[0] * (y + dims[1] * z);
+    for z in 0..dims[2] {
+        for y in 0..dims[1] {
+            for x in 0..dims[0] {
+                let value = match (&d.node, node_step) {
+                    (Some(v), Some(s)) => format!(
+                        "\n{}: {}",
+                        v.name,
+                        axes::format_value(
+                            v.step(s)[[z, y, x]],
+                            &Unit::from_name(&v.unit),
+                            nhi.abs().max(nlo.abs()),
+                            0.0
+                        )
+                    ),
+                    _ => String::new(),
+                };
+                let i = node_index([x, y, z]);
+                scene.picks.push(Pick::point(
+                    pos([x, y, z]),
+                    format!("node {i} at ({x}, {y}, {z}){value}"),
+                    Some(i),
+                ));
+            }
+        }
+    }
+    for (k, mid, v) in link_picks {
+        let (a, b) = (l.src[k], l.dst[k]);
+        scene.picks.push(Pick::point(
+            mid,
+            format!(
+                "link ({}, {}, {}) → ({}, {}, {})\n{} {}",
+                a[0], a[1], a[2], b[0], b[1], b[2], v, l.name
+            ),
+            None,
+        ));
+    }
+    let n_nodes = dims[0] * dims[1] * dims[2];
+    if let Some(sel) = selected.filter(|&s| s < n_nodes) {
+        let (x, y, z) = (
+            sel % dims[0],
+            sel / dims[0] % dims[1],
+            sel / (dims[0] * dims[1]),
+        );
+        scene.frame_box(pos([x, y, z]), 0.22, SELECTED);
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Line,
+            color: SELECTED,
+            text: format!("selected: node {sel} at ({x}, {y}, {z})"),
+        });
+    }
     scene.glyphs.push(Glyphs {
         shape: GlyphShape::Sphere,
         instances: spheres,
