@@ -156,3 +156,115 @@ fn an_idle_window_sleeps() {
         "the idle window used {used} ticks of CPU in 2 s"
     );
 }
+
+/// The window driven like a user, through X events (xdotool): two views
+/// side by side, a click on a processor row selects it in both, ten frames
+/// of execution control forward and ten back bring every statistic back to
+/// its value before, and the screenshot and view state record it all.
+#[test]
+fn xdotool_steps_forward_and_back_and_picks() {
+    let have = |c: &str| Command::new(c).arg("--help").output().is_ok();
+    if !have("xvfb-run") || !have("xdotool") {
+        assert!(
+            std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none(),
+            "xvfb-run and xdotool are required in CI"
+        );
+        eprintln!("skipped: no xvfb-run or xdotool");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("g.prv");
+    let (code, _, err) = common::tapestry(&[
+        "synth",
+        "gauss",
+        "-p",
+        "8",
+        "--n",
+        "64",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let script = r#"
+"$BIN" view "$TRACE" --view moments --add-view kiviat --size 1000x600 --print-cursor --output-dir "$OUT" 2>"$OUT/err.txt" &
+PID=$!
+WID=""
+for i in $(seq 1 150); do
+  WID=$(xdotool search --name '^tapestry$' 2>/dev/null | head -1)
+  [ -n "$WID" ] && break
+  sleep 0.2
+done
+[ -n "$WID" ] || { echo "no window"; kill $PID; exit 3; }
+sleep 4
+xdotool windowfocus --sync "$WID" 2>/dev/null || true
+# a click on processor row 2 of the moment display (pane from x = 280)
+xdotool mousemove --window "$WID" 400 "$ROWY" click 1
+sleep 1
+for i in $(seq 1 11); do xdotool key Right; sleep 0.4; done
+for i in $(seq 1 10); do xdotool key Left; sleep 0.4; done
+xdotool mousemove --window "$WID" 400 "$ROWY"
+sleep 1
+xdotool key F12
+sleep 2
+xdotool key F5
+sleep 1
+xdotool key Escape
+wait $PID
+"#;
+    // rows of the moment display: 8 processors between the title and the
+    // time axis (about y = 70 … 520 at 600 pixels); row 2's middle
+    let o = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1280x800x24", "sh", "-c", script])
+        .env("BIN", env!("CARGO_BIN_EXE_tapestry"))
+        .env("TRACE", &trace)
+        .env("OUT", &out)
+        .env("ROWY", "190")
+        .output()
+        .unwrap();
+    let log = std::fs::read_to_string(out.join("err.txt")).unwrap_or_default();
+    assert!(
+        o.status.success(),
+        "{}{}{log}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let cursor: Vec<&str> = log.lines().filter(|l| l.starts_with("cursor ")).collect();
+    assert_eq!(cursor.len(), 21, "{log}");
+    // the first Right puts the cursor at the start; ten more and ten back
+    assert_eq!(cursor[0], cursor[20], "{log}");
+    assert_ne!(cursor[0], cursor[10]);
+    let events = |l: &str| -> u64 {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix("events="))
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    };
+    assert!(events(cursor[10]) > events(cursor[0]), "{log}");
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("tapestry-view.json")).unwrap()).unwrap();
+    assert_eq!(state["view"], "moments");
+    assert_eq!(state["panes"][0]["view"], "kiviat", "{state}");
+    assert!(state["layout"].is_object(), "{state}");
+    assert!(state["cursor"].as_u64().is_some(), "{state}");
+    let sel = state["selected"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("nothing selected: {state}"));
+    assert!(sel < 8, "{state}");
+    let img = image::open(out.join("tapestry-0001.png"))
+        .unwrap()
+        .to_rgba8();
+    assert_eq!(img.dimensions(), (1000, 600));
+    // the selection's orange frame is drawn (in both panes)
+    let orange = |x0: u32, x1: u32| {
+        (x0..x1).any(|x| {
+            (0..600).any(|y| {
+                let p = img.get_pixel(x, y);
+                p[0] > 220 && (110..180).contains(&p[1]) && p[2] < 60
+            })
+        })
+    };
+    assert!(orange(290, 640), "no selection in the moment display");
+    assert!(orange(640, 1000), "no selection in the Kiviat tube");
+}

@@ -600,14 +600,20 @@ impl App {
                         self.message = w;
                     }
                     p.chart = chart.map(|c| *c);
+                    // 2D views fit their pane again when it was resized
+                    let size = p.pixels(1.0).unwrap_or((800, 600));
+                    let flat = scene.projection == crate::scene::Projection::Orthographic;
                     let refit = p
                         .scene
                         .as_ref()
                         .is_none_or(|old| old.projection != scene.projection)
-                        || p.state.camera.is_none();
+                        || p.state.camera.is_none()
+                        || (flat && p.fitted_for.is_some_and(|f| f != size));
                     if refit {
-                        let (w, h) = p.pixels(1.0).unwrap_or((800, 600));
-                        p.state.camera = Some(Camera::fit(&scene, w, h));
+                        p.state.camera = Some(Camera::fit(&scene, size.0, size.1));
+                        p.fitted_for = Some(size);
+                    } else if p.fitted_for.is_none() {
+                        p.fitted_for = Some(size);
                     }
                     p.animation = animation;
                     p.window = Some(window);

@@ -83,6 +83,8 @@ pub struct Pane {
     pub slide: f32,
     /// Playing the camera path: seconds into it.
     pub path_time: Option<f64>,
+    /// The size (pixels) a 2D view's camera was fitted to.
+    pub fitted_for: Option<(u32, u32)>,
 }
 
 impl Pane {
@@ -103,6 +105,7 @@ impl Pane {
             error: None,
             slide: 0.0,
             path_time: None,
+            fitted_for: None,
         }
     }
 

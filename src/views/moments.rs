@@ -238,7 +238,7 @@ pub(super) fn processor_ticks(n: usize, group: usize, max_ticks: usize) -> Vec<(
 /// The accumulators over `[t0, cursor)` when a time cursor is set inside
 /// the window `[t0, t1)` (the moment sub-window follows the cursor), else
 /// `accs` over the whole window; and the end of the sub-window.
-pub(super) fn accs_at<'a>(
+pub fn accs_at<'a>(
     accs: &'a [MomentAcc],
     runs: &BusyRuns,
     (t0, t1): (Time, Time),

@@ -360,7 +360,7 @@ pub fn build(
         shape: GlyphShape::Box,
         instances: boxes,
     });
-    scene.lines = lines;
+    scene.lines.append(&mut lines);
     // axes: the three torus axes along the block's edges, with node numbers
     let ink = axes::ink(true);
     let lo = pos([0, 0, 0]);
