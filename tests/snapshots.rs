@@ -198,6 +198,17 @@ fn view_args(view: &str, gauss: &Path, kernel: &Path, tensor: &Path) -> Vec<Stri
             "--start".into(),
             "3".into(),
         ],
+        "mesh" => vec![
+            gauss.display().to_string(),
+            "--view".into(),
+            "mesh".into(),
+            "--param".into(),
+            "torus=true".into(),
+            "--param".into(),
+            "track=[0,3]".into(),
+            "--start".into(),
+            "40".into(),
+        ],
         "isosurface" => vec![
             common::shared_trace("boxfish-bgpc/bgpc_meta.yaml")
                 .display()

@@ -23,5 +23,6 @@ pub mod isosurface;
 pub mod matrices;
 pub mod metric;
 pub mod moments;
+pub mod network;
 pub mod signal;
 pub mod summary;

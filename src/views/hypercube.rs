@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::moments::SELECTED;
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
-use crate::analysis::fields;
+use crate::analysis::network;
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::readers::Loaded;
@@ -41,6 +41,9 @@ pub struct HypercubeParams {
     pub max_nodes: usize,
     /// Draw the message queues.
     pub queues: bool,
+    /// Message tracking: nodes whose messages among themselves are
+    /// highlighted on the links they cross.
+    pub track: Vec<usize>,
 }
 
 impl Default for HypercubeParams {
@@ -49,6 +52,7 @@ impl Default for HypercubeParams {
             layout: "cube".into(),
             max_nodes: 4096,
             queues: true,
+            track: Vec::new(),
         }
     }
 }
@@ -56,6 +60,8 @@ impl Default for HypercubeParams {
 const LAYOUTS: [&str; 4] = ["cube", "gray", "pascal", "fft"];
 const IDLE: [f32; 4] = [0.72, 0.74, 0.78, 1.0];
 const QUEUE: [f32; 4] = [0.85, 0.25, 0.2, 1.0];
+/// Links carrying tracked messages.
+pub const TRACK: [f32; 4] = [0.95, 0.2, 0.85, 1.0];
 
 /// What the view draws from a trace.
 pub struct HypercubeData {
@@ -71,6 +77,8 @@ pub struct HypercubeData {
     pub flight: Vec<u32>,
     /// Messages sent to each node and not received at each bin's end.
     pub queue: Vec<u32>,
+    /// `flight` of the messages among the tracked nodes (empty: none).
+    pub tracked: Vec<u32>,
     pub edges: Vec<Time>,
     pub states_label: String,
 }
@@ -133,6 +141,10 @@ impl View for Hypercube {
             key: "queues",
             help: "draw the messages waiting at each node as a stack [true]",
         },
+        ParamDoc {
+            key: "track",
+            help: "message tracking: nodes, e.g. [0,5]; their messages to each other are highlighted [none]",
+        },
     ];
     type Params = HypercubeParams;
     type Data = HypercubeData;
@@ -150,86 +162,37 @@ impl View for Hypercube {
         let dim = full.min(p.max_nodes.trailing_zeros());
         let a = full - dim;
         let nodes = 1usize << dim;
-        let (t0, t1, bins) = (spec.t0, spec.t1, spec.bins);
         let mask = t.states.select(&spec.spec.states)?;
-        let f = fields::busy_fraction(t, &mask, t0, t1, bins)?;
-        let mut busy = vec![0.0; bins * nodes];
-        for k in 0..bins {
-            for l in 0..t.num_locations() {
-                busy[k * nodes + (l >> a)] += f.at(k, l) / (1usize << a) as f64;
-            }
-        }
         let links = nodes * dim as usize;
-        let cells = (bins as u64).saturating_mul(links.max(nodes) as u64);
-        if cells > 1 << 27 {
-            return Err(Error::Invalid(format!(
-                "{bins} time bins × {links} links are too many cells; use fewer --bins or a smaller max_nodes"
-            )));
-        }
-        // differences over the bins: +1 where a message starts to count,
-        // −1 after its last bin; summed once at the end (O(messages × hops
-        // + bins × links), whatever the messages' durations)
-        let mut flight_d = vec![0i64; (bins + 1) * links.max(1)];
-        let mut queue_d = vec![0i64; (bins + 1) * nodes];
-        let edges = f.edges.clone();
-        let bin_of = |x: Time| {
-            edges
-                .partition_point(|&e| e <= x)
-                .saturating_sub(1)
-                .min(bins - 1)
-        };
-        let m = &t.messages;
-        for i in 0..m.len() {
-            let (s, r) = (m.sender[i] as usize >> a, m.receiver[i] as usize >> a);
-            let (ts, tr) = (m.send_time[i], m.recv_time[i].max(m.send_time[i]));
-            if tr < t0 || ts >= t1 {
-                continue;
-            }
-            let (k0, k1) = (bin_of(ts.max(t0)), bin_of(tr.min(t1 - 1)));
-            if s != r {
-                for (node, bit) in route(s, r, dim) {
-                    let l = node * dim as usize + bit as usize;
-                    flight_d[k0 * links + l] += 1;
-                    flight_d[(k1 + 1) * links + l] -= 1;
-                }
-            }
-            // waiting at the receiver at the end of every bin from the one
-            // it is sent in up to the last ending at or before its arrival
-            let kq = edges
-                .partition_point(|&e| e <= tr)
-                .saturating_sub(1)
-                .min(bins);
-            if kq > k0 {
-                queue_d[k0 * nodes + r] += 1;
-                queue_d[kq * nodes + r] -= 1;
-            }
-        }
-        let sum = |d: &[i64], width: usize| -> Vec<u32> {
-            let mut out = vec![0u32; bins * width];
-            let mut run = vec![0i64; width];
-            for k in 0..bins {
-                for (j, r) in run.iter_mut().enumerate() {
-                    *r += d[k * width + j];
-                    out[k * width + j] = (*r).max(0) as u32;
-                }
-            }
-            out
-        };
-        let flight = sum(&flight_d, links.max(1));
-        let queue = sum(&queue_d, nodes);
+        let act = network::activity(
+            t,
+            &mask,
+            (spec.t0, spec.t1, spec.bins),
+            nodes,
+            links,
+            |l| Some(l >> a),
+            |s, r| {
+                route(s, r, dim)
+                    .into_iter()
+                    .map(|(n, bit)| n * dim as usize + bit as usize)
+                    .collect()
+            },
+            &p.track,
+        )?;
         Ok(HypercubeData {
             dim,
             merged: 1 << a,
-            busy,
-            flight,
-            queue,
-            edges,
+            busy: act.busy,
+            flight: act.flight,
+            queue: act.queue,
+            tracked: act.tracked,
+            edges: act.edges,
             states_label: spec.states_label.clone(),
         })
     }
 
     fn data_key(p: &HypercubeParams) -> serde_json::Value {
-        serde_json::json!({ "max_nodes": p.max_nodes })
+        serde_json::json!({ "max_nodes": p.max_nodes, "track": p.track })
     }
 
     fn animation(d: &HypercubeData, _p: &HypercubeParams) -> Animation {
@@ -262,6 +225,7 @@ impl View for Hypercube {
                 }
             });
         ui.checkbox(&mut p.queues, "message queues");
+        super::mesh::track_editor(ui, &mut p.track);
     }
 }
 
@@ -349,6 +313,7 @@ pub fn build(
     let fmax = d.flight.iter().copied().max().unwrap_or(0).max(1) as f32;
     let qmax = d.queue.iter().copied().max().unwrap_or(0);
     let (pos, three_d) = positions(&p.layout, dim);
+    let tracked_at = |l: usize| d.tracked.get(k * links + l).copied().unwrap_or(0);
     let fft = p.layout == "fft";
     let mut scene = Scene::new(
         "",
@@ -383,13 +348,20 @@ pub fn build(
                 let w = v ^ 1 << j;
                 let lo = v.min(w);
                 let c = flight[lo * dim as usize + j as usize];
+                let tracked = tracked_at(lo * dim as usize + j as usize);
                 busy_links += (c > 0 && v < w) as usize;
                 let y = |u: usize| -(u as f32);
                 for (a, b) in [((v, j), (v, j + 1)), ((v, j), (w, j + 1))] {
                     scene.lines.push(Segment {
                         a: [col_x(a.1), y(a.0), 0.1],
                         b: [col_x(b.1), y(b.0), 0.1],
-                        color: if a.0 == b.0 { IDLE } else { link_colour(c) },
+                        color: if a.0 == b.0 {
+                            IDLE
+                        } else if tracked > 0 {
+                            TRACK
+                        } else {
+                            link_colour(c)
+                        },
                     });
                 }
             }
@@ -402,6 +374,7 @@ pub fn build(
                     continue;
                 }
                 let c = flight[v * dim as usize + bit as usize];
+                let tracked = tracked_at(v * dim as usize + bit as usize);
                 busy_links += (c > 0) as usize;
                 let z = if c > 0 { 0.15 } else { 0.05 };
                 let (mut a, mut b) = (pos[v], pos[w]);
@@ -412,7 +385,7 @@ pub fn build(
                 scene.lines.push(Segment {
                     a,
                     b,
-                    color: link_colour(c),
+                    color: if tracked > 0 { TRACK } else { link_colour(c) },
                 });
             }
         }
@@ -597,6 +570,17 @@ pub fn build(
         color: link_colour(0),
         text: "link: none in flight".into(),
     });
+    if !p.track.is_empty() {
+        let now: u32 = (0..links).map(tracked_at).sum();
+        scene.key.push(KeyEntry {
+            mark: KeyMark::Line,
+            color: TRACK,
+            text: format!(
+                "tracked: messages among nodes {:?} ({now} link crossings now)",
+                p.track
+            ),
+        });
+    }
     if p.queues {
         scene.key.push(KeyEntry {
             mark: KeyMark::Bar,

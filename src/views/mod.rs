@@ -20,6 +20,7 @@ pub mod hypercube;
 pub mod inputs;
 pub mod isosurface;
 pub mod kiviat;
+pub mod mesh;
 pub mod moments;
 pub mod moments_3d;
 pub mod perf_image;
@@ -348,6 +349,7 @@ pub static REGISTRY: &[&dyn ViewClass] = &[
     &Registered::<signals::SignalView<signals::MarkovPlot>>::NEW,
     &Registered::<topology::Topology>::NEW,
     &Registered::<hypercube::Hypercube>::NEW,
+    &Registered::<mesh::MeshView>::NEW,
 ];
 
 /// The view called `name`, or an error listing the views.
