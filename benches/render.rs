@@ -167,6 +167,11 @@ fn main() {
                     st.step = 3;
                     8
                 }
+                // a 64 × 64 mesh of the 4,096 tasks, cursor at the middle
+                "mesh" => {
+                    st.step = 50;
+                    5
+                }
                 _ => 1,
             };
             (v, which, st)

@@ -64,8 +64,15 @@ pub const POINT_RADIUS: f32 = 10.0;
 /// Projects a world point to pixels of a `width × height` image (origin
 /// top left); `None` behind the camera.
 pub fn to_pixels(camera: &Camera, (width, height): (f32, f32), p: [f32; 3]) -> Option<[f32; 2]> {
-    let vp = camera.view_proj(width / height.max(1.0));
-    let c = vp * Vec4::new(p[0], p[1], p[2], 1.0);
+    project(
+        &camera.view_proj(width / height.max(1.0)),
+        (width, height),
+        p,
+    )
+}
+
+fn project(vp: &glam::Mat4, (width, height): (f32, f32), p: [f32; 3]) -> Option<[f32; 2]> {
+    let c = *vp * Vec4::new(p[0], p[1], p[2], 1.0);
     (c.w > 1e-6).then(|| {
         let (x, y) = (c.x / c.w, c.y / c.w);
         [(x + 1.0) * 0.5 * width, (1.0 - y) * 0.5 * height]
@@ -84,12 +91,13 @@ pub fn pick_at<'s>(
     let mut best_rect: Option<(f32, &Pick)> = None;
     let mut best_point: Option<(f32, f32, &Pick)> = None;
     let eye = Vec3::from(camera.eye);
+    let vp = camera.view_proj(size.0 / size.1.max(1.0));
     for p in &scene.picks {
         match p.shape {
             PickShape::Rect { min, max, z } => {
                 let (Some(a), Some(b)) = (
-                    to_pixels(camera, size, [min[0], min[1], z]),
-                    to_pixels(camera, size, [max[0], max[1], z]),
+                    project(&vp, size, [min[0], min[1], z]),
+                    project(&vp, size, [max[0], max[1], z]),
                 ) else {
                     continue;
                 };
@@ -106,7 +114,7 @@ pub fn pick_at<'s>(
                 }
             }
             PickShape::Point(w) => {
-                let Some(s) = to_pixels(camera, size, w) else {
+                let Some(s) = project(&vp, size, w) else {
                     continue;
                 };
                 let d = ((s[0] - m[0]).powi(2) + (s[1] - m[1]).powi(2)).sqrt();

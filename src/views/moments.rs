@@ -343,6 +343,9 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
         let mut mesh = Mesh::default();
         let gx = |t: u64| gx0 + x(t as f64);
         let ggroup = n.div_ceil(max_rows.min(4096)).max(group);
+        let bin_text: Vec<String> = (0..g.bins)
+            .map(|k| window_text(g.edges[k], g.edges[k + 1]))
+            .collect();
         let grows = n.div_ceil(ggroup);
         let scale = rows as f32 / grows as f32;
         for r in 0..grows {
@@ -355,15 +358,12 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
             }
             let who = processors_text(a, b);
             for k in 0..g.bins {
+                let when = &bin_text[k];
                 let v = with_data.iter().map(|&e| g.at(k, e)).sum::<f64>() / with_data.len() as f64;
                 scene.picks.push(Pick::rect(
                     [gx(g.edges[k]), y0],
                     [gx(g.edges[k + 1]), y1],
-                    format!(
-                        "{who}\n{}\n{}: {v:.3}",
-                        window_text(g.edges[k], g.edges[k + 1]),
-                        g.quantity
-                    ),
+                    format!("{who}\n{when}\n{}: {v:.3}", g.quantity),
                     (ggroup == 1).then_some(a),
                 ));
                 mesh.rect(
