@@ -14,18 +14,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::moments::SELECTED;
+use super::network as net;
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
 use crate::analysis::network;
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::readers::Loaded;
-use crate::scene::axes::{self, Unit};
+use crate::scene::axes;
 use crate::scene::colormap::Colormap;
-use crate::scene::pick::Pick;
 use crate::scene::{
-    GlyphInstance, GlyphShape, Glyphs, KeyEntry, KeyMark, Label, LabelAlign, Legend, Mesh,
-    Projection, Scene, Segment, rgba,
+    GlyphInstance, GlyphShape, Glyphs, Label, LabelAlign, Mesh, Projection, Scene, Segment, rgba,
 };
 
 /// The hypercube view.
@@ -59,9 +57,7 @@ impl Default for HypercubeParams {
 
 const LAYOUTS: [&str; 4] = ["cube", "gray", "pascal", "fft"];
 const IDLE: [f32; 4] = [0.72, 0.74, 0.78, 1.0];
-const QUEUE: [f32; 4] = [0.85, 0.25, 0.2, 1.0];
-/// Links carrying tracked messages.
-pub const TRACK: [f32; 4] = [0.95, 0.2, 0.85, 1.0];
+use super::network::{QUEUE, TRACK};
 
 /// What the view draws from a trace.
 pub struct HypercubeData {
@@ -480,7 +476,7 @@ pub fn build(
     }
     // hover: every node; the selected processor's node framed
     let (t_a, t_b) = (d.edges[k], d.edges[k + 1]);
-    let h = size / 2.0;
+    let look = net::NodeLook { three_d, size };
     let node_at = |v: usize| -> [f32; 3] {
         if fft {
             [col_x(dim), -(v as f32), 0.0]
@@ -490,50 +486,31 @@ pub fn build(
     };
     for v in 0..nodes {
         let (a, b) = (v * d.merged, (v + 1) * d.merged);
-        let who = if d.merged > 1 {
-            format!("node {v}: locations {a}–{}", b - 1)
-        } else {
-            format!("node {v}: location {a}")
-        };
+        let who = net::who(v, (a, b));
         let out_links: u32 = (0..dim as usize)
             .map(|bit| {
                 let w = v ^ 1 << bit;
                 flight[v.min(w) * dim as usize + bit]
             })
             .sum();
-        let text = format!(
-            "{who}\n{} – {}\n{}: {:.3} of the bin\nmessages in flight on its links: {out_links}\nqueued receives: {}",
-            axes::format_time(t_a as f64, t_b.max(1) as f64, 0.0),
-            axes::format_time(t_b as f64, t_b.max(1) as f64, 0.0),
-            d.states_label,
+        let text = net::node_text(
+            &who,
+            (t_a, t_b),
+            &d.states_label,
             d.busy[k * nodes + v],
-            d.queue[k * nodes + v]
+            &format!("\nmessages in flight on its links: {out_links}"),
+            d.queue[k * nodes + v],
         );
-        let c = node_at(v);
-        let proc = (d.merged == 1).then_some(a);
-        scene.picks.push(if three_d {
-            Pick::point(c, text, proc)
-        } else {
-            Pick::rect([c[0] - h, c[1] - h], [c[0] + h, c[1] + h], text, proc)
-        });
+        net::node_pick(
+            &mut scene,
+            node_at(v),
+            look,
+            text,
+            (d.merged == 1).then_some(a),
+        );
     }
-    if let Some(sel) = selected.map(|s| s / d.merged.max(1)).filter(|&v| v < nodes) {
-        let c = node_at(sel);
-        if three_d {
-            scene.frame_box(c, size * 0.8, SELECTED);
-        } else {
-            scene.frame_rect(
-                [c[0] - h * 1.4, c[1] - h * 1.4],
-                [c[0] + h * 1.4, c[1] + h * 1.4],
-                0.5,
-                SELECTED,
-            );
-        }
-        scene.key.push(KeyEntry {
-            mark: KeyMark::Line,
-            color: SELECTED,
-            text: format!("selected: location {}", selected.unwrap_or(0)),
-        });
+    if let Some(sel) = selected.filter(|&s| s / d.merged.max(1) < nodes) {
+        net::frame_selected(&mut scene, node_at(sel / d.merged.max(1)), look, sel);
     }
     if three_d && nodes <= 64 {
         for (v, &pv) in pos.iter().enumerate() {
@@ -544,50 +521,19 @@ pub fn build(
             );
         }
     }
-    scene.legend = Some(Legend {
-        title: format!("{} fraction of the bin", d.states_label),
-        colormap: colormap.to_string(),
-        min: 0.0,
-        max: 1.0,
-        unit: Unit::Fraction,
-        note: Some(if d.merged > 1 {
-            format!("mean of {} locations per node", d.merged)
-        } else {
-            "nodes".into()
-        }),
-    });
-    scene.key.push(KeyEntry {
-        mark: KeyMark::Line,
-        color: link_colour(fmax as u32),
-        text: format!(
-            "link: {} message{} in flight",
-            fmax as u32,
-            if fmax as u32 == 1 { "" } else { "s" }
-        ),
-    });
-    scene.key.push(KeyEntry {
-        mark: KeyMark::Line,
-        color: link_colour(0),
-        text: "link: none in flight".into(),
-    });
-    if !p.track.is_empty() {
-        let now: u32 = (0..links).map(tracked_at).sum();
-        scene.key.push(KeyEntry {
-            mark: KeyMark::Line,
-            color: TRACK,
-            text: format!(
-                "tracked: messages among nodes {:?} ({now} link crossings now)",
-                p.track
-            ),
-        });
-    }
-    if p.queues {
-        scene.key.push(KeyEntry {
-            mark: KeyMark::Bar,
-            color: QUEUE,
-            text: format!("queued message (max {qmax})"),
-        });
-    }
+    net::legend_and_key(
+        &mut scene,
+        net::Key {
+            states_label: &d.states_label,
+            colormap,
+            group: d.merged,
+            busiest: (link_colour(fmax as u32), fmax as u32, ""),
+            idle: link_colour(0),
+            track: &p.track,
+            tracked_now: (0..links).map(tracked_at).sum(),
+            queues: p.queues.then_some(qmax),
+        },
+    );
     let (a, b) = (d.edges[k], d.edges[k + 1]);
     let mag = *d.edges.last().unwrap_or(&1) as f64;
     let step_t = axes::nice_ticks(a as f64, b as f64, 4).1 / 10.0;

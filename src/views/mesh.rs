@@ -13,18 +13,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::moments::SELECTED;
+use super::network::{self as net, QUEUE};
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View};
 use crate::analysis::network::{self, Activity};
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::readers::Loaded;
-use crate::scene::axes::{self, Unit};
+use crate::scene::axes;
 use crate::scene::colormap::Colormap;
-use crate::scene::pick::Pick;
 use crate::scene::{
-    GlyphInstance, GlyphShape, Glyphs, KeyEntry, KeyMark, Label, LabelAlign, Legend, Mesh,
-    Projection, Scene, Segment, rgba,
+    GlyphInstance, GlyphShape, Glyphs, KeyEntry, KeyMark, Label, LabelAlign, Mesh, Projection,
+    Scene, Segment, rgba,
 };
 
 /// The mesh view.
@@ -64,7 +63,6 @@ impl Default for MeshParams {
 
 const IDLE_2D: [f32; 4] = [0.72, 0.74, 0.78, 1.0];
 const IDLE_3D: [f32; 4] = [0.3, 0.32, 0.38, 1.0];
-const QUEUE: [f32; 4] = [0.85, 0.25, 0.2, 1.0];
 const EMPTY: [f32; 4] = [0.86, 0.86, 0.86, 1.0];
 
 /// What the view draws.
@@ -350,7 +348,7 @@ pub fn build(
     let link_colour = |l: usize| {
         let c = flight(l);
         if tracked(l) > 0 {
-            super::hypercube::TRACK
+            net::TRACK
         } else if c == 0 {
             idle
         } else {
@@ -459,6 +457,7 @@ pub fn build(
     // nodes, queues, hover and selection
     let size = if three_d { 0.26 } else { 0.42 };
     let h = size / 2.0;
+    let look = net::NodeLook { three_d, size };
     let node_colour = |n: usize| {
         if n * d.group >= d.locations {
             return EMPTY;
@@ -511,29 +510,20 @@ pub fn build(
         if a >= d.locations {
             continue;
         }
-        let who = if b > a + 1 {
-            format!("node {n}: locations {a}–{}", b - 1)
-        } else {
-            format!("node {n}: location {a}")
-        };
         let place_text = if d.dims.is_empty() {
             String::new()
         } else {
             format!(" at {:?}", network::coords(n, &d.dims))
         };
-        let text = format!(
-            "{who}{place_text}\n{} – {}\n{}: {:.3} of the bin\nqueued receives: {q}",
-            axes::format_time(ta as f64, tb.max(1) as f64, 0.0),
-            axes::format_time(tb as f64, tb.max(1) as f64, 0.0),
-            d.states_label,
+        let text = net::node_text(
+            &format!("{}{place_text}", net::who(n, (a, b))),
+            (ta, tb),
+            &d.states_label,
             act.busy[k * nodes + n],
+            "",
+            q,
         );
-        let proc = (d.group == 1).then_some(a);
-        scene.picks.push(if three_d {
-            Pick::point(at, text, proc)
-        } else {
-            Pick::rect([at[0] - h, at[1] - h], [at[0] + h, at[1] + h], text, proc)
-        });
+        net::node_pick(&mut scene, at, look, text, (d.group == 1).then_some(a));
     }
     if three_d {
         scene.glyphs.push(Glyphs {
@@ -550,23 +540,8 @@ pub fn build(
         scene.meshes.push(links_mesh);
         scene.meshes.push(mesh);
     }
-    if let Some(sel) = selected.map(|s| s / d.group).filter(|&n| n < nodes) {
-        let c = place(d, sel);
-        if three_d {
-            scene.frame_box(c, size * 0.8, SELECTED);
-        } else {
-            scene.frame_rect(
-                [c[0] - h * 1.4, c[1] - h * 1.4],
-                [c[0] + h * 1.4, c[1] + h * 1.4],
-                0.5,
-                SELECTED,
-            );
-        }
-        scene.key.push(KeyEntry {
-            mark: KeyMark::Line,
-            color: SELECTED,
-            text: format!("selected: location {}", selected.unwrap_or(0)),
-        });
+    if let Some(sel) = selected.filter(|&s| s / d.group < nodes) {
+        net::frame_selected(&mut scene, place(d, sel / d.group), look, sel);
     }
     // node numbers along the edges of a 2D grid
     if !three_d && !d.dims.is_empty() {
@@ -615,52 +590,28 @@ pub fn build(
         );
         scene.margins.right = 250.0;
     }
-    scene.legend = Some(Legend {
-        title: format!("{} fraction of the bin", d.states_label),
-        colormap: colormap.to_string(),
-        min: 0.0,
-        max: 1.0,
-        unit: Unit::Fraction,
-        note: Some(if d.group > 1 {
-            format!("mean of {} locations per node", d.group)
-        } else {
-            "nodes".into()
-        }),
-    });
-    scene.key.push(KeyEntry {
-        mark: KeyMark::Line,
-        color: rgba(cmap.at(1.0), 1.0),
-        text: format!(
-            "link: {} messages in flight{}",
-            fmax as u32,
-            if three_d { "" } else { " (width ∝ √n)" }
-        ),
-    });
-    scene.key.push(KeyEntry {
-        mark: KeyMark::Line,
-        color: idle,
-        text: "link: none in flight".into(),
-    });
+    net::legend_and_key(
+        &mut scene,
+        net::Key {
+            states_label: &d.states_label,
+            colormap,
+            group: d.group,
+            busiest: (
+                rgba(cmap.at(1.0), 1.0),
+                fmax as u32,
+                if three_d { "" } else { " (width ∝ √n)" },
+            ),
+            idle,
+            track: &p.track,
+            tracked_now: (0..links).map(tracked).sum(),
+            queues: p.queues.then_some(qmax),
+        },
+    );
     if wraps > 0 {
         scene.key.push(KeyEntry {
             mark: KeyMark::Line,
             color: idle,
             text: format!("{wraps} wrap links: end stubs"),
-        });
-    }
-    if !p.track.is_empty() {
-        let now: u32 = (0..links).map(tracked).sum();
-        scene.key.push(KeyEntry {
-            mark: KeyMark::Line,
-            color: super::hypercube::TRACK,
-            text: format!("tracked {:?}: {now} link crossings", p.track),
-        });
-    }
-    if p.queues {
-        scene.key.push(KeyEntry {
-            mark: KeyMark::Bar,
-            color: QUEUE,
-            text: format!("queued message (max {qmax})"),
         });
     }
     if d.locations < nodes * d.group && d.places.is_empty() {

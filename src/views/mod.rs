@@ -23,6 +23,7 @@ pub mod kiviat;
 pub mod mesh;
 pub mod moments;
 pub mod moments_3d;
+pub mod network;
 pub mod perf_image;
 pub mod profile;
 pub mod profile_heatmap;
