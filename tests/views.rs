@@ -326,7 +326,10 @@ fn bad_requests_are_clear_errors() {
     let d = tempfile::tempdir().unwrap();
     let t = gauss(d.path());
     let err = fails(&["render", s(&t), "-o", "x.bmp"]);
-    assert!(err.contains(".png, .jpg, .svg, .glb, .gltf, .mp4 or .webm"), "{err}");
+    assert!(
+        err.contains(".png, .jpg, .svg, .glb, .gltf, .mp4 or .webm"),
+        "{err}"
+    );
     let err = fails(&[
         "render",
         s(&t),
