@@ -357,8 +357,7 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
                 continue;
             }
             let who = processors_text(a, b);
-            for k in 0..g.bins {
-                let when = &bin_text[k];
+            for (k, when) in bin_text.iter().enumerate() {
                 let v = with_data.iter().map(|&e| g.at(k, e)).sum::<f64>() / with_data.len() as f64;
                 scene.picks.push(Pick::rect(
                     [gx(g.edges[k]), y0],
