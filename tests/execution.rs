@@ -246,6 +246,7 @@ fn render_frames_forward_and_back_with_statistics() {
         ),
         (vec!["--cursor", "soon"], "--cursor"),
         (vec!["--frames", "2", "--fps", "0"], "--fps"),
+        (vec!["--frames", "99999999999"], "at most"),
     ] {
         let mut a = vec!["render", t_s, "-o", "/nonexistent/x.png"];
         a.extend(args.iter());

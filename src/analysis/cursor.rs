@@ -200,7 +200,8 @@ impl Timeline {
                 cands.push(if i >= n { self.times[i - n] } else { 0 });
             } else {
                 let i = self.times.partition_point(|&x| x <= at);
-                cands.push(self.times.get(i + n - 1).copied().unwrap_or(Time::MAX));
+                let k = i.saturating_add(n - 1);
+                cands.push(self.times.get(k).copied().unwrap_or(Time::MAX));
             }
         }
         let next = if step.backward {
@@ -229,6 +230,29 @@ mod tests {
         b.message(p0, p1, 100, 150, 64, 0);
         b.message(p1, p0, 200, 260, 32, 0);
         b.finish(BuildOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn huge_steps_go_to_the_ends() {
+        let t = trace();
+        let tl = Timeline::new(&t);
+        let step = Step {
+            events: u64::MAX,
+            ticks: 0,
+            backward: false,
+        };
+        assert_eq!(tl.advance(60, step, (0, 300), false).unwrap(), 300);
+        let back = Step {
+            backward: true,
+            ..step
+        };
+        assert_eq!(tl.advance(260, back, (0, 300), false).unwrap(), 0);
+        let ticks = Step {
+            events: 0,
+            ticks: Time::MAX,
+            backward: false,
+        };
+        assert_eq!(tl.advance(1, ticks, (0, 300), false).unwrap(), 300);
     }
 
     #[test]

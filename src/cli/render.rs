@@ -136,6 +136,9 @@ fn read_path(p: &Path) -> Result<Vec<Keyframe>> {
     Ok(keys)
 }
 
+/// The most frames one `render` writes.
+const MAX_FRAMES: usize = 1_000_000;
+
 /// One frame to render: the view's step, the time cursor, the camera.
 struct FramePlan {
     step: usize,
@@ -172,6 +175,9 @@ pub fn run(a: RenderArgs) -> Result<()> {
     }
     if a.frames == Some(0) {
         bail!("--frames must be at least 1");
+    }
+    if let Some(n) = a.frames.filter(|&n| n > MAX_FRAMES) {
+        bail!("--frames {n}: at most {MAX_FRAMES} frames in one render");
     }
     if let Some(f) = a.fps
         && !(f.is_finite() && f > 0.0 && f <= 1000.0)
@@ -275,10 +281,20 @@ pub fn run(a: RenderArgs) -> Result<()> {
         }
         v
     } else {
-        let n = a.frames.unwrap_or_else(|| {
-            path.as_ref()
-                .map_or(1, |p| (campath::duration(p) * fps).round() as usize + 1)
-        });
+        let n = match (a.frames, &path) {
+            (Some(n), _) => n,
+            (None, Some(p)) => {
+                let n = (campath::duration(p) * fps).round() + 1.0;
+                if n > MAX_FRAMES as f64 {
+                    bail!(
+                        "the camera path lasts {:.0} s: {n} frames at {fps} frames/s are more than {MAX_FRAMES}; give --frames",
+                        campath::duration(p)
+                    );
+                }
+                n as usize
+            }
+            (None, None) => 1,
+        };
         let steps = if a.frames.is_some() && path.is_none() {
             let (p, note) = anim.positions(n, state.step);
             if let Some(note) = note {
