@@ -153,6 +153,19 @@ fn picks_and_selection_in_every_processor_view() {
             }
         }
     }
+    // views that name what is under the mouse without drawing the selection
+    for view in [
+        "moments-3d",
+        "comm-perspective",
+        "comm-contour",
+        "profile-terrain",
+        "profile-heatmap",
+    ] {
+        let p = Prepared::new(&input, &state(view, serde_json::json!({}), 20)).unwrap();
+        let s = p.build(p.ctx(0, None, (1280, 720), None).unwrap()).unwrap();
+        assert!(!s.picks.is_empty(), "{view}: nothing to hover");
+        assert!(s.picks.iter().all(|p| !p.text.is_empty()), "{view}");
+    }
     // the Boxfish torus: nodes and links under the mouse
     let torus = common::shared_trace("boxfish-bgpc/bgpc_meta.yaml");
     if torus.exists() {

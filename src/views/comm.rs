@@ -283,13 +283,23 @@ pub fn tasks_of(d: &CommData, g: &Grid, cell: usize) -> String {
     }
 }
 
+/// A cell's hover text: sender and receiver tasks, value, window.
+pub fn cell_text(d: &CommData, g: &Grid, r: usize, c: usize, v: f64) -> String {
+    format!(
+        "from {}\nto {}\n{}\n{}",
+        tasks_of(d, g, r),
+        tasks_of(d, g, c),
+        axes::format_value(v, &unit(d.quantity), g.hi, 0.0),
+        window_text(d, g)
+    )
+}
+
 /// Hover picks for the shown cells of a matrix drawn over x ∈ [0, side],
 /// y ∈ [−side, 0] (at most 250,000: beyond, none), and the selected
 /// thread's row and column framed.
 pub fn cell_picks(scene: &mut Scene, d: &CommData, g: &Grid, selected: Option<usize>) {
     let shown = g.values.iter().filter(|&&v| g.shown(v)).count();
     let thread = d.m.level == Level::Thread;
-    let unit = unit(d.quantity);
     if shown <= 250_000 {
         for r in 0..g.side {
             for c in 0..g.side {
@@ -301,13 +311,7 @@ pub fn cell_picks(scene: &mut Scene, d: &CommData, g: &Grid, selected: Option<us
                 scene.picks.push(Pick::rect(
                     [x, y - 1.0],
                     [x + 1.0, y],
-                    format!(
-                        "from {}\nto {}\n{}\n{}",
-                        tasks_of(d, g, r),
-                        tasks_of(d, g, c),
-                        axes::format_value(v, &unit, g.hi, 0.0),
-                        window_text(d, g)
-                    ),
+                    cell_text(d, g, r, c, v),
                     (thread && g.block == 1).then_some(r),
                 ));
             }

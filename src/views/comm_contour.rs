@@ -110,6 +110,7 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
             );
         }
     }
+    comm::cell_picks(&mut scene, d, &g, ctx.selected);
     let ink = axes::ink(false);
     comm::axes_2d(&mut scene.lines, &mut scene.labels, d, &g, ink);
     for (l, &x) in lv.iter().enumerate() {

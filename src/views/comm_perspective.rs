@@ -5,9 +5,11 @@
 
 use super::BuildCtx;
 use super::comm::{self, CommData, CommParams, CommStyle};
+use crate::analysis::comm as comm_analysis;
 use crate::error::Result;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{
     GlyphInstance, GlyphShape, Glyphs, Label, LabelAlign, Legend, Projection, Scene, Segment, rgba,
 };
@@ -36,6 +38,7 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
     // receiver along x, sender along z (row 0 at the back)
     let at = |c: f32, r: f32| (-half + c * cell, -half + r * cell);
     let mut bars = Vec::new();
+    let mut picks = Vec::new();
     for r in 0..side {
         for c in 0..side {
             let v = g.values[r * side + c];
@@ -44,6 +47,11 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
             }
             let h = (g.unit(v) * top).max(0.004);
             let (x, z) = at(c as f32 + 0.5, r as f32 + 0.5);
+            picks.push(Pick::point(
+                [x, h, z],
+                comm::cell_text(d, &g, r, c, v),
+                (d.m.level == comm_analysis::Level::Thread && g.block == 1).then_some(r),
+            ));
             bars.push(GlyphInstance {
                 position: [x, h / 2.0, z],
                 scale: [cell * 0.8, h, cell * 0.8],
@@ -57,6 +65,7 @@ pub fn build(d: &CommData, colormap: &str, p: &CommParams, ctx: BuildCtx) -> Res
         shape: GlyphShape::Box,
         instances: bars,
     });
+    scene.picks = picks;
     let ink = axes::ink(true);
     let grey = [0.45, 0.48, 0.55, 1.0];
     // the floor: outline and a light grid every tick

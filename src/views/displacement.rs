@@ -19,6 +19,7 @@ use crate::readers::Loaded;
 use crate::readers::tensor::{AccessTensor, read_access_tensor};
 use crate::scene::axes::{self, Unit};
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{
     GlyphInstance, GlyphShape, Glyphs, Label, LabelAlign, Legend, Mesh, Projection, Scene, Segment,
     Vertex, rgba,
@@ -230,6 +231,28 @@ pub fn build(
     let color = |v: f64| rgba(cmap.at(((v / m + 1.0) / 2.0) as f32), 1.0);
     let mut scene = Scene::new("", Projection::Perspective);
     let row = |vals: &[f64], e: usize| vals[t * d.elements + e];
+    // hover: each element's read and write differences (up to 65,536)
+    if d.elements <= 65_536 {
+        for e in 0..d.elements {
+            let [x, z] = at(e % w, e / w);
+            let (r, wr) = (row(&d.reads, e), row(&d.writes, e));
+            let text = format!(
+                "element {e} ({}, {})\ninterval {t}\nread difference {r}\nwrite difference {wr}",
+                e % w,
+                e / w
+            );
+            scene.picks.push(Pick::point(
+                [x, (r / m) as f32 * top, z],
+                text.clone(),
+                None,
+            ));
+            if wr != 0.0 {
+                scene
+                    .picks
+                    .push(Pick::point([x, -(wr / m) as f32 * top, z], text, None));
+            }
+        }
+    }
     match style {
         "spheres" | "towers" => {
             let mut g = Vec::with_capacity(2 * d.elements);

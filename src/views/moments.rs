@@ -205,6 +205,21 @@ pub(super) fn merged_rows(group: usize) -> String {
     }
 }
 
+/// A row's hover text: who and its moments.
+pub(super) fn row_text(who: &str, m: &RowMoments, states_label: &str) -> String {
+    let at = |v: f64| axes::format_time(v, v.abs().max(1.0), 0.0);
+    match (m.m1, m.m2, m.m3) {
+        (Some(m1), Some(m2), Some(m3)) => format!(
+            "{who}\nm0 busy time {}\nm1 mean time {}\nm2 deviation ±{}\nm3 skew {}",
+            at(m.m0),
+            at(m1),
+            at(m2),
+            at(m3)
+        ),
+        _ => format!("{who}\nno time in {states_label} in the window"),
+    }
+}
+
 /// "processor 3" or "processors 64–127 (mean)" for hover texts.
 pub(super) fn processors_text(a: usize, b: usize) -> String {
     if b <= a + 1 {
@@ -311,20 +326,9 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
     let mut scene = Scene::new("Moments of utilization", Projection::Orthographic);
     scene.margins = margins;
     // hover: each row's moments
-    let at = |v: f64| axes::format_time(v, v.abs().max(1.0), 0.0);
     for (r, m) in row.iter().enumerate() {
         let (a, b) = (r * group, ((r + 1) * group).min(n));
-        let who = processors_text(a, b);
-        let text = match (m.m1, m.m2, m.m3) {
-            (Some(m1), Some(m2), Some(m3)) => format!(
-                "{who}\nm0 busy time {}\nm1 mean time {}\nm2 deviation ±{}\nm3 skew {}",
-                at(m.m0),
-                at(m1),
-                at(m2),
-                at(m3)
-            ),
-            _ => format!("{who}\nno time in {} in the window", spec.states_label),
-        };
+        let text = row_text(&processors_text(a, b), m, &spec.states_label);
         scene.picks.push(Pick::rect(
             [0.0, -(r as f32) - 1.0],
             [1.0, -(r as f32)],

@@ -7,13 +7,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::moments::{SKEW, merged_rows, moment_key, processor_ticks, row_moments, window_text};
+use super::moments::{
+    SKEW, merged_rows, moment_key, processor_ticks, processors_text, row_moments, row_text,
+    window_text,
+};
 use super::{BuildCtx, ParamDoc, Resolved, View, inputs};
 use crate::analysis::metric::BusyRuns;
 use crate::analysis::moments::MomentAcc;
 use crate::error::{Error, Result};
 use crate::readers::Loaded;
 use crate::scene::axes;
+use crate::scene::pick::Pick;
 use crate::scene::{
     GlyphInstance, GlyphShape, Glyphs, Label, LabelAlign, Projection, Scene, Segment,
 };
@@ -120,6 +124,7 @@ pub fn build(accs: &[MomentAcc], spec: &Resolved, p: &Moments3dParams) -> Result
     let x = |t: f64| (((t - t0 as f64) / span).clamp(0.0, 1.0)) as f32 * width;
     let depth = width * p.depth.clamp(0.05, 20.0);
     let dz = depth / rows as f32;
+    let mut picks = Vec::new();
     let mut boxes = Vec::with_capacity(rows * 4);
     let mut push = |x0: f32, x1: f32, y: f32, h: f32, z: f32, d: f32, color: [f32; 4]| {
         if x1 > x0 {
@@ -135,6 +140,12 @@ pub fn build(accs: &[MomentAcc], spec: &Resolved, p: &Moments3dParams) -> Result
             continue;
         };
         let z = -(r as f32 + 0.5) * dz;
+        let (a, b) = (r * group, ((r + 1) * group).min(n));
+        picks.push(Pick::point(
+            [x(m1), 0.12, z],
+            row_text(&processors_text(a, b), m, &spec.states_label),
+            (group == 1).then_some(a),
+        ));
         let half = m.m0 / 2.0;
         push(x(m1 - half), x(m1 + half), 0.0, 0.12, z, dz * 0.8, BAR);
         push(x(m1 - m2), x(m1 - half), 0.0, 0.06, z, dz * 0.8, WING);
@@ -151,6 +162,7 @@ pub fn build(accs: &[MomentAcc], spec: &Resolved, p: &Moments3dParams) -> Result
         shape: GlyphShape::Box,
         instances: boxes,
     });
+    scene.picks = picks;
     let ink = axes::ink(true);
     // the time axis in front, with ticks
     let zf = 0.05f32;

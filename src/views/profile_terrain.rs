@@ -11,6 +11,7 @@ use super::profile::{self, ProfileData, ProfileParams, ProfileStyle, Scale};
 use crate::error::Result;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{
     KeyEntry, KeyMark, Label, LabelAlign, Legend, Mesh, Projection, Scene, Segment, Vertex, rgba,
 };
@@ -98,6 +99,46 @@ pub fn build(d: &ProfileData, colormap: &str, q: &ProfileParams) -> Result<Scene
     }
     mesh.smooth_normals();
     let mut scene = Scene::new("", Projection::Perspective);
+    // hover: every grid point (block) up to 65,536: rows, processors, both metrics
+    if r2 * c2 <= 65_536 {
+        let unit_a = axes::Unit::from_name(&ma.unit);
+        let unit_b = axes::Unit::from_name(&mb.unit);
+        for r in 0..r2 {
+            let (ra, rb) = (r * br, ((r + 1) * br).min(rows));
+            let row = if rb > ra + 1 {
+                format!(
+                    "{} {}–{} (max)",
+                    profile::row_noun(p),
+                    profile::row_label(p, ra, 30),
+                    profile::row_label(p, rb - 1, 30)
+                )
+            } else {
+                profile::row_label(p, ra, 60)
+            };
+            for c in 0..c2 {
+                let (ca, cb) = (c * bc, ((c + 1) * bc).min(cols));
+                let (va, vb) = (ha[at(r, c)], hb[at(r, c)]);
+                let mut text = format!(
+                    "{row}\n{}\n{}: {}",
+                    super::moments::processors_text(ca, cb).replace("(mean)", "(max)"),
+                    ma.name,
+                    axes::format_value(va, &unit_a, va.abs(), 0.0)
+                );
+                if d.b != d.a {
+                    text.push_str(&format!(
+                        "\n{}: {}",
+                        mb.name,
+                        axes::format_value(vb, &unit_b, vb.abs(), 0.0)
+                    ));
+                }
+                scene.picks.push(Pick::point(
+                    mesh.vertices[r * gc + c].position,
+                    text,
+                    (bc == 1).then_some(ca),
+                ));
+            }
+        }
+    }
     scene.meshes.push(mesh);
     let ink = axes::ink(true);
     let grey = [0.45, 0.48, 0.55, 1.0];

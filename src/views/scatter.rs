@@ -17,6 +17,7 @@ use crate::readers::Loaded;
 use crate::readers::tensor::AccessTensor;
 use crate::scene::axes;
 use crate::scene::colormap::Colormap;
+use crate::scene::pick::Pick;
 use crate::scene::{
     GlyphInstance, GlyphShape, Glyphs, KeyEntry, KeyMark, Label, LabelAlign, Projection, Scene,
     Segment, rgba,
@@ -167,6 +168,7 @@ pub fn build(d: &ScatterData, colormap: &str, p: &ScatterParams, t: usize) -> Re
     let (x0, z0) = (-(bw as f32) * cell / 2.0, -(bh as f32) * cell / 2.0);
     let top = p.height.clamp(0.01, 8.0) * 2.0;
     let mut g = Vec::new();
+    let mut picks = Vec::new();
     for bj in 0..bh {
         for bi in 0..bw {
             for q in 0..a.processors {
@@ -174,12 +176,29 @@ pub fn build(d: &ScatterData, colormap: &str, p: &ScatterParams, t: usize) -> Re
                 if c <= 0.0 {
                     continue;
                 }
+                let position = [
+                    x0 + (bi as f32 + 0.5) * cell,
+                    (c / m) as f32 * top,
+                    z0 + (bj as f32 + 0.5) * cell,
+                ];
+                let elements = if k == 1 {
+                    format!("element ({bi}, {bj})")
+                } else {
+                    format!(
+                        "elements ({}–{}, {}–{})",
+                        bi * k,
+                        ((bi + 1) * k).min(w) - 1,
+                        bj * k,
+                        ((bj + 1) * k).min(h) - 1
+                    )
+                };
+                picks.push(Pick::point(
+                    position,
+                    format!("{elements}\nprocessor {q}\ninterval {t}\naccesses: {c}"),
+                    None,
+                ));
                 g.push(GlyphInstance {
-                    position: [
-                        x0 + (bi as f32 + 0.5) * cell,
-                        (c / m) as f32 * top,
-                        z0 + (bj as f32 + 0.5) * cell,
-                    ],
+                    position,
                     scale: [cell * 0.5, cell * 0.5, cell * 0.5],
                     color: rgba(cmap.category(q), 1.0),
                 });
@@ -188,6 +207,7 @@ pub fn build(d: &ScatterData, colormap: &str, p: &ScatterParams, t: usize) -> Re
     }
     let shown = g.len();
     let mut scene = Scene::new("", Projection::Perspective);
+    scene.picks = picks;
     scene.glyphs.push(Glyphs {
         shape: GlyphShape::Box,
         instances: g,
