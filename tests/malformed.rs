@@ -424,3 +424,73 @@ fn busy_override_from_the_command_line() {
     assert_eq!(code, 1);
     assert!(err.contains("matches no state"), "{err}");
 }
+
+/// Line ends: LF, CRLF and bare CR (old Mac files) read the same records
+/// (a bare-CR file used to be one header line and no record); PICL too.
+#[test]
+fn every_line_ending_reads_the_same() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("g.prv");
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "gauss",
+        "-p",
+        "4",
+        "--n",
+        "16",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lf = std::fs::read(&t).unwrap();
+    let want = readers::read(&t, &ReadOptions::default()).unwrap();
+    assert!(want.intervals.len() > 100);
+    for (name, bytes) in [
+        (
+            "crlf.prv",
+            lf.iter()
+                .flat_map(|&b| {
+                    if b == b'\n' {
+                        vec![b'\r', b'\n']
+                    } else {
+                        vec![b]
+                    }
+                })
+                .collect::<Vec<u8>>(),
+        ),
+        (
+            "cr.prv",
+            lf.iter()
+                .map(|&b| if b == b'\n' { b'\r' } else { b })
+                .collect(),
+        ),
+    ] {
+        let p = write(d.path(), name, &bytes);
+        std::fs::copy(t.with_extension("pcf"), p.with_extension("pcf")).ok();
+        let got = readers::read(&p, &ReadOptions::default()).unwrap();
+        assert_eq!(got.intervals.len(), want.intervals.len(), "{name}");
+        assert_eq!(got.messages.len(), want.messages.len(), "{name}");
+        assert_eq!(got.meta.span, want.meta.span, "{name}");
+    }
+    let picl = d.path().join("g.trf");
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "gauss",
+        "-p",
+        "4",
+        "--n",
+        "16",
+        "-o",
+        picl.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let want = readers::read(&picl, &ReadOptions::default()).unwrap();
+    let bytes: Vec<u8> = std::fs::read(&picl)
+        .unwrap()
+        .iter()
+        .map(|&b| if b == b'\n' { b'\r' } else { b })
+        .collect();
+    let p = write(d.path(), "cr.trf", &bytes);
+    let got = readers::read(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(got.intervals.len(), want.intervals.len());
+}

@@ -154,6 +154,9 @@ pub struct LineBlocks {
     next_byte: u64,
     eof: bool,
     block_size: usize,
+    /// Bare carriage returns end the lines (old Mac files): read as line
+    /// feeds, byte for byte; `None` until the first line end is seen.
+    bare_cr: Option<bool>,
 }
 
 impl LineBlocks {
@@ -169,6 +172,32 @@ impl LineBlocks {
             next_byte: 0,
             eof: false,
             block_size: block_size.max(1),
+            bare_cr: None,
+        }
+    }
+
+    /// Line ends: decides from the first one seen whether they are bare
+    /// CRs, and turns those of `carry[from..]` into LFs (same offsets).
+    fn normalise(&mut self, from: usize) {
+        if self.bare_cr.is_none() {
+            let data = &self.carry[from.min(self.carry.len())..];
+            if let Some(k) = memchr::memchr2(b'\n', b'\r', data) {
+                if data[k] == b'\n' {
+                    self.bare_cr = Some(false);
+                } else if k + 1 < data.len() {
+                    self.bare_cr = Some(data[k + 1] != b'\n');
+                } else if self.eof {
+                    self.bare_cr = Some(true);
+                }
+            }
+        }
+        if self.bare_cr == Some(true) {
+            let from = from.min(self.carry.len());
+            for b in &mut self.carry[from..] {
+                if *b == b'\r' {
+                    *b = b'\n';
+                }
+            }
         }
     }
 
@@ -188,6 +217,7 @@ impl LineBlocks {
         let mut v = bytes.to_vec();
         v.extend_from_slice(&self.carry);
         self.carry = v;
+        self.normalise(0);
     }
 
     /// Reads the rest of the current line (for headers) and returns it
@@ -253,6 +283,9 @@ impl LineBlocks {
         if got < want {
             self.eof = true;
         }
+        // undecided line ends look again from the start of what is held
+        let from = if self.bare_cr.is_none() { 0 } else { old };
+        self.normalise(from);
         Ok(())
     }
 
