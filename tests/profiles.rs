@@ -242,3 +242,76 @@ fn line_profile_malformed() {
         assert_eq!(code, 1);
     }
 }
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// A byte-order mark, bare-CR or CRLF line ends and gzip are read like the
+/// plain table (each used to be refused or misread), for line profiles and
+/// TAU profiles alike.
+#[test]
+fn bom_line_ends_and_gzip_everywhere() {
+    let d = tempfile::tempdir().unwrap();
+    let plain = line_profile::read(&write(d.path(), "plain.csv", LINES.as_bytes())).unwrap();
+    let variants: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "bom.csv",
+            [b"\xEF\xBB\xBF".as_slice(), LINES.as_bytes()].concat(),
+        ),
+        ("cr.csv", LINES.replace('\n', "\r").into_bytes()),
+        ("crlf.csv", LINES.replace('\n', "\r\n").into_bytes()),
+        ("gz.csv", gzip(LINES.as_bytes())),
+        (
+            "bomgz.csv",
+            gzip(&[b"\xEF\xBB\xBF".as_slice(), LINES.as_bytes()].concat()),
+        ),
+    ];
+    for (name, bytes) in variants {
+        let f = write(d.path(), name, &bytes);
+        let Loaded::Profile(p) =
+            readers::load(&f, &ReadOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
+        else {
+            panic!("{name}: not a profile")
+        };
+        assert_eq!(p.metrics[0].values, plain.metrics[0].values, "{name}");
+        assert_eq!(p.procedures.len(), 2, "{name}");
+    }
+    // invalid UTF-8 is refused at its byte offset
+    let f = write(d.path(), "bad.csv", b"line,processor,ticks\n1,0,\xff\n");
+    let e = line_profile::read(&f).unwrap_err().to_string();
+    assert!(e.contains("byte 25") && e.contains("UTF-8"), "{e}");
+    // a gzip-compressed TAU profile
+    let t = tempfile::tempdir().unwrap();
+    write(t.path(), "profile.0.0.0", &gzip(T000.as_bytes()));
+    write(t.path(), "profile.1.0.0", T010.as_bytes());
+    let p = tau::read(t.path()).unwrap();
+    assert_eq!(p.columns, vec!["0,0,0", "1,0,0"]);
+    assert_eq!(
+        p.metric("calls").unwrap().values,
+        vec![1.0, 1.0, 4.0, 0.0, 4.0, 0.0, 0.0, 3.0]
+    );
+}
+
+/// Profiles are read inside their directory: a `profile.*` that is a link
+/// to a file outside it is refused, not read.
+#[cfg(unix)]
+#[test]
+fn tau_links_out_of_the_directory_are_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = write(outside.path(), "secret", T010.as_bytes());
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "profile.0.0.0", T000.as_bytes());
+    std::os::unix::fs::symlink(&secret, d.path().join("profile.1.0.0")).unwrap();
+    let e = tau::read(d.path()).unwrap_err().to_string();
+    assert!(e.contains("outside the profile's directory"), "{e}");
+    // a link inside the directory is fine
+    let d2 = tempfile::tempdir().unwrap();
+    write(d2.path(), "profile.0.0.0", T000.as_bytes());
+    write(d2.path(), "data", T010.as_bytes());
+    std::os::unix::fs::symlink(d2.path().join("data"), d2.path().join("profile.1.0.0")).unwrap();
+    assert_eq!(tau::read(d2.path()).unwrap().columns.len(), 2);
+}

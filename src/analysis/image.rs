@@ -79,7 +79,7 @@ pub fn read_coords(path: &std::path::Path) -> Result<Layout> {
             meta.len()
         )));
     }
-    let text = std::fs::read_to_string(path).map_err(cannot)?;
+    let text = crate::readers::input::read_text(path, 1 << 30)?;
     let mut xy: Vec<(usize, usize, usize)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();

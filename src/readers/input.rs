@@ -90,6 +90,60 @@ pub fn peek(path: &Path, n: usize) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The whole decompressed content of `path`, at most `max` bytes (a
+/// larger one is refused at that offset, before it is all in memory).
+pub fn read_all(path: &Path, max: u64) -> Result<Vec<u8>> {
+    let mut input = open(path)?;
+    let mut bytes = Vec::new();
+    let got = (&mut input.reader)
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if got as u64 > max {
+        return Err(Error::parse(
+            path,
+            Position::byte(max),
+            format!(
+                "expected a file of at most {} MiB (decompressed), found a larger one",
+                max >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The whole decompressed content of a small text file (tables,
+/// coordinates, profiles), at most `max` bytes: a UTF-8 byte-order mark
+/// dropped, bare-CR line ends turned into LF, invalid UTF-8 refused at its
+/// byte offset.
+pub fn read_text(path: &Path, max: u64) -> Result<String> {
+    let mut bytes = read_all(path, max)?;
+    let start = if bytes.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    let first_end = memchr::memchr2(b'\n', b'\r', &bytes[start..]).map(|k| start + k);
+    if let Some(k) = first_end
+        && bytes[k] == b'\r'
+        && bytes.get(k + 1) != Some(&b'\n')
+    {
+        for b in &mut bytes[start..] {
+            if *b == b'\r' {
+                *b = b'\n';
+            }
+        }
+    }
+    let bytes = bytes.split_off(start);
+    String::from_utf8(bytes).map_err(|e| {
+        Error::parse(
+            path,
+            Position::byte((e.utf8_error().valid_up_to() + start) as u64),
+            "expected UTF-8 text",
+        )
+    })
+}
+
 /// Reads until `buf` is full or the stream ends; returns the bytes read.
 pub fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;

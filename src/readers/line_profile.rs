@@ -39,7 +39,8 @@ fn header_columns(line: &str) -> Option<(char, usize, usize, usize)> {
 
 /// Whether `head` looks like a line-profile table (its header row).
 pub fn looks_like_line_profile(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(head);
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let text = String::from_utf8_lossy(head).replace('\r', "\n");
     text.lines()
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'))
@@ -48,14 +49,9 @@ pub fn looks_like_line_profile(head: &[u8]) -> bool {
 
 /// Reads a line-profile table.
 pub fn read(path: &Path) -> Result<ProfileMatrix> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        Error::parse(
-            path,
-            Position::byte(e.valid_up_to() as u64),
-            "expected UTF-8 text",
-        )
-    })?;
+    // gzip, a byte-order mark and any line ends are accepted
+    let text = super::input::read_text(path, 4 << 30)?;
+    let text = text.as_str();
     let err = |line: usize, msg: String| Error::parse(path, Position::line(line as u64 + 1), msg);
     let mut source_file = None;
     let mut procedures = Vec::new();

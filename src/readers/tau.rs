@@ -82,7 +82,8 @@ fn parse_file(path: &Path) -> Result<ThreadProfile> {
             "expected a file named profile.NODE.CONTEXT.THREAD",
         )
     })?;
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    // gzip-compressed profiles are read as they are
+    let bytes = super::input::read_all(path, 4 << 30)?;
     let text = String::from_utf8_lossy(&bytes);
     let mut lines = text.lines().enumerate().map(|(i, l)| (i as u64 + 1, l));
     let err = |line: u64, msg: String| Error::parse(path, Position::line(line), msg);
@@ -206,9 +207,19 @@ fn parse_entry(line: &str) -> std::result::Result<Entry, String> {
 
 fn profile_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v = Vec::new();
+    let root = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
     for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let p = e.map_err(|e| Error::io(dir, e))?.path();
         if p.is_file() && thread_id(&p).is_some() {
+            // confined by real path: a link out of the profile's directory is refused
+            let real = p.canonicalize().map_err(|e| Error::io(&p, e))?;
+            if !real.starts_with(&root) {
+                return Err(Error::Invalid(format!(
+                    "{}: refusing to read {}, which leads outside the profile's directory",
+                    p.display(),
+                    real.display()
+                )));
+            }
             v.push(p);
         }
     }
