@@ -494,3 +494,28 @@ fn every_line_ending_reads_the_same() {
     let got = readers::read(&p, &ReadOptions::default()).unwrap();
     assert_eq!(got.intervals.len(), want.intervals.len());
 }
+
+/// A `.pcf` that is a link out of the trace's directory is refused (its
+/// lines used to appear as state names); a real `.pcf` beside it reads.
+#[cfg(unix)]
+#[test]
+fn paraver_siblings_are_confined_by_real_path() {
+    let d = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = write(outside.path(), "secret.pcf", b"STATES\n1 Leaked\n");
+    let prv = write(
+        d.path(),
+        "t.prv",
+        format!("{PRV_HEAD}1:1:1:1:1:0:10:1\n").as_bytes(),
+    );
+    std::os::unix::fs::symlink(&secret, d.path().join("t.pcf")).unwrap();
+    fails(
+        &prv,
+        &ReadOptions::default(),
+        &["outside the trace's directory"],
+    );
+    std::fs::remove_file(d.path().join("t.pcf")).unwrap();
+    write(d.path(), "t.pcf", b"STATES\n1 Computing\n");
+    let t = readers::read(&prv, &ReadOptions::default()).unwrap();
+    assert!(t.states.by_name("Computing").is_some());
+}

@@ -277,3 +277,34 @@ fn damaged_archives_fail_clearly() {
     std::fs::write(&g, b"\x00\x01\x02\x03\x04\x05\x06\x07").unwrap();
     fails(&g, "unrecognised trace format");
 }
+
+/// A location file of the archive that is a link out of the archive's
+/// directory is refused before the library opens it.
+#[cfg(unix)]
+#[test]
+fn location_files_linked_outside_are_refused() {
+    let src = shared_trace("ping-pong-otf2");
+    let d = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let arch = d.path().join("a");
+    std::fs::create_dir_all(arch.join("traces")).unwrap();
+    for f in ["traces.otf2", "traces.def"] {
+        std::fs::copy(src.join(f), arch.join(f)).unwrap();
+    }
+    for e in std::fs::read_dir(src.join("traces")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, arch.join("traces").join(p.file_name().unwrap())).unwrap();
+    }
+    std::fs::remove_file(arch.join("traces/0.evt")).unwrap();
+    let evt = outside.path().join("0.evt");
+    std::fs::copy(src.join("traces/0.evt"), &evt).unwrap();
+    std::os::unix::fs::symlink(&evt, arch.join("traces/0.evt")).unwrap();
+    let e = readers::read(&arch.join("traces.otf2"), &ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("outside the archive"), "{e}");
+    // the same file inside the archive reads
+    std::fs::remove_file(arch.join("traces/0.evt")).unwrap();
+    std::fs::copy(&evt, arch.join("traces/0.evt")).unwrap();
+    readers::read(&arch.join("traces.otf2"), &ReadOptions::default()).unwrap();
+}

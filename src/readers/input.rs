@@ -90,6 +90,26 @@ pub fn peek(path: &Path, n: usize) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// `p`, a file read beside `trace`, by its real path; refused when it
+/// leads (through links or `..`) outside the trace's directory.
+pub fn confined(trace: &Path, p: &Path) -> Result<PathBuf> {
+    let dir = trace
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let real_dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    let real = p.canonicalize().map_err(|e| Error::io(p, e))?;
+    if !real.starts_with(&real_dir) {
+        return Err(Error::Invalid(format!(
+            "{}: refusing to read {} (it leads to {}, outside the trace's directory)",
+            trace.display(),
+            p.display(),
+            real.display()
+        )));
+    }
+    Ok(real)
+}
+
 /// The whole decompressed content of `path`, at most `max` bytes (a
 /// larger one is refused at that offset, before it is all in memory).
 pub fn read_all(path: &Path, max: u64) -> Result<Vec<u8>> {

@@ -656,17 +656,24 @@ fn parse_block(block: &Block, ctx: &Ctx) -> Chunk {
     out
 }
 
-/// The `.pcf` or `.row` beside `path` (same directory, same stem).
-fn sibling(path: &Path, ext: &str) -> Option<PathBuf> {
-    let name = path.file_name()?.to_str()?;
+/// The `.pcf` or `.row` beside `path` (same directory, same stem), by
+/// its real path: one that leads outside the trace's directory is refused.
+fn sibling(path: &Path, ext: &str) -> Result<Option<PathBuf>> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Ok(None);
+    };
     let stem = name.strip_suffix(".gz").unwrap_or(name);
     let stem = stem.strip_suffix(".prv").unwrap_or(stem);
     let p = path.with_file_name(format!("{stem}.{ext}"));
-    p.is_file().then_some(p)
+    if !p.is_file() {
+        return Ok(None);
+    }
+    input::confined(path, &p).map(Some)
 }
 
+/// A `.pcf` or `.row` (gzip accepted; at most 256 MiB).
 fn read_text(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = input::read_all(path, 256 << 20)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -684,11 +691,11 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let header =
         parse_header(&header_text).map_err(|m| Error::parse(path, Position::line(1), m))?;
 
-    let pcf = match sibling(path, "pcf") {
+    let pcf = match sibling(path, "pcf")? {
         Some(p) => parse_pcf(&read_text(&p)?),
         None => Pcf::default(),
     };
-    let row = match sibling(path, "row") {
+    let row = match sibling(path, "row")? {
         Some(p) => parse_row(&read_text(&p)?),
         None => HashMap::new(),
     };

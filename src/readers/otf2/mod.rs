@@ -598,7 +598,13 @@ fn check_archive(anchor: &Path) -> Result<PathBuf> {
             ),
         ));
     }
-    for p in [def, dir.join(&stem)] {
+    // the definitions, the location directory and every file in it (the
+    // library opens N.evt and N.def by name: links out are refused first)
+    let mut files = vec![def, dir.join(&stem)];
+    if let Ok(rd) = std::fs::read_dir(dir.join(&stem)) {
+        files.extend(rd.flatten().take(1 << 20).map(|e| e.path()));
+    }
+    for p in files {
         if let Ok(r) = p.canonicalize()
             && !r.starts_with(&dir)
         {
