@@ -1,6 +1,7 @@
 //! Building a [`Trace`] from the raw records of a reader: sorting into the
 //! columnar layout, validation and repair.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use rayon::prelude::*;
@@ -82,6 +83,8 @@ pub struct TraceBuilder {
     pub states: StateTable,
     pub event_types: EventTypes,
     pub counter_defs: Vec<CounterDef>,
+    /// `counter_defs` by name (interning in O(1)).
+    counter_index: HashMap<String, u32>,
     pub collective_ops: Vec<String>,
     pub communicators: Vec<Communicator>,
     pub(crate) intervals: Vec<RawInterval>,
@@ -110,6 +113,7 @@ impl TraceBuilder {
             states: StateTable::new(),
             event_types: EventTypes::default(),
             counter_defs: Vec::new(),
+            counter_index: HashMap::new(),
             collective_ops: Vec::new(),
             communicators: Vec::new(),
             intervals: Vec::new(),
@@ -184,14 +188,16 @@ impl TraceBuilder {
 
     /// Interns a counter definition by name.
     pub fn counter_def(&mut self, name: &str, unit: &str) -> u32 {
-        if let Some(i) = self.counter_defs.iter().position(|c| c.name == name) {
-            return i as u32;
+        if let Some(&i) = self.counter_index.get(name) {
+            return i;
         }
         self.counter_defs.push(CounterDef {
             name: name.to_string(),
             unit: unit.to_string(),
         });
-        (self.counter_defs.len() - 1) as u32
+        let i = (self.counter_defs.len() - 1) as u32;
+        self.counter_index.insert(name.to_string(), i);
+        i
     }
 
     /// Interns a collective operation name.

@@ -23,7 +23,8 @@
 //! one whose category contains `overhead` is overhead, all others are busy.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 
 use rustc_hash::FxHashMap;
 use std::path::Path;
@@ -872,19 +873,34 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let mut i = 0;
     while i < acc.asyncs.len() {
         let key = acc.asyncs[i].key;
-        let mut stack: Vec<(i64, String)> = Vec::new();
+        // open begins: all of them in order (closed ones marked), and per
+        // name the positions of its open ones: an end by name closes the
+        // newest of its name, an end without a name the newest of all —
+        // O(1) amortised however deep the stack
+        let mut open: Vec<(i64, String, bool)> = Vec::new();
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
         while i < acc.asyncs.len() && acc.asyncs[i].key == key {
             let a = &acc.asyncs[i];
             if a.begin {
-                stack.push((a.ts, a.name.clone()));
+                by_name.entry(a.name.clone()).or_default().push(open.len());
+                open.push((a.ts, a.name.clone(), true));
             } else {
-                let k = stack
-                    .iter()
-                    .rposition(|(_, n)| a.name.is_empty() || *n == a.name);
+                let k = if a.name.is_empty() {
+                    while open.last().is_some_and(|o| !o.2) {
+                        open.pop();
+                    }
+                    open.len().checked_sub(1).inspect(|&k| {
+                        if let Some(v) = by_name.get_mut(&open[k].1) {
+                            v.pop();
+                        }
+                    })
+                } else {
+                    by_name.get_mut(&a.name).and_then(|v| v.pop())
+                };
                 match k {
                     Some(k) => {
-                        let (bt, name) = stack.remove(k);
-                        async_slices.push((a.pid, name, bt, a.ts));
+                        open[k].2 = false;
+                        async_slices.push((a.pid, open[k].1.clone(), open[k].0, a.ts));
                     }
                     None => unmatched_end += 1,
                 }
@@ -892,9 +908,11 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
             i += 1;
         }
         let pid = acc.asyncs[i - 1].pid;
-        for (bt, name) in stack {
-            unclosed += 1;
-            async_slices.push((pid, name, bt, end_abs));
+        for (bt, name, still) in open {
+            if still {
+                unclosed += 1;
+                async_slices.push((pid, name, bt, end_abs));
+            }
         }
     }
     async_slices.sort_by(|a, b| (a.0, &a.1, a.2, b.3).cmp(&(b.0, &b.1, b.2, a.3)));
@@ -911,9 +929,20 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
         });
         let state = b.states.intern(&name, StateClass::Busy);
         let mut lanes: Vec<(LocId, i64)> = Vec::new();
+        // first fit by lane number in O(log lanes): lanes still busy in a
+        // heap by their end, lanes free at this start in a set by number
+        let mut busy: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+        let mut free: BTreeSet<usize> = BTreeSet::new();
         while j < async_slices.len() && async_slices[j].0 == pid && async_slices[j].1 == name {
             let (_, _, s, e) = async_slices[j];
-            let lane = match lanes.iter().position(|&(_, end)| end <= s) {
+            while let Some(&Reverse((end, k))) = busy.peek() {
+                if end > s {
+                    break;
+                }
+                busy.pop();
+                free.insert(k);
+            }
+            let lane = match free.pop_first() {
                 Some(k) => k,
                 None => {
                     let lname = if lanes.is_empty() {
@@ -927,6 +956,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
                 }
             };
             lanes[lane].1 = e;
+            busy.push(Reverse((e, lane)));
             b.interval(lanes[lane].0, rel(s), rel(e), state);
             j += 1;
         }
