@@ -403,6 +403,24 @@ fn picl_malformed_and_repairs() {
         b"-3 -901 0.0 0 0 0\n-4 -21 0.1 0 0 0\n-4 -901 0.2 0 0 0\n",
     );
     repairs(&p, "unmatched-end", 1);
+    // records out of time order on a processor: re-sorted with a count,
+    // refused with --strict at the first one's line
+    let mut lines: Vec<&str> = PICL.lines().collect();
+    lines.swap(4, 5); // processor 1's receive begin (5 µs) after its end (20 µs)
+    let p = write(
+        d.path(),
+        "unsorted.trf",
+        (lines.join("\n") + "\n").as_bytes(),
+    );
+    let t = repairs(&p, "unsorted-records", 1);
+    let sorted = readers::read(
+        &write(d.path(), "sorted.trf", PICL.as_bytes()),
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(t.intervals.len(), sorted.intervals.len());
+    assert_eq!(t.messages.len(), sorted.messages.len());
+    fails(&p, &strict(), &["line 6", "re-sorted"]);
 }
 
 #[test]

@@ -259,6 +259,31 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         .states
         .add("recv", StateClass::Overhead, Some([240, 160, 20]), 2);
 
+    // records earlier than the one before them on their processor (in file
+    // order): re-sorted below with a warning that counts them; --strict
+    // refuses them at the first one's line
+    let mut last: HashMap<u32, i64> = HashMap::with_capacity(procs.len());
+    let (mut unsorted, mut first_unsorted) = (0u64, None);
+    for r in &recs {
+        let t = last.entry(r.proc_).or_insert(r.time);
+        if r.time < *t {
+            unsorted += 1;
+            first_unsorted.get_or_insert(r.seq);
+        } else {
+            *t = r.time;
+        }
+    }
+    b.diagnostics.repair(
+        "unsorted-records",
+        &src,
+        first_unsorted.map_or(Position::none(), Position::line),
+        unsorted,
+        || {
+            format!(
+                "{unsorted} record(s) earlier than the record before them on their processor; re-sorted by time"
+            )
+        },
+    )?;
     // per processor, in time order (file order breaks ties)
     recs.sort_by_key(|r| (r.proc_, r.time, r.seq));
     let mut unmatched_end = 0u64;
