@@ -146,6 +146,21 @@ impl TraceBuilder {
         });
     }
 
+    /// ", the first at location NAME, T ns from the trace start" for
+    /// repair messages of records the builder reorders (it keeps no line
+    /// numbers).
+    fn where_(&self, first: Option<(usize, Time)>) -> String {
+        match first {
+            Some((l, t)) => format!(
+                ", the first at location '{}', {t} ns from the trace start",
+                self.locations
+                    .get(l as LocId)
+                    .map_or("?", |x| x.name.as_str()),
+            ),
+            None => String::new(),
+        }
+    }
+
     /// Adds an instant event; `loc` may be [`GLOBAL`].
     pub fn event(&mut self, loc: LocId, time: Time, kind: u32, value: i64) {
         self.events.push(RawEvent {
@@ -281,10 +296,16 @@ impl TraceBuilder {
         drop(raw);
         // sort the runs that are not in order, counting them
         let mut unsorted = 0u64;
+        let mut first_unsorted: Option<(usize, Time)> = None;
         let mut scratch: Vec<(Time, Time, StateId)> = Vec::new();
         for l in 0..nloc {
             let (a, b) = (offsets[l] as usize, offsets[l + 1] as usize);
             let back = (a + 1..b).filter(|&i| start[i] < start[i - 1]).count() as u64;
+            if back > 0 && first_unsorted.is_none() {
+                first_unsorted = (a + 1..b)
+                    .find(|&i| start[i] < start[i - 1])
+                    .map(|i| (l, start[i]));
+            }
             let out_of_order =
                 back > 0 || (a + 1..b).any(|i| start[i] == start[i - 1] && end[i] < end[i - 1]);
             if out_of_order {
@@ -300,12 +321,14 @@ impl TraceBuilder {
             }
         }
         if opts.warn_unsorted {
+            let at = self.where_(first_unsorted);
             self.diagnostics.repair("unsorted", &src, Position::none(), unsorted, || {
-                format!("{unsorted} state record(s) start before an earlier record of the same location; sorted by time")
+                format!("{unsorted} state record(s) start before an earlier record of the same location{at}; sorted by time")
             })?;
         }
         // clip overlaps and drop empty intervals, compacting in place
         let mut overlaps = 0u64;
+        let mut first_overlap: Option<(usize, Time)> = None;
         let mut max_time: Time = 0;
         let mut w = 0usize;
         for l in 0..nloc {
@@ -318,6 +341,7 @@ impl TraceBuilder {
                     && s0 < pe
                 {
                     overlaps += 1;
+                    first_overlap.get_or_insert((l, s0));
                     s0 = pe;
                 }
                 if end[i] <= s0 {
@@ -335,9 +359,10 @@ impl TraceBuilder {
         start.truncate(w);
         end.truncate(w);
         state.truncate(w);
+        let at = self.where_(first_overlap);
         self.diagnostics
             .repair("overlapping-states", &src, Position::none(), overlaps, || {
-                format!("{overlaps} state interval(s) overlap an earlier interval of the same location; clipped")
+                format!("{overlaps} state interval(s) overlap an earlier interval of the same location{at}; clipped")
             })?;
         let intervals = Intervals::from_columns(offsets, start, end, state);
 
@@ -492,5 +517,16 @@ mod tests {
         b.interval(0, 5, 12, 0);
         let err = b.finish(BuildOptions::default()).unwrap_err();
         assert!(err.to_string().contains("strict"), "{err}");
+        // the error says where: the location and the time of the first
+        assert!(err.to_string().contains("location 'a', 5 ns"), "{err}");
+        let mut b = builder(true);
+        b.interval(1, 50, 60, 0);
+        b.interval(1, 20, 30, 0);
+        let err = b
+            .finish(BuildOptions {
+                warn_unsorted: true,
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("location 'b', 20 ns"), "{err}");
     }
 }
