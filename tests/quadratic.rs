@@ -120,3 +120,19 @@ fn deep_async_stacks_closed_out_of_order() {
             .all(|w| !w.kind.contains("unmatched"))
     );
 }
+
+/// 200,000 distinct Paraver global-operation ids (interning the operation
+/// names was a linear scan).
+#[test]
+fn many_distinct_global_operations() {
+    let d = tempfile::tempdir().unwrap();
+    let n = 200_000u64;
+    let mut s = String::from("#Paraver (01/01/70 at 00:00):10000000_ns:1(1):1:1(1:1)\n");
+    for i in 0..n {
+        s.push_str(&format!("4:1:1:1:1:{}:0:8:8:{i}:0\n", 10 + i));
+    }
+    let p = d.path().join("g.prv");
+    std::fs::write(&p, s).unwrap();
+    let t = readers::read(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(t.collectives.ops.len(), n as usize);
+}

@@ -86,6 +86,8 @@ pub struct TraceBuilder {
     /// `counter_defs` by name (interning in O(1)).
     counter_index: HashMap<String, u32>,
     pub collective_ops: Vec<String>,
+    /// `collective_ops` by name.
+    collective_index: HashMap<String, u32>,
     pub communicators: Vec<Communicator>,
     pub(crate) intervals: Vec<RawInterval>,
     pub(crate) events: Vec<RawEvent>,
@@ -115,6 +117,7 @@ impl TraceBuilder {
             counter_defs: Vec::new(),
             counter_index: HashMap::new(),
             collective_ops: Vec::new(),
+            collective_index: HashMap::new(),
             communicators: Vec::new(),
             intervals: Vec::new(),
             events: Vec::new(),
@@ -217,11 +220,13 @@ impl TraceBuilder {
 
     /// Interns a collective operation name.
     pub fn collective_op(&mut self, name: &str) -> u32 {
-        if let Some(i) = self.collective_ops.iter().position(|c| c == name) {
-            return i as u32;
+        if let Some(&i) = self.collective_index.get(name) {
+            return i;
         }
         self.collective_ops.push(name.to_string());
-        (self.collective_ops.len() - 1) as u32
+        let i = (self.collective_ops.len() - 1) as u32;
+        self.collective_index.insert(name.to_string(), i);
+        i
     }
 
     /// Adds a participation in a collective operation.
