@@ -143,6 +143,32 @@ impl Diagnostics {
         Ok(())
     }
 
+    /// Records a warning that is not damage (kept in strict mode too):
+    /// something the reader did differently from what the file says.
+    pub fn note(
+        &mut self,
+        kind: &'static str,
+        file: &Path,
+        pos: Position,
+        count: u64,
+        message: impl FnOnce() -> String,
+    ) {
+        if count == 0 {
+            return;
+        }
+        if let Some(w) = self.warnings.iter_mut().find(|w| w.kind == kind) {
+            w.count += count;
+        } else {
+            self.warnings.push(Warning {
+                kind,
+                count,
+                file: file.to_path_buf(),
+                first: pos,
+                message: message(),
+            });
+        }
+    }
+
     /// Total number of affected records over all kinds.
     pub fn total(&self) -> u64 {
         self.warnings.iter().map(|w| w.count).sum()

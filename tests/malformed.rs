@@ -537,3 +537,49 @@ fn paraver_siblings_are_confined_by_real_path() {
     let t = readers::read(&prv, &ReadOptions::default()).unwrap();
     assert!(t.states.by_name("Computing").is_some());
 }
+
+/// A header declaring 16,777,215 threads with one thread's records keeps
+/// one location (it used to take 2.8 GB for `info` and 24 GB for a field);
+/// a header declaring a few threads without records keeps them all.
+#[test]
+fn paraver_declared_threads_are_made_lazily() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "huge.prv",
+        b"#Paraver (01/01/70 at 00:00):1000_ns:1(16777215):1:1(16777215:1)\n1:1:1:1:7:0:10:1\n",
+    );
+    let t = readers::read(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(t.num_locations(), 1);
+    assert_eq!(t.locations.get(0).unwrap().name, "THREAD 1.1.7");
+    assert!(
+        t.meta
+            .diagnostics
+            .warnings
+            .iter()
+            .any(|w| w.kind == "declared-threads")
+    );
+    // strict mode reads it too (nothing was damaged)
+    assert_eq!(readers::read(&p, &strict()).unwrap().num_locations(), 1);
+    let f = d.path().join("f.npy");
+    let (code, _, err) = tapestry(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "field",
+        "--bins",
+        "100",
+        "-o",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::metadata(&f).unwrap().len() < 10_000);
+    // a small header: declared threads without records stay
+    let p = write(
+        d.path(),
+        "few.prv",
+        b"#Paraver (01/01/70 at 00:00):1000_ns:1(8):1:1(8:1)\n1:1:1:1:2:0:10:1\n",
+    );
+    let t = readers::read(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(t.num_locations(), 8);
+    assert!(t.meta.diagnostics.warnings.is_empty());
+}

@@ -22,7 +22,7 @@ use super::input::{self, Block, LineBlocks};
 use super::paraver_pcf::{Pcf, parse_pcf, parse_row};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::model::builder::{RawCollective, RawEvent, RawInterval, RawMessage};
+use crate::model::builder::{GLOBAL, RawCollective, RawEvent, RawInterval, RawMessage};
 use crate::model::{
     BuildOptions, Communicator, Format, GroupKind, LocId, LocationKind, StateClass, Time, TimeUnit,
     Trace, TraceBuilder,
@@ -707,43 +707,27 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut b = TraceBuilder::new(Format::Paraver, path, unit, opts.strict);
     b.set_declared_end(header.end_time.saturating_mul(header.ns_per_unit));
 
-    // hierarchy: nodes, then one process group per task, one location per thread
-    let node_names = row.get("NODE");
-    let mut node_groups = Vec::with_capacity(header.nodes.len());
-    for i in 0..header.nodes.len() {
-        let name = node_names
-            .and_then(|n| n.get(i))
-            .cloned()
-            .unwrap_or_else(|| format!("node {}", i + 1));
-        node_groups.push(b.locations.add_group(name, GroupKind::Node, None));
-    }
-    let task_names = row.get("TASK");
-    let thread_names = row.get("THREAD");
+    // provisional location ids: per task, its threads numbered in header
+    // order; locations (and their node and process groups) are made after
+    // reading, for every declared thread — or, when the header declares far
+    // more threads than have records, only for those with records
     let mut table = LocTable { apps: Vec::new() };
-    let mut task_index = 0usize;
-    for (ai, app) in header.apps.iter().enumerate() {
+    let mut declared = 0u64;
+    for app in &header.apps {
         let mut tasks = Vec::with_capacity(app.len());
-        for (ti, &(threads, node)) in app.iter().enumerate() {
-            let parent = (node as usize)
-                .checked_sub(1)
-                .and_then(|n| node_groups.get(n).copied());
-            let name = task_names
-                .and_then(|n| n.get(task_index))
-                .cloned()
-                .unwrap_or_else(|| format!("TASK {}.{}", ai + 1, ti + 1));
-            task_index += 1;
-            let g = b.locations.add_group(name, GroupKind::Process, parent);
-            let base = b.locations.len() as u32;
-            for hi in 0..threads {
-                let idx = b.locations.len();
-                let name = thread_names
-                    .and_then(|n| n.get(idx))
-                    .cloned()
-                    .unwrap_or_else(|| format!("THREAD {}.{}.{}", ai + 1, ti + 1, hi + 1));
-                b.locations
-                    .add(name, LocationKind::Thread, Some(g), idx as i64);
-            }
+        for &(threads, _) in app {
+            let base = u32::try_from(declared)
+                .ok()
+                .filter(|&b| b.checked_add(threads).is_some_and(|e| e < GLOBAL))
+                .ok_or_else(|| {
+                    Error::parse(
+                        path,
+                        Position::line(1),
+                        "the header declares more than 4,294,967,294 threads",
+                    )
+                })?;
             tasks.push((base, threads));
+            declared += threads as u64;
         }
         table.apps.push(tasks);
     }
@@ -782,6 +766,8 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             },
         )?;
     }
+
+    make_locations(&mut b, &header, &table, declared, &row)?;
 
     // states: the .pcf's, then values met in the records
     for (id, name) in &pcf.states {
@@ -847,6 +833,115 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     })?;
     t.reclassify(&opts.classes)?;
     Ok(t)
+}
+
+/// Declared threads beyond which, when fewer than a quarter have records,
+/// only the threads with records become locations.
+const LAZY_LOCATIONS: u64 = 65_536;
+
+/// Makes the locations of the provisional ids of `table` (and their node
+/// and process groups, named by the `.row`), and renumbers the records'
+/// locations when only those with records are kept.
+fn make_locations(
+    b: &mut TraceBuilder,
+    header: &Header,
+    table: &LocTable,
+    declared: u64,
+    row: &HashMap<String, Vec<String>>,
+) -> Result<()> {
+    let mut used: Vec<u32> = Vec::new();
+    let lazy = declared > LAZY_LOCATIONS && {
+        used.extend(b.intervals.iter().map(|r| r.loc));
+        used.extend(b.events.iter().map(|r| r.loc).filter(|&l| l != GLOBAL));
+        used.extend(b.messages.iter().flat_map(|m| [m.src, m.dst]));
+        used.extend(b.collectives.iter().map(|c| c.loc));
+        used.sort_unstable();
+        used.dedup();
+        (used.len() as u64).saturating_mul(4) < declared
+    };
+    let node_names = row.get("NODE");
+    let task_names = row.get("TASK");
+    let thread_names = row.get("THREAD");
+    let mut node_groups: HashMap<usize, u32> = HashMap::new();
+    let mut task_index = 0usize;
+    let mut next_used = 0usize;
+    for (ai, app) in header.apps.iter().enumerate() {
+        for (ti, &(threads, node)) in app.iter().enumerate() {
+            let (base, _) = table.apps[ai][ti];
+            // the provisional ids that become locations
+            let ids: Vec<u32> = if lazy {
+                let from = next_used;
+                while next_used < used.len() && used[next_used] < base + threads {
+                    next_used += 1;
+                }
+                if from == next_used {
+                    task_index += 1;
+                    continue;
+                }
+                used[from..next_used].to_vec()
+            } else {
+                (base..base + threads).collect()
+            };
+            let parent = (node as usize).checked_sub(1).and_then(|n| {
+                (n < header.nodes.len()).then(|| {
+                    *node_groups.entry(n).or_insert_with(|| {
+                        let name = node_names
+                            .and_then(|v| v.get(n))
+                            .cloned()
+                            .unwrap_or_else(|| format!("node {}", n + 1));
+                        b.locations.add_group(name, GroupKind::Node, None)
+                    })
+                })
+            });
+            let name = task_names
+                .and_then(|n| n.get(task_index))
+                .cloned()
+                .unwrap_or_else(|| format!("TASK {}.{}", ai + 1, ti + 1));
+            task_index += 1;
+            let g = b.locations.add_group(name, GroupKind::Process, parent);
+            for prov in ids {
+                let hi = prov - base;
+                let name = thread_names
+                    .and_then(|n| n.get(prov as usize))
+                    .cloned()
+                    .unwrap_or_else(|| format!("THREAD {}.{}.{}", ai + 1, ti + 1, hi + 1));
+                b.locations
+                    .add(name, LocationKind::Thread, Some(g), prov as i64);
+            }
+        }
+    }
+    if lazy {
+        // provisional id → position among the used ones
+        let at = |l: &mut u32| {
+            if let Ok(k) = used.binary_search(l) {
+                *l = k as u32;
+            }
+        };
+        b.intervals.iter_mut().for_each(|r| at(&mut r.loc));
+        b.events
+            .iter_mut()
+            .filter(|r| r.loc != GLOBAL)
+            .for_each(|r| at(&mut r.loc));
+        b.messages.iter_mut().for_each(|m| {
+            at(&mut m.src);
+            at(&mut m.dst);
+        });
+        b.collectives.iter_mut().for_each(|c| at(&mut c.loc));
+        let src = b.source.clone();
+        b.diagnostics.note(
+            "declared-threads",
+            &src,
+            Position::line(1),
+            declared - used.len() as u64,
+            || {
+                format!(
+                    "the header declares {declared} threads, {} have records: only those are kept as locations",
+                    used.len()
+                )
+            },
+        );
+    }
+    Ok(())
 }
 
 /// A lookup from external ids (non-negative, fitting u32) to table ids.
