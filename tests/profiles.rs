@@ -218,7 +218,8 @@ fn line_profile_malformed() {
             &["line 2", "processor number below"],
         ),
         (
-            "line,processor,ticks\n1000000000,0,1\n1,16000000,1\n",
+            // 20 lines × 16,000,001 processors
+            "line,processor,ticks\n1,16000000,1\n2,0,1\n3,0,1\n4,0,1\n5,0,1\n6,0,1\n7,0,1\n8,0,1\n9,0,1\n10,0,1\n11,0,1\n12,0,1\n13,0,1\n14,0,1\n15,0,1\n16,0,1\n17,0,1\n18,0,1\n19,0,1\n20,0,1\n",
             &["exceeds"],
         ),
         (
@@ -314,4 +315,29 @@ fn tau_links_out_of_the_directory_are_refused() {
     write(d2.path(), "data", T010.as_bytes());
     std::os::unix::fs::symlink(d2.path().join("data"), d2.path().join("profile.1.0.0")).unwrap();
     assert_eq!(tau::read(d2.path()).unwrap().columns.len(), 2);
+}
+
+/// Two samples 268 M lines apart make two rows, not 268 M (24 GB); a span
+/// of ordinary size keeps every line, the unsampled ones as zero rows.
+#[test]
+fn far_apart_lines_are_sparse_rows() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        d.path(),
+        "sp.csv",
+        b"line,processor,ticks\n1,0,1\n268435456,1,2\n",
+    );
+    let p = line_profile::read(&f).unwrap();
+    assert_eq!(p.row_ids, vec![1, 268_435_456]);
+    assert_eq!(p.metrics[0].values, vec![1.0, 0.0, 0.0, 2.0]);
+    assert_eq!(p.rows[1], "line 268435456");
+    let (code, out, err) = tapestry(&["info", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("dimensions 2 lines x 2 processors"), "{out}");
+    let f = write(
+        d.path(),
+        "dense.csv",
+        b"line,processor,ticks\n1,0,1\n5000,0,2\n",
+    );
+    assert_eq!(line_profile::read(&f).unwrap().row_ids.len(), 5000);
 }

@@ -37,6 +37,10 @@ fn header_columns(line: &str) -> Option<(char, usize, usize, usize)> {
     Some((delim, find("line")?, find("processor")?, find("ticks")?))
 }
 
+/// Line spans beyond which only sampled lines become rows (when they are
+/// fewer than a quarter of the span).
+const SPARSE_BEYOND: u64 = 1 << 16;
+
 /// Whether `head` looks like a line-profile table (its header row).
 pub fn looks_like_line_profile(head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
@@ -155,8 +159,20 @@ pub fn read(path: &Path) -> Result<ProfileMatrix> {
     }
     let first = samples.iter().map(|s| s.0).min().unwrap_or(0);
     let last = samples.iter().map(|s| s.0).max().unwrap_or(0);
-    let nr = (last - first + 1) as u64;
     let nc = samples.iter().map(|s| s.1).max().unwrap_or(0) + 1;
+    // every line from the first to the last (lines without samples are the
+    // profile's zero rows), unless that is far more than the lines sampled:
+    // then only the sampled lines are rows (sparse)
+    let mut sampled: Vec<i64> = samples.iter().map(|s| s.0).collect();
+    sampled.sort_unstable();
+    sampled.dedup();
+    let span = (last - first + 1) as u64;
+    let row_ids: Vec<i64> = if span > SPARSE_BEYOND && span > 4 * sampled.len() as u64 {
+        sampled
+    } else {
+        (first..=last).collect()
+    };
+    let nr = row_ids.len() as u64;
     if nr * nc > MAX_CELLS {
         return Err(Error::parse(
             path,
@@ -169,14 +185,15 @@ pub fn read(path: &Path) -> Result<ProfileMatrix> {
     let (nr, nc) = (nr as usize, nc as usize);
     let mut ticks = vec![0.0; nr * nc];
     for &(l, p, t, _) in &samples {
-        ticks[(l - first) as usize * nc + p as usize] += t;
+        let r = row_ids.binary_search(&l).unwrap_or(0);
+        ticks[r * nc + p as usize] += t;
     }
     Ok(ProfileMatrix {
         source: path.to_path_buf(),
         format: "line profile table".into(),
         row_kind: RowKind::Line,
-        rows: (first..=last).map(|l| format!("line {l}")).collect(),
-        row_ids: (first..=last).collect(),
+        rows: row_ids.iter().map(|l| format!("line {l}")).collect(),
+        row_ids,
         callpath: vec![false; nr],
         groups: vec![String::new(); nr],
         columns: (0..nc).map(|p| p.to_string()).collect(),
