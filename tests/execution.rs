@@ -427,3 +427,28 @@ fn window_layouts_round_trip_in_view_state_files() {
     let e = ViewState::read(&p).unwrap_err().to_string();
     assert!(e.contains("pane 1") && e.contains("unknown view"), "{e}");
 }
+
+/// A run killed while writing leaves `.NAME.tmp-PID`; the next write of
+/// that output in that directory removes it (the process is gone).
+#[test]
+fn stale_temporaries_are_cleaned_by_the_next_run() {
+    let d = tempfile::tempdir().unwrap();
+    let t = synth(d.path(), &["gsum", "-p", "4", "--reps", "2"]);
+    let stale = d.path().join(".f.npy.tmp-4294967");
+    std::fs::write(&stale, vec![0u8; 4096]).unwrap();
+    let out = d.path().join("f.npy");
+    let (code, _, err) = tapestry(&[
+        "analyze",
+        t.to_str().unwrap(),
+        "field",
+        "--bins",
+        "10",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.exists());
+    if std::path::Path::new("/proc/self").exists() {
+        assert!(!stale.exists(), "the stale temporary is still there");
+    }
+}

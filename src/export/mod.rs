@@ -37,6 +37,7 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "out".into());
+        remove_stale_temporaries(dir, &name);
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         // errors name the destination the user asked for, not our temporary
         let f = File::create(&tmp).map_err(|e| Error::io(dest, e))?;
@@ -100,6 +101,38 @@ impl Write for AtomicFile {
     }
 }
 
+/// Removes the temporaries `.{name}.tmp-PID` of earlier writes of `name`
+/// in `dir` whose process is gone (a run killed while writing, e.g. by
+/// `kill -9`, leaves one behind). Only our own naming, only for this
+/// destination, only when the process no longer exists (`/proc/PID`; on
+/// systems without `/proc` nothing is removed).
+pub fn remove_stale_temporaries(dir: &Path, name: &str) {
+    let proc_fs = Path::new("/proc/self").exists();
+    if !proc_fs {
+        return;
+    }
+    let prefix = format!(".{name}.tmp-");
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten().take(100_000) {
+        let file = e.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id()
+            && !Path::new(&format!("/proc/{pid}")).exists()
+            && e.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Refuses `dest` when it is one of `inputs` (the same file by its real
 /// path, links resolved).
 pub fn refuse_inputs(dest: &Path, inputs: &[&Path]) -> Result<()> {
@@ -147,5 +180,25 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"whole");
         let e = write_atomic(&p, b"x", &[&p]).unwrap_err();
         assert!(e.to_string().contains("refusing"));
+    }
+
+    #[test]
+    fn stale_temporaries_of_dead_runs_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        // a pid that cannot be running (above the kernel's pid_max limit)
+        let dead = d.path().join(".out.npy.tmp-4294967");
+        std::fs::write(&dead, vec![0u8; 1000]).unwrap();
+        // pid 1 always runs: its temporary may still be being written
+        let alive = d.path().join(".out.npy.tmp-1");
+        std::fs::write(&alive, b"busy").unwrap();
+        let other = d.path().join(".other.npy.tmp-4294967");
+        std::fs::write(&other, b"not this destination").unwrap();
+        let keep = d.path().join("notes.txt.tmp-4294967");
+        std::fs::write(&keep, b"not our naming").unwrap();
+        write_atomic(&d.path().join("out.npy"), b"x", &[]).unwrap();
+        if Path::new("/proc/self").exists() {
+            assert!(!dead.exists());
+        }
+        assert!(alive.exists() && other.exists() && keep.exists());
     }
 }

@@ -92,6 +92,7 @@ impl VideoWriter {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "video".into());
+        super::remove_stale_temporaries(dir, &name);
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         let (format, codec): (&str, &[&str]) = match container {
             // yuv420p plays everywhere; even sizes are padded below
