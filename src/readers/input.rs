@@ -357,8 +357,13 @@ impl LineBlocks {
         if got < want {
             self.eof = true;
         }
-        // undecided line ends look again from the start of what is held
-        let from = if self.bare_cr.is_none() { 0 } else { old };
+        // undecided line ends look at the new bytes (and a CR just before
+        // them, whose next byte has now arrived): each byte is scanned once
+        let from = if self.bare_cr.is_none() {
+            old.saturating_sub(1)
+        } else {
+            old
+        };
         self.normalise(from);
         Ok(())
     }

@@ -371,6 +371,10 @@ pub fn build(
     let z = |a: [f32; 3], lift: f32| if three_d { a } else { [a[0], a[1], lift] };
     if !d.pairs.is_empty() || d.dims.is_empty() {
         for (l, &(a, b)) in d.pairs.iter().enumerate() {
+            // a location the coordinate file does not place has no link
+            if place(d, a)[0].is_nan() || place(d, b)[0].is_nan() {
+                continue;
+            }
             let busy = flight(l) > 0;
             busy_links += busy as usize;
             if !busy && d.pairs.len() > 4096 {
