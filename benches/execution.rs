@@ -17,30 +17,16 @@
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
+mod common;
+use common::synth;
 use criterion::{Criterion, Throughput};
 use tapestry::analysis::cursor::{Step, Timeline};
 use tapestry::readers::{self, Loaded, ReadOptions};
 use tapestry::scene::Camera;
 use tapestry::scene::pick;
 use tapestry::views::{Prepared, ViewState};
-
-fn synth(out: &Path, args: &[&str]) {
-    if out.exists() {
-        return;
-    }
-    std::fs::create_dir_all(out.parent().expect("a directory")).expect("bench-data");
-    let st = Command::new(env!("CARGO_BIN_EXE_tapestry"))
-        .arg("synth")
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .status()
-        .expect("tapestry synth runs");
-    assert!(st.success(), "tapestry synth {args:?}");
-}
 
 fn main() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");

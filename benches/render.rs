@@ -17,9 +17,10 @@
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::synth;
 use criterion::Criterion;
 use tapestry::gpu::GpuContext;
 use tapestry::readers::{self, Loaded, ReadOptions};
@@ -29,21 +30,6 @@ use tapestry::views::{BuildCtx, Prepared, ViewState};
 
 const W: u32 = 1920;
 const H: u32 = 1080;
-
-fn synth(out: &Path, args: &[&str]) {
-    if out.exists() {
-        return;
-    }
-    std::fs::create_dir_all(out.parent().expect("a directory")).expect("bench-data");
-    let st = Command::new(env!("CARGO_BIN_EXE_tapestry"))
-        .arg("synth")
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .status()
-        .expect("tapestry synth runs");
-    assert!(st.success(), "tapestry synth {args:?}");
-}
 
 fn best_of(n: usize, f: &mut dyn FnMut()) -> f64 {
     (0..n)

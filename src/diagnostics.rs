@@ -129,17 +129,7 @@ impl Diagnostics {
                 ),
             ));
         }
-        if let Some(w) = self.warnings.iter_mut().find(|w| w.kind == kind) {
-            w.count += count;
-        } else {
-            self.warnings.push(Warning {
-                kind,
-                count,
-                file: file.to_path_buf(),
-                first: pos,
-                message: message(),
-            });
-        }
+        self.note(kind, file, pos, count, message);
         Ok(())
     }
 

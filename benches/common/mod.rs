@@ -1,4 +1,5 @@
-//! Helpers shared by the benches: peak memory of the bench process.
+//! Helpers shared by the benches: peak memory of the bench process,
+//! synthetic inputs.
 #![allow(dead_code)] // each bench uses what it needs
 
 /// Resets the peak resident set size of this process (Linux).
@@ -16,4 +17,21 @@ pub fn peak_mib() -> f64 {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
         })
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Writes a synthetic trace with `tapestry synth ARGS -o out`, once (an
+/// existing file is kept).
+pub fn synth(out: &std::path::Path, args: &[&str]) {
+    if out.exists() {
+        return;
+    }
+    std::fs::create_dir_all(out.parent().expect("a directory")).expect("bench-data");
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_tapestry"))
+        .arg("synth")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("tapestry synth runs");
+    assert!(st.success(), "tapestry synth {args:?}");
 }
