@@ -1,6 +1,7 @@
-// Time-binned busy fraction: one invocation per (location, bin). Times are
+// Time-binned busy time: one invocation per (location, bin). Times are
 // unsigned 64-bit integers carried as (low, high) u32 pairs, so the
-// overlaps are summed exactly; only the final division is f32.
+// overlaps are summed exactly; the host divides by the bin width in f64,
+// as the CPU does, so the fractions are identical.
 
 struct Params {
     locations: u32,
@@ -15,7 +16,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> offsets: array<u32>;
 @group(0) @binding(4) var<storage, read> mask: array<u32>;
 @group(0) @binding(5) var<storage, read> edges: array<vec2<u32>>;
-@group(0) @binding(6) var<storage, read_write> fraction: array<f32>;
+@group(0) @binding(6) var<storage, read_write> busy: array<vec2<u32>>;
 @group(0) @binding(7) var<uniform> params: Params;
 
 fn lt(a: vec2<u32>, b: vec2<u32>) -> bool {
@@ -31,10 +32,6 @@ fn add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let lo = a.x + b.x;
     let carry = select(0u, 1u, lo < a.x);
     return vec2<u32>(lo, a.y + b.y + carry);
-}
-
-fn to_f32(a: vec2<u32>) -> f32 {
-    return f32(a.y) * 4294967296.0 + f32(a.x);
 }
 
 @compute @workgroup_size(64)
@@ -87,5 +84,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         i = i + 1u;
     }
-    fraction[idx] = to_f32(sum) / to_f32(sub(e1, e0));
+    busy[idx] = sum;
 }

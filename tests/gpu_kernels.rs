@@ -5,6 +5,8 @@
 //! Without an adapter these tests say so and pass, unless
 //! `TAPESTRY_REQUIRE_GPU` is set (CI sets it, so there they must run).
 
+mod common;
+
 use tapestry::analysis::{fields, isosurface, moments};
 use tapestry::gpu::{GpuContext, kernels};
 use tapestry::synth;
@@ -25,6 +27,9 @@ fn context() -> Option<GpuContext> {
     }
 }
 
+/// The shaders that need `SHADER_F64`.
+const NEEDS_F64: &[&str] = &["moments.wgsl"];
+
 #[test]
 fn every_shader_validates_with_naga() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
@@ -41,13 +46,31 @@ fn every_shader_validates_with_naga() {
         }
         let module = naga::front::wgsl::parse_str(&src)
             .unwrap_or_else(|e| panic!("{}: {}", p.display(), e.emit_to_string(&src)));
-        // exactly the capabilities the device is asked for: none beyond the defaults
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{}: {}", p.display(), e.emit_to_string(&src)));
+        // exactly the capabilities the device is asked for: none beyond the
+        // defaults, and FLOAT64 (SHADER_F64, requested when the adapter has
+        // it) for the kernels that check for it before running
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        let needs_f64 = NEEDS_F64.contains(&name.as_str());
+        let caps = if needs_f64 {
+            naga::valid::Capabilities::FLOAT64
+        } else {
+            naga::valid::Capabilities::empty()
+        };
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}: {}", p.display(), e.emit_to_string(&src)));
+        if needs_f64 {
+            // the list is exact: without FLOAT64 it must not validate
+            assert!(
+                naga::valid::Validator::new(
+                    naga::valid::ValidationFlags::all(),
+                    naga::valid::Capabilities::empty()
+                )
+                .validate(&module)
+                .is_err(),
+                "{name} is listed as needing f64 but validates without it"
+            );
+        }
         n += 1;
     }
     assert!(n >= 2, "shaders found: {n}");
@@ -56,6 +79,10 @@ fn every_shader_validates_with_naga() {
 #[test]
 fn moments_kernel_matches_the_cpu() {
     let Some(ctx) = context() else { return };
+    if !kernels::moments::supported(&ctx) {
+        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
+        return;
+    }
     for (locs, per, limit) in [
         (7u32, 3u32, None),
         (64, 300, None),
@@ -67,23 +94,88 @@ fn moments_kernel_matches_the_cpu() {
         let (t0, t1) = (t.meta.span / 7, t.meta.span - t.meta.span / 5);
         let cpu = moments::moments(&t, &mask, t0, t1);
         let gpu = kernels::moments::moments(&ctx, &t, &mask, t0, t1, limit).unwrap();
-        for (l, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
-            let ctxs = format!("{locs}x{per} location {l}: cpu {c:?} gpu {g:?}");
-            assert!((c.m0 - g.m0).abs() <= 1e-6 * c.m0.max(1.0), "{ctxs}");
-            match (c.m1, g.m1) {
-                (None, None) => continue,
-                (Some(a), Some(b)) => {
-                    let m2 = c.m2.unwrap();
-                    assert!((a - b).abs() <= 1e-5 * m2.max(1.0), "m1 {ctxs}");
-                    assert!((m2 - g.m2.unwrap()).abs() <= 1e-4 * m2, "m2 {ctxs}");
-                    let (c3, g3) = (c.m3.unwrap(), g.m3.unwrap());
-                    assert!(
-                        (c3.powi(3) - g3.powi(3)).abs() <= 1e-4 * m2.powi(3),
-                        "m3 {ctxs}"
-                    );
-                }
-                _ => panic!("defined on one side only: {ctxs}"),
+        assert_same_moments(&cpu, &gpu, &format!("{locs}x{per}"));
+    }
+}
+
+/// The GPU moments equal the CPU's to 1e-9 (m0 identically), checked per
+/// location; `what` names the case.
+fn assert_same_moments(cpu: &[moments::Moments], gpu: &[moments::Moments], what: &str) {
+    assert_eq!(cpu.len(), gpu.len(), "{what}");
+    for (l, (c, g)) in cpu.iter().zip(gpu).enumerate() {
+        let ctxs = format!("{what} location {l}: cpu {c:?} gpu {g:?}");
+        assert_eq!(c.m0, g.m0, "m0 {ctxs}");
+        match (c.m1, g.m1) {
+            (None, None) => continue,
+            (Some(a), Some(b)) => {
+                let m2 = c.m2.unwrap();
+                let scale = m2.max(a.abs() * 1e-7).max(1.0);
+                assert!((a - b).abs() <= 1e-9 * scale, "m1 {ctxs}");
+                assert!(
+                    (m2 - g.m2.unwrap()).abs() <= 1e-9 * m2.max(1e-300),
+                    "m2 {ctxs}"
+                );
+                let (c3, g3) = (c.m3.unwrap(), g.m3.unwrap());
+                assert!(
+                    (c3.powi(3) - g3.powi(3)).abs() <= 1e-9 * m2.powi(3),
+                    "m3 {ctxs}"
+                );
             }
+            _ => panic!("defined on one side only: {ctxs}"),
+        }
+    }
+}
+
+#[test]
+fn moments_kernel_is_exact_on_adversarial_intervals() {
+    let Some(ctx) = context() else { return };
+    if !kernels::moments::supported(&ctx) {
+        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
+        return;
+    }
+    const S: u64 = 1_000_000_000;
+    const E18: u64 = 1_000_000_000_000_000_000;
+    let mut cases: Vec<(&str, Vec<Vec<(u64, u64, bool)>>)> = vec![
+        // the case: m0 = 4 (the f32 kernel gave 1)
+        (
+            "1 ns and 3 ns a second apart",
+            vec![vec![(0, 1, true), (S, S + 3, true)]],
+        ),
+        (
+            "10^18-ns offsets",
+            vec![vec![
+                (E18, E18 + 5, true),
+                (E18 + 7 * S, E18 + 7 * S + 2, true),
+            ]],
+        ),
+        (
+            "one interval per location",
+            (0..100u64)
+                .map(|l| vec![(l * l * 1_000_003, l * l * 1_000_003 + 1 + l, true)])
+                .collect(),
+        ),
+    ];
+    // 300 one-nanosecond intervals spread over 10^15 ns (several segments),
+    // idle between; and a dense cluster after a long gap
+    let spread: Vec<(u64, u64, bool)> = (0..600u64)
+        .map(|i| {
+            let a = i * 1_666_666_666_667;
+            (a, a + 1 + (i % 2) * 999, i % 2 == 0)
+        })
+        .collect();
+    let mut cluster: Vec<(u64, u64, bool)> = vec![(0, 10, true)];
+    cluster.extend((0..1000u64).map(|i| (E18 + 3 * i, E18 + 3 * i + 1 + (i % 3), true)));
+    cases.push(("spread over 10^15 ns", vec![spread]));
+    cases.push(("a cluster 10^18 ns after one interval", vec![cluster]));
+    for (what, locs) in &cases {
+        let t = synth::explicit_intervals(locs);
+        let mask = t.states.select(&["busy".into()]).unwrap();
+        let span = t.meta.span;
+        let cpu = moments::moments(&t, &mask, 0, span);
+        let gpu = kernels::moments::moments(&ctx, &t, &mask, 0, span, None).unwrap();
+        assert_same_moments(&cpu, &gpu, what);
+        if *what == "1 ns and 3 ns a second apart" {
+            assert_eq!(gpu[0].m0, 4.0);
         }
     }
 }
@@ -102,10 +194,11 @@ fn busy_bins_kernel_matches_the_cpu() {
         let cpu = fields::busy_fraction(&t, &mask, t0, t1, bins).unwrap();
         let gpu = kernels::busy_bins::busy_fraction(&ctx, &t, &mask, t0, t1, bins, limit).unwrap();
         assert_eq!(cpu.edges, gpu.edges);
+        // exact integer overlaps, the same f64 division: identical
         for (i, (c, g)) in cpu.values.iter().zip(&gpu.values).enumerate() {
-            // exact integer overlaps; one f32 division
-            assert!(
-                (c - g).abs() <= 2.0f64.powi(-23) * c.abs().max(1e-30) + 1e-12,
+            assert_eq!(
+                c.to_bits(),
+                g.to_bits(),
                 "{locs}x{per} cell {i}: {c} vs {g}"
             );
         }
@@ -236,4 +329,90 @@ fn marching_cubes_kernel_gives_the_cpu_mesh() {
     // a wrong number of values is refused
     let mut x = kernels::isosurface::Extractor::new(&ctx, [4, 4, 4]).unwrap();
     assert!(x.set_field(&[0.0; 10]).is_err());
+}
+
+/// The numeric cells of a CSV written by `analyze` (comments and header
+/// skipped; the name column kept as text).
+fn csv_cells(path: &std::path::Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+/// `analyze moments --gpu` equals `--cpu` to 1e-9 on the real traces
+/// (the case: qsort with `--states idle`), and `analyze field
+/// --gpu` writes the identical field.
+#[test]
+fn analyze_on_the_gpu_equals_the_cpu_on_real_traces() {
+    let Some(ctx) = context() else { return };
+    if !kernels::moments::supported(&ctx) {
+        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let qsort = common::shared_trace("paraver-qsort/qsort_beo3.prv");
+    let lammps = common::shared_trace("lammps-melt-16/lammps-melt-16.json.gz");
+    for (trace, states) in [(&qsort, "idle"), (&qsort, "busy"), (&lammps, "busy")] {
+        let trace = trace.to_str().unwrap();
+        let mut out = Vec::new();
+        for c in ["--cpu", "--gpu"] {
+            let o = dir.path().join(format!("m{c}.csv"));
+            let (code, _, err) = common::tapestry(&[
+                "analyze",
+                trace,
+                "moments",
+                "--states",
+                states,
+                c,
+                "-o",
+                o.to_str().unwrap(),
+            ]);
+            assert_eq!(code, 0, "{trace} {c}: {err}");
+            if c == "--gpu" {
+                assert!(err.contains("moments on the GPU"), "{err}");
+            }
+            out.push(csv_cells(&o));
+        }
+        assert_eq!(out[0].len(), out[1].len());
+        assert!(!out[0].is_empty());
+        for (rc, rg) in out[0].iter().zip(&out[1]) {
+            assert_eq!(rc[..3], rg[..3], "{trace} {states}: location, name, m0");
+            for k in 3..rc.len() {
+                let (a, b) = (rc[k].parse::<f64>(), rg[k].parse::<f64>());
+                match (a, b) {
+                    (Ok(a), Ok(b)) => assert!(
+                        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
+                        "{trace} {states} column {k}: {a} vs {b}"
+                    ),
+                    _ => assert_eq!(rc[k], rg[k], "{trace} {states} column {k}"),
+                }
+            }
+        }
+        let mut fields = Vec::new();
+        for c in ["--cpu", "--gpu"] {
+            let o = dir.path().join(format!("f{c}.csv"));
+            let (code, _, err) = common::tapestry(&[
+                "analyze",
+                trace,
+                "field",
+                "--states",
+                states,
+                "--bins",
+                "37",
+                c,
+                "-o",
+                o.to_str().unwrap(),
+            ]);
+            assert_eq!(code, 0, "{trace} {c}: {err}");
+            if c == "--gpu" {
+                assert!(err.contains("busy field on the GPU"), "{err}");
+            }
+            fields.push(std::fs::read(&o).unwrap());
+        }
+        assert_eq!(fields[0], fields[1], "{trace} {states}: the field differs");
+    }
 }

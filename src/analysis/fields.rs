@@ -82,7 +82,8 @@ pub fn bin_edges(t0: Time, t1: Time, bins: usize) -> Vec<Time> {
         .collect()
 }
 
-fn check_bins(t0: Time, t1: Time, bins: usize) -> Result<()> {
+/// Refuses zero bins or an empty window.
+pub fn check_bins(t0: Time, t1: Time, bins: usize) -> Result<()> {
     if bins == 0 || t1 <= t0 {
         return Err(Error::Invalid(format!(
             "a field needs bins > 0 and a window t0 < t1 (got {bins} bins, [{t0}, {t1}))"

@@ -451,18 +451,63 @@ fn image_layout(a: &AnalyzeArgs) -> Result<image::Layout> {
     })
 }
 
+/// The busy-fraction field on the GPU when `--gpu` (or `Auto` on a large
+/// trace with a hardware adapter) asks for it; `None` for the CPU path.
+/// Other quantities are computed on the CPU (said on stderr with `--gpu`).
+fn gpu_busy_field(
+    a: &AnalyzeArgs,
+    t: &Trace,
+    t0: tapestry::model::Time,
+    t1: tapestry::model::Time,
+) -> Result<Option<(fields::Field, String)>> {
+    if a.quantity != "busy" {
+        if a.gpu {
+            eprintln!(
+                "note: only the busy field has a GPU kernel; '{}' is computed on the CPU",
+                a.quantity
+            );
+        }
+        return Ok(None);
+    }
+    let Some(ctx) = tapestry::gpu::choose(a.compute(), t.intervals.len())? else {
+        return Ok(None);
+    };
+    let mask = t.states.select(&a.states)?;
+    fields::check_bins(t0, t1, a.bins)?;
+    eprintln!("busy field on the GPU: {}", ctx.describe());
+    let mut f =
+        tapestry::gpu::kernels::busy_bins::busy_fraction(&ctx, t, &mask, t0, t1, a.bins, None)?;
+    let label = a.states.join(", ");
+    if label != "busy" {
+        f.quantity = format!("fraction of time in {label}");
+    }
+    Ok(Some((f, format!("gpu ({})", ctx.info.name))))
+}
+
 fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
     let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
     let span_meta = json!({"window_ns": [t0, t1], "trace": t.meta.source});
     Ok(match a.analysis {
         Analysis::Moments => {
             let mask = t.states.select(&a.states)?;
-            let m = match tapestry::gpu::choose(a.compute(), t.intervals.len())? {
-                Some(ctx) => {
+            let gpu = tapestry::gpu::choose(a.compute(), t.intervals.len())?;
+            let (m, compute) = match gpu {
+                Some(ctx) if tapestry::gpu::kernels::moments::supported(&ctx) => {
                     eprintln!("moments on the GPU: {}", ctx.describe());
-                    tapestry::gpu::kernels::moments::moments(&ctx, t, &mask, t0, t1, None)?
+                    (
+                        tapestry::gpu::kernels::moments::moments(&ctx, t, &mask, t0, t1, None)?,
+                        format!("gpu ({})", ctx.info.name),
+                    )
                 }
-                None => moments::moments(t, &mask, t0, t1),
+                Some(ctx) => {
+                    eprintln!(
+                        "note: {} has no 64-bit floats in shaders (SHADER_F64); \
+                         moments computed exactly on the CPU instead",
+                        ctx.describe()
+                    );
+                    (moments::moments(t, &mask, t0, t1), "cpu".to_string())
+                }
+                None => (moments::moments(t, &mask, t0, t1), "cpu".to_string()),
             };
             let rows = m
                 .iter()
@@ -485,7 +530,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 .collect(),
                 rows,
                 labels: Some(("name".into(), labels)),
-                meta: json!({"analysis": "moments", "states": a.states, "window_ns": [t0, t1], "note": "m1 is ns from the trace start; m1..m3 are empty where m0 = 0"}),
+                meta: json!({"analysis": "moments", "states": a.states, "window_ns": [t0, t1], "compute": compute, "note": "m1 is ns from the trace start; m1..m3 are empty where m0 = 0"}),
             }
         }
         Analysis::MetricMatrix => {
@@ -772,18 +817,24 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
         }
         Analysis::Field => {
             let layout = field_layout(&a.field_layout)?;
-            let mut f = field(
-                t,
-                &a.quantity,
-                &FieldQuery {
-                    states: &a.states,
-                    kinds: &a.kinds,
-                    processor: a.processor,
-                    t0,
-                    t1,
-                    bins: a.bins,
-                },
-            )?;
+            let (mut f, compute) = match gpu_busy_field(a, t, t0, t1)? {
+                Some(x) => x,
+                None => (
+                    field(
+                        t,
+                        &a.quantity,
+                        &FieldQuery {
+                            states: &a.states,
+                            kinds: &a.kinds,
+                            processor: a.processor,
+                            t0,
+                            t1,
+                            bins: a.bins,
+                        },
+                    )?,
+                    "cpu".to_string(),
+                ),
+            };
             layout.check(f.elements)?;
             f.layout = layout;
             Output::Matrix {
@@ -791,7 +842,7 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 cols: f.elements,
                 values: f.values.iter().map(|v| Some(*v)).collect(),
                 unit: f.unit.clone(),
-                meta: json!({"analysis": "field", "quantity": f.quantity, "unit": f.unit, "layout": f.layout, "edges": f.edges, "leading_empty_bins": fields::leading_empty_bins(&f), "shape": "[time bin][element]"}),
+                meta: json!({"analysis": "field", "quantity": f.quantity, "unit": f.unit, "layout": f.layout, "edges": f.edges, "leading_empty_bins": fields::leading_empty_bins(&f), "shape": "[time bin][element]", "compute": compute}),
             }
         }
         Analysis::CommMatrix => {

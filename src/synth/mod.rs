@@ -187,6 +187,42 @@ pub fn write(
 /// built directly in memory (for benchmarks and tests of the analyses at
 /// scale: 10^8 intervals take 2 GB). Deterministic for a seed; generated in
 /// parallel over locations.
+/// A trace with exactly the given intervals: `per_location[l]` lists
+/// location `l`'s sorted, disjoint `(start, end, busy)` intervals in
+/// nanoseconds (state "Running" when busy, else "Idle"). For tests that
+/// need adversarial layouts (short intervals far apart, huge offsets).
+pub fn explicit_intervals(per_location: &[Vec<(u64, u64, bool)>]) -> Trace {
+    use crate::model::{BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder};
+    let mut b = TraceBuilder::new(
+        Format::Synthetic,
+        "explicit-intervals",
+        TimeUnit::nanoseconds(),
+        false,
+    );
+    for l in 0..per_location.len() {
+        b.locations
+            .add(format!("rank {l}"), LocationKind::Thread, None, l as i64);
+    }
+    b.states.add("Running", StateClass::Busy, None, 1);
+    b.states.add("Idle", StateClass::Idle, None, 0);
+    let mut trace = b
+        .finish(BuildOptions::default())
+        .expect("an empty trace builds");
+    let mut offsets = vec![0u64];
+    let (mut start, mut end, mut state) = (Vec::new(), Vec::new(), Vec::new());
+    for list in per_location {
+        for &(a, e, busy) in list {
+            start.push(a);
+            end.push(e);
+            state.push(if busy { 0 } else { 1 });
+        }
+        offsets.push(start.len() as u64);
+    }
+    trace.meta.span = end.iter().copied().max().unwrap_or(0);
+    trace.intervals = crate::model::Intervals::from_columns(offsets, start, end, state);
+    trace
+}
+
 pub fn random_intervals(locations: u32, per_location: u32, seed: u64) -> Trace {
     use rayon::prelude::*;
 

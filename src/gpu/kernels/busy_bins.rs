@@ -1,9 +1,10 @@
 //! The time-binned busy-fraction field on the GPU (`shaders/busy_bins.wgsl`).
 //!
 //! Locations are processed in chunks whose intervals fit one storage
-//! binding. Overlaps are summed exactly in emulated 64-bit integers; the
-//! only rounding is the final f32 division (relative error ≤ 2^-24), the
-//! stated tolerance against the CPU path.
+//! binding. Overlaps are summed exactly in emulated 64-bit integers on the
+//! GPU; the host divides each sum by its bin's width in f64 exactly as
+//! [`crate::analysis::fields::busy_fraction`] does, so the two paths give
+//! identical fields (tested bit for bit).
 
 use super::{GpuContext, GpuError, grid, pipeline, read_back, storage, uniform};
 use crate::analysis::fields::{Field, FieldLayout, bin_edges};
@@ -41,9 +42,12 @@ pub fn busy_fraction(
     let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
     let pipe = pipeline(ctx, "busy bins", SHADER);
     let p = trace.num_locations();
-    let mut values = vec![0f32; bins * p];
+    let inv: Vec<f64> = (0..bins)
+        .map(|k| 1.0 / (edges[k + 1] - edges[k]) as f64)
+        .collect();
+    let mut values = vec![0f64; bins * p];
     let max_intervals = (limit / 8) as usize;
-    let max_locs = ((limit / 4) as usize / bins).max(1);
+    let max_locs = ((limit / 8) as usize / bins).max(1);
     let mut l = 0usize;
     while l < p {
         // the locations of this chunk
@@ -81,7 +85,7 @@ pub fn busy_fraction(
             storage(ctx, "mask", bytemuck::cast_slice(&mask_gpu), false),
             storage(ctx, "edges", bytemuck::cast_slice(&edges_gpu), false),
         ];
-        let out_size = total as u64 * 4;
+        let out_size = total as u64 * 8;
         let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("fraction"),
             size: out_size.max(16),
@@ -129,17 +133,18 @@ pub fn busy_fraction(
             pass.dispatch_workgroups(x, y, 1);
         }
         let bytes = read_back(ctx, enc, &out, out_size)?;
-        let f: &[f32] = bytemuck::cast_slice(&bytes[..out_size as usize]);
-        for j in 0..nloc {
-            for k in 0..bins {
-                values[k * p + first + j] = f[j * bins + k];
-            }
+        // (low, high) u32 pairs in little-endian order: one u64 each
+        for (i, b) in bytes[..out_size as usize].chunks_exact(8).enumerate() {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(b);
+            let (j, k) = (i / bins, i % bins);
+            values[k * p + first + j] = u64::from_le_bytes(le) as f64 * inv[k];
         }
     }
     Ok(Field {
         bins,
         elements: p,
-        values: values.into_iter().map(f64::from).collect(),
+        values,
         edges,
         layout: FieldLayout::Ring,
         quantity: "busy fraction".into(),

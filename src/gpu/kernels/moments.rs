@@ -1,17 +1,24 @@
 //! Moments on the GPU (`shaders/moments.wgsl`).
 //!
 //! The host cuts every location's selected intervals (clipped to the
-//! window) into segments of at most 256; each segment's positions are taken
-//! relative to its first start and scaled by a power of two so that the
-//! segment spans at most 2^20 units, then stored as f32 (exact for the
-//! integer part, relative error 2^-24 of the segment's extent). A workgroup
-//! reduces a segment with the Pébay merge in f32; the host converts the
-//! partial accumulators back to nanoseconds and merges them per location in
-//! f64.
+//! window) into segments of at most 256; each interval goes to the GPU as
+//! its start relative to the segment's first start and its length, both
+//! integer nanoseconds in (low, high) u32 pairs. A workgroup reduces a
+//! segment with the Pébay merge in **f64** — the formulas and precision of
+//! the CPU's [`MomentAcc`] — and the host merges the segments of a location
+//! in f64, as the CPU does.
 //!
-//! Stated error bound (tested against the CPU path): m0 exact to f32
-//! rounding of each segment (relative 1e-6), m1 within 1e-5 of the
-//! segment extents, m2 and the cube of m3 within 1e-4 relative to m2.
+//! The kernel needs `SHADER_F64`; [`supported`] says whether the adapter
+//! has it (lavapipe and data-centre GPUs do; Metal does not). Without it
+//! the caller computes on the CPU: an f32 reduction cannot keep intervals
+//! of a nanosecond a second apart (the f32 kernel this replaced gave
+//! m0 = 1 instead of 4 on [0, 1) ∪ [1 s, 1 s + 3 ns)).
+//!
+//! Stated error bound (tested against the CPU on adversarial inputs: short
+//! intervals far apart, 10^18-ns offsets, one interval per location): m0
+//! identical (integer lengths, exact sums below 2^53), m1 within 1e-9 of
+//! the scaled deviation, m2 within 1e-9 relative, the cube of m3 within
+//! 1e-9 of the cube of m2 — only the order of the f64 merges differs.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -32,15 +39,20 @@ struct Segment {
     count: u32,
 }
 
-/// Host-side description of a segment: location, origin, scale.
+/// Host-side description of a segment: location and origin.
 struct SegMeta {
     loc: u32,
     origin: Time,
-    scale: f64,
+}
+
+/// Whether the adapter can run this kernel (`SHADER_F64`).
+pub fn supported(ctx: &GpuContext) -> bool {
+    ctx.features.contains(wgpu::Features::SHADER_F64)
 }
 
 struct Chunk {
-    intervals: Vec<[f32; 2]>,
+    /// (start lo, start hi, length lo, length hi) per interval.
+    intervals: Vec<[u32; 4]>,
     segments: Vec<Segment>,
     meta: Vec<SegMeta>,
 }
@@ -67,7 +79,7 @@ fn run_chunk(
     let n = c.segments.len() as u32;
     let iv = storage(ctx, "intervals", bytemuck::cast_slice(&c.intervals), false);
     let sg = storage(ctx, "segments", bytemuck::cast_slice(&c.segments), false);
-    let out_size = (n as u64) * 16;
+    let out_size = (n as u64) * 32;
     let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("partials"),
         size: out_size.max(16),
@@ -113,15 +125,25 @@ fn run_chunk(
         pass.dispatch_workgroups(x, y, 1);
     }
     let bytes = read_back(ctx, enc, &out, out_size)?;
-    let parts: &[[f32; 4]] = bytemuck::cast_slice(&bytes[..out_size as usize]);
+    let parts: Vec<[f64; 4]> = bytes[..out_size as usize]
+        .chunks_exact(32)
+        .map(|b| {
+            let mut v = [0f64; 4];
+            for (k, x) in v.iter_mut().enumerate() {
+                let mut le = [0u8; 8];
+                le.copy_from_slice(&b[k * 8..k * 8 + 8]);
+                *x = f64::from_le_bytes(le);
+            }
+            v
+        })
+        .collect();
     for (p, m) in parts.iter().zip(&c.meta) {
-        let s = m.scale;
         let part = MomentAcc {
             origin: m.origin,
-            w: p[0] as f64 * s,
-            mean: p[1] as f64 * s,
-            m2: p[2] as f64 * s * s * s,
-            m3: p[3] as f64 * s * s * s * s,
+            w: p[0],
+            mean: p[1],
+            m2: p[2],
+            m3: p[3],
         };
         let a = &mut accs[m.loc as usize];
         *a = a.merge(part);
@@ -131,7 +153,8 @@ fn run_chunk(
 
 /// Moments of every location for the states in `mask` over `[t0, t1)`, on
 /// the GPU. `max_binding` (bytes) overrides the device's binding limit, to
-/// force chunking in tests.
+/// force chunking in tests. Fails on an adapter without `SHADER_F64`
+/// (see [`supported`]).
 pub fn moments(
     ctx: &GpuContext,
     trace: &Trace,
@@ -140,12 +163,18 @@ pub fn moments(
     t1: Time,
     max_binding: Option<u64>,
 ) -> Result<Vec<Moments>, GpuError> {
+    if !supported(ctx) {
+        return Err(GpuError::Other(format!(
+            "{} has no 64-bit floats in shaders (SHADER_F64), which exact moments need",
+            ctx.info.name
+        )));
+    }
     let limit = max_binding
         .unwrap_or(ctx.max_binding())
         .min(ctx.max_binding())
         .max(4096);
-    let max_intervals = (limit / 8) as usize;
-    let max_segments = (limit / 16).min(MAX_SEGMENTS) as usize;
+    let max_intervals = (limit / 16) as usize;
+    let max_segments = (limit / 32).min(MAX_SEGMENTS) as usize;
     let pipe = pipeline(ctx, "moments", SHADER);
     let small_pipe = super::pipeline_entry(ctx, "moments (small)", SHADER, "main_small");
     let p = trace.num_locations();
@@ -185,25 +214,16 @@ pub fn moments(
                 *chunk = Chunk::new();
             }
             let origin = sel[0].0;
-            let extent = (sel[sel.len() - 1].1 - origin) as f64;
-            let mut scale = 1.0f64;
-            while extent / scale > (1u64 << 20) as f64 {
-                scale *= 2.0;
-            }
             chunk.segments.push(Segment {
                 first: chunk.intervals.len() as u32,
                 count: sel.len() as u32,
             });
-            chunk.meta.push(SegMeta {
-                loc: l,
-                origin,
-                scale,
-            });
+            chunk.meta.push(SegMeta { loc: l, origin });
             for &(a, b) in &sel {
-                chunk.intervals.push([
-                    ((a - origin) as f64 / scale) as f32,
-                    ((b - origin) as f64 / scale) as f32,
-                ]);
+                let (s, len) = (a - origin, b - a);
+                chunk
+                    .intervals
+                    .push([s as u32, (s >> 32) as u32, len as u32, (len >> 32) as u32]);
             }
         }
     }
