@@ -21,6 +21,7 @@ pub mod diagnostics;
 pub mod error;
 pub mod export;
 pub mod gpu;
+pub mod memory;
 pub mod model;
 pub mod readers;
 pub mod render;

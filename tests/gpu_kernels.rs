@@ -135,7 +135,8 @@ fn moments_kernel_is_exact_on_adversarial_intervals() {
     }
     const S: u64 = 1_000_000_000;
     const E18: u64 = 1_000_000_000_000_000_000;
-    let mut cases: Vec<(&str, Vec<Vec<(u64, u64, bool)>>)> = vec![
+    type Locations = Vec<Vec<(u64, u64, bool)>>;
+    let mut cases: Vec<(&str, Locations)> = vec![
         // the case: m0 = 4 (the f32 kernel gave 1)
         (
             "1 ns and 3 ns a second apart",

@@ -583,3 +583,148 @@ fn paraver_declared_threads_are_made_lazily() {
     assert_eq!(t.num_locations(), 8);
     assert!(t.meta.diagnostics.warnings.is_empty());
 }
+
+/// The warnings of a trace as (kind, message).
+fn warnings(t: &tapestry::Trace) -> Vec<(String, String)> {
+    t.meta
+        .diagnostics
+        .warnings
+        .iter()
+        .map(|w| (w.kind.to_string(), w.message.clone()))
+        .collect()
+}
+
+/// A gzip file cut short (or corrupted) is repaired like the same cut in
+/// a plain file — the events decompressed before the damage are read —
+/// with the decompressed byte offset in the warning; `--strict` refuses it
+/// with that offset.
+#[test]
+fn damaged_gzip_is_repaired_like_a_truncated_file() {
+    let d = tempfile::tempdir().unwrap();
+    // Chrome JSON
+    let mut json = String::from("[");
+    for i in 0..20_000 {
+        json.push_str(&format!(
+            r#"{{"ph":"X","pid":1,"tid":{},"ts":{},"dur":3,"name":"f{}"}},"#,
+            i % 4,
+            i * 5,
+            i % 97
+        ));
+    }
+    json.push_str(r#"{"ph":"X","pid":1,"tid":1,"ts":1,"dur":1,"name":"z"}]"#);
+    let gz = common::gzip(json.as_bytes());
+    let cut = write(d.path(), "cut.json.gz", &gz[..gz.len() * 6 / 10]);
+    let t = readers::read(&cut, &ReadOptions::default()).unwrap();
+    let w = warnings(&t);
+    let kinds: Vec<&str> = w.iter().map(|x| x.0.as_str()).collect();
+    assert_eq!(kinds, ["damaged-gzip", "truncated-file"], "{w:?}");
+    assert!(w[0].1.contains("the file ends inside it"), "{w:?}");
+    // the decompressed offset, read back from the warning, holds exactly
+    // the events that were read: the plain file cut there gives the same
+    let at: usize = w[0]
+        .1
+        .split("decompressed data ends at byte ")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no offset in {w:?}"));
+    assert!(at > 0 && at < json.len());
+    let plain = write(d.path(), "cut.json", &json.as_bytes()[..at]);
+    let p = readers::read(&plain, &ReadOptions::default()).unwrap();
+    assert_eq!(p.intervals.len(), t.intervals.len());
+    assert!(t.intervals.len() > 1000);
+    fails(
+        &cut,
+        &strict(),
+        &["gzip stream breaks off", &format!("byte {at}")],
+    );
+    // corrupted in the middle: the stream stops where it breaks
+    let mut bad = gz.clone();
+    let mid = bad.len() / 2;
+    for b in &mut bad[mid..mid + 64] {
+        *b ^= 0x5a;
+    }
+    let bad = write(d.path(), "corrupt.json.gz", &bad);
+    // deflate may decode some garbage before it notices: either repaired
+    // with the damage named, or a parse error at a position, never a panic
+    match readers::read(&bad, &ReadOptions::default()) {
+        Ok(t) => assert_eq!(warnings(&t)[0].0, "damaged-gzip"),
+        Err(e) => assert!(e.to_string().contains("corrupt.json.gz"), "{e}"),
+    }
+    // the command line reads it with a warning, exit 0
+    let (code, _, err) = tapestry(&["info", cut.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("damaged-gzip") && err.contains("decompressed data ends at byte"));
+
+    // Paraver
+    let mut prv = String::from(PRV_HEAD);
+    for i in 0..30_000u64 {
+        prv.push_str(&format!("1:1:1:1:1:{}:{}:1\n", i * 10, i * 10 + 5));
+    }
+    let gz = common::gzip(prv.as_bytes());
+    let cut = write(d.path(), "cut.prv.gz", &gz[..gz.len() / 2]);
+    let t = readers::read(&cut, &ReadOptions::default()).unwrap();
+    let w = warnings(&t);
+    assert!(w.iter().any(|x| x.0 == "damaged-gzip"), "{w:?}");
+    assert!(t.intervals.len() > 1000 && t.intervals.len() < 30_000);
+    fails(&cut, &strict(), &["gzip stream breaks off"]);
+}
+
+/// `.npy` arrays: gzip transparent; data that ends early is an error at its
+/// byte offset; a header claiming more than a gzip file can hold is refused
+/// before anything is allocated.
+#[test]
+fn npy_gzip_offsets_and_claims() {
+    use tapestry::readers::npy::Npy;
+    let d = tempfile::tempdir().unwrap();
+    let values: Vec<f64> = (0..1000).map(|i| i as f64 * 0.5).collect();
+    let plain = d.path().join("a.npy");
+    tapestry::export::npy::write_array(&plain, &[10, 100], &values).unwrap();
+    let bytes = std::fs::read(&plain).unwrap();
+    let gz = write(d.path(), "a.npy.gz", &common::gzip(&bytes));
+    let mut a = Npy::open(&gz).unwrap();
+    assert_eq!(a.header.shape, vec![10, 100]);
+    assert_eq!(a.checked_len(1 << 20, "test").unwrap(), 1000);
+    let mut out = vec![0.0; 1000];
+    a.read_f64(&mut out).unwrap();
+    assert_eq!(out, values);
+    // data cut 3 bytes into element 500
+    let header = bytes.len() - 8000;
+    let cut = write(d.path(), "cut.npy", &bytes[..header + 4003]);
+    let mut a = Npy::open(&cut).unwrap();
+    let mut out = vec![0.0; 1000];
+    let e = a.read_f64(&mut out).unwrap_err().to_string();
+    assert!(e.contains(&format!("byte {}", header + 4003)), "{e}");
+    // a 10^12-element claim in a small gzip file
+    let dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (10000, 100000000), }";
+    let mut claim = b"\x93NUMPY\x01\x00".to_vec();
+    let padded = format!("{dict:<117}\n");
+    claim.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    claim.extend_from_slice(padded.as_bytes());
+    claim.extend_from_slice(&[0u8; 4096]);
+    let gz = write(d.path(), "claim.npy.gz", &common::gzip(&claim));
+    let a = Npy::open(&gz).unwrap();
+    let e = a.checked_len(u64::MAX, "test").unwrap_err().to_string();
+    assert!(e.contains("the file can hold at most"), "{e}");
+}
+
+/// Allocations sized by the input are checked against the memory limit:
+/// a clear error naming what and how much, exit 1, never an abort.
+#[test]
+fn the_memory_guard_refuses_before_allocating() {
+    let d = tempfile::tempdir().unwrap();
+    let mut prv = String::from(PRV_HEAD);
+    prv.push_str("1:1:1:1:1:0:1000000:1\n");
+    let p = write(d.path(), "g.prv", prv.as_bytes());
+    let args = ["analyze", p.to_str().unwrap(), "field", "--bins", "200000"];
+    let (code, _, err) = common::tapestry_env(&args, &[("TAPESTRY_MEMORY_LIMIT", "1M")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("a field of 200000 bins × 2 locations needs ~6 MiB")
+            && err.contains("the limit is 1 MiB"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let (code, _, err) = common::tapestry_env(&args, &[("TAPESTRY_MEMORY_LIMIT", "64M")]);
+    assert_eq!(code, 0, "{err}");
+}

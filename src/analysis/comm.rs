@@ -276,6 +276,9 @@ impl CommMatrices {
                 "a {n} × {n} communication matrix exceeds {max_cells} cells (choose a coarser --level)"
             )));
         }
+        crate::memory::guard(need.saturating_mul(8), || {
+            format!("a {n} × {n} communication matrix")
+        })?;
         let mut out = vec![0u64; n * n];
         for c in cells {
             if let Some(v) = out.get_mut(c.from as usize * n + c.to as usize) {

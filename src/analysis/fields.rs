@@ -82,6 +82,15 @@ pub fn bin_edges(t0: Time, t1: Time, bins: usize) -> Vec<Time> {
         .collect()
 }
 
+/// Refuses a `bins × elements` field (built location-major, then
+/// transposed: two copies of f64) larger than the memory limit.
+pub fn guard_field(bins: usize, elements: usize) -> Result<()> {
+    let cells = (bins as u64).saturating_mul(elements as u64);
+    crate::memory::guard(crate::memory::bytes_of(cells, 16), || {
+        format!("a field of {bins} bins × {elements} locations")
+    })
+}
+
 /// Refuses zero bins or an empty window.
 pub fn check_bins(t0: Time, t1: Time, bins: usize) -> Result<()> {
     if bins == 0 || t1 <= t0 {
@@ -145,6 +154,7 @@ pub fn busy_fraction(
     bins: usize,
 ) -> Result<Field> {
     check_bins(t0, t1, bins)?;
+    guard_field(bins, trace.num_locations())?;
     let edges = bin_edges(t0, t1, bins);
     let p = trace.num_locations();
     // per location (parallel, location-major), then a tiled transpose to [t][e]
@@ -197,6 +207,7 @@ fn transpose(m: &[f64], rows: usize, cols: usize) -> Vec<f64> {
 /// Messages (or bytes) sent by every location per bin.
 pub fn messages(trace: &Trace, bytes: bool, t0: Time, t1: Time, bins: usize) -> Result<Field> {
     check_bins(t0, t1, bins)?;
+    guard_field(bins, trace.num_locations())?;
     let edges = bin_edges(t0, t1, bins);
     let p = trace.num_locations();
     let mut values = vec![0.0; bins * p];
@@ -238,6 +249,7 @@ pub fn counter(trace: &Trace, counter: u32, t0: Time, t1: Time, bins: usize) -> 
         .defs
         .get(counter as usize)
         .ok_or_else(|| Error::Invalid(format!("no counter number {counter} in this trace")))?;
+    guard_field(bins, trace.num_locations())?;
     let edges = bin_edges(t0, t1, bins);
     let p = trace.num_locations();
     let mut values = vec![0.0; bins * p];

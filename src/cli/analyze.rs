@@ -474,6 +474,7 @@ fn gpu_busy_field(
     };
     let mask = t.states.select(&a.states)?;
     fields::check_bins(t0, t1, a.bins)?;
+    fields::guard_field(a.bins, t.num_locations())?;
     eprintln!("busy field on the GPU: {}", ctx.describe());
     let mut f =
         tapestry::gpu::kernels::busy_bins::busy_fraction(&ctx, t, &mask, t0, t1, a.bins, None)?;

@@ -701,6 +701,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
 /// Reads a Chrome trace.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let inp = input::open(path)?;
+    let damage = inp.damage.clone();
     let mut split = Splitter::new(path, inp.reader);
     let mut b = TraceBuilder::new(
         Format::ChromeJson,
@@ -736,6 +737,15 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             }
         }
         cur = next?;
+    }
+    if let Some(d) = damage.get() {
+        b.diagnostics.repair(
+            "damaged-gzip",
+            path,
+            Position::byte(d.decompressed),
+            1,
+            || format!("{}; the events before it are read", d.describe()),
+        )?;
     }
     if let Some(t) = split.truncated.clone() {
         b.diagnostics.repair("truncated-file", path, t.pos, 1, || {

@@ -38,6 +38,103 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// Where a gzip stream broke off (truncated, corrupt or failing its
+/// checksum): the decompressed data ends at `decompressed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GzipDamage {
+    /// Bytes of decompressed data delivered before the damage.
+    pub decompressed: u64,
+    /// Compressed bytes read from the file when it was found.
+    pub compressed: u64,
+    /// Size of the file on disk.
+    pub file_len: u64,
+    /// What the decompressor said.
+    pub reason: String,
+}
+
+impl GzipDamage {
+    /// A sentence for warnings and errors.
+    pub fn describe(&self) -> String {
+        format!(
+            "the gzip stream breaks off ({}) after {} of the file's {} compressed bytes; \
+             the decompressed data ends at byte {}",
+            self.reason, self.compressed, self.file_len, self.decompressed
+        )
+    }
+}
+
+/// Shared view of the damage a gzip input met (none until it does).
+#[derive(Clone, Default)]
+pub struct DamageHandle(std::sync::Arc<std::sync::Mutex<Option<GzipDamage>>>);
+
+impl DamageHandle {
+    /// The damage met so far, if any.
+    pub fn get(&self) -> Option<GzipDamage> {
+        self.0.lock().map(|g| g.clone()).unwrap_or(None)
+    }
+
+    fn set(&self, d: GzipDamage) {
+        if let Ok(mut g) = self.0.lock() {
+            g.get_or_insert(d);
+        }
+    }
+}
+
+/// A gzip decoder that ends the stream where it is damaged instead of
+/// failing, and records where ([`DamageHandle`]): the readers repair a
+/// truncated `.gz` as they repair a truncated plain file (or refuse it,
+/// with the offset, under `--strict` and for whole-file reads).
+struct TolerantGz<R> {
+    inner: R,
+    delivered: u64,
+    compressed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    file_len: u64,
+    damage: DamageHandle,
+    broken: bool,
+}
+
+impl<R: Read> Read for TolerantGz<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.broken {
+            return Ok(0);
+        }
+        match self.inner.read(buf) {
+            Ok(n) => {
+                self.delivered += n as u64;
+                Ok(n)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Err(e),
+            Err(e) => {
+                self.broken = true;
+                let reason = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    "the file ends inside it".to_string()
+                } else {
+                    e.to_string()
+                };
+                self.damage.set(GzipDamage {
+                    decompressed: self.delivered,
+                    compressed: self.compressed.load(std::sync::atomic::Ordering::Relaxed),
+                    file_len: self.file_len,
+                    reason,
+                });
+                Ok(0)
+            }
+        }
+    }
+}
+
+/// Counts the compressed bytes a decoder has read.
+struct CountInto<R>(R, std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl<R: Read> Read for CountInto<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        self.1
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 /// An open input: the decompressed byte stream of a file.
 pub struct Input {
     pub path: PathBuf,
@@ -46,6 +143,9 @@ pub struct Input {
     pub compressed: bool,
     /// Size of the file on disk.
     pub file_len: u64,
+    /// Where the gzip stream broke off, once it has (the reader then ends
+    /// there instead of failing).
+    pub damage: DamageHandle,
 }
 
 /// Opens `path`, decompressing gzip transparently.
@@ -65,11 +165,20 @@ pub fn open(path: &Path) -> Result<Input> {
     let n = read_up_to(&mut f, &mut magic).map_err(|e| Error::io(path, e))?;
     let compressed = n == 2 && magic == [0x1f, 0x8b];
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let damage = DamageHandle::default();
     let reader: Box<dyn Read + Send> = if compressed {
-        Box::new(MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 20,
-            Counting(f),
-        )))
+        let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        Box::new(TolerantGz {
+            inner: MultiGzDecoder::new(BufReader::with_capacity(
+                1 << 20,
+                CountInto(Counting(f), counter.clone()),
+            )),
+            delivered: 0,
+            compressed: counter,
+            file_len: meta.len(),
+            damage: damage.clone(),
+            broken: false,
+        })
     } else {
         Box::new(Counting(f))
     };
@@ -78,7 +187,13 @@ pub fn open(path: &Path) -> Result<Input> {
         reader,
         compressed,
         file_len: meta.len(),
+        damage,
     })
+}
+
+/// The error for a whole-file read of a damaged gzip file.
+fn damaged(path: &Path, d: &GzipDamage) -> Error {
+    Error::parse(path, Position::byte(d.decompressed), d.describe())
 }
 
 /// The first `n` bytes of the decompressed content of `path`.
@@ -119,6 +234,9 @@ pub fn read_all(path: &Path, max: u64) -> Result<Vec<u8>> {
         .take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
+    if let Some(d) = input.damage.get() {
+        return Err(damaged(path, &d));
+    }
     if got as u64 > max {
         return Err(Error::parse(
             path,
@@ -234,6 +352,12 @@ pub struct LineBlocks {
 }
 
 impl LineBlocks {
+    /// Where the gzip stream broke off, once it has (the blocks end
+    /// there), shared.
+    pub fn damage_handle(&self) -> DamageHandle {
+        self.input.damage.clone()
+    }
+
     pub fn new(input: Input) -> Self {
         Self::with_block_size(input, BLOCK_SIZE)
     }

@@ -22,18 +22,32 @@ fn dict_value<'a>(dict: &'a str, key: &str) -> Option<&'a str> {
     Some(rest)
 }
 
-/// An open array: its header and a reader positioned at the data.
+/// An open array: its header and a reader positioned at the data
+/// (gzip-compressed files are read transparently).
 pub struct Npy {
     pub header: NpyHeader,
-    reader: BufReader<std::fs::File>,
+    reader: BufReader<Box<dyn Read + Send>>,
     path: std::path::PathBuf,
+    /// Elements read so far.
     read: u64,
+    /// Byte offset of the data in the (decompressed) file.
+    data_start: u64,
+    /// The most data bytes the file can hold: its size, or for gzip its
+    /// size times deflate's largest ratio (1032:1).
+    capacity: u64,
+    damage: super::input::DamageHandle,
 }
 
 impl Npy {
     pub fn open(path: &Path) -> Result<Npy> {
-        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut r = BufReader::with_capacity(1 << 20, f);
+        let input = super::input::open(path)?;
+        let capacity = if input.compressed {
+            input.file_len.saturating_mul(1032)
+        } else {
+            input.file_len
+        };
+        let damage = input.damage.clone();
+        let mut r = BufReader::with_capacity(1 << 20, input.reader);
         let bad = |pos: u64, msg: String| Error::parse(path, Position::byte(pos), msg);
         let mut magic = [0u8; 8];
         r.read_exact(&mut magic)
@@ -104,11 +118,15 @@ impl Npy {
                     .map_err(|_| bad(10, format!("expected integer dimensions, found '{s}'")))
             })
             .collect::<Result<Vec<_>>>()?;
+        let data_start = if magic[6] == 1 { 10 } else { 12 } + hlen as u64;
         Ok(Npy {
             header: NpyHeader { descr, shape, item },
             reader: r,
             path: path.to_path_buf(),
             read: 0,
+            data_start,
+            capacity,
+            damage,
         })
     }
 
@@ -127,16 +145,22 @@ impl Npy {
                     self.path.display()
                 ))
             })?;
-        let file_len = std::fs::metadata(&self.path)
-            .map_err(|e| Error::io(&self.path, e))?
-            .len();
-        if n.saturating_mul(self.header.item as u64) > file_len {
+        let need = n.saturating_mul(self.header.item as u64);
+        if need
+            > self
+                .capacity
+                .saturating_sub(self.data_start.min(self.capacity))
+        {
             return Err(Error::Invalid(format!(
-                "{}: shape {shape:?} needs {} bytes of data, the file has {file_len}",
+                "{}: shape {shape:?} needs {need} bytes of data, the file can hold at most {}",
                 self.path.display(),
-                n * self.header.item as u64
+                self.capacity.saturating_sub(self.data_start)
             )));
         }
+        crate::memory::guard(
+            need.saturating_mul(8 / self.header.item.max(1) as u64),
+            || format!("{} (an array of shape {shape:?})", self.path.display()),
+        )?;
         Ok(n)
     }
 
@@ -153,17 +177,26 @@ impl Npy {
     pub fn read_f64(&mut self, out: &mut [f64]) -> Result<()> {
         let n = out.len();
         let mut buf = vec![0u8; n * self.header.item];
-        self.reader.read_exact(&mut buf).map_err(|_| {
-            Error::parse(
+        let got = super::input::read_up_to(&mut self.reader, &mut buf)
+            .map_err(|e| Error::io(&self.path, e))?;
+        if got < buf.len() {
+            let at = self.data_start + self.read * self.header.item as u64 + got as u64;
+            let gz = self
+                .damage
+                .get()
+                .map(|d| format!(" ({})", d.describe()))
+                .unwrap_or_default();
+            return Err(Error::parse(
                 &self.path,
-                Position::none(),
+                Position::byte(at),
                 format!(
-                    "expected {} elements of data, found fewer (after {})",
+                    "expected {} elements of data ({} bytes from byte {}), the data ends here{gz}",
                     self.len(),
-                    self.read
+                    self.len().saturating_mul(self.header.item as u64),
+                    self.data_start
                 ),
-            )
-        })?;
+            ));
+        }
         self.read += n as u64;
         let it = self.header.item;
         for (o, c) in out.iter_mut().zip(buf.chunks_exact(it)) {

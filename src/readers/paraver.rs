@@ -680,6 +680,8 @@ fn read_text(path: &Path) -> Result<String> {
 /// Reads a Paraver trace.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut blocks = LineBlocks::new(input::open(path)?);
+    let damage = blocks.damage_handle();
+    let mut gz_reported = false;
     let header_line = blocks.read_line()?.ok_or_else(|| {
         Error::parse(
             path,
@@ -747,7 +749,18 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             |_block, chunk| {
                 if let Some((pos, msg)) = chunk.error {
                     if chunk.truncated {
-                        b.diagnostics.repair("truncated-record", &src, pos, 1, || {
+                        // a gzip stream that broke off is the cause: said first
+                    if let Some(d) = damage.get() {
+                        gz_reported = true;
+                        b.diagnostics.repair(
+                            "damaged-gzip",
+                            &src,
+                            Position::byte(d.decompressed),
+                            1,
+                            || format!("{}; the records before it are read", d.describe()),
+                        )?;
+                    }
+                    b.diagnostics.repair("truncated-record", &src, pos, 1, || {
                             format!("the last record is incomplete ({msg}); skipped")
                         })?;
                     } else {
@@ -767,6 +780,15 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         )?;
     }
 
+    if let Some(d) = damage.get().filter(|_| !gz_reported) {
+        b.diagnostics.repair(
+            "damaged-gzip",
+            path,
+            Position::byte(d.decompressed),
+            1,
+            || format!("{}; the records before it are read", d.describe()),
+        )?;
+    }
     make_locations(&mut b, &header, &table, declared, &row)?;
 
     // states: the .pcf's, then values met in the records

@@ -58,6 +58,9 @@ pub fn read_access_counts(
             path.display()
         )));
     }
+    crate::memory::guard(t.saturating_mul(e).saturating_mul(8), || {
+        format!("{}: a tensor of {t} × {e} cells", path.display())
+    })?;
     let (t, e, p) = (t as usize, e as usize, p as usize);
     let mut values = vec![0.0; t * e];
     let mut slab = vec![0.0; p * 4];

@@ -1,0 +1,128 @@
+//! The process-wide memory guard: an allocation sized by the input (a
+//! header's claim, bins × locations, a P × P matrix) is checked against
+//! what the machine can hold before it is made, so that a huge request is a
+//! clear error ("this needs ~N GiB; the limit is M GiB") instead of an
+//! abort.
+//!
+//! The limit is `TAPESTRY_MEMORY_LIMIT` when set (bytes, or with a suffix
+//! K, M, G, T: `TAPESTRY_MEMORY_LIMIT=8G`), otherwise the smaller of the
+//! machine's memory (`MemTotal` in `/proc/meminfo`) and the control group's
+//! limit (`/sys/fs/cgroup/memory.max`); where neither can be read, 1 TiB.
+
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
+
+/// The limit when nothing says otherwise (no `/proc`).
+const FALLBACK: u64 = 1 << 40;
+
+/// Parses `8G`, `512M`, `1024` (bytes); `None` when malformed.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mul) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 1u64 << 10),
+        (i, 'm' | 'M') => (&s[..i], 1 << 20),
+        (i, 'g' | 'G') => (&s[..i], 1 << 30),
+        (i, 't' | 'T') => (&s[..i], 1 << 40),
+        _ => (s, 1),
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v > 0.0).then(|| (v * mul as f64).min(u64::MAX as f64) as u64)
+}
+
+fn machine_limit() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb.saturating_mul(1024))
+    });
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    match (total, cgroup) {
+        (Some(a), Some(b)) => a.min(b),
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => FALLBACK,
+    }
+}
+
+/// The memory limit in bytes (read once per process).
+pub fn limit() -> u64 {
+    static LIMIT: OnceLock<u64> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("TAPESTRY_MEMORY_LIMIT")
+            .ok()
+            .and_then(|s| parse_size(&s))
+            .unwrap_or_else(machine_limit)
+    })
+}
+
+/// `bytes` as "1.5 GiB", "320 MiB", "12 KiB" or "100 bytes".
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    } else if bytes >= 1 << 20 {
+        format!("{:.0} MiB", b / (1u64 << 20) as f64)
+    } else if bytes >= 1 << 10 {
+        format!("{:.0} KiB", b / 1024.0)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Refuses an allocation of `bytes` larger than [`limit`]; `what` names it
+/// for the message ("a field of 100 bins × 16,777,216 locations").
+pub fn guard(bytes: u64, what: impl FnOnce() -> String) -> Result<()> {
+    check(bytes, limit(), what)
+}
+
+/// [`guard`] against an explicit limit.
+pub fn check(bytes: u64, limit: u64, what: impl FnOnce() -> String) -> Result<()> {
+    if bytes <= limit {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "{} needs ~{} of memory; the limit is {} (the machine's memory, or \
+         TAPESTRY_MEMORY_LIMIT): choose fewer bins, a shorter --window or fewer locations",
+        what(),
+        human(bytes),
+        human(limit)
+    )))
+}
+
+/// The bytes of `n` elements of `size` bytes each (saturating: a product
+/// that overflows is refused by any limit).
+pub fn bytes_of(n: u64, size: u64) -> u64 {
+    n.saturating_mul(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("1024"), Some(1024));
+        assert_eq!(parse_size("8G"), Some(8 << 30));
+        assert_eq!(parse_size("1.5k"), Some(1536));
+        assert_eq!(parse_size("512 M"), Some(512 << 20));
+        assert_eq!(parse_size("-1G"), None);
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size(""), None);
+    }
+
+    #[test]
+    fn the_guard_names_need_and_limit() {
+        assert!(check(100, 100, || "x".into()).is_ok());
+        let e = check(3 << 30, 1 << 30, || "a field of 3 bins".into())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a field of 3 bins needs ~3.0 GiB"), "{e}");
+        assert!(e.contains("the limit is 1.0 GiB"), "{e}");
+        assert!(check(u64::MAX, limit(), || "x".into()).is_err());
+        assert!(limit() > 1 << 20);
+    }
+}
