@@ -186,7 +186,24 @@ fn paraver_gzip_and_empty() {
     let p = write(d.path(), "empty.prv", b"");
     fails(&p, &ReadOptions::default(), &["empty"]);
     let p = write(d.path(), "binary.bin", &[0u8, 159, 146, 150, 1, 2, 3]);
-    fails(&p, &ReadOptions::default(), &["unrecognised trace format"]);
+    fails(
+        &p,
+        &ReadOptions::default(),
+        &[
+            "unrecognised trace format",
+            "(bytes 00 9f 92 96 01 02 03)",
+            "tried Chrome JSON",
+            "Paraver",
+            "PICL",
+            "NumPy",
+        ],
+    );
+    let p = write(d.path(), "junk.gz", &common::gzip(b"GIF89a not a trace"));
+    fails(
+        &p,
+        &ReadOptions::default(),
+        &["the decompressed content starts with 'GIF89a not a trace' (bytes 47 49 46 38"],
+    );
     let missing = d.path().join("nope.prv");
     fails(&missing, &ReadOptions::default(), &["No such file"]);
 }

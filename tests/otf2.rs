@@ -266,6 +266,8 @@ fn damaged_archives_fail_clearly() {
         .set_len(len - 7)
         .unwrap();
     fails(&a, "OTF2 library");
+    // the failing location file is named, with the library's error
+    fails(&a, &format!("{} fails after", evt.display()));
     // the event directory resolves outside the archive's directory
     let a = fresh("elsewhere-src");
     let outside = d.path().join("outside");

@@ -54,21 +54,38 @@ pub struct ReadOptions {
 pub fn detect(path: &Path) -> Result<Format> {
     let head = input::peek(path, 4096)?;
     detect_bytes(&head).ok_or_else(|| {
-        let shown: String = String::from_utf8_lossy(&head[..head.len().min(40)])
-            .chars()
-            .map(|c| if c.is_control() { '.' } else { c })
-            .collect();
+        let compressed = input::open(path).is_ok_and(|i| i.compressed);
         Error::UnknownFormat {
             path: path.to_path_buf(),
-            found: if head.is_empty() {
-                "the file is empty".to_string()
-            } else {
-                format!(
-                    "starts with '{shown}'; expected Chrome JSON ('[' or '{{'), a Paraver header ('#Paraver'), PICL records ('-3 ...'), an OTF2 anchor, a TAU profile or a line-profile table"
-                )
-            },
+            found: unknown_format(&head, compressed),
         }
     })
+}
+
+/// What an unrecognised file starts with (as text and in hex) and every
+/// format that was tried.
+fn unknown_format(head: &[u8], compressed: bool) -> String {
+    let what = if compressed {
+        "the decompressed content"
+    } else {
+        "the file"
+    };
+    if head.is_empty() {
+        return format!("{what} is empty");
+    }
+    let shown: String = String::from_utf8_lossy(&head[..head.len().min(40)])
+        .chars()
+        .map(|c| if c.is_control() { '.' } else { c })
+        .collect();
+    let hex: Vec<String> = head.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{what} starts with '{shown}' (bytes {}{}); tried Chrome JSON ('[' or '{{'), \
+         Paraver ('#Paraver'), PICL records ('-3 TIME ...'), an OTF2 anchor (bytes 2-5 'OTF2'), \
+         TAU profiles ('N templated_functions'), a line-profile table (a header naming line, \
+         processor, ticks), a Boxfish meta file (YAML with 'hardware') and NumPy ('\\x93NUMPY')",
+        hex.join(" "),
+        if head.len() > 16 { " ..." } else { "" }
+    )
 }
 
 /// Detects a format from the first bytes of the (decompressed) content.

@@ -750,17 +750,17 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 if let Some((pos, msg)) = chunk.error {
                     if chunk.truncated {
                         // a gzip stream that broke off is the cause: said first
-                    if let Some(d) = damage.get() {
-                        gz_reported = true;
-                        b.diagnostics.repair(
-                            "damaged-gzip",
-                            &src,
-                            Position::byte(d.decompressed),
-                            1,
-                            || format!("{}; the records before it are read", d.describe()),
-                        )?;
-                    }
-                    b.diagnostics.repair("truncated-record", &src, pos, 1, || {
+                        if let Some(d) = damage.get() {
+                            gz_reported = true;
+                            b.diagnostics.repair(
+                                "damaged-gzip",
+                                &src,
+                                Position::byte(d.decompressed),
+                                1,
+                                || format!("{}; the records before it are read", d.describe()),
+                            )?;
+                        }
+                        b.diagnostics.repair("truncated-record", &src, pos, 1, || {
                             format!("the last record is incomplete ({msg}); skipped")
                         })?;
                     } else {

@@ -560,6 +560,44 @@ fn describe(code: ffi::OTF2_ErrorCode) -> String {
     m
 }
 
+/// After the merged event reader failed: reads each location's events on
+/// its own (a fresh reader, no callbacks) and returns the first location
+/// whose file fails, with the events read before and the library's error.
+fn failing_location(archive: &CString, locations: &[u64]) -> Option<(u64, u64, String)> {
+    // SAFETY: the documented sequence for local event readers; every
+    // pointer is checked, the reader is closed on drop.
+    unsafe {
+        let reader = Reader(ffi::OTF2_Reader_Open(archive.as_ptr()));
+        if reader.0.is_null() {
+            return None;
+        }
+        let r = reader.0;
+        if ffi::OTF2_Reader_SetSerialCollectiveCallbacks(r) != ffi::OTF2_SUCCESS {
+            return None;
+        }
+        for &l in locations {
+            ffi::OTF2_Reader_SelectLocation(r, l);
+        }
+        if ffi::OTF2_Reader_OpenEvtFiles(r) != ffi::OTF2_SUCCESS {
+            return None;
+        }
+        for &l in locations {
+            let er = ffi::OTF2_Reader_GetEvtReader(r, l);
+            if er.is_null() {
+                return Some((l, 0, describe(ffi::OTF2_ERROR_INVALID_DATA)));
+            }
+            let mut n = 0u64;
+            let code = ffi::OTF2_Reader_ReadAllLocalEvents(r, er, &mut n);
+            ffi::OTF2_Reader_CloseEvtReader(r, er);
+            if code != ffi::OTF2_SUCCESS {
+                return Some((l, n, describe(code)));
+            }
+        }
+        ffi::OTF2_Reader_CloseEvtFiles(r);
+        None
+    }
+}
+
 /// The open library reader, closed on drop.
 struct Reader(*mut ffi::OTF2_Reader);
 
@@ -804,10 +842,30 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         ffi::OTF2_GlobalEvtReaderCallbacks_Delete(ecb);
         check("registering event callbacks", reg)?;
         let mut n_events = 0u64;
-        check(
-            "reading the events",
-            ffi::OTF2_Reader_ReadAllGlobalEvents(r, ger, &mut n_events),
-        )?;
+        let code = ffi::OTF2_Reader_ReadAllGlobalEvents(r, ger, &mut n_events);
+        if code != ffi::OTF2_SUCCESS {
+            // the merged reader cannot say whose file failed: find it
+            let at = failing_location(&c_path, &locations)
+                .map(|(l, n, why)| {
+                    let file = evt_dir.join(format!("{l}.evt"));
+                    let file = if file.is_file() {
+                        file.display().to_string()
+                    } else {
+                        format!("the events of location {l}")
+                    };
+                    format!("; {file} fails after {n} of its events: {why}")
+                })
+                .unwrap_or_default();
+            let e = fail(&format!("reading the events ({n_events} read)"), code);
+            return Err(match e {
+                Error::Parse { path, pos, msg } => Error::Parse {
+                    path,
+                    pos,
+                    msg: msg + &at,
+                },
+                e => e,
+            });
+        }
         ffi::OTF2_Reader_CloseGlobalEvtReader(r, ger);
         ffi::OTF2_Reader_CloseEvtFiles(r);
     }
