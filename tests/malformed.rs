@@ -745,3 +745,76 @@ fn the_memory_guard_refuses_before_allocating() {
     let (code, _, err) = common::tapestry_env(&args, &[("TAPESTRY_MEMORY_LIMIT", "64M")]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// Busy-class selectors by Chrome category and OTF2 paradigm and role
+/// (SPEC §2), besides names and ids; a selector matching nothing lists
+/// what the trace has.
+#[test]
+fn busy_selectors_by_category_paradigm_and_role() {
+    use tapestry::model::StateClass;
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "cats.json",
+        br#"[{"ph":"X","pid":1,"tid":1,"ts":0,"dur":10,"name":"kernel","cat":"gpu"},
+            {"ph":"X","pid":1,"tid":1,"ts":10,"dur":30,"name":"solve","cat":"cpu,compute"},
+            {"ph":"X","pid":1,"tid":1,"ts":40,"dur":5,"name":"copy","cat":"GPU,memcpy"}]"#,
+    );
+    let read = |busy: &str, overhead: Option<&str>| {
+        let opts = ReadOptions {
+            classes: tapestry::model::ClassOverride {
+                busy: Some(vec![busy.to_string()]),
+                overhead: overhead.map(|o| vec![o.to_string()]),
+                idle: None,
+            },
+            ..Default::default()
+        };
+        let t = readers::read(&p, &opts).unwrap();
+        let class = |n: &str| t.states.get(t.states.by_name(n).unwrap()).unwrap().class;
+        [class("kernel"), class("solve"), class("copy")]
+    };
+    use StateClass::{Busy, Overhead};
+    // categories match case-insensitively, one tag per listed category
+    assert_eq!(read("cat:gpu", None), [Busy, Overhead, Busy]);
+    assert_eq!(read("cat:comp*", None), [Overhead, Busy, Overhead]);
+    assert_eq!(read("cat:*", Some("cat:memcpy")), [Busy, Busy, Overhead]);
+    let (code, out, err) = tapestry(&["info", "--json", "--busy", "cat:gpu", p.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["time_per_class"][0]["time_ns"].as_u64().unwrap(), 15_000);
+    let (code, _, err) = tapestry(&["info", "--busy", "cat:io", p.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(
+            "selector 'cat:io' matches no state of this trace (cats: compute, cpu, gpu, memcpy)"
+        ),
+        "{err}"
+    );
+    // OTF2: MPI regions by paradigm; the selector works in --states too
+    let otf2 = common::shared_trace("ping-pong-otf2/traces.otf2");
+    let o = otf2.to_str().unwrap();
+    let (code, out, err) = tapestry(&["info", "--json", "--overhead", "paradigm:mpi", o]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let states = v["time_per_state"].as_array().unwrap();
+    for s in states {
+        let name = s["name"].as_str().unwrap();
+        if name.starts_with("MPI_") {
+            assert_eq!(s["class"], "overhead", "{s}");
+        }
+    }
+    let (code, _, err) = tapestry(&["info", "--busy", "role:task_untied", o]);
+    assert_eq!(code, 1);
+    assert!(err.contains("(roles: "), "{err}");
+    let out_csv = d.path().join("m.csv");
+    let (code, _, err) = tapestry(&[
+        "analyze",
+        o,
+        "moments",
+        "--states",
+        "paradigm:mpi",
+        "-o",
+        out_csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+}

@@ -43,8 +43,9 @@ pub struct ReadArgs {
     /// unsorted records) as an error instead of repairing it with a warning.
     #[arg(long)]
     pub strict: bool,
-    /// States that count as busy (comma-separated names, `*` wildcards, or
-    /// numeric state ids); every other formerly busy state becomes overhead.
+    /// States that count as busy (comma-separated names, `*` wildcards,
+    /// numeric state ids, or cat:NAME, paradigm:NAME, role:NAME selectors);
+    /// every other formerly busy state becomes overhead.
     #[arg(long, value_delimiter = ',', value_name = "STATES")]
     pub busy: Option<Vec<String>>,
     /// States that count as overhead.

@@ -49,7 +49,20 @@ pub struct State {
     /// The identifier the source format uses (Paraver state value), or the
     /// index of first appearance for formats that name states.
     pub external_id: i64,
+    /// What the source says about the state besides its name, as
+    /// `key:value` (lower case): Chrome categories (`cat:gpu`), OTF2
+    /// paradigms and roles (`paradigm:mpi`, `role:barrier`). Selectors
+    /// with these keys pick states by them (`--busy 'cat:gpu'`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
+
+/// The keys a state selector may use besides names and ids.
+pub const TAG_KEYS: [&str; 3] = ["cat", "paradigm", "role"];
+
+/// At most this many tags per state (hostile inputs cannot grow them
+/// without bound: a Chrome slice name used with 10^6 categories).
+pub const MAX_TAGS: usize = 64;
 
 /// All states of a trace, with lookup by name and by external id.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -128,6 +141,7 @@ impl StateTable {
             color,
             class,
             external_id,
+            tags: Vec::new(),
         });
         self.by_name.insert(name.to_string(), id);
         self.by_external.entry(external_id).or_insert(id);
@@ -141,6 +155,31 @@ impl StateTable {
         }
         let ext = self.states.len() as i64;
         self.add(name, class, None, ext)
+    }
+
+    /// Records that state `id` carries `key:value` (a Chrome category, an
+    /// OTF2 paradigm or role); kept once, lower case, at most
+    /// [`MAX_TAGS`] per state. A Chrome category list (`"a,b"`) gives one
+    /// tag per category.
+    pub fn tag(&mut self, id: StateId, key: &str, value: &str) {
+        let Some(s) = self.states.get_mut(id as usize) else {
+            return;
+        };
+        for v in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+            // the common case (already tagged) allocates nothing
+            let known = s.tags.iter().any(|t| {
+                t.len() == key.len() + 1 + v.len()
+                    && t.starts_with(key)
+                    && t[key.len() + 1..].eq_ignore_ascii_case(v)
+            });
+            if known {
+                continue;
+            }
+            if s.tags.len() >= MAX_TAGS {
+                return;
+            }
+            s.tags.push(format!("{key}:{}", v.to_lowercase()));
+        }
     }
 
     /// The class of every state, indexed by state id.
@@ -210,12 +249,37 @@ impl StateTable {
         for p in patterns {
             let mut any = false;
             for (i, s) in self.states.iter().enumerate() {
-                if pattern_matches(p, &s.name, s.external_id) {
+                if pattern_matches(p, s) {
                     hits[i] = true;
                     any = true;
                 }
             }
             if !any {
+                if let Some((key, _)) = tag_pattern(p) {
+                    let mut seen: Vec<&str> = self
+                        .states
+                        .iter()
+                        .flat_map(|s| s.tags.iter())
+                        .filter(|t| {
+                            t.starts_with(key) && t.as_bytes().get(key.len()) == Some(&b':')
+                        })
+                        .map(|t| &t[key.len() + 1..])
+                        .collect();
+                    seen.sort_unstable();
+                    seen.dedup();
+                    let shown = if seen.is_empty() {
+                        format!("this trace records no {key} for its states")
+                    } else {
+                        format!(
+                            "{key}s: {}{}",
+                            seen.iter().take(20).copied().collect::<Vec<_>>().join(", "),
+                            if seen.len() > 20 { ", ..." } else { "" }
+                        )
+                    };
+                    return Err(Error::Invalid(format!(
+                        "selector '{p}' matches no state of this trace ({shown})"
+                    )));
+                }
                 let names: Vec<&str> = self
                     .states
                     .iter()
@@ -236,7 +300,9 @@ impl StateTable {
 /// A user's override of which states are busy, overhead or idle.
 ///
 /// Each list holds patterns: a state name (case-insensitive, `*` matches any
-/// run of characters) or the state's numeric id in the source format.
+/// run of characters), the state's numeric id in the source format, or a
+/// selector `cat:NAME` (Chrome category), `paradigm:NAME` or `role:NAME`
+/// (OTF2 region paradigm and role), `*` allowed in NAME.
 /// When `busy` is given it is exact: the matching states become busy and the
 /// states that were busy and do not match become overhead. `overhead` and
 /// `idle` are applied after it.
@@ -253,11 +319,29 @@ impl ClassOverride {
     }
 }
 
-fn pattern_matches(pattern: &str, name: &str, external_id: i64) -> bool {
-    if let Ok(n) = pattern.trim().parse::<i64>() {
-        return n == external_id;
+/// `cat:gpu` → `("cat", "gpu")` for the keys of [`TAG_KEYS`].
+fn tag_pattern(pattern: &str) -> Option<(&'static str, &str)> {
+    let (k, v) = pattern.trim().split_once(':')?;
+    let k = k.trim().to_ascii_lowercase();
+    TAG_KEYS
+        .iter()
+        .find(|&&key| key == k)
+        .map(|&key| (key, v.trim()))
+}
+
+fn pattern_matches(pattern: &str, s: &State) -> bool {
+    if let Some((key, value)) = tag_pattern(pattern) {
+        let value = value.to_lowercase();
+        return s.tags.iter().any(|t| {
+            t.strip_prefix(key)
+                .and_then(|r| r.strip_prefix(':'))
+                .is_some_and(|v| glob(&value, v))
+        });
     }
-    glob(&pattern.to_lowercase(), &name.to_lowercase())
+    if let Ok(n) = pattern.trim().parse::<i64>() {
+        return n == s.external_id;
+    }
+    glob(&pattern.to_lowercase(), &s.name.to_lowercase())
 }
 
 /// Glob match with `*` only.

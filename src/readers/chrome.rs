@@ -586,6 +586,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         b'B' => {
             let t = thread(acc);
             let st = b.states.intern(&ev.name, class_of(&ev.cat));
+            b.states.tag(st, "cat", &ev.cat);
             acc.threads[t as usize].2.be.push((ts, seq, true, st));
         }
         b'E' => {
@@ -595,6 +596,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         b'X' => {
             let t = thread(acc);
             let st = b.states.intern(&ev.name, class_of(&ev.cat));
+            b.states.tag(st, "cat", &ev.cat);
             let dur = match ev.dur {
                 Some(d) => d,
                 None => {

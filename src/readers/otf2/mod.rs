@@ -661,6 +661,109 @@ fn check_archive(anchor: &Path) -> Result<PathBuf> {
     Ok(real)
 }
 
+#[cfg(test)]
+mod names {
+    use super::*;
+
+    #[test]
+    fn paradigm_and_role_names_follow_the_library_constants() {
+        assert_eq!(paradigm_name(ffi::OTF2_PARADIGM_MPI as u8), "mpi");
+        assert_eq!(paradigm_name(ffi::OTF2_PARADIGM_KOKKOS as u8), "kokkos");
+        assert_eq!(
+            paradigm_name(ffi::OTF2_PARADIGM_MEASUREMENT_SYSTEM as u8),
+            "measurement_system"
+        );
+        assert_eq!(role_name(ffi::OTF2_REGION_ROLE_BARRIER as u8), "barrier");
+        assert_eq!(
+            role_name(ffi::OTF2_REGION_ROLE_POINT2POINT as u8),
+            "point2point"
+        );
+        assert_eq!(
+            role_name(ffi::OTF2_REGION_ROLE_REALLOCATE as u8),
+            "reallocate"
+        );
+        assert_eq!(role_name(200), "unknown");
+    }
+}
+
+/// The OTF2 paradigm's name, lower case (`mpi`, `openmp`, `cuda`, ...).
+fn paradigm_name(p: u8) -> &'static str {
+    const NAMES: [&str; 25] = [
+        "unknown",
+        "user",
+        "compiler",
+        "openmp",
+        "mpi",
+        "cuda",
+        "measurement_system",
+        "pthread",
+        "hmpp",
+        "ompss",
+        "hardware",
+        "gaspi",
+        "upc",
+        "shmem",
+        "winthread",
+        "qtthread",
+        "acethread",
+        "tbbthread",
+        "openacc",
+        "opencl",
+        "mtapi",
+        "sampling",
+        "none",
+        "hip",
+        "kokkos",
+    ];
+    NAMES.get(p as usize).copied().unwrap_or("unknown")
+}
+
+/// The OTF2 region role's name, lower case (`function`, `barrier`,
+/// `point2point`, `coll_all2all`, ...).
+fn role_name(r: u8) -> &'static str {
+    const NAMES: [&str; 38] = [
+        "unknown",
+        "function",
+        "wrapper",
+        "loop",
+        "code",
+        "parallel",
+        "sections",
+        "section",
+        "workshare",
+        "single",
+        "single_sblock",
+        "master",
+        "critical",
+        "critical_sblock",
+        "atomic",
+        "barrier",
+        "implicit_barrier",
+        "flush",
+        "ordered",
+        "ordered_sblock",
+        "task",
+        "task_create",
+        "task_wait",
+        "coll_one2all",
+        "coll_all2one",
+        "coll_all2all",
+        "coll_other",
+        "file_io",
+        "point2point",
+        "rma",
+        "data_transfer",
+        "artificial",
+        "thread_create",
+        "thread_wait",
+        "task_untied",
+        "allocate",
+        "deallocate",
+        "reallocate",
+    ];
+    NAMES.get(r as usize).copied().unwrap_or("unknown")
+}
+
 fn overhead(role: u8, paradigm: u8) -> bool {
     use ffi::*;
     matches!(
@@ -966,6 +1069,8 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
             Some(s) => s,
             None => b.states.add(&nm, class, None, *id as i64),
         };
+        b.states.tag(s, "paradigm", paradigm_name(paradigm));
+        b.states.tag(s, "role", role_name(role));
         state_of.insert(*id, s);
     }
     let mut unknown_region = 0u64;
