@@ -491,6 +491,33 @@ fn every_analysis_runs_from_the_command_line() {
         serde_json::from_slice(&std::fs::read(d.path().join("m.npy.json")).unwrap()).unwrap();
     assert!(side["missing_values"].as_str().unwrap().starts_with("NaN"));
     assert!(side["missing_count"].as_u64().is_some());
+    // the sidecar identifies its array: data size and FNV-1a hash, so a
+    // pair cut by a kill between the two renames is recognisable
+    let pair_matches = |npy: &std::path::Path| {
+        let bytes = std::fs::read(npy).unwrap();
+        let side: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(npy.with_extension("npy.json")).unwrap())
+                .unwrap();
+        let n = side["array"]["data_bytes"].as_u64().unwrap() as usize;
+        let data = &bytes[bytes.len() - n..];
+        let h = tapestry::export::npy::fnv1a(tapestry::export::npy::FNV_START, data);
+        side["array"]["data_fnv1a64"].as_str().unwrap() == format!("{h:016x}")
+    };
+    assert!(pair_matches(&m));
+    assert!(pair_matches(&n));
+    // a stale sidecar (another run's array put in place without it) is told apart
+    let saved = std::fs::read(d.path().join("m.npy.json")).unwrap();
+    let (code, _, err) = tapestry(&["analyze", q, "moments", "-o", m.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(pair_matches(&m));
+    std::fs::write(d.path().join("m.npy.json"), saved).unwrap();
+    assert!(!pair_matches(&m));
+    let leftovers: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     // bad parameters
     for (args, want) in [
         (vec!["moments", "--window", "5:2"], "not after"),

@@ -9,7 +9,6 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use tapestry::analysis::{comm, fields, image, matrices, metric, moments, signal};
 use tapestry::export::AtomicFile;
-use tapestry::export::npy::write_array;
 use tapestry::model::{ProfileMatrix, Time, Trace};
 use tapestry::readers::{self, Loaded};
 
@@ -1341,12 +1340,25 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
             }
             tapestry::export::refuse_inputs(path, &inputs)?;
             tapestry::export::refuse_inputs(&path.with_extension("npy.json"), &inputs)?;
-            write_array(path, &shape, &data)?;
-            // the metadata (units, layout, parameters) beside the array
+            let array = tapestry::export::npy::write_array_pending(path, &shape, &data)?;
+            // the metadata (units, layout, parameters) beside the array, with
+            // the array's data size and hash: a pair cut by a kill between
+            // the two renames is recognisable
+            if let Some(o) = meta.as_object_mut() {
+                o.insert(
+                    "array".into(),
+                    json!({
+                        "file": path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                        "data_bytes": array.data_bytes,
+                        "data_fnv1a64": format!("{:016x}", array.data_fnv1a64),
+                        "check": "FNV-1a 64 of the data bytes after the .npy header (little-endian f64, C order)",
+                    }),
+                );
+            }
             let side = path.with_extension("npy.json");
             let mut f = AtomicFile::create(&side, &inputs)?;
             f.write_all(serde_json::to_string_pretty(&meta)?.as_bytes())?;
-            f.commit()?;
+            AtomicFile::commit_pair(array.file, f)?;
         }
         other => bail!("expected an output ending in .csv, .json or .npy, found '.{other}'"),
     }

@@ -71,6 +71,33 @@ impl AtomicFile {
         Ok(())
     }
 
+    /// Puts two files written together in place: both are flushed and
+    /// synced first, then renamed one right after the other (`first`, then
+    /// `second`), so that a kill can only fall between the two renames.
+    /// A pair whose second file must describe the first carries a digest
+    /// of it (the `.npy.json` sidecar records the array's data hash).
+    pub fn commit_pair(mut first: AtomicFile, mut second: AtomicFile) -> Result<()> {
+        first.sync()?;
+        second.sync()?;
+        first.rename()?;
+        second.rename()
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        if let Some(w) = self.writer.as_mut() {
+            w.flush().map_err(|e| Error::io(&self.dest, e))?;
+            w.get_ref()
+                .sync_all()
+                .map_err(|e| Error::io(&self.dest, e))?;
+        }
+        Ok(())
+    }
+
+    fn rename(mut self) -> Result<()> {
+        self.writer = None;
+        std::fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))
+    }
+
     /// Flushes, syncs and renames the file into place.
     pub fn commit(mut self) -> Result<()> {
         let w = self.writer.take().expect("writer present until commit");

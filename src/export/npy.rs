@@ -68,7 +68,31 @@ pub struct NpyWriter<T: NpyElement> {
     expected: u64,
     written: u64,
     buf: Vec<u8>,
+    /// FNV-1a (64-bit) of the data bytes written so far.
+    fnv: u64,
     _t: std::marker::PhantomData<T>,
+}
+
+/// FNV-1a 64-bit offset basis.
+pub const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Continues an FNV-1a 64-bit hash over `bytes`.
+pub fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A written array not yet in place: its file (see
+/// [`AtomicFile::commit_pair`]) and what identifies its data.
+pub struct PendingArray {
+    pub file: AtomicFile,
+    /// Bytes of data after the header.
+    pub data_bytes: u64,
+    /// FNV-1a 64-bit hash of those bytes.
+    pub data_fnv1a64: u64,
 }
 
 impl<T: NpyElement> NpyWriter<T> {
@@ -85,6 +109,7 @@ impl<T: NpyElement> NpyWriter<T> {
             expected,
             written: 0,
             buf: Vec::new(),
+            fnv: FNV_START,
             _t: std::marker::PhantomData,
         })
     }
@@ -102,12 +127,19 @@ impl<T: NpyElement> NpyWriter<T> {
                 self.file.path().display()
             )));
         }
+        self.fnv = fnv1a(self.fnv, &self.buf);
         let p = self.file.path().to_path_buf();
         self.file.write_all(&self.buf).map_err(|e| Error::io(p, e))
     }
 
     /// Checks that the shape is filled and makes the file appear.
     pub fn finish(self) -> Result<()> {
+        self.finish_pending()?.file.commit()
+    }
+
+    /// Checks that the shape is filled; the file appears when the caller
+    /// commits it (with its companion, [`AtomicFile::commit_pair`]).
+    pub fn finish_pending(self) -> Result<PendingArray> {
         if self.written != self.expected {
             return Err(Error::Invalid(format!(
                 "{} holds {} of {} elements",
@@ -116,8 +148,23 @@ impl<T: NpyElement> NpyWriter<T> {
                 self.expected
             )));
         }
-        self.file.commit()
+        Ok(PendingArray {
+            data_bytes: self.written * std::mem::size_of::<T>() as u64,
+            data_fnv1a64: self.fnv,
+            file: self.file,
+        })
     }
+}
+
+/// Writes a whole array, not yet in place (for a pair with its sidecar).
+pub fn write_array_pending<T: NpyElement>(
+    path: &Path,
+    shape: &[u64],
+    data: &[T],
+) -> Result<PendingArray> {
+    let mut w = NpyWriter::create(path, shape)?;
+    w.write(data)?;
+    w.finish_pending()
 }
 
 /// Writes a whole array at once.
