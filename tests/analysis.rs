@@ -744,3 +744,125 @@ fn playback_forward_and_back() {
     assert_ne!(code, 0);
     assert!(err.contains("events or ticks"), "{err}");
 }
+
+/// Access tensors as CSV tables (interval, element, processor, kind,
+/// count) give the `.npy`'s fields and whole tensor; bad rows are errors
+/// with their line.
+#[test]
+fn access_tensors_as_csv_tables() {
+    use tapestry::readers::tensor;
+    let d = tempfile::tempdir().unwrap();
+    let prv = d.path().join("k.prv");
+    let npy = d.path().join("acc.npy");
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "kernel",
+        "-p",
+        "3",
+        "--width",
+        "4",
+        "--height",
+        "3",
+        "--steps",
+        "3",
+        "--tensor",
+        npy.to_str().unwrap(),
+        "-o",
+        prv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // the same tensor as a table of its non-zero cells, kinds by name,
+    // columns in another order, one cell split over two rows
+    let whole = tensor::read_access_tensor(&npy).unwrap();
+    let names = ["local-read", "remote-read", "local-write", "remote-write"];
+    let mut csv = format!(
+        "# an access table\n# shape: {} {} {}\ncount,kind,processor,element,interval\n",
+        whole.intervals, whole.elements, whole.processors
+    );
+    for t in 0..whole.intervals {
+        for e in 0..whole.elements {
+            for p in 0..whole.processors {
+                for (k, name) in names.iter().enumerate() {
+                    let c = whole.at(t, e, p, k);
+                    if c > 0.0 {
+                        csv.push_str(&format!("{},{name},{p},{e},{t}\n", c - 0.5));
+                        csv.push_str(&format!("0.5,{k},{p},{e},{t}\n"));
+                    }
+                }
+            }
+        }
+    }
+    let table = common::write(d.path(), "acc.csv", csv.as_bytes());
+    assert_eq!(tensor::read_access_tensor(&table).unwrap(), whole);
+    for kinds in ["reads", "writes", "remote", "all"] {
+        let field = |path: &std::path::Path| {
+            let (code, out, err) = tapestry(&[
+                "analyze",
+                prv.to_str().unwrap(),
+                "field",
+                "--quantity",
+                &format!("tensor:{}", path.display()),
+                "--kinds",
+                kinds,
+            ]);
+            assert_eq!(code, 0, "{err}");
+            out.lines().skip(1).map(str::to_string).collect::<Vec<_>>()
+        };
+        assert_eq!(field(&npy), field(&table), "{kinds}");
+    }
+    // opened on its own, as the .npy is
+    let (code, out, err) = tapestry(&[
+        "analyze",
+        table.to_str().unwrap(),
+        "field",
+        "--kinds",
+        "all",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().count() > 3);
+    // bad tables
+    for (body, want) in [
+        (
+            "interval,element,processor,kind,count\n0,1,2,read,4\n",
+            "line 2: expected a kind",
+        ),
+        (
+            "interval,element,processor,kind,count\n0,1,-2,lr,4\n",
+            "line 2: expected the processor index",
+        ),
+        (
+            "interval,element,processor,kind,count\n0,1,2,lr,NaN\n",
+            "line 2: expected a count",
+        ),
+        (
+            "interval,element,processor,kind,count\n0,1\n",
+            "line 2: expected a processor in column 3",
+        ),
+        (
+            "interval,element,processor,kind,count\n99999999,0,0,lr,1\n",
+            "expected the interval index from 0 to 16777215",
+        ),
+        (
+            "# shape: 1 2\ninterval,element,processor,kind,count\n",
+            "line 1: expected '# shape:",
+        ),
+        (
+            "interval,element,processor,kind,count\n",
+            "at least one access",
+        ),
+    ] {
+        let p = common::write(d.path(), "bad.csv", body.as_bytes());
+        let (code, _, err) = tapestry(&["analyze", p.to_str().unwrap(), "field"]);
+        assert_eq!(code, 1, "{body}");
+        assert!(err.contains(want), "{body}: {err}");
+    }
+    // a shape beyond memory is refused before it is allocated
+    let p = common::write(
+        d.path(),
+        "huge.csv",
+        b"# shape: 16000000 16000000 1\ninterval,element,processor,kind,count\n0,0,0,lr,1\n",
+    );
+    let (code, _, err) = tapestry(&["analyze", p.to_str().unwrap(), "field"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("needs ~"), "{err}");
+}

@@ -82,7 +82,7 @@ fn unknown_format(head: &[u8], compressed: bool) -> String {
         "{what} starts with '{shown}' (bytes {}{}); tried Chrome JSON ('[' or '{{'), \
          Paraver ('#Paraver'), PICL records ('-3 TIME ...'), an OTF2 anchor (bytes 2-5 'OTF2'), \
          TAU profiles ('N templated_functions'), a line-profile table (a header naming line, \
-         processor, ticks), a Boxfish meta file (YAML with 'hardware') and NumPy ('\\x93NUMPY')",
+         processor, ticks), an access table (interval, element, processor, kind, count), a Boxfish meta file (YAML with 'hardware') and NumPy ('\\x93NUMPY')",
         hex.join(" "),
         if head.len() > 16 { " ..." } else { "" }
     )
@@ -213,6 +213,13 @@ pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     }
     if let Some(format) = detect_bytes(&head) {
         return Ok(Loaded::Trace(Box::new(read_as(path, format, opts)?)));
+    }
+    if tensor::looks_like_access_csv(&head) {
+        let t = tensor::read_csv(path)?;
+        return Ok(Loaded::Tensor(Box::new(tensor::TensorFile {
+            path: path.to_path_buf(),
+            shape: t.shape,
+        })));
     }
     if tau::looks_like_tau(&head) {
         return Ok(Loaded::Profile(Box::new(tau::read(path)?)));

@@ -157,8 +157,7 @@ pub fn field_of(input: &Loaded, quantity: &str, r: &Resolved, view: &str) -> Res
 /// view's check of what it can show).
 pub fn elements(t: &Trace, quantity: &str) -> Result<usize> {
     if let Some(p) = quantity.strip_prefix("tensor:") {
-        let a = crate::readers::npy::Npy::open(&PathBuf::from(p))?;
-        return Ok(a.header.shape.get(1).copied().unwrap_or(0) as usize);
+        return Ok(crate::readers::tensor::shape_of(&PathBuf::from(p))?[1] as usize);
     }
     Ok(t.num_locations())
 }
