@@ -182,11 +182,6 @@ pub fn write(
     }
 }
 
-/// A trace of `locations × per_location` state intervals alternating between
-/// a busy state (`Running`) and an idle one, with random lengths and gaps,
-/// built directly in memory (for benchmarks and tests of the analyses at
-/// scale: 10^8 intervals take 2 GB). Deterministic for a seed; generated in
-/// parallel over locations.
 /// A trace with exactly the given intervals: `per_location[l]` lists
 /// location `l`'s sorted, disjoint `(start, end, busy)` intervals in
 /// nanoseconds (state "Running" when busy, else "Idle"). For tests that
@@ -223,6 +218,11 @@ pub fn explicit_intervals(per_location: &[Vec<(u64, u64, bool)>]) -> Trace {
     trace
 }
 
+/// A trace of `locations × per_location` state intervals alternating between
+/// a busy state (`Running`) and an idle one, with random lengths and gaps,
+/// built directly in memory (for benchmarks and tests of the analyses at
+/// scale: 10^8 intervals take 2 GB). Deterministic for a seed; generated in
+/// parallel over locations.
 pub fn random_intervals(locations: u32, per_location: u32, seed: u64) -> Trace {
     use rayon::prelude::*;
 
