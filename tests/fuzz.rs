@@ -20,7 +20,7 @@
 //!
 //! Time: `TAPESTRY_FUZZ_SECONDS` (default 60; CI runs the default). Seed:
 //! `TAPESTRY_FUZZ_SEED` (default: the time; printed, so a run can be
-//! repeated).
+//! repeated). `TAPESTRY_FUZZ_VERBOSE=1` prints every input before it runs.
 
 mod common;
 
@@ -37,6 +37,8 @@ use tapestry::readers::{self, Loaded, ReadOptions};
 const CAP: usize = 3 << 30;
 /// The most bytes one input may have allocated at once.
 const PEAK: usize = 1 << 30;
+/// The largest mutated input (bytes).
+const MAX_INPUT: usize = 16 << 20;
 /// The longest one input may take.
 const HANG: Duration = Duration::from_secs(30);
 
@@ -330,11 +332,11 @@ fn mutate(rng: &mut Rng, b: &mut Vec<u8>) -> &'static str {
             let l = line_bounds(b);
             if !l.is_empty() {
                 let (s, e) = l[rng.below(l.len())];
-                let line = b[s..e].to_vec();
+                // up to 1000 copies, at most 4 MiB added (one splice)
                 let copies = if rng.below(4) == 0 { 1000 } else { 1 };
-                for _ in 0..copies {
-                    b.splice(e..e, line.iter().copied());
-                }
+                let copies = copies.min((4usize << 20) / (e - s).max(1)).max(1);
+                let more = b[s..e].repeat(copies);
+                b.splice(e..e, more);
             }
             "duplicated line"
         }
@@ -626,6 +628,7 @@ fn fuzz_every_reader() {
     let seeds = seeds(work.path());
     assert!(seeds.len() >= 15, "seeds found: {}", seeds.len());
     let mut rng = Rng(seed);
+    let verbose = std::env::var_os("TAPESTRY_FUZZ_VERBOSE").is_some();
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut runs = 0u64;
     let mut outcomes: std::collections::BTreeMap<String, u64> = Default::default();
@@ -638,9 +641,19 @@ fn fuzz_every_reader() {
             for _ in 0..1 + rng.below(3) {
                 applied.push(mutate(&mut rng, bytes));
             }
+            // inputs stay small enough to run thousands in a minute
+            bytes.truncate(MAX_INPUT);
         }
         let open = materialise(&c, &current);
         let strict = rng.below(4) == 0;
+        if verbose {
+            eprintln!(
+                "fuzz: run {runs}: {} ({}); {} MiB live before",
+                case.name,
+                applied.join(" + "),
+                LIVE.load(Ordering::Relaxed) >> 20
+            );
+        }
         runs += 1;
         *per_seed.entry(case.name.clone()).or_default() += 1;
         match run_one(&open, strict, started, epoch) {

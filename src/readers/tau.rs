@@ -132,7 +132,8 @@ fn parse_file(path: &Path) -> Result<ThreadProfile> {
     if let Some(v) = xml_value(header, "Metric Name") {
         metric = v.to_string();
     }
-    let mut entries = Vec::with_capacity(count as usize);
+    // the declared count is a claim: reserve by what the file can hold
+    let mut entries = Vec::with_capacity((count as usize).min(text.len() / 8 + 1));
     for k in 0..count {
         let (ln, line) = lines.next().ok_or_else(|| {
             err(
