@@ -661,31 +661,6 @@ fn check_archive(anchor: &Path) -> Result<PathBuf> {
     Ok(real)
 }
 
-#[cfg(test)]
-mod names {
-    use super::*;
-
-    #[test]
-    fn paradigm_and_role_names_follow_the_library_constants() {
-        assert_eq!(paradigm_name(ffi::OTF2_PARADIGM_MPI as u8), "mpi");
-        assert_eq!(paradigm_name(ffi::OTF2_PARADIGM_KOKKOS as u8), "kokkos");
-        assert_eq!(
-            paradigm_name(ffi::OTF2_PARADIGM_MEASUREMENT_SYSTEM as u8),
-            "measurement_system"
-        );
-        assert_eq!(role_name(ffi::OTF2_REGION_ROLE_BARRIER as u8), "barrier");
-        assert_eq!(
-            role_name(ffi::OTF2_REGION_ROLE_POINT2POINT as u8),
-            "point2point"
-        );
-        assert_eq!(
-            role_name(ffi::OTF2_REGION_ROLE_REALLOCATE as u8),
-            "reallocate"
-        );
-        assert_eq!(role_name(200), "unknown");
-    }
-}
-
 /// The OTF2 paradigm's name, lower case (`mpi`, `openmp`, `cuda`, ...).
 fn paradigm_name(p: u8) -> &'static str {
     const NAMES: [&str; 25] = [
@@ -1282,4 +1257,29 @@ fn collective_name(op: u8) -> &'static str {
         "destroy_handle_and_deallocate",
     ];
     NAMES.get(op as usize).copied().unwrap_or("collective")
+}
+
+#[cfg(test)]
+mod names {
+    use super::*;
+
+    #[test]
+    fn paradigm_and_role_names_follow_the_library_constants() {
+        assert_eq!(paradigm_name(ffi::OTF2_PARADIGM_MPI as u8), "mpi");
+        assert_eq!(paradigm_name(ffi::OTF2_PARADIGM_KOKKOS as u8), "kokkos");
+        assert_eq!(
+            paradigm_name(ffi::OTF2_PARADIGM_MEASUREMENT_SYSTEM as u8),
+            "measurement_system"
+        );
+        assert_eq!(role_name(ffi::OTF2_REGION_ROLE_BARRIER as u8), "barrier");
+        assert_eq!(
+            role_name(ffi::OTF2_REGION_ROLE_POINT2POINT as u8),
+            "point2point"
+        );
+        assert_eq!(
+            role_name(ffi::OTF2_REGION_ROLE_REALLOCATE as u8),
+            "reallocate"
+        );
+        assert_eq!(role_name(200), "unknown");
+    }
 }
