@@ -412,7 +412,15 @@ fn analyze_on_the_gpu_equals_the_cpu_on_real_traces() {
             if c == "--gpu" {
                 assert!(err.contains("busy field on the GPU"), "{err}");
             }
-            fields.push(std::fs::read(&o).unwrap());
+            let text = std::fs::read_to_string(&o).unwrap();
+            let (meta, values) = text.split_once('\n').unwrap();
+            let want = if c == "--gpu" {
+                "\"compute\":\"gpu ("
+            } else {
+                "\"compute\":\"cpu\""
+            };
+            assert!(meta.contains(want), "{meta}");
+            fields.push(values.to_string());
         }
         assert_eq!(fields[0], fields[1], "{trace} {states}: the field differs");
     }
