@@ -3,20 +3,89 @@
 //! equal to the direct sums), thresholds, FFT low-pass and decimation,
 //! histograms, the Markov model and the indicator sequence.
 
-use rustfft::FftPlanner;
+use std::sync::Arc;
+
+use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use rustfft::num_complex::Complex64;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-fn fft(data: &mut [Complex64], inverse: bool) {
-    let mut planner = FftPlanner::<f64>::new();
-    let plan = if inverse {
-        planner.plan_fft_inverse(data.len())
-    } else {
-        planner.plan_fft_forward(data.len())
-    };
-    plan.process(data);
+/// The smallest 2^a·3^b·5^c ≥ `n` (a length rustfft transforms fast; the
+/// zero padding of correlations needs no power of two).
+pub fn fast_len(n: usize) -> usize {
+    if n <= 1 {
+        return 1;
+    }
+    let mut best = n.next_power_of_two();
+    let mut p5 = 1usize;
+    while p5 < best {
+        let mut p35 = p5;
+        while p35 < best {
+            // the smallest power of two that lifts p35 to at least n
+            let mut v = p35;
+            while v < n {
+                v *= 2;
+            }
+            best = best.min(v);
+            match p35.checked_mul(3) {
+                Some(x) => p35 = x,
+                None => break,
+            }
+        }
+        match p5.checked_mul(5) {
+            Some(x) => p5 = x,
+            None => break,
+        }
+    }
+    best
+}
+
+/// A forward and an inverse real FFT of one length, with their scratch.
+struct RealFft {
+    forward: Arc<dyn RealToComplex<f64>>,
+    inverse: Arc<dyn ComplexToReal<f64>>,
+}
+
+impl RealFft {
+    fn new(len: usize) -> Self {
+        let mut planner = RealFftPlanner::<f64>::new();
+        RealFft {
+            forward: planner.plan_fft_forward(len),
+            inverse: planner.plan_fft_inverse(len),
+        }
+    }
+
+    /// The `len/2 + 1` bins of the real signal `x` (consumed as scratch).
+    fn forward(&self, x: &mut [f64]) -> Vec<Complex64> {
+        let mut out = self.forward.make_output_vec();
+        // lengths always match: the plan was made for x.len()
+        let _ = self.forward.process(x, &mut out);
+        out
+    }
+
+    /// The real signal of the bins `spec` (consumed as scratch), unscaled.
+    fn inverse(&self, spec: &mut [Complex64]) -> Vec<f64> {
+        let mut out = self.inverse.make_output_vec();
+        // a real signal's first (and, for even lengths, last) bin is real
+        if let Some(c) = spec.first_mut() {
+            c.im = 0.0;
+        }
+        if out.len() % 2 == 0
+            && let Some(c) = spec.last_mut()
+        {
+            c.im = 0.0;
+        }
+        let _ = self.inverse.process(spec, &mut out);
+        out
+    }
+}
+
+/// `x` zero-padded to `len`.
+fn padded(x: &[f64], len: usize) -> Vec<f64> {
+    let mut v = vec![0.0; len];
+    v[..x.len()].copy_from_slice(x);
+    v
 }
 
 /// A one-sided spectrum: `K = 0..=N/2`.
@@ -36,23 +105,25 @@ pub struct Spectrum {
 /// period in seconds (`None` for the event domain: cycles per event).
 pub fn spectrum(w: &[f64], period_s: Option<f64>) -> Spectrum {
     let n = w.len();
-    let mut buf: Vec<Complex64> = w.iter().map(|&v| Complex64::new(v, 0.0)).collect();
-    if n > 0 {
-        fft(&mut buf, false);
-    }
-    let bins: Vec<usize> = if n == 0 {
+    let bins: Vec<Complex64> = if n == 0 {
         Vec::new()
     } else {
-        (0..=n / 2).collect()
+        // a real-input FFT: the one-sided bins directly
+        RealFft::new(n).forward(&mut w.to_vec())
     };
     let scale = match period_s {
         Some(p) => 1.0 / (n as f64 * p),
         None => 1.0 / n.max(1) as f64,
     };
+    use rayon::prelude::*;
+    let power: Vec<f64> = bins.par_iter().map(|c| c.norm_sqr() / n as f64).collect();
     Spectrum {
-        frequency: bins.iter().map(|&k| k as f64 * scale).collect(),
-        magnitude: bins.iter().map(|&k| buf[k].norm()).collect(),
-        power: bins.iter().map(|&k| buf[k].norm_sqr() / n as f64).collect(),
+        frequency: (0..bins.len())
+            .into_par_iter()
+            .map(|k| k as f64 * scale)
+            .collect(),
+        magnitude: power.par_iter().map(|p| (p * n as f64).sqrt()).collect(),
+        power,
         frequency_unit: if period_s.is_some() {
             "Hz".into()
         } else {
@@ -105,17 +176,17 @@ pub fn autocorrelation(x: &[f64], max_lag: usize, zero_mean: bool) -> Vec<f64> {
         return Vec::new();
     }
     let x = centred(x, zero_mean);
-    let size = (2 * m).next_power_of_two();
-    let mut buf: Vec<Complex64> = (0..size)
-        .map(|i| Complex64::new(if i < m { x[i] } else { 0.0 }, 0.0))
-        .collect();
-    fft(&mut buf, false);
-    for c in buf.iter_mut() {
+    // lags up to max_lag need no more than m + max_lag points (no wrap)
+    let lags = max_lag.min(m - 1);
+    let size = fast_len(m + lags);
+    let fft = RealFft::new(size);
+    let mut spec = fft.forward(&mut padded(&x, size));
+    for c in spec.iter_mut() {
         *c = Complex64::new(c.norm_sqr(), 0.0);
     }
-    fft(&mut buf, true);
-    (0..=max_lag.min(m - 1))
-        .map(|l| buf[l].re / size as f64 / (m - l) as f64)
+    let r = fft.inverse(&mut spec);
+    (0..=lags)
+        .map(|l| r[l] / size as f64 / (m - l) as f64)
         .collect()
 }
 
@@ -137,20 +208,16 @@ pub fn cross_correlation(w: &[f64], y: &[f64], zero_mean: bool) -> Vec<f64> {
         return vec![0.0; nw];
     }
     let (w, y) = (centred(w, zero_mean), centred(y, zero_mean));
-    let size = (nw + ny).next_power_of_two();
-    let mut a: Vec<Complex64> = (0..size)
-        .map(|i| Complex64::new(if i < nw { w[i] } else { 0.0 }, 0.0))
-        .collect();
-    let mut b: Vec<Complex64> = (0..size)
-        .map(|i| Complex64::new(if i < ny { y[i] } else { 0.0 }, 0.0))
-        .collect();
-    fft(&mut a, false);
-    fft(&mut b, false);
+    // lags 0..nw need nw + ny − 1 points without wrap-around
+    let size = fast_len(nw + ny - 1);
+    let fft = RealFft::new(size);
+    let mut a = fft.forward(&mut padded(&w, size));
+    let b = fft.forward(&mut padded(&y, size));
     for (p, q) in a.iter_mut().zip(&b) {
         *p *= q.conj();
     }
-    fft(&mut a, true);
-    (0..nw).map(|l| a[l].re / size as f64).collect()
+    let r = fft.inverse(&mut a);
+    r[..nw].iter().map(|v| v / size as f64).collect()
 }
 
 /// The direct cross-correlation (reference).
@@ -230,15 +297,18 @@ pub fn lowpass(w: &[f64], cutoff: usize) -> Vec<f64> {
     if n == 0 {
         return Vec::new();
     }
-    let mut buf: Vec<Complex64> = w.iter().map(|&v| Complex64::new(v, 0.0)).collect();
-    fft(&mut buf, false);
-    for (k, c) in buf.iter_mut().enumerate() {
-        if k.min(n - k) > cutoff {
+    let fft = RealFft::new(n);
+    let mut spec = fft.forward(&mut w.to_vec());
+    // the one-sided bins k ≤ n/2, where min(k, n − k) = k
+    for (k, c) in spec.iter_mut().enumerate() {
+        if k > cutoff {
             *c = Complex64::new(0.0, 0.0);
         }
     }
-    fft(&mut buf, true);
-    buf.iter().map(|c| c.re / n as f64).collect()
+    fft.inverse(&mut spec)
+        .into_iter()
+        .map(|v| v / n as f64)
+        .collect()
 }
 
 /// Decimation by `alpha`: low-pass to `N/(2α)`, then every α-th sample.
@@ -565,6 +635,93 @@ mod tests {
             assert_eq!(a.len(), b.len());
             for (p, q) in a.iter().zip(&b) {
                 assert!((p - q).abs() < 1e-9, "{p} {q}");
+            }
+        }
+    }
+
+    #[test]
+    fn fast_lengths_are_the_smallest_5_smooth() {
+        let smooth = |mut v: usize| {
+            for p in [2, 3, 5] {
+                while v % p == 0 {
+                    v /= p;
+                }
+            }
+            v == 1
+        };
+        for n in 1..3000usize {
+            let want = (n..).find(|&v| smooth(v)).unwrap();
+            assert_eq!(fast_len(n), want, "{n}");
+        }
+        assert_eq!(fast_len(20_000_000), 20_000_000);
+        assert_eq!(fast_len(10_001_000), 10_077_696);
+    }
+
+    #[test]
+    fn correlations_match_direct_sums_at_awkward_lengths() {
+        // odd, prime and 5-smooth lengths; lags short and full
+        for (m, ny) in [
+            (1usize, 1usize),
+            (2, 7),
+            (97, 31),
+            (128, 128),
+            (251, 250),
+            (1000, 3),
+        ] {
+            let x: Vec<f64> = (0..m).map(|i| ((i * 7919) % 13) as f64 - 3.5).collect();
+            let y: Vec<f64> = (0..ny).map(|i| ((i * 104729) % 11) as f64 * 0.25).collect();
+            for lags in [0, 3, m] {
+                for zm in [false, true] {
+                    let a = autocorrelation(&x, lags, zm);
+                    let b = autocorrelation_direct(&x, lags, zm);
+                    assert_eq!(a.len(), b.len(), "{m} {lags}");
+                    for (p, q) in a.iter().zip(&b) {
+                        assert!(
+                            (p - q).abs() < 1e-9 * q.abs().max(1.0),
+                            "{m} {lags}: {p} {q}"
+                        );
+                    }
+                }
+            }
+            let a = cross_correlation(&x, &y, true);
+            let b = cross_correlation_direct(&x, &y, true);
+            assert_eq!(a.len(), b.len());
+            for (p, q) in a.iter().zip(&b) {
+                assert!((p - q).abs() < 1e-9 * q.abs().max(1.0), "{m}x{ny}: {p} {q}");
+            }
+        }
+    }
+
+    #[test]
+    fn lowpass_of_odd_and_even_lengths_matches_the_dft() {
+        for n in [1usize, 2, 9, 10, 31, 64] {
+            let w: Vec<f64> = (0..n).map(|i| ((i * 37) % 11) as f64 - 2.0).collect();
+            for cutoff in [0, 1, n / 3, n] {
+                // reference: the full DFT, bins with min(k, n − k) > cutoff zeroed
+                let tau = 2.0 * std::f64::consts::PI;
+                let spec: Vec<(f64, f64)> = (0..n)
+                    .map(|k| {
+                        if k.min(n - k) > cutoff {
+                            return (0.0, 0.0);
+                        }
+                        w.iter().enumerate().fold((0.0, 0.0), |(re, im), (t, v)| {
+                            let a = -tau * (t * k) as f64 / n as f64;
+                            (re + v * a.cos(), im + v * a.sin())
+                        })
+                    })
+                    .collect();
+                let want: Vec<f64> = (0..n)
+                    .map(|t| {
+                        spec.iter().enumerate().fold(0.0, |acc, (k, (re, im))| {
+                            let a = tau * (t * k) as f64 / n as f64;
+                            acc + re * a.cos() - im * a.sin()
+                        }) / n as f64
+                    })
+                    .collect();
+                let got = lowpass(&w, cutoff);
+                for (g, e) in got.iter().zip(&want) {
+                    assert!((g - e).abs() < 1e-9, "n {n} cutoff {cutoff}: {g} vs {e}");
+                }
             }
         }
     }
