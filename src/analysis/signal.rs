@@ -643,7 +643,7 @@ mod tests {
     fn fast_lengths_are_the_smallest_5_smooth() {
         let smooth = |mut v: usize| {
             for p in [2, 3, 5] {
-                while v % p == 0 {
+                while v.is_multiple_of(p) {
                     v /= p;
                 }
             }
