@@ -866,3 +866,202 @@ fn access_tensors_as_csv_tables() {
     assert_eq!(code, 1);
     assert!(err.contains("needs ~"), "{err}");
 }
+
+/// Comparing runs (#14): `--template` gives A − B per location for moments
+/// and fields, and the difference image with its mismatch energy, checked
+/// by hand on two 2-processor traces; the (BLOCK,*) against (CYCLIC,*)
+/// Gaussian elimination of paper 002 Fig. 6-8; bad pairs refused.
+#[test]
+fn comparing_runs_with_a_template() {
+    let d = tempfile::tempdir().unwrap();
+    let head = "#Paraver (01/01/70 at 00:00):10_ns:1(2):1:2(1:1,1:1)\n";
+    let a = common::write(
+        d.path(),
+        "a.prv",
+        format!("{head}1:1:1:1:1:0:10:1\n1:2:1:2:1:0:4:1\n").as_bytes(),
+    );
+    let b = common::write(
+        d.path(),
+        "b.prv",
+        format!("{head}1:1:1:1:1:0:6:1\n1:2:1:2:1:0:8:1\n").as_bytes(),
+    );
+    let (a_, b_) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let cells = |out: &str| -> Vec<Vec<String>> {
+        out.lines()
+            .filter(|l| !l.starts_with('#'))
+            .skip(1)
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect()
+    };
+    // moments: Δm0 = 10 − 6 and 4 − 8; Δm1 = 5 − 3 and 2 − 4
+    let (code, out, err) = tapestry(&["analyze", a_, "moments", "--template", b_]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"analysis\":\"moments difference\""), "{out}");
+    let c = cells(&out);
+    assert_eq!((c[0][2].as_str(), c[1][2].as_str()), ("4", "-4"), "{out}");
+    assert_eq!((c[0][3].as_str(), c[1][3].as_str()), ("2", "-2"), "{out}");
+    // the image at n0 = 10 ns: busy fractions A (1, 0.4), B (0.6, 0.8);
+    // colour indices over 0..1 → 0..255: (255, 102) and (153, 204)
+    let o = d.path().join("img.json");
+    let (code, _, err) = tapestry(&[
+        "analyze",
+        a_,
+        "image",
+        "--template",
+        b_,
+        "--metric",
+        "busy-fraction",
+        "--n0",
+        "10",
+        "--m-range",
+        "0:1",
+        "--layout",
+        "natural",
+        "--cols",
+        "2",
+        "-o",
+        o.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&o).unwrap()).unwrap();
+    let m = &v["meta"];
+    let e = m["mismatch_energy"].as_f64().unwrap();
+    assert!((e - 2.0 * 102.0 * 102.0).abs() < 1e-6, "{m}");
+    assert!(
+        (m["mismatch_energy_metric"].as_f64().unwrap() - 0.32).abs() < 1e-12,
+        "{m}"
+    );
+    assert!(
+        (m["difference_stats"]["mean"].as_f64().unwrap()).abs() < 1e-12,
+        "{m}"
+    );
+    let hist: f64 = m["difference_histogram"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .sum();
+    assert_eq!(hist, 2.0);
+    // the same trace at the same time as a template: nothing differs
+    let (code, out, err) = tapestry(&["analyze", a_, "field", "--bins", "5", "--template", a_]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        cells(&out)
+            .iter()
+            .flatten()
+            .all(|x| x.parse::<f64>().unwrap() == 0.0),
+        "{out}"
+    );
+    // a saved image (colour indices) as the template
+    let saved = d.path().join("a.npy");
+    let args = [
+        "--metric",
+        "busy-fraction",
+        "--n0",
+        "10",
+        "--m-range",
+        "0:1",
+    ];
+    let mut cmd = vec!["analyze", a_, "image"];
+    cmd.extend(args);
+    cmd.extend(["-o", saved.to_str().unwrap()]);
+    let (code, _, err) = tapestry(&cmd);
+    assert_eq!(code, 0, "{err}");
+    let mut cmd = vec![
+        "analyze",
+        a_,
+        "image",
+        "--template",
+        saved.to_str().unwrap(),
+    ];
+    cmd.extend(args);
+    let (code, out, err) = tapestry(&cmd);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"mismatch_energy\":0.0"), "{out}");
+
+    // paper 002 Fig. 6-8: (CYCLIC,*) keeps the top rows' processors busier
+    // than (BLOCK,*), whose first processors run out of rows
+    let (bl, cy) = (d.path().join("block.prv"), d.path().join("cyclic.prv"));
+    for (p, dist) in [(&bl, "block"), (&cy, "cyclic")] {
+        let (code, _, err) = tapestry(&[
+            "synth",
+            "gauss",
+            "--n",
+            "128",
+            "-p",
+            "16",
+            "--dist",
+            dist,
+            "-o",
+            p.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, out, err) = tapestry(&[
+        "analyze",
+        bl.to_str().unwrap(),
+        "moments",
+        "--template",
+        cy.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let dm0: Vec<f64> = cells(&out).iter().map(|r| r[2].parse().unwrap()).collect();
+    assert_eq!(dm0.len(), 16);
+    let first: f64 = dm0[..4].iter().sum();
+    let last: f64 = dm0[12..].iter().sum();
+    assert!(first < 0.0 && last > 0.0, "{dm0:?}");
+    assert!(
+        dm0.windows(2).filter(|w| w[1] > w[0]).count() >= 12,
+        "{dm0:?}"
+    );
+
+    // bad pairs
+    let four = d.path().join("four.prv");
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "gauss",
+        "--n",
+        "16",
+        "-p",
+        "4",
+        "-o",
+        four.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for (args, want) in [
+        (
+            vec!["moments", "--template", four.to_str().unwrap()],
+            "do not correspond",
+        ),
+        (
+            vec!["image", "--template", four.to_str().unwrap()],
+            "do not correspond",
+        ),
+        (
+            vec!["spectrum", "--template", b_],
+            "--template compares moments",
+        ),
+        (
+            vec!["moments", "--template", "/nonexistent.prv"],
+            "nonexistent",
+        ),
+    ] {
+        let mut cmd = vec!["analyze", a_];
+        cmd.extend(args.iter().copied());
+        let (code, _, err) = tapestry(&cmd);
+        assert_eq!(code, 1, "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let (code, _, err) = tapestry(&[
+        "analyze",
+        a_,
+        "field",
+        "--bins",
+        "5",
+        "--template",
+        b_,
+        "--template-window",
+        "0:5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+}

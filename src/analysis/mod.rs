@@ -16,6 +16,7 @@
 //! * [`matrices`]: profile reductions (paper 004).
 
 pub mod comm;
+pub mod compare;
 pub mod cursor;
 pub mod fields;
 pub mod image;

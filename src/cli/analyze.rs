@@ -12,6 +12,8 @@ use tapestry::export::AtomicFile;
 use tapestry::model::{ProfileMatrix, Time, Trace};
 use tapestry::readers::{self, Loaded};
 
+mod compare;
+
 use super::ReadArgs;
 use super::parse::{
     BinByArg, FieldQuery, SampleModeArg, field, parse_metric, parse_pair, parse_range, parse_time,
@@ -139,6 +141,18 @@ pub struct AnalyzeArgs {
     /// Second observation time for --op diff.
     #[arg(long)]
     pub n0_b: Option<String>,
+    /// Compare with another run: a trace (moments, field, comm-matrix: A −
+    /// B per location, matched by index when the counts agree, else by
+    /// name; image: the difference image against B's), or a saved image
+    /// `.npy` (image).
+    #[arg(long, value_name = "TRACE")]
+    pub template: Option<PathBuf>,
+    /// Observation time of the template image [default: --n0].
+    #[arg(long, value_name = "T")]
+    pub template_n0: Option<String>,
+    /// Window of the template run T0:T1 [default: --window].
+    #[arg(long, value_name = "T0:T1")]
+    pub template_window: Option<String>,
     /// Image layout.
     #[arg(long, value_enum, default_value_t = LayoutArg::NearSquare)]
     pub layout: LayoutArg,
@@ -293,7 +307,7 @@ impl AnalyzeArgs {
 const MAX_DENSE_CELLS: u64 = 1 << 26;
 
 /// A result: named columns with units and rows, or a matrix.
-enum Output {
+pub(super) enum Output {
     Table {
         columns: Vec<(String, String)>,
         rows: Vec<Vec<Option<f64>>>,
@@ -309,7 +323,7 @@ enum Output {
     },
 }
 
-fn table(columns: &[(&str, &str)], rows: Vec<Vec<Option<f64>>>, meta: Value) -> Output {
+pub(super) fn table(columns: &[(&str, &str)], rows: Vec<Vec<Option<f64>>>, meta: Value) -> Output {
     Output::Table {
         columns: columns
             .iter()
@@ -438,7 +452,7 @@ fn field_layout(s: &str) -> Result<fields::FieldLayout> {
     })
 }
 
-fn image_layout(a: &AnalyzeArgs) -> Result<image::Layout> {
+pub(super) fn image_layout(a: &AnalyzeArgs) -> Result<image::Layout> {
     if let Some(path) = &a.coords {
         return Ok(image::read_coords(path)?);
     }
@@ -484,7 +498,7 @@ fn gpu_busy_field(
     Ok(Some((f, format!("gpu ({})", ctx.info.name))))
 }
 
-fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
+pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
     let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
     let span_meta = json!({"window_ns": [t0, t1], "trace": t.meta.source});
     Ok(match a.analysis {
@@ -933,7 +947,12 @@ fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
     })
 }
 
-fn state_vector(t: &Trace, m: &metric::Metric, mask: &[bool], n0: Time) -> Result<Vec<f64>> {
+pub(super) fn state_vector(
+    t: &Trace,
+    m: &metric::Metric,
+    mask: &[bool],
+    n0: Time,
+) -> Result<Vec<f64>> {
     let mm = if *m == metric::Metric::BusyFraction {
         metric::MetricMatrix::default()
     } else {
@@ -1271,6 +1290,12 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
         };
     }
     let out = match readers::load(&a.trace, &a.read.options())? {
+        Loaded::Trace(t) if a.template.is_some() => {
+            for w in &t.meta.diagnostics.warnings {
+                eprintln!("warning: {w}");
+            }
+            compare::run(&a, &t)?
+        }
         Loaded::Trace(t) => {
             for w in &t.meta.diagnostics.warnings {
                 eprintln!("warning: {w}");
@@ -1288,6 +1313,9 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     // outputs never overwrite an input: the trace, its siblings, a tensor
     let mut input_files = tapestry::readers::input_files(&a.trace);
+    if let Some(t) = &a.template {
+        input_files.extend(tapestry::readers::input_files(t));
+    }
     if let Some(p) = a.quantity.strip_prefix("tensor:") {
         input_files.push(std::path::PathBuf::from(p));
     }
