@@ -1065,3 +1065,123 @@ fn comparing_runs_with_a_template() {
     ]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// Template signals (paper 002 §6.5.4, Fig. 6-22): the performance signal
+/// of one broadcast, cut from a template run, matched against a run of
+/// eight broadcasts on 16 processors peaks at the broadcasts: every peak
+/// lies within one sample of an `Iteration` marker of the indicator
+/// sequence, and every broadcast after the first (which starts from idle)
+/// is found.
+#[test]
+fn template_signals_find_the_broadcasts() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("bc8.prv");
+    let tpl = d.path().join("bc3.prv");
+    for (p, reps) in [(&run, "8"), (&tpl, "3")] {
+        let (code, _, err) = tapestry(&[
+            "synth",
+            "bcast",
+            "-p",
+            "16",
+            "--reps",
+            reps,
+            "-o",
+            p.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let r = run.to_str().unwrap();
+    let (code, out, err) = tapestry(&[
+        "analyze",
+        r,
+        "indicator",
+        "--marker",
+        "Iteration",
+        "--period",
+        "1us",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let marks: Vec<i64> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .filter_map(|l| l.split_once(','))
+        .filter(|(_, v)| *v == "1")
+        .map(|(n, _)| n.parse().unwrap())
+        .collect();
+    assert_eq!(marks.len(), 8, "{marks:?}");
+    // the template: the second broadcast of the other run
+    let (code, out, err) = tapestry(&[
+        "analyze",
+        tpl.to_str().unwrap(),
+        "indicator",
+        "--marker",
+        "Iteration",
+        "--period",
+        "1us",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let tmarks: Vec<i64> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .filter_map(|l| l.split_once(','))
+        .filter(|(_, v)| *v == "1")
+        .map(|(n, _)| n.parse().unwrap())
+        .collect();
+    let window = format!("{}us:{}us", tmarks[1], tmarks[2]);
+    let (code, out, err) = tapestry(&[
+        "analyze",
+        r,
+        "cross-correlation",
+        "--template",
+        tpl.to_str().unwrap(),
+        "--template-window",
+        &window,
+        "--period",
+        "1us",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let meta: serde_json::Value = serde_json::from_str(&out.lines().next().unwrap()[2..]).unwrap();
+    assert_eq!(meta["analysis"], "template match");
+    let m = meta["template_samples"].as_i64().unwrap();
+    let peaks: Vec<i64> = meta["peak_lags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    let n = out.lines().filter(|l| !l.starts_with('#')).count() as i64 - 1 + m - 1;
+    for p in &peaks {
+        assert!(
+            marks.iter().any(|k| (k - p).abs() <= 1),
+            "peak {p} not at a broadcast {marks:?}"
+        );
+    }
+    for k in marks.iter().skip(1).filter(|&&k| k + m <= n) {
+        assert!(
+            peaks.iter().any(|p| (k - p).abs() <= 1),
+            "broadcast at {k} not found: {peaks:?}"
+        );
+    }
+    // every value is a correlation
+    for l in out.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        if let Some(c) = l.rsplit(',').next().and_then(|c| c.parse::<f64>().ok()) {
+            assert!((-1.0..=1.0).contains(&c), "{l}");
+        }
+    }
+    // bad requests
+    for (args, want) in [
+        (vec!["--template", r], "needs --template-window"),
+        (
+            vec!["--template", r, "--template-window", "0:0"],
+            "not after",
+        ),
+    ] {
+        let mut cmd = vec!["analyze", r, "cross-correlation", "--period", "1us"];
+        cmd.extend(args.iter().copied());
+        let (code, _, err) = tapestry(&cmd);
+        assert_eq!(code, 1, "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

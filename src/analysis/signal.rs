@@ -220,6 +220,55 @@ pub fn cross_correlation(w: &[f64], y: &[f64], zero_mean: bool) -> Vec<f64> {
     r[..nw].iter().map(|v| v / size as f64).collect()
 }
 
+/// Template matching (paper 002 §6.5.4): the normalised cross-covariance
+/// of the template `y` with every window of `w` of its length,
+/// `c(l) = Σ (w(l+n) − w̄_l)(y(n) − ȳ) / sqrt(Σ (w(l+n) − w̄_l)² · Σ (y(n) − ȳ)²)`
+/// for `l = 0..=len(w) − len(y)`: 1 where the window matches the template
+/// up to scale and offset, −1 where it is its mirror image; `None` where
+/// the window (or the template) is constant. The numerator comes from one
+/// FFT cross-correlation, the window sums from prefix sums: O(N log N).
+pub fn template_match(w: &[f64], y: &[f64]) -> Result<Vec<Option<f64>>> {
+    let (n, m) = (w.len(), y.len());
+    if m == 0 || m > n {
+        return Err(Error::Invalid(format!(
+            "a template of {m} samples cannot be matched against a signal of {n} (it needs 1 to {n})"
+        )));
+    }
+    let ym = y.iter().sum::<f64>() / m as f64;
+    let yc: Vec<f64> = y.iter().map(|v| v - ym).collect();
+    let yy: f64 = yc.iter().map(|v| v * v).sum();
+    // Σ_k w(l+k)·yc(k) is γ_{w,yc}(l) = Σ_n w(n)·yc(n−l) (n = l + k); the
+    // window mean drops out because yc sums to zero
+    let num = cross_correlation(w, &yc, false);
+    let mut s1 = vec![0.0; n + 1];
+    let mut s2 = vec![0.0; n + 1];
+    for (i, v) in w.iter().enumerate() {
+        s1[i + 1] = s1[i] + v;
+        s2[i + 1] = s2[i] + v * v;
+    }
+    Ok((0..=n - m)
+        .map(|l| {
+            let sum = s1[l + m] - s1[l];
+            let ww = (s2[l + m] - s2[l]) - sum * sum / m as f64;
+            let den = (ww.max(0.0) * yy).sqrt();
+            // below rounding of the sums: a constant window
+            let tiny = 1e-12 * (s2[l + m] - s2[l]).abs().max(1e-300) * yy.max(1e-300);
+            (den * den > tiny && den > 0.0).then(|| (num[l] / den).clamp(-1.0, 1.0))
+        })
+        .collect())
+}
+
+/// The lags where `c` has a local maximum of at least `min` (plateaus
+/// give their first lag).
+pub fn peaks(c: &[Option<f64>], min: f64) -> Vec<usize> {
+    let v = |i: usize| c[i].unwrap_or(f64::NEG_INFINITY);
+    (0..c.len())
+        .filter(|&i| {
+            v(i) >= min && (i == 0 || v(i - 1) < v(i)) && (i + 1 >= c.len() || v(i + 1) <= v(i))
+        })
+        .collect()
+}
+
 /// The direct cross-correlation (reference).
 pub fn cross_correlation_direct(w: &[f64], y: &[f64], zero_mean: bool) -> Vec<f64> {
     let (w, y) = (centred(w, zero_mean), centred(y, zero_mean));
@@ -724,6 +773,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn template_match_is_the_pearson_correlation_of_each_window() {
+        let w: Vec<f64> = (0..200)
+            .map(|i| ((i * 7919) % 23) as f64 + (i as f64 * 0.3).sin())
+            .collect();
+        let y: Vec<f64> = w[57..88].iter().map(|v| 3.0 * v - 5.0).collect();
+        let c = template_match(&w, &y).unwrap();
+        assert_eq!(c.len(), 200 - 31 + 1);
+        for l in [0usize, 13, 57, 100, 169] {
+            let win = &w[l..l + 31];
+            let (mw, my) = (win.iter().sum::<f64>() / 31.0, y.iter().sum::<f64>() / 31.0);
+            let num: f64 = win.iter().zip(&y).map(|(a, b)| (a - mw) * (b - my)).sum();
+            let da: f64 = win.iter().map(|a| (a - mw).powi(2)).sum();
+            let db: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+            let want = num / (da * db).sqrt();
+            assert!(
+                (c[l].unwrap() - want).abs() < 1e-9,
+                "lag {l}: {:?} vs {want}",
+                c[l]
+            );
+        }
+        // the window the template came from matches exactly (scale and offset aside)
+        assert!((c[57].unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(peaks(&c, 0.999), vec![57]);
+        let neg: Vec<f64> = y.iter().map(|v| -v).collect();
+        assert!((template_match(&w, &neg).unwrap()[57].unwrap() + 1.0).abs() < 1e-9);
+        // constant windows and bad sizes
+        let flat = vec![2.0; 50];
+        assert!(
+            template_match(&flat, &y)
+                .unwrap()
+                .iter()
+                .all(Option::is_none)
+        );
+        assert!(template_match(&y, &w).is_err());
+        assert!(template_match(&w, &[]).is_err());
     }
 
     #[test]

@@ -153,6 +153,10 @@ pub struct AnalyzeArgs {
     /// Window of the template run T0:T1 [default: --window].
     #[arg(long, value_name = "T0:T1")]
     pub template_window: Option<String>,
+    /// Template matching (cross-correlation --template): the smallest
+    /// normalised cross-covariance listed as a peak.
+    #[arg(long, default_value_t = 0.9, value_name = "C")]
+    pub peak_min: f64,
     /// Image layout.
     #[arg(long, value_enum, default_value_t = LayoutArg::NearSquare)]
     pub layout: LayoutArg,
@@ -405,7 +409,7 @@ fn windowed(a: &AnalyzeArgs, t: &Trace, s: DspSignal) -> Result<DspSignal> {
 type DspSignal = (Vec<f64>, String, Option<f64>, Vec<Time>);
 
 /// The signal the DSP analyses work on.
-fn dsp_signal(a: &AnalyzeArgs, t: &Trace, metric_text: &str) -> Result<DspSignal> {
+pub(super) fn dsp_signal(a: &AnalyzeArgs, t: &Trace, metric_text: &str) -> Result<DspSignal> {
     let sig = metric_signal(a, t, metric_text)?;
     let unit = sig.x.unit.clone();
     let s = match a.domain {

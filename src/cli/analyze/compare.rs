@@ -184,7 +184,54 @@ pub fn run(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 json!({"n0_ns": n0, "template_n0_ns": nb, "compare": template}),
             )
         }
-        other => bail!("--template compares moments, field, comm-matrix and image, not {other:?}"),
+        Analysis::CrossCorrelation => {
+            // the template signal: B's performance signal in its window
+            if a.template_window.is_none() {
+                bail!(
+                    "cross-correlation with --template needs --template-window T0:T1 (the template's stretch of B)"
+                );
+            }
+            let (w, unit, period, times) = super::dsp_signal(a, t, &a.metric)?;
+            let (y, _, _, _) = super::dsp_signal(&ab, &b, &a.metric)?;
+            if y.is_empty() {
+                bail!("the template window holds no samples of the signal");
+            }
+            let c = signal::template_match(&w, &y)?;
+            let min = a.peak_min;
+            let peaks = signal::peaks(&c, min);
+            let peak_times: Vec<Option<f64>> = peaks
+                .iter()
+                .map(|&l| times.get(l).map(|&t| t as f64))
+                .collect();
+            let rows = c
+                .iter()
+                .enumerate()
+                .map(|(l, v)| vec![Some(l as f64), times.get(l).map(|&t| t as f64), *v])
+                .collect();
+            Ok(super::table(
+                &[
+                    ("lag", "sample"),
+                    ("time", "ns"),
+                    ("c", "normalised cross-covariance"),
+                ],
+                rows,
+                json!({
+                    "analysis": "template match",
+                    "metric": a.metric,
+                    "unit": unit,
+                    "period_s": period,
+                    "template_samples": y.len(),
+                    "peaks_at_least": min,
+                    "peak_lags": peaks,
+                    "peak_times_ns": peak_times,
+                    "note": "c(l): Pearson correlation of the template with the signal's window starting at lag l; 1 = match, −1 = mirror image, empty = constant window",
+                    "compare": template,
+                }),
+            ))
+        }
+        other => bail!(
+            "--template compares moments, field, comm-matrix, image and cross-correlation, not {other:?}"
+        ),
     }
 }
 
