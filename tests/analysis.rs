@@ -1185,3 +1185,81 @@ fn template_signals_find_the_broadcasts() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// Phases by marker (`--window phase:MARKER[=V|#K]`) and by region
+/// (`region:NAME`), for every analysis and for the template's window:
+/// paper 002 Fig. 6-9 compares the elimination phase (`Workload phase` 1)
+/// with back substitution (2) of one run.
+#[test]
+fn phases_by_marker_and_region() {
+    let d = tempfile::tempdir().unwrap();
+    let g = d.path().join("g.prv");
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "gauss",
+        "--n",
+        "64",
+        "-p",
+        "8",
+        "-o",
+        g.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let g = g.to_str().unwrap();
+    let window = |spec: &str| -> (u64, u64) {
+        let (code, out, err) = tapestry(&["analyze", g, "moments", "--window", spec]);
+        assert_eq!(code, 0, "{spec}: {err}");
+        let meta: serde_json::Value =
+            serde_json::from_str(&out.lines().next().unwrap()[2..]).unwrap();
+        let w = &meta["window_ns"];
+        (w[0].as_u64().unwrap(), w[1].as_u64().unwrap())
+    };
+    let (code, out, _) = tapestry(&["info", g]);
+    assert_eq!(code, 0);
+    let span: u64 = out
+        .lines()
+        .find_map(|l| l.split('(').nth(1)?.strip_suffix(" ns)")?.parse().ok())
+        .unwrap();
+    let ge = window("phase:Workload phase=1");
+    let bs = window("phase:Workload phase=2");
+    assert_eq!(ge.0, 0);
+    assert_eq!(
+        ge.1, bs.0,
+        "back substitution starts where elimination ends"
+    );
+    assert_eq!(bs.1, span);
+    assert_eq!(window("phase:Workload phase#1"), bs);
+    assert_eq!(window("phase:Workload phase"), ge);
+    let it = window("phase:Iteration=3");
+    assert!(it.0 > ge.0 && it.1 < ge.1, "{it:?} within {ge:?}");
+    let run = window("region:Running");
+    assert!(run.0 < run.1 && run.1 <= span);
+    // GE against BS as a template comparison
+    let (code, out, err) = tapestry(&[
+        "analyze",
+        g,
+        "field",
+        "--bins",
+        "8",
+        "--window",
+        "phase:Workload phase=1",
+        "--template",
+        g,
+        "--template-window",
+        "phase:Workload phase=2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"analysis\":\"field difference\""), "{out}");
+    // markers or regions that never occur
+    for (spec, want) in [
+        ("phase:Nope", "is not an event type of this trace (types: "),
+        ("phase:Iteration=99999", "never has the value 99999"),
+        ("phase:Workload phase#7", "occurrence #7 does not exist"),
+        ("phase:Iteration=x", "expected an integer marker value"),
+        ("region:Nowhere", "no state or region of that name"),
+    ] {
+        let (code, _, err) = tapestry(&["analyze", g, "moments", "--window", spec]);
+        assert_eq!(code, 1, "{spec}");
+        assert!(err.contains(want), "{spec}: {err}");
+    }
+}

@@ -17,7 +17,7 @@ mod compare;
 use super::ReadArgs;
 use super::parse::{
     BinByArg, FieldQuery, SampleModeArg, field, parse_metric, parse_pair, parse_range, parse_time,
-    parse_window,
+    resolve_window,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -375,7 +375,7 @@ fn window_x(a: &AnalyzeArgs, t: &Trace, x: metric::EventSignal) -> Result<metric
     if a.window.is_none() {
         return Ok(x);
     }
-    let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
+    let (t0, t1) = resolve_window(a.window.as_deref(), t)?;
     let (i, j) = (
         x.time.partition_point(|&s| s < t0),
         x.time.partition_point(|&s| s < t1),
@@ -392,7 +392,7 @@ fn windowed(a: &AnalyzeArgs, t: &Trace, s: DspSignal) -> Result<DspSignal> {
     if a.window.is_none() {
         return Ok(s);
     }
-    let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
+    let (t0, t1) = resolve_window(a.window.as_deref(), t)?;
     let (v, unit, period, times) = s;
     let (i, j) = (
         times.partition_point(|&s| s < t0),
@@ -503,7 +503,7 @@ fn gpu_busy_field(
 }
 
 pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
-    let (t0, t1) = parse_window(a.window.as_deref(), t.meta.span)?;
+    let (t0, t1) = resolve_window(a.window.as_deref(), t)?;
     let span_meta = json!({"window_ns": [t0, t1], "trace": t.meta.source});
     Ok(match a.analysis {
         Analysis::Moments => {

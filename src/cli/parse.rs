@@ -70,6 +70,17 @@ pub fn parse_window(spec: Option<&str>, span: Time) -> Result<(Time, Time)> {
     }
 }
 
+/// `--window`: `T0:T1`, or a phase of the trace (`phase:MARKER[=V|#K]`,
+/// `region:NAME`; see `analysis::compare::phase_window`).
+pub fn resolve_window(spec: Option<&str>, t: &tapestry::model::Trace) -> Result<(Time, Time)> {
+    if let Some(w) = spec
+        && let Some(r) = tapestry::analysis::compare::phase_window(t, w)
+    {
+        return Ok(r?);
+    }
+    parse_window(spec, t.meta.span)
+}
+
 /// `--size WxH` in pixels.
 pub fn parse_size(s: &str) -> Result<(u32, u32)> {
     s.split_once('x')
