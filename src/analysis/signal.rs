@@ -41,32 +41,42 @@ pub fn fast_len(n: usize) -> usize {
     best
 }
 
-/// A forward and an inverse real FFT of one length, with their scratch.
+/// Real FFTs of one length. Plans (twiddle tables: for 10^7 points they
+/// cost more than the transform) come from one process-wide planner that
+/// keeps them, so repeated analyses of one length plan once — as scipy's
+/// plan cache does — and each direction is planned only when used.
 struct RealFft {
-    forward: Arc<dyn RealToComplex<f64>>,
-    inverse: Arc<dyn ComplexToReal<f64>>,
+    len: usize,
+}
+
+fn planner() -> std::sync::MutexGuard<'static, RealFftPlanner<f64>> {
+    static PLANNER: std::sync::OnceLock<std::sync::Mutex<RealFftPlanner<f64>>> =
+        std::sync::OnceLock::new();
+    let m = PLANNER.get_or_init(|| std::sync::Mutex::new(RealFftPlanner::new()));
+    // a panic while planning leaves the cache usable: take it back
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl RealFft {
     fn new(len: usize) -> Self {
-        let mut planner = RealFftPlanner::<f64>::new();
-        RealFft {
-            forward: planner.plan_fft_forward(len),
-            inverse: planner.plan_fft_inverse(len),
-        }
+        RealFft { len }
     }
 
     /// The `len/2 + 1` bins of the real signal `x` (consumed as scratch).
     fn forward(&self, x: &mut [f64]) -> Vec<Complex64> {
-        let mut out = self.forward.make_output_vec();
+        let plan: Arc<dyn RealToComplex<f64>> = planner().plan_fft_forward(self.len);
+        let mut out = plan.make_output_vec();
+        let mut scratch = plan.make_scratch_vec();
         // lengths always match: the plan was made for x.len()
-        let _ = self.forward.process(x, &mut out);
+        let _ = plan.process_with_scratch(x, &mut out, &mut scratch);
         out
     }
 
     /// The real signal of the bins `spec` (consumed as scratch), unscaled.
     fn inverse(&self, spec: &mut [Complex64]) -> Vec<f64> {
-        let mut out = self.inverse.make_output_vec();
+        let plan: Arc<dyn ComplexToReal<f64>> = planner().plan_fft_inverse(self.len);
+        let mut out = plan.make_output_vec();
+        let mut scratch = plan.make_scratch_vec();
         // a real signal's first (and, for even lengths, last) bin is real
         if let Some(c) = spec.first_mut() {
             c.im = 0.0;
@@ -76,7 +86,7 @@ impl RealFft {
         {
             c.im = 0.0;
         }
-        let _ = self.inverse.process(spec, &mut out);
+        let _ = plan.process_with_scratch(spec, &mut out, &mut scratch);
         out
     }
 }
