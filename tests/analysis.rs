@@ -935,6 +935,15 @@ fn comparing_runs_with_a_template() {
         (m["difference_stats"]["mean"].as_f64().unwrap()).abs() < 1e-12,
         "{m}"
     );
+    // A − B: processor 0 gained (+0.4, stretched to 255), processor 1 lost
+    let vals: Vec<f64> = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().cloned().unwrap_or_else(|| vec![r.clone()]))
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(vals, vec![255.0, 0.0], "{v}");
     let hist: f64 = m["difference_histogram"]["cells"]
         .as_array()
         .unwrap()

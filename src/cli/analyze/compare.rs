@@ -248,7 +248,8 @@ fn difference_image(
 ) -> Result<Output> {
     let g = parse_pair(&a.g_range, "--g-range")?;
     let mr = parse_range(a.m_range.as_deref(), "--m-range")?;
-    let d = image::difference(img, other)?;
+    // image::difference(a, b) is b − a: this run minus the template
+    let d = image::difference(other, img)?;
     let (energy, metric_energy) = if indices {
         (image::mismatch_energy(&img.values, &other.values), None)
     } else {
