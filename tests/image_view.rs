@@ -160,3 +160,110 @@ fn layouts_and_bad_parameters() {
     };
     assert!(e.contains("share the cell"), "{e}");
 }
+
+/// Mode `template` (#14): the difference G_A(n0) − G_B(n0) against another
+/// run, with the mismatch energy in the title equal to `analyze image
+/// --template`'s at the same n0 and metric range; (BLOCK,*) against
+/// (CYCLIC,*) shows the top rows' processors below the template; runs of
+/// another size and a missing template are refused.
+#[test]
+fn template_mode_compares_with_another_run() {
+    let d = tempfile::tempdir().unwrap();
+    let (bl, cy) = (d.path().join("block.prv"), d.path().join("cyclic.prv"));
+    for (p, dist) in [(&bl, "block"), (&cy, "cyclic")] {
+        let (code, _, err) = common::tapestry(&[
+            "synth",
+            "gauss",
+            "--n",
+            "128",
+            "-p",
+            "16",
+            "--dist",
+            dist,
+            "-o",
+            p.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let png = d.path().join("t.png");
+    let tpl = format!("template={}", cy.display());
+    let (code, out, err) = common::tapestry(&[
+        "render",
+        bl.to_str().unwrap(),
+        "--view",
+        "image",
+        "--param",
+        "metric=busy-fraction",
+        "--param",
+        "mode=template",
+        "--param",
+        &tpl,
+        "--cursor",
+        "300us",
+        "--size",
+        "640x360",
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let said = format!("{out}{err}");
+    let sigma: f64 = said
+        .split("σ² = ")
+        .nth(1)
+        .and_then(|s| s.split(':').next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no σ² in: {said}"));
+    let (code, out, err) = common::tapestry(&[
+        "analyze",
+        bl.to_str().unwrap(),
+        "image",
+        "--template",
+        cy.to_str().unwrap(),
+        "--metric",
+        "busy-fraction",
+        "--n0",
+        "300us",
+        "--m-range",
+        "0:1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let meta: serde_json::Value = serde_json::from_str(&out.lines().next().unwrap()[2..]).unwrap();
+    let e = meta["mismatch_energy"].as_f64().unwrap();
+    assert!((sigma - e).abs() <= 0.5, "view σ² {sigma} vs analyze {e}");
+    assert!(e > 0.0);
+    // refused: no template, a template of another size
+    let four = d.path().join("four.prv");
+    let (code, _, err) = common::tapestry(&[
+        "synth",
+        "gauss",
+        "--n",
+        "16",
+        "-p",
+        "4",
+        "-o",
+        four.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for (param, want) in [
+        ("mode=template".to_string(), "needs template=TRACE"),
+        (
+            format!("template={}", four.display()),
+            "same number of processors",
+        ),
+    ] {
+        let (code, _, err) = common::tapestry(&[
+            "render",
+            bl.to_str().unwrap(),
+            "--view",
+            "image",
+            "--param",
+            "mode=template",
+            "--param",
+            &param,
+            "-o",
+            png.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1, "{param}");
+        assert!(err.contains(want), "{param}: {err}");
+    }
+}

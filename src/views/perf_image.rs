@@ -3,8 +3,11 @@
 //! hypercube, near-square or user coordinates) and coloured by its colour
 //! index g = g_min + α (m − m_min); animated over n0 (`steps` positions
 //! across the window). Modes: the image, the difference G(n0) − G(n0 −
-//! lag) contrast-stretched, hot spots (cells with g ≥ th, the others at
-//! g_min) and binary (g_max where g ≥ th). One metric range for the whole
+//! lag) contrast-stretched, the difference G_A(n0) − G_B against a
+//! template run B (`template=B.prv`, paper 002 §5: at the same n0, or at
+//! `template_n0`; the title gives the mismatch energy σ²), hot spots
+//! (cells with g ≥ th, the others at g_min) and binary (g_max where
+//! g ≥ th). One metric range for the whole
 //! animation. Beyond the pixels, k × k cells share a pixel (their mean
 //! index; the title says so).
 
@@ -49,6 +52,10 @@ pub struct ImageParams {
     pub g_range: Vec<f64>,
     /// Metric range [m_min, m_max] (empty: the data's over all steps).
     pub m_range: Vec<f64>,
+    /// A template run (trace) to compare with in mode `template`.
+    pub template: String,
+    /// The template's fixed observation time (empty: the n0 shown).
+    pub template_n0: String,
 }
 
 impl Default for ImageParams {
@@ -64,6 +71,8 @@ impl Default for ImageParams {
             lag: 1,
             g_range: vec![0.0, 255.0],
             m_range: Vec::new(),
+            template: String::new(),
+            template_n0: String::new(),
         }
     }
 }
@@ -81,9 +90,22 @@ pub struct ImageData {
     /// The busy runs behind the cumulative busy fraction.
     pub busy: Option<BusyRuns>,
     pub locations: usize,
+    /// The template run of mode `template`.
+    pub template: Option<Template>,
 }
 
-const MODES: [&str; 4] = ["image", "diff", "hotspot", "binary"];
+/// The template run: its state vectors, in this run's processor order.
+pub struct Template {
+    pub mm: MetricMatrix,
+    pub busy: Option<BusyRuns>,
+    /// This run's location `l` is the template's `map[l]`.
+    pub map: Vec<u32>,
+    /// A fixed observation time, else the n0 shown.
+    pub n0: Option<Time>,
+    pub name: String,
+}
+
+const MODES: [&str; 5] = ["image", "diff", "template", "hotspot", "binary"];
 const NO_DATA: [f32; 4] = [0.88, 0.88, 0.9, 1.0];
 
 fn check(p: &ImageParams) -> Result<()> {
@@ -120,7 +142,64 @@ fn check(p: &ImageParams) -> Result<()> {
     if !p.th.is_finite() {
         return Err(Error::Invalid("th must be a number".into()));
     }
+    if p.mode == "template" && p.template.is_empty() {
+        return Err(Error::Invalid(
+            "mode template needs template=TRACE (the run to compare with)".into(),
+        ));
+    }
     Ok(())
+}
+
+/// Loads the template run and makes its state vectors comparable.
+fn template_of(
+    t: &crate::model::Trace,
+    states: &[String],
+    p: &ImageParams,
+) -> Result<Option<Template>> {
+    if p.template.is_empty() {
+        return Ok(None);
+    }
+    let path = std::path::Path::new(&p.template);
+    let b = match crate::readers::load(path, &crate::readers::ReadOptions::default())? {
+        Loaded::Trace(b) => b,
+        _ => {
+            return Err(Error::Invalid(format!(
+                "{}: a template run must be a trace",
+                path.display()
+            )));
+        }
+    };
+    if b.num_locations() != t.num_locations() {
+        return Err(Error::Invalid(format!(
+            "a template image needs the same number of processors: this run has {}, {} has {}",
+            t.num_locations(),
+            path.display(),
+            b.num_locations()
+        )));
+    }
+    let map = crate::analysis::compare::correspond(t, &b)?;
+    let m = Metric::parse(&p.metric, &b)?;
+    let mask = b.states.select(states)?;
+    let (mm, busy) = if m == Metric::BusyFraction {
+        (MetricMatrix::default(), Some(BusyRuns::new(&b, &mask)))
+    } else {
+        (metric::metric_matrix(&b, &m, &mask)?, None)
+    };
+    let n0 = if p.template_n0.is_empty() {
+        None
+    } else {
+        Some(crate::analysis::cursor::parse_time(&p.template_n0)?)
+    };
+    Ok(Some(Template {
+        mm,
+        busy,
+        map,
+        n0,
+        name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    }))
 }
 
 fn layout_of(p: &ImageParams) -> Result<Layout> {
@@ -158,7 +237,7 @@ impl View for PerfImage {
         },
         ParamDoc {
             key: "mode",
-            help: "image, diff (G(n0) − G(n0 − lag)), hotspot or binary (threshold th) [image]",
+            help: "image, diff (G(n0) − G(n0 − lag)), template (G(n0) − G of the template run), hotspot or binary (threshold th) [image]",
         },
         ParamDoc {
             key: "th",
@@ -175,6 +254,14 @@ impl View for PerfImage {
         ParamDoc {
             key: "m_range",
             help: "metric range mapped onto the colour indices [the data's over all steps]",
+        },
+        ParamDoc {
+            key: "template",
+            help: "a template run (trace with as many processors) for mode template",
+        },
+        ParamDoc {
+            key: "template_n0",
+            help: "the template's fixed observation time, e.g. 500us [the n0 shown]",
         },
     ];
     type Params = ImageParams;
@@ -220,6 +307,7 @@ impl View for PerfImage {
             })
             .collect();
         Ok(ImageData {
+            template: template_of(t, &spec.spec.states, p)?,
             metric: m,
             mm,
             layout,
@@ -232,7 +320,7 @@ impl View for PerfImage {
     }
 
     fn data_key(p: &ImageParams) -> serde_json::Value {
-        serde_json::json!({ "metric": p.metric, "layout": p.layout, "cols": p.cols, "coords": p.coords, "steps": p.steps })
+        serde_json::json!({ "metric": p.metric, "layout": p.layout, "cols": p.cols, "coords": p.coords, "steps": p.steps, "template": p.template, "template_n0": p.template_n0 })
     }
 
     fn animation(d: &ImageData, _p: &ImageParams) -> Animation {
@@ -264,6 +352,10 @@ impl View for PerfImage {
         };
         ui.add(egui::Slider::new(&mut p.th, lo..=hi).text("threshold (colour index)"));
         ui.add(egui::Slider::new(&mut p.lag, 1..=50).text("difference lag (steps)"));
+        ui.horizontal(|ui| {
+            ui.label("template run");
+            ui.text_edit_singleline(&mut p.template);
+        });
     }
 }
 
@@ -285,6 +377,26 @@ fn times(d: &ImageData, p: &ImageParams, ctx: &BuildCtx) -> (Time, Time) {
         }
         None => (d.n0[k], d.n0[k.saturating_sub(lag)]),
     }
+}
+
+/// The template's image (at its fixed time, else at `n0`) in this run's
+/// processor order.
+fn template_image(d: &ImageData, n0: Time) -> Result<image::Image> {
+    let tp = d
+        .template
+        .as_ref()
+        .ok_or_else(|| Error::Invalid("mode template needs template=TRACE".into()))?;
+    let at = tp.n0.unwrap_or(n0);
+    let v = match &tp.busy {
+        Some(b) => b.fractions(at),
+        None => tp.mm.state_vector(at),
+    };
+    let v: Vec<f64> = tp
+        .map
+        .iter()
+        .map(|&k| v.get(k as usize).copied().unwrap_or(0.0))
+        .collect();
+    image::render(&v, &d.layout)
 }
 
 /// The colour-index image at `n0` (and `before` for the difference).
@@ -311,6 +423,12 @@ fn indices(
         "diff" => {
             let before = at(before)?;
             let diff = image::difference(&before, &img)?;
+            image::contrast_stretch(&diff, g)
+        }
+        "template" => {
+            let other = template_image(d, n0)?;
+            // difference(a, b) is b − a: this run minus the template
+            let diff = image::difference(&other, &img)?;
             image::contrast_stretch(&diff, g)
         }
         "hotspot" => image::hot_spots(&gi, p.th, None, g.0),
@@ -458,7 +576,7 @@ pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> R
     };
     scene.legend = Some(Legend {
         title: match p.mode.as_str() {
-            "diff" => "difference".into(),
+            "diff" | "template" => "difference".into(),
             _ => "colour index G".into(),
         },
         colormap: colormap.to_string(),
@@ -467,6 +585,7 @@ pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> R
         unit: Unit::Count("index".into()),
         note: Some(match p.mode.as_str() {
             "diff" => "stretched: g_min = most decreased".into(),
+            "template" => "stretched: g_min = most below the template".into(),
             _ => format!(
                 "{} = {}, {} = {}",
                 g0,
@@ -484,6 +603,21 @@ pub fn build(d: &ImageData, colormap: &str, p: &ImageParams, ctx: BuildCtx) -> R
     let at = |t: Time| axes::format_time(t as f64, n0.max(1) as f64, 0.0);
     let what = match p.mode.as_str() {
         "diff" => format!("G({}) − G({})", at(n0), at(before)),
+        "template" => {
+            let tp = d.template.as_ref();
+            let tn0 = tp.and_then(|t| t.n0).unwrap_or(n0);
+            let other = template_image(d, n0)?;
+            let gr = (g0, g1);
+            let e = image::mismatch_energies(&img, &other, gr, Some(mr))
+                .map(|(e, _)| format!(", σ² = {e:.0}"))
+                .unwrap_or_default();
+            format!(
+                "G({}) − G_{}({}){e}",
+                at(n0),
+                tp.map(|t| t.name.as_str()).unwrap_or("template"),
+                at(tn0)
+            )
+        }
         "hotspot" => format!("hot spots g ≥ {} of G({})", p.th, at(n0)),
         "binary" => format!("G({}) ≥ {}", at(n0), p.th),
         _ => format!("G({})", at(n0)),
