@@ -1241,6 +1241,23 @@ fn phases_by_marker_and_region() {
     assert_eq!(window("phase:Workload phase"), ge);
     let it = window("phase:Iteration=3");
     assert!(it.0 > ge.0 && it.1 < ge.1, "{it:?} within {ge:?}");
+    // --phase is the same as --window phase:… (and takes region:NAME)
+    let (code, out, err) = tapestry(&["analyze", g, "moments", "--phase", "Workload phase=2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("\"window_ns\":[{},{}]", bs.0, bs.1)),
+        "{out}"
+    );
+    let (code, _, err) = tapestry(&[
+        "analyze",
+        g,
+        "moments",
+        "--phase",
+        "Iteration",
+        "--window",
+        "0:5",
+    ]);
+    assert_eq!(code, 2, "{err}");
     let run = window("region:Running");
     assert!(run.0 < run.1 && run.1 <= span);
     // GE against BS as a template comparison

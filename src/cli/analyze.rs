@@ -151,8 +151,15 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "T")]
     pub template_n0: Option<String>,
     /// Window of the template run T0:T1 [default: --window].
-    #[arg(long, value_name = "T0:T1")]
+    #[arg(long, value_name = "T0:T1", conflicts_with = "template_phase")]
     pub template_window: Option<String>,
+    /// The window as a phase: MARKER[=V|#K] (e.g. 'Workload phase=2',
+    /// 'Iteration#3') or region:NAME; the same as --window phase:….
+    #[arg(long, value_name = "PHASE", conflicts_with = "window")]
+    pub phase: Option<String>,
+    /// The template's window as a phase (see --phase).
+    #[arg(long, value_name = "PHASE")]
+    pub template_phase: Option<String>,
     /// Template matching (cross-correlation --template): the smallest
     /// normalised cross-covariance listed as a peak.
     #[arg(long, default_value_t = 0.9, value_name = "C")]
@@ -1286,7 +1293,22 @@ fn sonify(a: &AnalyzeArgs, t: &Trace) -> Result<()> {
     Ok(())
 }
 
-pub fn run(a: AnalyzeArgs) -> Result<()> {
+/// `--phase X` → `--window phase:X` (or `region:NAME` as given).
+fn phase_spec(p: &str) -> String {
+    if p.starts_with("region:") || p.starts_with("phase:") {
+        p.to_string()
+    } else {
+        format!("phase:{p}")
+    }
+}
+
+pub fn run(mut a: AnalyzeArgs) -> Result<()> {
+    if let Some(p) = a.phase.take() {
+        a.window = Some(phase_spec(&p));
+    }
+    if let Some(p) = a.template_phase.take() {
+        a.template_window = Some(phase_spec(&p));
+    }
     if a.analysis == Analysis::Sonify {
         return match readers::load(&a.trace, &a.read.options())? {
             Loaded::Trace(t) => sonify(&a, &t),
