@@ -45,7 +45,14 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     pub features: wgpu::Features,
     pub limits: wgpu::Limits,
+    /// Compute pipelines made on this device, by shader and entry point:
+    /// each is compiled once per context, not per call.
+    pub(crate) pipelines: Arc<std::sync::Mutex<PipelineCache>>,
 }
+
+/// Compute pipelines by (shader source address, length, entry point).
+pub(crate) type PipelineCache =
+    std::collections::HashMap<(usize, usize, String), wgpu::ComputePipeline>;
 
 impl GpuContext {
     /// Opens the best adapter: `WGPU_ADAPTER_NAME` if set, else a
@@ -147,6 +154,7 @@ impl GpuContext {
             info,
             features,
             limits,
+            pipelines: Arc::default(),
         })
     }
 

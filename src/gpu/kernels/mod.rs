@@ -70,17 +70,37 @@ pub(crate) fn read_back(
 }
 
 /// A compute pipeline from a WGSL source with entry point `main`.
-pub(crate) fn pipeline(ctx: &GpuContext, label: &str, source: &str) -> wgpu::ComputePipeline {
+pub(crate) fn pipeline(
+    ctx: &GpuContext,
+    label: &str,
+    source: &'static str,
+) -> wgpu::ComputePipeline {
     pipeline_entry(ctx, label, source, "main")
 }
 
-/// A compute pipeline from a WGSL source with the given entry point.
+/// A compute pipeline from a WGSL source (a `'static` shader of
+/// `shaders/`) with the given entry point: compiled on the first call per
+/// context, then taken from the context's cache.
 pub(crate) fn pipeline_entry(
     ctx: &GpuContext,
     label: &str,
-    source: &str,
+    source: &'static str,
     entry: &str,
 ) -> wgpu::ComputePipeline {
+    let key = (source.as_ptr() as usize, source.len(), entry.to_string());
+    if let Ok(cache) = ctx.pipelines.lock()
+        && let Some(p) = cache.get(&key)
+    {
+        return p.clone();
+    }
+    let p = compile(ctx, label, source, entry);
+    if let Ok(mut cache) = ctx.pipelines.lock() {
+        cache.insert(key, p.clone());
+    }
+    p
+}
+
+fn compile(ctx: &GpuContext, label: &str, source: &str, entry: &str) -> wgpu::ComputePipeline {
     let module = ctx
         .device
         .create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -102,4 +122,31 @@ pub(crate) fn pipeline_entry(
 pub(crate) fn grid(groups: u32) -> (u32, u32) {
     let x = groups.clamp(1, MAX_GROUPS);
     (x, groups.div_ceil(x).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str =
+        "@compute @workgroup_size(1) fn main() {}\n@compute @workgroup_size(1) fn other() {}";
+
+    #[test]
+    fn pipelines_are_compiled_once_per_context() {
+        let Ok(ctx) = GpuContext::new() else {
+            eprintln!("skipped: no adapter");
+            return;
+        };
+        let n = || ctx.pipelines.lock().map(|c| c.len()).unwrap_or(0);
+        let before = n();
+        pipeline(&ctx, "a", A);
+        pipeline(&ctx, "a again", A);
+        assert_eq!(n(), before + 1);
+        pipeline_entry(&ctx, "other", A, "other");
+        assert_eq!(n(), before + 2);
+        // a context of its own compiles its own
+        let fresh = GpuContext::new().unwrap();
+        pipeline(&fresh, "a", A);
+        assert_eq!(fresh.pipelines.lock().map(|c| c.len()).unwrap_or(0), 1);
+    }
 }
