@@ -1,5 +1,7 @@
 //! GPU kernels against the CPU path: moments and the busy-fraction field at
-//! P = 65,536 and P = 1,048,576 locations (about 16.8 M intervals each).
+//! P = 65,536 and P = 1,048,576 locations (about 16.8 M intervals each),
+//! end to end (upload, kernels, read-back) and the kernels alone (GPU
+//! timestamps, where the adapter offers them).
 //! On lavapipe (no GPU) the "GPU" runs on the CPU cores through LLVM.
 //!
 //! Run: `cargo bench --bench gpu`.
@@ -62,6 +64,23 @@ fn main() {
             });
             g.finish();
         }
+        // the kernels' own time (GPU timestamps, best of 3), apart from
+        // uploads and read-back
+        let kernel = |f: &dyn Fn() -> Option<f64>| {
+            (0..3)
+                .filter_map(|_| f())
+                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))))
+        };
+        let mk = kernel(&|| {
+            kernels::moments::moments_timed(&ctx, &t, &mask, 0, span, None)
+                .ok()
+                .and_then(|x| x.1)
+        });
+        let bk = kernel(&|| {
+            kernels::busy_bins::busy_fraction_timed(&ctx, &t, &mask, 0, span, 16, None)
+                .ok()
+                .and_then(|x| x.1)
+        });
         rows.push((
             p,
             n,
@@ -73,22 +92,27 @@ fn main() {
                 kernels::busy_bins::busy_fraction(&ctx, &t, &mask, 0, span, 16, None)
             }),
             best(3, || fields::busy_fraction(&t, &mask, 0, span, 16)),
+            mk,
+            bk,
         ));
     }
     c.final_summary();
     println!();
     println!("adapter: {}", ctx.describe());
     println!(
-        "P          intervals   moments GPU / CPU (M intervals/s)   busy field GPU / CPU (M intervals/s)"
+        "P          intervals   moments GPU / CPU (M intervals/s)   busy field GPU / CPU (M intervals/s)   kernels only: moments / busy field (M intervals/s)"
     );
-    for (p, n, mg, mc, bg, bc) in rows {
+    for (p, n, mg, mc, bg, bc, mk, bk) in rows {
         let r = |s: f64| n as f64 / 1e6 / s;
+        let k = |ns: Option<f64>| ns.map_or("-".to_string(), |ns| format!("{:.1}", r(ns * 1e-9)));
         println!(
-            "{p:<10} {n:>10} {:>14.1} / {:<14.1} {:>16.1} / {:.1}",
+            "{p:<10} {n:>10} {:>14.1} / {:<14.1} {:>16.1} / {:<14.1} {:>18} / {}",
             r(mg),
             r(mc),
             r(bg),
-            r(bc)
+            r(bc),
+            k(mk),
+            k(bk)
         );
     }
 }

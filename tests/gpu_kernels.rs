@@ -425,3 +425,31 @@ fn analyze_on_the_gpu_equals_the_cpu_on_real_traces() {
         assert_eq!(fields[0], fields[1], "{trace} {states}: the field differs");
     }
 }
+
+/// The timed kernels return the same results and, where the adapter has
+/// timestamp queries (lavapipe does), the kernels' own time.
+#[test]
+fn timed_kernels_report_their_gpu_time() {
+    let Some(ctx) = context() else { return };
+    if !kernels::moments::supported(&ctx) {
+        return;
+    }
+    let t = synth::random_intervals(64, 300, 5);
+    let mask = t.states.select(&["busy".into()]).unwrap();
+    let span = t.meta.span;
+    let plain = kernels::moments::moments(&ctx, &t, &mask, 0, span, None).unwrap();
+    let (timed, ns) = kernels::moments::moments_timed(&ctx, &t, &mask, 0, span, None).unwrap();
+    assert_eq!(plain, timed);
+    let f = kernels::busy_bins::busy_fraction(&ctx, &t, &mask, 0, span, 16, None).unwrap();
+    let (g, ns2) =
+        kernels::busy_bins::busy_fraction_timed(&ctx, &t, &mask, 0, span, 16, None).unwrap();
+    assert_eq!(f.values, g.values);
+    if ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        for x in [ns, ns2] {
+            let x = x.expect("timestamps where offered");
+            assert!(x > 0.0 && x < 60e9, "{x} ns");
+        }
+    } else {
+        assert!(ns.is_none() && ns2.is_none());
+    }
+}

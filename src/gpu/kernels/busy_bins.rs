@@ -28,6 +28,22 @@ pub fn busy_fraction(
     bins: usize,
     max_binding: Option<u64>,
 ) -> Result<Field, GpuError> {
+    busy_fraction_timed(ctx, trace, mask, t0, t1, bins, max_binding).map(|(f, _)| f)
+}
+
+/// [`busy_fraction`], and the kernel's own GPU time in ns (timestamps
+/// around each dispatch, summed; `None` without timestamp queries).
+pub fn busy_fraction_timed(
+    ctx: &GpuContext,
+    trace: &Trace,
+    mask: &[bool],
+    t0: Time,
+    t1: Time,
+    bins: usize,
+    max_binding: Option<u64>,
+) -> Result<(Field, Option<f64>), GpuError> {
+    let mut kernel_ns: Option<f64> = None;
+    let timer = super::PassTimer::new(ctx);
     if bins == 0 || t1 <= t0 || bins as u64 > t1 - t0 {
         return Err(GpuError::Other(format!(
             "bad field parameters: {bins} bins over [{t0}, {t1})"
@@ -86,10 +102,13 @@ pub fn busy_fraction(
             storage(ctx, "edges", bytemuck::cast_slice(&edges_gpu), false),
         ];
         let out_size = total as u64 * 8;
+        // the busy times, then 16 bytes of timestamps
         let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("fraction"),
-            size: out_size.max(16),
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            size: out_size + 16,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let params = uniform(
@@ -126,13 +145,21 @@ pub fn busy_fraction(
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("busy bins"),
-                timestamp_writes: None,
+                timestamp_writes: timer.as_ref().map(|t| t.writes()),
             });
             pass.set_pipeline(&pipe);
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(x, y, 1);
         }
-        let bytes = read_back(ctx, enc, &out, out_size)?;
+        if let Some(t) = &timer {
+            t.resolve_into(&mut enc, &out, out_size);
+        }
+        let bytes = read_back(ctx, enc, &out, out_size + 16)?;
+        if timer.is_some()
+            && let Some(ns) = super::PassTimer::ns(ctx, &bytes[out_size as usize..])
+        {
+            kernel_ns = Some(kernel_ns.unwrap_or(0.0) + ns);
+        }
         // (low, high) u32 pairs in little-endian order: one u64 each
         for (i, b) in bytes[..out_size as usize].chunks_exact(8).enumerate() {
             let mut le = [0u8; 8];
@@ -141,14 +168,17 @@ pub fn busy_fraction(
             values[k * p + first + j] = u64::from_le_bytes(le) as f64 * inv[k];
         }
     }
-    Ok(Field {
-        bins,
-        elements: p,
-        values,
-        edges,
-        layout: FieldLayout::Ring,
-        quantity: "busy fraction".into(),
-        unit: "fraction".into(),
-        time: crate::analysis::fields::TimeAxis::Nanoseconds,
-    })
+    Ok((
+        Field {
+            bins,
+            elements: p,
+            values,
+            edges,
+            layout: FieldLayout::Ring,
+            quantity: "busy fraction".into(),
+            unit: "fraction".into(),
+            time: crate::analysis::fields::TimeAxis::Nanoseconds,
+        },
+        kernel_ns,
+    ))
 }

@@ -72,18 +72,23 @@ fn run_chunk(
     pipe: &wgpu::ComputePipeline,
     c: &Chunk,
     accs: &mut [MomentAcc],
+    kernel_ns: &mut Option<f64>,
 ) -> Result<(), GpuError> {
     if c.segments.is_empty() {
         return Ok(());
     }
+    let timer = super::PassTimer::new(ctx);
     let n = c.segments.len() as u32;
     let iv = storage(ctx, "intervals", bytemuck::cast_slice(&c.intervals), false);
     let sg = storage(ctx, "segments", bytemuck::cast_slice(&c.segments), false);
     let out_size = (n as u64) * 32;
+    // the partials, then 16 bytes of timestamps
     let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("partials"),
-        size: out_size.max(16),
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        size: out_size + 16,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
     let params = uniform(ctx, "params", bytemuck::cast_slice(&[n, 0u32, 0, 0]));
@@ -117,14 +122,22 @@ fn run_chunk(
     {
         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("moments"),
-            timestamp_writes: None,
+            timestamp_writes: timer.as_ref().map(|t| t.writes()),
         });
         pass.set_pipeline(pipe);
         pass.set_bind_group(0, &bind, &[]);
         let (x, y) = grid(n);
         pass.dispatch_workgroups(x, y, 1);
     }
-    let bytes = read_back(ctx, enc, &out, out_size)?;
+    if let Some(t) = &timer {
+        t.resolve_into(&mut enc, &out, out_size);
+    }
+    let bytes = read_back(ctx, enc, &out, out_size + 16)?;
+    if timer.is_some()
+        && let Some(ns) = super::PassTimer::ns(ctx, &bytes[out_size as usize..])
+    {
+        *kernel_ns = Some(kernel_ns.unwrap_or(0.0) + ns);
+    }
     let parts: Vec<[f64; 4]> = bytes[..out_size as usize]
         .chunks_exact(32)
         .map(|b| {
@@ -163,6 +176,20 @@ pub fn moments(
     t1: Time,
     max_binding: Option<u64>,
 ) -> Result<Vec<Moments>, GpuError> {
+    moments_timed(ctx, trace, mask, t0, t1, max_binding).map(|(m, _)| m)
+}
+
+/// [`moments`], and the kernels' own GPU time in ns (timestamps around
+/// each dispatch, summed; `None` without timestamp queries).
+pub fn moments_timed(
+    ctx: &GpuContext,
+    trace: &Trace,
+    mask: &[bool],
+    t0: Time,
+    t1: Time,
+    max_binding: Option<u64>,
+) -> Result<(Vec<Moments>, Option<f64>), GpuError> {
+    let mut kernel_ns = None;
     if !supported(ctx) {
         return Err(GpuError::Other(format!(
             "{} has no 64-bit floats in shaders (SHADER_F64), which exact moments need",
@@ -210,6 +237,7 @@ pub fn moments(
                     if kind == 1 { &small_pipe } else { &pipe },
                     chunk,
                     &mut accs,
+                    &mut kernel_ns,
                 )?;
                 *chunk = Chunk::new();
             }
@@ -227,9 +255,9 @@ pub fn moments(
             }
         }
     }
-    run_chunk(ctx, &pipe, &chunks[0], &mut accs)?;
-    run_chunk(ctx, &small_pipe, &chunks[1], &mut accs)?;
-    Ok(accs.iter().map(MomentAcc::moments).collect())
+    run_chunk(ctx, &pipe, &chunks[0], &mut accs, &mut kernel_ns)?;
+    run_chunk(ctx, &small_pipe, &chunks[1], &mut accs, &mut kernel_ns)?;
+    Ok((accs.iter().map(MomentAcc::moments).collect(), kernel_ns))
 }
 
 /// The most segments in one dispatch (65535 × 65535 workgroups).
