@@ -126,7 +126,13 @@ pub fn busy_fraction_timed(
             .collect();
         entries.push(wgpu::BindGroupEntry {
             binding: 6,
-            resource: out.as_entire_binding(),
+            // the results only: the timestamps after them stay out of the
+            // binding (which may be as large as the limit allows)
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &out,
+                offset: 0,
+                size: wgpu::BufferSize::new(out_size),
+            }),
         });
         entries.push(wgpu::BindGroupEntry {
             binding: 7,

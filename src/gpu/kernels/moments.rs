@@ -106,7 +106,13 @@ fn run_chunk(
             },
             wgpu::BindGroupEntry {
                 binding: 2,
-                resource: out.as_entire_binding(),
+                // the results only: the timestamps after them stay out of the
+                // binding (which may be as large as the limit allows)
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &out,
+                    offset: 0,
+                    size: wgpu::BufferSize::new(out_size),
+                }),
             },
             wgpu::BindGroupEntry {
                 binding: 3,
