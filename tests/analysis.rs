@@ -1100,44 +1100,30 @@ fn template_signals_find_the_broadcasts() {
         assert_eq!(code, 0, "{err}");
     }
     let r = run.to_str().unwrap();
-    let (code, out, err) = tapestry(&[
-        "analyze",
-        r,
-        "indicator",
-        "--marker",
-        "Iteration",
-        "--period",
-        "1us",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let marks: Vec<i64> = out
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .skip(1)
-        .filter_map(|l| l.split_once(','))
-        .filter(|(_, v)| *v == "1")
-        .map(|(n, _)| n.parse().unwrap())
-        .collect();
+    // the samples (1 µs) where a run's indicator of `Iteration` is 1
+    let markers = |trace: &str| -> Vec<i64> {
+        let (code, out, err) = tapestry(&[
+            "analyze",
+            trace,
+            "indicator",
+            "--marker",
+            "Iteration",
+            "--period",
+            "1us",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .filter(|l| !l.starts_with('#'))
+            .skip(1)
+            .filter_map(|l| l.split_once(','))
+            .filter(|(_, v)| *v == "1")
+            .map(|(n, _)| n.parse().unwrap())
+            .collect()
+    };
+    let marks = markers(r);
     assert_eq!(marks.len(), 8, "{marks:?}");
     // the template: the second broadcast of the other run
-    let (code, out, err) = tapestry(&[
-        "analyze",
-        tpl.to_str().unwrap(),
-        "indicator",
-        "--marker",
-        "Iteration",
-        "--period",
-        "1us",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let tmarks: Vec<i64> = out
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .skip(1)
-        .filter_map(|l| l.split_once(','))
-        .filter(|(_, v)| *v == "1")
-        .map(|(n, _)| n.parse().unwrap())
-        .collect();
+    let tmarks = markers(tpl.to_str().unwrap());
     let window = format!("{}us:{}us", tmarks[1], tmarks[2]);
     let (code, out, err) = tapestry(&[
         "analyze",

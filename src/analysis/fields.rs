@@ -158,9 +158,7 @@ pub fn busy_fraction(
     let edges = bin_edges(t0, t1, bins);
     let p = trace.num_locations();
     // per location (parallel, location-major), then a tiled transpose to [t][e]
-    let inv: Vec<f64> = (0..bins)
-        .map(|k| 1.0 / (edges[k + 1] - edges[k]) as f64)
-        .collect();
+    let inv = inverse_widths(&edges);
     let mut by_loc = vec![0.0; bins * p];
     by_loc.par_chunks_mut(bins).enumerate().for_each(|(l, v)| {
         busy_per_bin(trace.intervals.of(l as u32), mask, &edges, v);
@@ -168,17 +166,31 @@ pub fn busy_fraction(
             *x *= s;
         }
     });
-    let values = transpose(&by_loc, p, bins);
-    Ok(Field {
-        bins,
-        elements: p,
+    Ok(busy_field(transpose(&by_loc, p, bins), edges, p))
+}
+
+/// `1 / width` of every bin: busy time × this is the busy fraction (the
+/// GPU twin divides its exact sums by the same factors, so both paths give
+/// identical fields).
+pub fn inverse_widths(edges: &[Time]) -> Vec<f64> {
+    edges
+        .windows(2)
+        .map(|e| 1.0 / (e[1] - e[0]) as f64)
+        .collect()
+}
+
+/// The busy-fraction field of `values` (`[bin][location]`) over `edges`.
+pub fn busy_field(values: Vec<f64>, edges: Vec<Time>, locations: usize) -> Field {
+    Field {
+        bins: edges.len().saturating_sub(1),
+        elements: locations,
         values,
         edges,
         layout: FieldLayout::Ring,
         quantity: "busy fraction".into(),
         unit: "fraction".into(),
         time: TimeAxis::Nanoseconds,
-    })
+    }
 }
 
 /// Transposes a `rows × cols` row-major matrix, tile by tile, in parallel.

@@ -740,15 +740,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         }
         cur = next?;
     }
-    if let Some(d) = damage.get() {
-        b.diagnostics.repair(
-            "damaged-gzip",
-            path,
-            Position::byte(d.decompressed),
-            1,
-            || format!("{}; the events before it are read", d.describe()),
-        )?;
-    }
+    damage.report(&mut b.diagnostics, path, "events")?;
     if let Some(t) = split.truncated.clone() {
         b.diagnostics.repair("truncated-file", path, t.pos, 1, || {
             format!(

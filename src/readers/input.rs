@@ -65,12 +65,39 @@ impl GzipDamage {
 
 /// Shared view of the damage a gzip input met (none until it does).
 #[derive(Clone, Default)]
-pub struct DamageHandle(std::sync::Arc<std::sync::Mutex<Option<GzipDamage>>>);
+pub struct DamageHandle(
+    std::sync::Arc<std::sync::Mutex<Option<GzipDamage>>>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+);
 
 impl DamageHandle {
     /// The damage met so far, if any.
     pub fn get(&self) -> Option<GzipDamage> {
         self.0.lock().map(|g| g.clone()).unwrap_or(None)
+    }
+
+    /// Records the damage met so far, once per input, as a `damaged-gzip`
+    /// repair of `file` at its decompressed offset (`--strict`: an error);
+    /// `what` names the records read before it ("records", "events").
+    pub fn report(
+        &self,
+        diagnostics: &mut crate::diagnostics::Diagnostics,
+        file: &Path,
+        what: &str,
+    ) -> Result<()> {
+        let Some(d) = self.get() else {
+            return Ok(());
+        };
+        if self.1.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        diagnostics.repair(
+            "damaged-gzip",
+            file,
+            Position::byte(d.decompressed),
+            1,
+            || format!("{}; the {what} before it are read", d.describe()),
+        )
     }
 
     fn set(&self, d: GzipDamage) {
@@ -280,6 +307,18 @@ pub fn read_text(path: &Path, max: u64) -> Result<String> {
             "expected UTF-8 text",
         )
     })
+}
+
+/// The first line of `head` (the first bytes of a text table) that is
+/// neither empty nor a `#` comment, trimmed; a byte-order mark and any
+/// line ends accepted. Format detection of tables looks at their header.
+pub fn first_data_line(head: &[u8]) -> Option<String> {
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let text = String::from_utf8_lossy(head).replace('\r', "\n");
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
 }
 
 /// Reads until `buf` is full or the stream ends; returns the bytes read.

@@ -43,12 +43,7 @@ const SPARSE_BEYOND: u64 = 1 << 16;
 
 /// Whether `head` looks like a line-profile table (its header row).
 pub fn looks_like_line_profile(head: &[u8]) -> bool {
-    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
-    let text = String::from_utf8_lossy(head).replace('\r', "\n");
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .is_some_and(|l| header_columns(l).is_some())
+    super::input::first_data_line(head).is_some_and(|l| header_columns(&l).is_some())
 }
 
 /// Reads a line-profile table.

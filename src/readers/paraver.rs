@@ -681,7 +681,6 @@ fn read_text(path: &Path) -> Result<String> {
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut blocks = LineBlocks::new(input::open(path)?);
     let damage = blocks.damage_handle();
-    let mut gz_reported = false;
     let header_line = blocks.read_line()?.ok_or_else(|| {
         Error::parse(
             path,
@@ -750,16 +749,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 if let Some((pos, msg)) = chunk.error {
                     if chunk.truncated {
                         // a gzip stream that broke off is the cause: said first
-                        if let Some(d) = damage.get() {
-                            gz_reported = true;
-                            b.diagnostics.repair(
-                                "damaged-gzip",
-                                &src,
-                                Position::byte(d.decompressed),
-                                1,
-                                || format!("{}; the records before it are read", d.describe()),
-                            )?;
-                        }
+                        damage.report(&mut b.diagnostics, &src, "records")?;
                         b.diagnostics.repair("truncated-record", &src, pos, 1, || {
                             format!("the last record is incomplete ({msg}); skipped")
                         })?;
@@ -780,15 +770,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         )?;
     }
 
-    if let Some(d) = damage.get().filter(|_| !gz_reported) {
-        b.diagnostics.repair(
-            "damaged-gzip",
-            path,
-            Position::byte(d.decompressed),
-            1,
-            || format!("{}; the records before it are read", d.describe()),
-        )?;
-    }
+    damage.report(&mut b.diagnostics, path, "records")?;
     make_locations(&mut b, &header, &table, declared, &row)?;
 
     // states: the .pcf's, then values met in the records

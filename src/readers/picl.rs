@@ -213,7 +213,6 @@ fn is_recv(e: i32) -> bool {
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut blocks = LineBlocks::new(input::open(path)?);
     let damage = blocks.damage_handle();
-    let mut gz_reported = false;
     let mut b = TraceBuilder::new(Format::Picl, path, TimeUnit::seconds(), opts.strict);
     let mut recs: Vec<Rec> = Vec::new();
     let src = path.to_path_buf();
@@ -224,16 +223,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             if let Some((pos, msg)) = chunk.error {
                 if chunk.truncated {
                     // a gzip stream that broke off is the cause: said first
-                    if let Some(d) = damage.get() {
-                        gz_reported = true;
-                        b.diagnostics.repair(
-                            "damaged-gzip",
-                            &src,
-                            Position::byte(d.decompressed),
-                            1,
-                            || format!("{}; the records before it are read", d.describe()),
-                        )?;
-                    }
+                    damage.report(&mut b.diagnostics, &src, "records")?;
                     b.diagnostics.repair("truncated-record", &src, pos, 1, || {
                         format!("the last record is incomplete ({msg}); skipped")
                     })?;
@@ -245,15 +235,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             Ok(())
         })?;
     }
-    if let Some(d) = damage.get().filter(|_| !gz_reported) {
-        b.diagnostics.repair(
-            "damaged-gzip",
-            path,
-            Position::byte(d.decompressed),
-            1,
-            || format!("{}; the records before it are read", d.describe()),
-        )?;
-    }
+    damage.report(&mut b.diagnostics, path, "records")?;
     if recs.is_empty() {
         return Err(Error::parse(
             path,

@@ -191,12 +191,7 @@ fn header_columns(line: &str) -> Option<(char, [usize; 5])> {
 
 /// Whether the first bytes are an access table's header (after comments).
 pub fn looks_like_access_csv(head: &[u8]) -> bool {
-    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
-    let text = String::from_utf8_lossy(head).replace('\r', "\n");
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .is_some_and(|l| header_columns(l).is_some())
+    super::input::first_data_line(head).is_some_and(|l| header_columns(&l).is_some())
 }
 
 /// The largest index accepted on each axis of a CSV tensor.

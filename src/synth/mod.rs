@@ -182,27 +182,28 @@ pub fn write(
     }
 }
 
-/// A trace with exactly the given intervals: `per_location[l]` lists
-/// location `l`'s sorted, disjoint `(start, end, busy)` intervals in
-/// nanoseconds (state "Running" when busy, else "Idle"). For tests that
-/// need adversarial layouts (short intervals far apart, huge offsets).
-pub fn explicit_intervals(per_location: &[Vec<(u64, u64, bool)>]) -> Trace {
+/// An empty synthetic trace of `locations` threads (`rank L`) and the
+/// states `Running` (busy, id 0) and `Idle` (idle, id 1), for the interval
+/// columns to be filled in directly.
+fn running_idle_skeleton(name: &str, locations: u32) -> Trace {
     use crate::model::{BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder};
-    let mut b = TraceBuilder::new(
-        Format::Synthetic,
-        "explicit-intervals",
-        TimeUnit::nanoseconds(),
-        false,
-    );
-    for l in 0..per_location.len() {
+    let mut b = TraceBuilder::new(Format::Synthetic, name, TimeUnit::nanoseconds(), false);
+    for l in 0..locations {
         b.locations
             .add(format!("rank {l}"), LocationKind::Thread, None, l as i64);
     }
     b.states.add("Running", StateClass::Busy, None, 1);
     b.states.add("Idle", StateClass::Idle, None, 0);
-    let mut trace = b
-        .finish(BuildOptions::default())
-        .expect("an empty trace builds");
+    b.finish(BuildOptions::default())
+        .expect("an empty trace builds")
+}
+
+/// A trace with exactly the given intervals: `per_location[l]` lists
+/// location `l`'s sorted, disjoint `(start, end, busy)` intervals in
+/// nanoseconds (state "Running" when busy, else "Idle"). For tests that
+/// need adversarial layouts (short intervals far apart, huge offsets).
+pub fn explicit_intervals(per_location: &[Vec<(u64, u64, bool)>]) -> Trace {
+    let mut trace = running_idle_skeleton("explicit-intervals", per_location.len() as u32);
     let mut offsets = vec![0u64];
     let (mut start, mut end, mut state) = (Vec::new(), Vec::new(), Vec::new());
     for list in per_location {
@@ -226,22 +227,7 @@ pub fn explicit_intervals(per_location: &[Vec<(u64, u64, bool)>]) -> Trace {
 pub fn random_intervals(locations: u32, per_location: u32, seed: u64) -> Trace {
     use rayon::prelude::*;
 
-    use crate::model::{BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder};
-    let mut b = TraceBuilder::new(
-        Format::Synthetic,
-        "random-intervals",
-        TimeUnit::nanoseconds(),
-        false,
-    );
-    for l in 0..locations {
-        b.locations
-            .add(format!("rank {l}"), LocationKind::Thread, None, l as i64);
-    }
-    b.states.add("Running", StateClass::Busy, None, 1);
-    b.states.add("Idle", StateClass::Idle, None, 0);
-    let mut trace = b
-        .finish(BuildOptions::default())
-        .expect("an empty trace builds");
+    let mut trace = running_idle_skeleton("random-intervals", locations);
     let n = locations as usize * per_location as usize;
     let mut start = vec![0u64; n];
     let mut end = vec![0u64; n];

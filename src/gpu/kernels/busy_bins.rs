@@ -7,7 +7,7 @@
 //! identical fields (tested bit for bit).
 
 use super::{GpuContext, GpuError, grid, pipeline, read_back, storage, uniform};
-use crate::analysis::fields::{Field, FieldLayout, bin_edges};
+use crate::analysis::fields::{Field, bin_edges, busy_field, inverse_widths};
 use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/busy_bins.wgsl");
@@ -58,9 +58,7 @@ pub fn busy_fraction_timed(
     let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
     let pipe = pipeline(ctx, "busy bins", SHADER);
     let p = trace.num_locations();
-    let inv: Vec<f64> = (0..bins)
-        .map(|k| 1.0 / (edges[k + 1] - edges[k]) as f64)
-        .collect();
+    let inv = inverse_widths(&edges);
     let mut values = vec![0f64; bins * p];
     let max_intervals = (limit / 8) as usize;
     let max_locs = ((limit / 8) as usize / bins).max(1);
@@ -174,17 +172,5 @@ pub fn busy_fraction_timed(
             values[k * p + first + j] = u64::from_le_bytes(le) as f64 * inv[k];
         }
     }
-    Ok((
-        Field {
-            bins,
-            elements: p,
-            values,
-            edges,
-            layout: FieldLayout::Ring,
-            quantity: "busy fraction".into(),
-            unit: "fraction".into(),
-            time: crate::analysis::fields::TimeAxis::Nanoseconds,
-        },
-        kernel_ns,
-    ))
+    Ok((busy_field(values, edges, p), kernel_ns))
 }
