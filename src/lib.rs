@@ -17,6 +17,7 @@
 
 pub mod analysis;
 pub mod app;
+pub mod cache;
 pub mod diagnostics;
 pub mod error;
 pub mod export;

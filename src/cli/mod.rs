@@ -2,6 +2,7 @@
 //! library; errors get their context here (anyhow) and a non-zero exit.
 
 mod analyze;
+mod convert;
 mod info;
 mod parse;
 mod render;
@@ -34,6 +35,10 @@ enum Command {
     Render(Box<render::RenderArgs>),
     /// Simulate a message-passing workload and write it as a trace.
     Synth(synth::SynthArgs),
+    /// Write a trace as a columnar cache (Arrow IPC files in a directory)
+    /// that every command reopens without parsing and pandas, polars or
+    /// DuckDB read directly.
+    Convert(convert::ConvertArgs),
 }
 
 /// Options shared by every command that reads a trace.
@@ -89,6 +94,7 @@ pub fn main() -> ExitCode {
         Command::Render(a) => render::run(*a),
         Command::View(a) => view::run(*a),
         Command::Synth(a) => synth::run(a),
+        Command::Convert(a) => convert::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -32,7 +32,7 @@ pub use intervals::{IntervalSlice, Intervals};
 pub use locations::{Group, GroupKind, Location, LocationKind, Locations};
 pub use nesting::{NestedSlice, flatten_nested};
 pub use profile::{Procedure, ProfileMatrix, ProfileMetric, RowKind};
-pub use states::{ClassOverride, State, StateClass, StateTable};
+pub use states::{ClassOverride, MAX_TAGS, State, StateClass, StateTable};
 pub use volume::{LinkSet, Volume, VolumeSet};
 
 use serde::Serialize;

@@ -182,6 +182,13 @@ impl StateTable {
         }
     }
 
+    /// Replaces the tags of state `id` as they were saved (the cache).
+    pub(crate) fn set_tags(&mut self, id: StateId, tags: Vec<String>) {
+        if let Some(s) = self.states.get_mut(id as usize) {
+            s.tags = tags;
+        }
+    }
+
     /// The class of every state, indexed by state id.
     pub fn classes(&self) -> Vec<StateClass> {
         self.states.iter().map(|s| s.class).collect()

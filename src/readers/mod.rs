@@ -163,6 +163,9 @@ pub enum Loaded {
 /// directory of TAU profiles (or one of its `profile.N.C.T` files), a
 /// line-profile table, or any trace format of [`read`].
 pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
+    if crate::cache::is_cache(path) {
+        return Ok(Loaded::Trace(Box::new(crate::cache::read(path, opts)?)));
+    }
     if path.is_dir() {
         let mut anchors = Vec::new();
         let mut tau = false;

@@ -1,0 +1,116 @@
+//! The columnar trace cache: a trace model written as Arrow IPC files in a
+//! directory (`tapestry convert TRACE -o trace.tapestry/`), reopened
+//! memory-mapped with no parsing, and readable by pandas, polars, DuckDB or
+//! anything else that reads Arrow.
+//!
+//! | file | rows | columns |
+//! |---|---|---|
+//! | `tapestry.json` | — | format, source (with its size and mtime), time unit, origin, span, repairs, row counts |
+//! | `groups.arrow` | hierarchy nodes | `name`, `kind`, `parent` (nullable) |
+//! | `locations.arrow` | timelines | `name`, `kind`, `group` (nullable), `external_id` |
+//! | `states.arrow` | states | `name`, `class`, `red`, `green`, `blue`, `external_id`, `tags` (list) |
+//! | `intervals.arrow` | state intervals | `location`, `start_ns`, `end_ns`, `state` |
+//! | `event_types.arrow` | event types | `external_id`, `name` |
+//! | `event_values.arrow` | named values | `type`, `value`, `name` |
+//! | `events.arrow` | instant events | `location` (null: global), `time_ns`, `type`, `value` |
+//! | `messages.arrow` | messages | `sender`, `receiver`, `send_ns`, `recv_ns`, `bytes`, `tag` |
+//! | `counter_defs.arrow` | counters | `name`, `unit` |
+//! | `counters.arrow` | samples | `location`, `counter`, `time_ns`, `value` |
+//! | `collective_ops.arrow` | operation names | `name` |
+//! | `collectives.arrow` | collective calls | `location`, `begin_ns`, `end_ns`, `communicator`, `op`, `sent`, `received`, `root` |
+//! | `communicators.arrow` | communicators | `id`, `name`, `members` (list) |
+//!
+//! Row order is the model's: intervals, events and counters by location
+//! then time, messages by send time. Times are integer nanoseconds from the
+//! trace's start. Everything read back is checked against the model's
+//! invariants (ids in range, intervals sorted and disjoint), so a damaged
+//! or hand-edited cache is refused with the file and the row, never
+//! trusted.
+
+mod read;
+mod write;
+
+pub use read::{is_cache, read};
+pub use write::write;
+
+use serde::{Deserialize, Serialize};
+
+/// The file that marks a directory as a tapestry cache.
+pub const META_FILE: &str = "tapestry.json";
+
+/// Version of the layout; a cache of another version is refused.
+pub const VERSION: u32 = 1;
+
+/// Rows per record batch of the large tables.
+pub(crate) const BATCH_ROWS: usize = 1 << 22;
+
+/// `tapestry.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct CacheMeta {
+    pub tapestry_cache: u32,
+    pub format: String,
+    pub source: String,
+    /// Size and modification time of the source when converted (for
+    /// `--cache` invalidation); the OTF2 archive's or directory's total.
+    pub source_bytes: u64,
+    pub source_mtime_ns: Option<i128>,
+    pub time_unit: String,
+    pub ns_per_unit: u64,
+    pub origin_ns: i64,
+    pub span_ns: u64,
+    pub ignored: Vec<(String, u64)>,
+    pub warnings: Vec<WarningRec>,
+    pub rows: Rows,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct WarningRec {
+    pub kind: String,
+    pub count: u64,
+    pub file: String,
+    pub line: Option<u64>,
+    pub byte: Option<u64>,
+    pub message: String,
+}
+
+/// Row counts of every table, checked on reading.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Rows {
+    pub groups: u64,
+    pub locations: u64,
+    pub states: u64,
+    pub intervals: u64,
+    pub event_types: u64,
+    pub event_values: u64,
+    pub events: u64,
+    pub messages: u64,
+    pub counter_defs: u64,
+    pub counters: u64,
+    pub collective_ops: u64,
+    pub collectives: u64,
+    pub communicators: u64,
+}
+
+/// The size and modification time (ns since the epoch) of a trace's input
+/// files together: what `--cache` compares to decide that a cache is stale.
+pub fn source_stamp(trace: &std::path::Path) -> (u64, Option<i128>) {
+    let files = crate::readers::input_files(trace);
+    let mut bytes = 0u64;
+    let mut newest: Option<i128> = None;
+    for f in &files {
+        let Ok(m) = std::fs::metadata(f) else {
+            continue;
+        };
+        if m.is_file() {
+            bytes += m.len();
+        }
+        if let Ok(t) = m.modified() {
+            let ns = match t.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => d.as_nanos() as i128,
+                Err(e) => -(e.duration().as_nanos() as i128),
+            };
+            newest = Some(newest.map_or(ns, |n| n.max(ns)));
+        }
+    }
+    (bytes, newest)
+}
