@@ -21,8 +21,8 @@ use crate::diagnostics::{Diagnostics, Position, Warning};
 use crate::error::{Error, Result};
 use crate::model::{
     Collectives, Communicator, CounterDef, Counters, EventTypes, Events, Format, GLOBAL, Group,
-    GroupKind, Intervals, LocId, Location, LocationKind, Locations, Messages, StateClass, StateTable, Time,
-    TimeUnit, Trace, TraceMeta,
+    GroupKind, Intervals, LocId, Location, LocationKind, Locations, Messages, StateClass,
+    StateTable, Time, TimeUnit, Trace, TraceMeta,
 };
 use crate::readers::ReadOptions;
 
@@ -79,6 +79,9 @@ pub(crate) fn read_meta(dir: &Path) -> Result<CacheMeta> {
     Ok(meta)
 }
 
+/// Elements copied by one task when a column is filled.
+const COPY_CHUNK: usize = 1 << 18;
+
 /// One table: its file's record batches, decoded over the mapped file.
 struct Table {
     path: PathBuf,
@@ -113,8 +116,8 @@ impl Table {
         let mut tail = [0u8; 10];
         tail.copy_from_slice(&map[len - 10..]);
         let buf = Buffer::from(bytes::Bytes::from_owner(map));
-        let footer_len = read_footer_length(tail)
-            .map_err(|e| bad(&path, format!("bad Arrow footer: {e}")))?;
+        let footer_len =
+            read_footer_length(tail).map_err(|e| bad(&path, format!("bad Arrow footer: {e}")))?;
         let body_end = (len - 10)
             .checked_sub(footer_len)
             .filter(|&e| e >= 8)
@@ -141,15 +144,18 @@ impl Table {
                 let meta = usize::try_from(block.metaDataLength()).ok()?;
                 let body = usize::try_from(block.bodyLength()).ok()?;
                 let n = meta.checked_add(body)?;
-                (off.checked_add(n)? <= body_end && meta <= n).then_some((off, n))
+                (off.checked_add(n)? <= body_end && (8..=n).contains(&meta))
+                    .then_some((off, meta, n))
             })();
-            let Some((off, n)) = span else {
+            let Some((off, meta, n)) = span else {
                 return Err(bad(
                     &path,
                     format!("record batch {i} lies outside the file"),
                 ));
             };
             let data = buf.slice_with_length(off, n);
+            check_message(data.as_slice(), meta)
+                .map_err(|m| bad(&path, format!("record batch {i}: {m}")))?;
             let batch = decoder
                 .read_record_batch(block, &data)
                 .map_err(|e| bad(&path, format!("record batch {i}: {e}")))?
@@ -180,17 +186,11 @@ impl Table {
             if a.data_type() != ty {
                 return Err(bad(
                     &self.path,
-                    format!(
-                        "column '{name}' is {}, expected {ty}",
-                        a.data_type()
-                    ),
+                    format!("column '{name}' is {}, expected {ty}", a.data_type()),
                 ));
             }
             if !nullable && a.null_count() > 0 {
-                return Err(bad(
-                    &self.path,
-                    format!("column '{name}' has nulls"),
-                ));
+                return Err(bad(&self.path, format!("column '{name}' has nulls")));
             }
             out.push(a.as_ref());
         }
@@ -202,10 +202,20 @@ impl Table {
             (self.rows * std::mem::size_of::<T::Native>()) as u64,
             || format!("column '{name}' of {}", self.path.display()),
         )?;
-        let mut out = Vec::with_capacity(self.rows);
+        // zeroed allocation (untouched pages), filled in parallel: the page
+        // faults of the new column are spread over every core
+        let mut out = vec![T::Native::default(); self.rows];
+        let mut rest = out.as_mut_slice();
+        let mut jobs: Vec<(&mut [T::Native], &[T::Native])> = Vec::new();
         for a in self.column(name, &T::DATA_TYPE, false)? {
-            out.extend_from_slice(a.as_primitive::<T>().values());
+            let src = a.as_primitive::<T>().values().as_ref();
+            let (dst, tail) = rest.split_at_mut(src.len());
+            rest = tail;
+            for (d, s) in dst.chunks_mut(COPY_CHUNK).zip(src.chunks(COPY_CHUNK)) {
+                jobs.push((d, s));
+            }
         }
+        jobs.into_par_iter().for_each(|(d, s)| d.copy_from_slice(s));
         Ok(out)
     }
 
@@ -220,12 +230,21 @@ impl Table {
     fn strings(&self, name: &str) -> Result<Vec<String>> {
         let mut out = Vec::with_capacity(self.rows);
         for a in self.column(name, &DataType::Utf8, false)? {
-            out.extend(a.as_string::<i32>().iter().map(|s| s.unwrap_or("").to_string()));
+            out.extend(
+                a.as_string::<i32>()
+                    .iter()
+                    .map(|s| s.unwrap_or("").to_string()),
+            );
         }
         Ok(out)
     }
 
-    fn lists<T>(&self, name: &str, item: DataType, get: impl Fn(&dyn Array) -> Vec<T>) -> Result<Vec<Vec<T>>> {
+    fn lists<T>(
+        &self,
+        name: &str,
+        item: DataType,
+        get: impl Fn(&dyn Array) -> Vec<T>,
+    ) -> Result<Vec<Vec<T>>> {
         let ty = DataType::List(Arc::new(arrow_schema::Field::new("item", item, true)));
         let mut out = Vec::with_capacity(self.rows);
         for a in self.column(name, &ty, false)? {
@@ -238,6 +257,34 @@ impl Table {
     }
 }
 
+/// Checks what the Arrow decoder takes on trust: every buffer of a record
+/// batch message lies inside the batch's body (a damaged length would
+/// otherwise stop the process inside the decoder).
+fn check_message(data: &[u8], meta: usize) -> std::result::Result<(), String> {
+    let m = &data[..meta];
+    let fb = if m[..4] == [0xff; 4] {
+        &m[8..]
+    } else {
+        &m[4..]
+    };
+    let msg = arrow_ipc::root_as_message(fb).map_err(|e| format!("bad message: {e}"))?;
+    let body = (data.len() - meta) as i128;
+    if let Some(rb) = msg.header_as_record_batch() {
+        if rb.compression().is_some() {
+            return Err("compressed record batches are not read".into());
+        }
+        for b in rb.buffers().iter().flatten() {
+            let (o, l) = (b.offset() as i128, b.length() as i128);
+            if o < 0 || l < 0 || o + l > body {
+                return Err(format!(
+                    "a buffer at {o} of {l} bytes lies outside the batch's {body} bytes"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The first row of `n` rows for which `bad_row` holds, searched in
 /// parallel; the error names it.
 fn check_rows(
@@ -246,7 +293,12 @@ fn check_rows(
     what: &str,
     bad_row: impl Fn(usize) -> bool + Sync,
 ) -> Result<()> {
-    match (0..n).into_par_iter().with_min_len(1 << 16).find_first(|&i| bad_row(i)) {
+    const CHUNK: usize = 1 << 16;
+    let first = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .filter_map(|c| (c * CHUNK..((c + 1) * CHUNK).min(n)).find(|&i| bad_row(i)))
+        .min();
+    match first {
         Some(i) => Err(bad(path, format!("row {i}: {what}"))),
         None => Ok(()),
     }
@@ -256,16 +308,25 @@ fn check_rows(
 /// non-decreasing and below `nloc` (or [`GLOBAL`] when `global` is allowed,
 /// after every location).
 fn offsets_of(path: &Path, loc: &[LocId], nloc: usize, global: bool) -> Result<Vec<u64>> {
-    check_rows(path, loc.len(), "location out of range or out of order", |i| {
-        let l = loc[i];
-        let ok = (l as usize) < nloc || (global && l == GLOBAL);
-        !ok || (i > 0 && loc[i - 1] > l)
-    })?;
+    check_rows(
+        path,
+        loc.len(),
+        "location out of range or out of order",
+        |i| {
+            let l = loc[i];
+            let ok = (l as usize) < nloc || (global && l == GLOBAL);
+            !ok || (i > 0 && loc[i - 1] > l)
+        },
+    )?;
     let buckets = nloc + usize::from(global);
     let mut offsets = vec![0u64; buckets + 1];
     // the column is sorted: each bucket's end is found by binary search
     for (b, o) in offsets.iter_mut().enumerate().skip(1) {
-        let key = if global && b == buckets { GLOBAL } else { (b - 1) as LocId };
+        let key = if global && b == buckets {
+            GLOBAL
+        } else {
+            (b - 1) as LocId
+        };
         *o = loc.partition_point(|&l| l <= key) as u64;
     }
     Ok(offsets)
@@ -277,7 +338,10 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     let meta_path = dir.join(META_FILE);
     let r: Rows = meta.rows.clone();
     let format = format_of(&meta.format).ok_or_else(|| {
-        bad(&meta_path, format!("unknown source format '{}'", meta.format))
+        bad(
+            &meta_path,
+            format!("unknown source format '{}'", meta.format),
+        )
     })?;
     let span = meta.span_ns;
 
@@ -326,7 +390,12 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
             "thread" => LocationKind::Thread,
             "stream" => LocationKind::Stream,
             "async" => LocationKind::Async,
-            k => return Err(bad(&t.path, format!("row {i}: unknown location kind '{k}'"))),
+            k => {
+                return Err(bad(
+                    &t.path,
+                    format!("row {i}: unknown location kind '{k}'"),
+                ));
+            }
         };
         if group.is_some_and(|g| g as usize >= ng) {
             return Err(bad(&t.path, format!("row {i}: group out of range")));
@@ -367,10 +436,16 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
             .ok_or_else(|| bad(&t.path, format!("row {i}: unknown class '{}'", classes[i])))?;
         let id = states.add(name, class, Some([red[i], green[i], blue[i]]), ext[i]);
         if id as usize != i {
-            return Err(bad(&t.path, format!("row {i}: state '{name}' appears twice")));
+            return Err(bad(
+                &t.path,
+                format!("row {i}: state '{name}' appears twice"),
+            ));
         }
         if tags[i].len() > crate::model::MAX_TAGS {
-            return Err(bad(&t.path, format!("row {i}: more than {} tags", crate::model::MAX_TAGS)));
+            return Err(bad(
+                &t.path,
+                format!("row {i}: more than {} tags", crate::model::MAX_TAGS),
+            ));
         }
         states.set_tags(id, tags[i].clone());
     }
@@ -415,7 +490,10 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut event_types = EventTypes::default();
     for (i, (e, n)) in ext.iter().zip(&names).enumerate() {
         if event_types.add(*e, n) as usize != i {
-            return Err(bad(&t.path, format!("row {i}: event type {e} appears twice")));
+            return Err(bad(
+                &t.path,
+                format!("row {i}: event type {e} appears twice"),
+            ));
         }
     }
     let t = Table::open(dir, "event_values", r.event_values)?;

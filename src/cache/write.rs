@@ -67,11 +67,13 @@ fn opt_u32s<'a>(name: &str, v: &'a [Option<u32>]) -> Column<'a> {
         Arc::new(UInt32Array::from(v[r].to_vec()))
     })
 }
-/// The location of each row of a CSR table (`offsets[l]..offsets[l+1]`).
-fn csr_locations(offsets: &[u64], rows: usize) -> Vec<LocId> {
+/// The location of each row of a CSR table (`offsets[l]..offsets[l+1]`);
+/// buckets from `nloc` on (the events' global bucket) are [`GLOBAL`].
+fn csr_locations(offsets: &[u64], rows: usize, nloc: usize) -> Vec<LocId> {
     let mut out = Vec::with_capacity(rows);
     for (l, w) in offsets.windows(2).enumerate() {
-        out.extend(std::iter::repeat_n(l as LocId, (w[1] - w[0]) as usize));
+        let id = if l < nloc { l as LocId } else { GLOBAL };
+        out.extend(std::iter::repeat_n(id, (w[1] - w[0]) as usize));
     }
     out.resize(rows, GLOBAL);
     out
@@ -85,9 +87,10 @@ fn table(dir: &Path, name: &str, rows: usize, cols: Vec<Column<'_>>) -> Result<(
         cols.iter().map(|c| c.field.clone()).collect::<Vec<_>>(),
     ));
     let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-    let arrow_err = |e: arrow_schema::ArrowError| Error::Invalid(format!("{}: {e}", path.display()));
-    let mut w = FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), &schema)
-        .map_err(arrow_err)?;
+    let arrow_err =
+        |e: arrow_schema::ArrowError| Error::Invalid(format!("{}: {e}", path.display()));
+    let mut w =
+        FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), &schema).map_err(arrow_err)?;
     let mut at = 0usize;
     loop {
         let r = at..(at + BATCH_ROWS).min(rows);
@@ -264,7 +267,7 @@ fn write_tables(t: &Trace, dir: &Path) -> Result<()> {
     )?;
 
     let iv = &t.intervals;
-    let iv_loc = csr_locations(&iv.offsets, iv.len());
+    let iv_loc = csr_locations(&iv.offsets, iv.len(), locs.len());
     rows.intervals = iv.len() as u64;
     table(
         dir,
@@ -312,7 +315,7 @@ fn write_tables(t: &Trace, dir: &Path) -> Result<()> {
     )?;
 
     let ev = &t.events;
-    let ev_loc = csr_locations(&ev.offsets, ev.len());
+    let ev_loc = csr_locations(&ev.offsets, ev.len(), locs.len());
     rows.events = ev.len() as u64;
     table(
         dir,
@@ -357,7 +360,7 @@ fn write_tables(t: &Trace, dir: &Path) -> Result<()> {
         c.defs.len(),
         vec![strs("name", &cd_name), strs("unit", &cd_unit)],
     )?;
-    let c_loc = csr_locations(&c.offsets, c.len());
+    let c_loc = csr_locations(&c.offsets, c.len(), locs.len());
     rows.counters = c.len() as u64;
     table(
         dir,
