@@ -303,10 +303,8 @@ fn hostile_values_are_refused_with_the_row() {
     };
     let (loc, start, end, state) = b;
     let n = loc.len();
-    let cases: Vec<(
-        &str,
-        Box<dyn Fn() -> (Vec<u32>, Vec<u64>, Vec<u64>, Vec<u32>)>,
-    )> = vec![
+    type Columns = (Vec<u32>, Vec<u64>, Vec<u64>, Vec<u32>);
+    let cases: Vec<(&str, Box<dyn Fn() -> Columns>)> = vec![
         (
             "unknown state",
             Box::new(|| {

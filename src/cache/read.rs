@@ -79,6 +79,9 @@ pub(crate) fn read_meta(dir: &Path) -> Result<CacheMeta> {
     Ok(meta)
 }
 
+/// A slice of a new column and the mapped values it receives.
+type CopyJob<'a, N> = (&'a mut [N], &'a [N]);
+
 /// Elements copied by one task when a column is filled.
 const COPY_CHUNK: usize = 1 << 18;
 
@@ -206,7 +209,7 @@ impl Table {
         // faults of the new column are spread over every core
         let mut out = vec![T::Native::default(); self.rows];
         let mut rest = out.as_mut_slice();
-        let mut jobs: Vec<(&mut [T::Native], &[T::Native])> = Vec::new();
+        let mut jobs: Vec<CopyJob<'_, T::Native>> = Vec::new();
         for a in self.column(name, &T::DATA_TYPE, false)? {
             let src = a.as_primitive::<T>().values().as_ref();
             let (dst, tail) = rest.split_at_mut(src.len());
