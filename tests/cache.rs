@@ -304,7 +304,8 @@ fn hostile_values_are_refused_with_the_row() {
     let (loc, start, end, state) = b;
     let n = loc.len();
     type Columns = (Vec<u32>, Vec<u64>, Vec<u64>, Vec<u32>);
-    let cases: Vec<(&str, Box<dyn Fn() -> Columns>)> = vec![
+    type Case<'a> = (&'a str, Box<dyn Fn() -> Columns + 'a>);
+    let cases: Vec<Case<'_>> = vec![
         (
             "unknown state",
             Box::new(|| {
