@@ -456,3 +456,88 @@ fn pyarrow_reads_the_cache_and_agrees_with_the_model() {
         std::fs::remove_dir_all(&out).unwrap();
     }
 }
+
+#[test]
+fn the_cache_flag_writes_reuses_and_refreshes_a_cache_beside_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = dir.path().join("q.prv");
+    std::fs::copy(shared_trace("paraver-qsort/qsort_beo3.prv"), &prv).unwrap();
+    std::fs::copy(
+        shared_trace("paraver-qsort/qsort_beo3.pcf"),
+        dir.path().join("q.pcf"),
+    )
+    .unwrap();
+    let cache = dir.path().join("q.prv.tapestry");
+    assert_eq!(tapestry::cache::cache_path_of(&prv), cache);
+    let p = prv.to_str().unwrap();
+    let (c0, plain, e0) = tapestry(&["analyze", p, "moments"]);
+    assert_eq!(c0, 0, "{e0}");
+    assert!(!cache.exists());
+    let (c1, first, e1) = tapestry(&["analyze", p, "moments", "--cache"]);
+    assert_eq!(c1, 0, "{e1}");
+    assert!(tapestry::cache::is_cache(&cache));
+    assert!(tapestry::cache::is_fresh(&cache, &prv));
+    // the second run reads the cache: make the trace unreadable in a way
+    // its stamp does not see (same size, same mtime), and it still works
+    let stamp = std::fs::metadata(&prv).unwrap().modified().unwrap();
+    let bytes = std::fs::read(&prv).unwrap();
+    let mut garbled = bytes.clone();
+    garbled[0] = b'X';
+    std::fs::write(&prv, &garbled).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&prv)
+        .unwrap()
+        .set_modified(stamp)
+        .unwrap();
+    let (c2, second, e2) = tapestry(&["analyze", p, "moments", "--cache"]);
+    assert_eq!(c2, 0, "{e2}");
+    assert_eq!(plain, first);
+    assert_eq!(first, second);
+    // a changed trace (new size) is read again and its cache rewritten
+    let mut longer = bytes.clone();
+    longer.extend_from_slice(b"\n");
+    std::fs::write(&prv, &longer).unwrap();
+    assert!(!tapestry::cache::is_fresh(&cache, &prv));
+    let (c3, third, e3) = tapestry(&["analyze", p, "moments", "--cache"]);
+    assert_eq!(c3, 0, "{e3}");
+    assert_eq!(third, plain);
+    assert!(tapestry::cache::is_fresh(&cache, &prv));
+    // class overrides are not baked into the cache
+    let (_, busy_plain, _) = tapestry(&["analyze", p, "moments", "--busy", "Running,Waiting*"]);
+    let (_, busy_cached, _) = tapestry(&[
+        "analyze",
+        p,
+        "moments",
+        "--busy",
+        "Running,Waiting*",
+        "--cache",
+    ]);
+    assert_eq!(busy_plain, busy_cached);
+    assert_ne!(busy_plain, plain);
+}
+
+#[test]
+fn strict_refuses_a_cache_of_a_repaired_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    // a Paraver trace whose last record is cut: repaired with a warning
+    let text = std::fs::read_to_string(shared_trace("paraver-qsort/qsort_beo3.prv")).unwrap();
+    let cut = &text[..text.len() - 7];
+    let prv = common::write(dir.path(), "cut.prv", cut.as_bytes());
+    let out = dir.path().join("cut.tapestry");
+    let (c, _, e) = tapestry(&[
+        "convert",
+        prv.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let (c, _, e) = tapestry(&["info", out.to_str().unwrap()]);
+    assert_eq!(c, 0, "{e}");
+    let (c, _, e) = tapestry(&["info", out.to_str().unwrap(), "--strict"]);
+    assert_ne!(c, 0);
+    assert!(
+        e.contains("cut.prv") && e.contains("without --strict"),
+        "{e}"
+    );
+}

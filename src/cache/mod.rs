@@ -33,6 +33,13 @@ mod write;
 pub use read::{is_cache, read};
 pub use write::write;
 
+use std::path::{Path, PathBuf};
+
+use crate::diagnostics::{Position, Warning};
+use crate::error::Result;
+use crate::model::ClassOverride;
+use crate::readers::{Loaded, ReadOptions};
+
 use serde::{Deserialize, Serialize};
 
 /// The file that marks a directory as a tapestry cache.
@@ -93,7 +100,7 @@ pub(crate) struct Rows {
 
 /// The size and modification time (ns since the epoch) of a trace's input
 /// files together: what `--cache` compares to decide that a cache is stale.
-pub fn source_stamp(trace: &std::path::Path) -> (u64, Option<i128>) {
+pub fn source_stamp(trace: &Path) -> (u64, Option<i128>) {
     let files = crate::readers::input_files(trace);
     let mut bytes = 0u64;
     let mut newest: Option<i128> = None;
@@ -113,4 +120,63 @@ pub fn source_stamp(trace: &std::path::Path) -> (u64, Option<i128>) {
         }
     }
     (bytes, newest)
+}
+
+/// Where `--cache` keeps the cache of `trace`: `TRACE.tapestry` beside it
+/// (`run.prv` → `run.prv.tapestry/`; a trace directory `traces/` →
+/// `traces.tapestry/`).
+pub fn cache_path_of(trace: &Path) -> PathBuf {
+    let trimmed: PathBuf = trace.components().collect();
+    let name = trimmed
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
+    trimmed.with_file_name(format!("{name}.tapestry"))
+}
+
+/// Whether the cache at `dir` was made from `trace` as it is now (same
+/// total size and newest modification time of its files).
+pub fn is_fresh(dir: &Path, trace: &Path) -> bool {
+    let Ok(meta) = read::read_meta(dir) else {
+        return false;
+    };
+    let (bytes, mtime) = source_stamp(trace);
+    meta.source_bytes == bytes && meta.source_mtime_ns == mtime && mtime.is_some()
+}
+
+/// Loads `path` through its cache ([`cache_path_of`]): the cache when it is
+/// fresh and reads; otherwise the trace, whose cache is then (re)written.
+/// The cache holds the trace as read, before class overrides, which are
+/// applied to whichever was loaded. A cache that cannot be written (a
+/// read-only directory) leaves a `cache-not-written` warning, not an error.
+pub fn load_cached(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
+    let dir = cache_path_of(path);
+    if is_cache(&dir)
+        && is_fresh(&dir, path)
+        && let Ok(t) = read(&dir, opts)
+    {
+        return Ok(Loaded::Trace(Box::new(t)));
+    }
+    let plain = ReadOptions {
+        cache: false,
+        classes: ClassOverride::default(),
+        ..opts.clone()
+    };
+    let mut trace = match crate::readers::load(path, &plain)? {
+        Loaded::Trace(t) => t,
+        other => return Ok(other),
+    };
+    let inputs = crate::readers::input_files(path);
+    let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
+    if let Err(e) = write(&trace, &dir, &inputs) {
+        trace.meta.diagnostics.warnings.push(Warning {
+            kind: "cache-not-written",
+            count: 1,
+            file: dir.clone(),
+            first: Position::none(),
+            message: format!("the cache could not be written ({e}); the trace was read directly"),
+        });
+    }
+    trace.reclassify(&opts.classes)?;
+    Ok(Loaded::Trace(trace))
 }

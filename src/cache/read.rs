@@ -645,6 +645,25 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
         .map(|((id, name), members)| Communicator { id, name, members })
         .collect();
 
+    if opts.strict
+        && let Some(w) = meta.warnings.first()
+    {
+        // the trace needed repairs when it was read: strict refuses it, as
+        // it would refuse the trace itself
+        return Err(Error::parse(
+            Path::new(&w.file),
+            Position {
+                line: w.line,
+                byte: w.byte,
+            },
+            format!(
+                "{} [{}; cached in {}, which was read without --strict]",
+                w.message,
+                w.kind,
+                dir.display()
+            ),
+        ));
+    }
     let mut diagnostics = Diagnostics::new(opts.strict);
     for w in meta.warnings.iter().take(1024) {
         diagnostics.warnings.push(Warning {

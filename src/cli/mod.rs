@@ -63,6 +63,11 @@ pub struct ReadArgs {
     /// steps [code_region]; `none` sums a node's rows into one step.
     #[arg(long, value_name = "COLUMN")]
     pub steps_by: Option<String>,
+    /// Read through a columnar cache beside the trace (TRACE.tapestry/):
+    /// written on first use, reopened without parsing afterwards, rewritten
+    /// when the trace's files change size or modification time.
+    #[arg(long)]
+    pub cache: bool,
 }
 
 impl ReadArgs {
@@ -75,6 +80,7 @@ impl ReadArgs {
                 idle: self.idle.clone(),
             },
             steps_by: self.steps_by.clone(),
+            cache: self.cache,
         }
     }
 }

@@ -48,6 +48,10 @@ pub struct ReadOptions {
     /// the animation (`None`: `code_region` where present; `"none"`: one
     /// step, the rows of a node summed).
     pub steps_by: Option<String>,
+    /// Read a trace through its cache beside it (`TRACE.tapestry/`),
+    /// written on first use and rewritten when the trace's files change
+    /// size or modification time (see [`crate::cache::load_cached`]).
+    pub cache: bool,
 }
 
 /// Detects the format of `path` from its first bytes.
@@ -165,6 +169,9 @@ pub enum Loaded {
 pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     if crate::cache::is_cache(path) {
         return Ok(Loaded::Trace(Box::new(crate::cache::read(path, opts)?)));
+    }
+    if opts.cache {
+        return crate::cache::load_cached(path, opts);
     }
     if path.is_dir() {
         let mut anchors = Vec::new();
