@@ -26,4 +26,5 @@ pub mod metric;
 pub mod moments;
 pub mod network;
 pub mod signal;
+pub mod stream;
 pub mod summary;

@@ -13,6 +13,7 @@ use tapestry::model::{ProfileMatrix, Time, Trace};
 use tapestry::readers::{self, Loaded};
 
 mod compare;
+mod stream;
 
 use super::ReadArgs;
 use super::parse::{
@@ -299,6 +300,12 @@ pub struct AnalyzeArgs {
     /// Run the GPU-capable analyses on the GPU (lavapipe included).
     #[arg(long)]
     pub gpu: bool,
+    /// Reduce while reading, never holding the records (memory grows with
+    /// locations × states × bins, not with the trace): moments and the
+    /// busy field of Paraver traces whose records are in time order per
+    /// location.
+    #[arg(long, conflicts_with_all = ["gpu", "template", "cache"])]
+    pub stream: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -509,6 +516,56 @@ fn gpu_busy_field(
     Ok(Some((f, format!("gpu ({})", ctx.info.name))))
 }
 
+/// The moments table (`location, m0..m3` with location names).
+pub(super) fn moments_output(
+    a: &AnalyzeArgs,
+    t: &Trace,
+    m: &[moments::Moments],
+    (t0, t1): (tapestry::model::Time, tapestry::model::Time),
+    compute: &str,
+) -> Output {
+    let rows = m
+        .iter()
+        .enumerate()
+        .map(|(l, m)| vec![Some(l as f64), Some(m.m0), m.m1, m.m2, m.m3])
+        .collect();
+    let labels = (0..t.num_locations() as u32)
+        .map(|l| t.locations.path(l))
+        .collect();
+    Output::Table {
+        columns: [
+            ("location", "index"),
+            ("m0", "ns"),
+            ("m1", "ns"),
+            ("m2", "ns"),
+            ("m3", "ns"),
+        ]
+        .iter()
+        .map(|(x, y)| (x.to_string(), y.to_string()))
+        .collect(),
+        rows,
+        labels: Some(("name".into(), labels)),
+        meta: json!({"analysis": "moments", "states": a.states, "window_ns": [t0, t1], "compute": compute, "note": "m1 is ns from the trace start; m1..m3 are empty where m0 = 0"}),
+    }
+}
+
+/// A field as a `[time bin][element]` matrix.
+pub(super) fn field_output(
+    layout: fields::FieldLayout,
+    mut f: fields::Field,
+    compute: &str,
+) -> Result<Output> {
+    layout.check(f.elements)?;
+    f.layout = layout;
+    Ok(Output::Matrix {
+        rows: f.bins,
+        cols: f.elements,
+        values: f.values.iter().map(|v| Some(*v)).collect(),
+        unit: f.unit.clone(),
+        meta: json!({"analysis": "field", "quantity": f.quantity, "unit": f.unit, "layout": f.layout, "edges": f.edges, "leading_empty_bins": fields::leading_empty_bins(&f), "shape": "[time bin][element]", "compute": compute}),
+    })
+}
+
 pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
     let (t0, t1) = resolve_window(a.window.as_deref(), t)?;
     let span_meta = json!({"window_ns": [t0, t1], "trace": t.meta.source});
@@ -534,29 +591,7 @@ pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 }
                 None => (moments::moments(t, &mask, t0, t1), "cpu".to_string()),
             };
-            let rows = m
-                .iter()
-                .enumerate()
-                .map(|(l, m)| vec![Some(l as f64), Some(m.m0), m.m1, m.m2, m.m3])
-                .collect();
-            let labels = (0..t.num_locations() as u32)
-                .map(|l| t.locations.path(l))
-                .collect();
-            Output::Table {
-                columns: [
-                    ("location", "index"),
-                    ("m0", "ns"),
-                    ("m1", "ns"),
-                    ("m2", "ns"),
-                    ("m3", "ns"),
-                ]
-                .iter()
-                .map(|(x, y)| (x.to_string(), y.to_string()))
-                .collect(),
-                rows,
-                labels: Some(("name".into(), labels)),
-                meta: json!({"analysis": "moments", "states": a.states, "window_ns": [t0, t1], "compute": compute, "note": "m1 is ns from the trace start; m1..m3 are empty where m0 = 0"}),
-            }
+            moments_output(a, t, &m, (t0, t1), &compute)
         }
         Analysis::MetricMatrix => {
             let mask = t.states.select(&a.states)?;
@@ -842,7 +877,7 @@ pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
         }
         Analysis::Field => {
             let layout = field_layout(&a.field_layout)?;
-            let (mut f, compute) = match gpu_busy_field(a, t, t0, t1)? {
+            let (f, compute) = match gpu_busy_field(a, t, t0, t1)? {
                 Some(x) => x,
                 None => (
                     field(
@@ -860,15 +895,7 @@ pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                     "cpu".to_string(),
                 ),
             };
-            layout.check(f.elements)?;
-            f.layout = layout;
-            Output::Matrix {
-                rows: f.bins,
-                cols: f.elements,
-                values: f.values.iter().map(|v| Some(*v)).collect(),
-                unit: f.unit.clone(),
-                meta: json!({"analysis": "field", "quantity": f.quantity, "unit": f.unit, "layout": f.layout, "edges": f.edges, "leading_empty_bins": fields::leading_empty_bins(&f), "shape": "[time bin][element]", "compute": compute}),
-            }
+            field_output(layout, f, &compute)?
         }
         Analysis::CommMatrix => {
             let level = comm::Level::parse(&a.level)?;
@@ -1309,6 +1336,10 @@ pub fn run(mut a: AnalyzeArgs) -> Result<()> {
     if let Some(p) = a.template_phase.take() {
         a.template_window = Some(phase_spec(&p));
     }
+    if a.stream {
+        let out = stream::run(&a)?;
+        return write_output(&a, out);
+    }
     if a.analysis == Analysis::Sonify {
         return match readers::load(&a.trace, &a.read.options())? {
             Loaded::Trace(t) => sonify(&a, &t),
@@ -1332,6 +1363,11 @@ pub fn run(mut a: AnalyzeArgs) -> Result<()> {
         Loaded::Volumes(v) => run_volumes(&a, &v)?,
         Loaded::Tensor(t) => run_tensor(&a, &t)?,
     };
+    write_output(&a, out)
+}
+
+/// Writes a result to `-o` (CSV, JSON or NumPy) or as CSV to stdout.
+fn write_output(a: &AnalyzeArgs, out: Output) -> Result<()> {
     let Some(path) = &a.out else {
         print!("{}", csv_text(&out));
         return Ok(());

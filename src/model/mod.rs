@@ -21,6 +21,7 @@ pub mod matching;
 mod nesting;
 pub mod profile;
 mod states;
+pub mod stream;
 pub mod volume;
 
 pub use builder::{BuildOptions, GLOBAL, TraceBuilder};

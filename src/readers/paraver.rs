@@ -23,9 +23,10 @@ use super::paraver_pcf::{Pcf, parse_pcf, parse_row};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::builder::{GLOBAL, RawCollective, RawEvent, RawInterval, RawMessage};
+use crate::model::stream::IntervalSink;
 use crate::model::{
-    BuildOptions, Communicator, Format, GroupKind, LocId, LocationKind, StateClass, Time, TimeUnit,
-    Trace, TraceBuilder,
+    BuildOptions, Communicator, Format, GroupKind, LocId, LocationKind, StateClass, StateId, Time,
+    TimeUnit, Trace, TraceBuilder,
 };
 
 /// The largest number of threads a header may declare.
@@ -677,8 +678,20 @@ fn read_text(path: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Reads a Paraver trace.
-pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+/// A Paraver trace opened: its header, `.pcf`, `.row`, the provisional
+/// location table and a builder, with the records still to read.
+struct Opened {
+    blocks: LineBlocks,
+    damage: input::DamageHandle,
+    header: Header,
+    pcf: Pcf,
+    row: HashMap<String, Vec<String>>,
+    table: LocTable,
+    declared: u64,
+    b: TraceBuilder,
+}
+
+fn open_trace(path: &Path, opts: &ReadOptions) -> Result<Opened> {
     let mut blocks = LineBlocks::new(input::open(path)?);
     let damage = blocks.damage_handle();
     let header_line = blocks.read_line()?.ok_or_else(|| {
@@ -733,6 +746,30 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         table.apps.push(tasks);
     }
 
+    Ok(Opened {
+        blocks,
+        damage,
+        header,
+        pcf,
+        row,
+        table,
+        declared,
+        b,
+    })
+}
+
+/// Reads a Paraver trace.
+pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let Opened {
+        mut blocks,
+        damage,
+        header,
+        pcf,
+        row,
+        table,
+        declared,
+        mut b,
+    } = open_trace(path, opts)?;
     let ctx = Ctx {
         locs: &table,
         unit: header.ns_per_unit,
@@ -771,9 +808,40 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     }
 
     damage.report(&mut b.diagnostics, path, "records")?;
-    make_locations(&mut b, &header, &table, declared, &row)?;
+    make_locations(&mut b, &header, &table, declared, &row, true)?;
 
-    // states: the .pcf's, then values met in the records
+    add_states(&mut b, &pcf, state_values);
+    let state_map = dense_map(b.states.iter().map(|(id, s)| (s.external_id, id)));
+    remap(&mut b.intervals, |r| &mut r.state, &state_map);
+
+    add_event_types(&mut b, &pcf, event_types);
+    let type_map = dense_map(
+        b.event_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.external_id, i as u32)),
+    );
+    remap(&mut b.events, |e| &mut e.kind, &type_map);
+
+    let mut ops: Vec<u32> = global_ops.into_iter().collect();
+    ops.sort_unstable();
+    let mut op_map = HashMap::new();
+    for o in ops {
+        op_map.insert(o, b.collective_op(&format!("global op {o}")));
+    }
+    let op_map = dense_map(op_map.into_iter().map(|(k, v)| (k as i64, v)));
+    remap(&mut b.collectives, |c| &mut c.op, &op_map);
+
+    let mut t = b.finish(BuildOptions {
+        warn_unsorted: true,
+    })?;
+    t.reclassify(&opts.classes)?;
+    Ok(t)
+}
+
+/// The states: the `.pcf`'s, then the values met in the records (in value
+/// order) that it does not name.
+fn add_states(b: &mut TraceBuilder, pcf: &Pcf, state_values: HashSet<u32>) {
     for (id, name) in &pcf.states {
         b.states
             .add(name, default_class(name), pcf.colors.get(id).copied(), *id);
@@ -799,9 +867,11 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             );
         }
     }
-    let state_map = dense_map(b.states.iter().map(|(id, s)| (s.external_id, id)));
-    remap(&mut b.intervals, |r| &mut r.state, &state_map);
+}
 
+/// The event types: the `.pcf`'s with their named values, then the types
+/// met in the records.
+fn add_event_types(b: &mut TraceBuilder, pcf: &Pcf, event_types: HashSet<u32>) {
     for (ty, name, vals) in &pcf.event_types {
         let id = b.event_types.add(*ty, name);
         for (v, n) in vals {
@@ -815,28 +885,89 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             b.event_types.add(t as i64, &format!("Event type {t}"));
         }
     }
-    let type_map = dense_map(
-        b.event_types
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.external_id, i as u32)),
-    );
-    remap(&mut b.events, |e| &mut e.kind, &type_map);
+}
 
-    let mut ops: Vec<u32> = global_ops.into_iter().collect();
-    ops.sort_unstable();
-    let mut op_map = HashMap::new();
-    for o in ops {
-        op_map.insert(o, b.collective_op(&format!("global op {o}")));
+/// Streams a Paraver trace: every state record goes to `sink` as it is
+/// read (its state as the Paraver value) and none is kept, so memory is
+/// that of the sink, not of the trace. Returns the trace without records
+/// (locations, states, event types, the span, repairs; every declared
+/// thread is a location) and the state id of each Paraver value, and
+/// counts the other records in the sink.
+pub fn stream(
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn IntervalSink,
+) -> Result<(Trace, Vec<(u32, StateId)>)> {
+    let Opened {
+        mut blocks,
+        damage,
+        header,
+        pcf,
+        row,
+        table,
+        declared,
+        mut b,
+    } = open_trace(path, opts)?;
+    make_locations(&mut b, &header, &table, declared, &row, false)?;
+    let declared_end = header.end_time.saturating_mul(header.ns_per_unit);
+    sink.begin(b.locations.len(), declared_end)?;
+    let ctx = Ctx {
+        locs: &table,
+        unit: header.ns_per_unit,
+    };
+    let mut state_values: HashSet<u32> = HashSet::new();
+    let mut event_types: HashSet<u32> = HashSet::new();
+    let src = path.to_path_buf();
+    {
+        let b = &mut b;
+        blocks.for_each_parallel(
+            |block| parse_block(block, &ctx),
+            |_block, chunk| {
+                if let Some((pos, msg)) = &chunk.error {
+                    if chunk.truncated {
+                        damage.report(&mut b.diagnostics, &src, "records")?;
+                        b.diagnostics
+                            .repair("truncated-record", &src, *pos, 1, || {
+                                format!("the last record is incomplete ({msg}); skipped")
+                            })?;
+                    } else {
+                        return Err(Error::parse(&src, *pos, msg.clone()));
+                    }
+                }
+                for r in &chunk.intervals {
+                    sink.interval(r.loc, r.start, r.end, r.state)
+                        .map_err(|m| Error::parse(&src, Position::none(), m))?;
+                }
+                for m in &chunk.messages {
+                    sink.message(m.src, m.dst, m.send, m.recv, m.bytes);
+                }
+                sink.other_records(chunk.events.len() as u64 + chunk.collectives.len() as u64);
+                state_values.extend(chunk.state_values);
+                event_types.extend(chunk.event_types);
+                b.communicators.extend(chunk.comms);
+                Ok(())
+            },
+        )?;
     }
-    let op_map = dense_map(op_map.into_iter().map(|(k, v)| (k as i64, v)));
-    remap(&mut b.collectives, |c| &mut c.op, &op_map);
-
+    damage.report(&mut b.diagnostics, path, "records")?;
+    add_states(&mut b, &pcf, state_values);
+    add_event_types(&mut b, &pcf, event_types);
+    let keys: Vec<(u32, StateId)> = b
+        .states
+        .iter()
+        .filter_map(|(id, s)| u32::try_from(s.external_id).ok().map(|v| (v, id)))
+        .collect();
+    let end = sink.end_time();
+    b.set_declared_end(declared_end.max(end));
+    for (kind, count, message) in sink.repairs() {
+        b.diagnostics
+            .repair(kind, &src, Position::none(), count, || message.clone())?;
+    }
     let mut t = b.finish(BuildOptions {
         warn_unsorted: true,
     })?;
     t.reclassify(&opts.classes)?;
-    Ok(t)
+    Ok((t, keys))
 }
 
 /// Declared threads beyond which, when fewer than a quarter have records,
@@ -852,9 +983,10 @@ fn make_locations(
     table: &LocTable,
     declared: u64,
     row: &HashMap<String, Vec<String>>,
+    lazy_allowed: bool,
 ) -> Result<()> {
     let mut used: Vec<u32> = Vec::new();
-    let lazy = declared > LAZY_LOCATIONS && {
+    let lazy = lazy_allowed && declared > LAZY_LOCATIONS && {
         used.extend(b.intervals.iter().map(|r| r.loc));
         used.extend(b.events.iter().map(|r| r.loc).filter(|&l| l != GLOBAL));
         used.extend(b.messages.iter().flat_map(|m| [m.src, m.dst]));

@@ -1,0 +1,211 @@
+//! `analyze --stream`: reductions made while reading agree with the
+//! in-memory path (the busy field bit for bit, moments to rounding), in a
+//! fraction of the memory; what a stream cannot do is refused clearly.
+
+mod common;
+
+use common::{shared_trace, tapestry};
+
+/// The data rows of a CSV output (the `#` metadata line dropped).
+fn rows(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+fn synth(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
+    let p = dir.join(name);
+    let mut a = vec!["synth"];
+    a.extend_from_slice(args);
+    a.extend(["-o", p.to_str().unwrap()]);
+    let (c, _, e) = tapestry(&a);
+    assert_eq!(c, 0, "{e}");
+    p.to_str().unwrap().to_string()
+}
+
+fn assert_moments_agree(trace: &str, extra: &[&str]) {
+    let mut a = vec!["analyze", trace, "moments"];
+    a.extend_from_slice(extra);
+    let (c1, mem, e1) = tapestry(&a);
+    a.push("--stream");
+    let (c2, st, e2) = tapestry(&a);
+    assert_eq!((c1, c2), (0, 0), "{e1} {e2}");
+    assert!(e2.contains("streamed"), "{e2}");
+    let (m, s) = (rows(&mem), rows(&st));
+    assert_eq!(m.len(), s.len());
+    assert_eq!(m[0], s[0], "header");
+    for (x, y) in m.iter().zip(&s).skip(1) {
+        // location, name and m0 (a sum of integers) are identical
+        assert_eq!(x[..3], y[..3], "{trace}");
+        let scale: f64 = x[4].parse::<f64>().unwrap_or(0.0).abs().max(1.0);
+        for k in 3..6 {
+            if x[k].is_empty() || y[k].is_empty() {
+                assert_eq!(x[k], y[k]);
+                continue;
+            }
+            let (p, q): (f64, f64) = (x[k].parse().unwrap(), y[k].parse().unwrap());
+            if k == 5 {
+                // m3 = 3 cbrt(μ3): near-symmetric busy time makes μ3 a
+                // difference of large terms, so compare μ3 against m2³
+                let (a, b) = ((p / 3.0).powi(3), (q / 3.0).powi(3));
+                let tol = 1e-9 * scale.powi(3);
+                assert!((a - b).abs() <= tol, "{trace} μ3: {a} vs {b}");
+            } else {
+                let tol = 1e-9 * scale.max(p.abs());
+                assert!((p - q).abs() <= tol, "{trace} column {k}: {p} vs {q}");
+            }
+        }
+    }
+}
+
+fn assert_field_identical(trace: &str, extra: &[&str]) {
+    let mut a = vec!["analyze", trace, "field"];
+    a.extend_from_slice(extra);
+    let (c1, mem, e1) = tapestry(&a);
+    a.push("--stream");
+    let (c2, st, e2) = tapestry(&a);
+    assert_eq!((c1, c2), (0, 0), "{e1} {e2}");
+    assert_eq!(rows(&mem), rows(&st), "{trace} {extra:?}");
+}
+
+#[test]
+fn stream_equals_memory_on_real_and_synthetic_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let qsort = shared_trace("paraver-qsort/qsort_beo3.prv");
+    let qsort = qsort.to_str().unwrap();
+    let bcast = synth(dir.path(), "b.prv", &["bcast", "-p", "64", "--reps", "40"]);
+    let gauss = synth(dir.path(), "g.prv", &["gauss", "--n", "48", "-p", "16"]);
+    for t in [qsort, bcast.as_str(), gauss.as_str()] {
+        let (_, info, _) = tapestry(&["info", t, "--json"]);
+        let span = serde_json::from_str::<serde_json::Value>(&info).unwrap()["span_ns"]
+            .as_u64()
+            .unwrap();
+        let w1 = format!("{}:{}", span / 10, span * 6 / 10);
+        let w2 = format!("{}:{}", span / 20, span * 19 / 20);
+        assert_moments_agree(t, &[]);
+        assert_moments_agree(t, &["--window", &w1]);
+        assert_moments_agree(t, &["--states", "busy,overhead"]);
+        assert_field_identical(t, &["--bins", "16"]);
+        assert_field_identical(t, &["--bins", "33", "--window", &w2]);
+    }
+    assert_moments_agree(qsort, &["--busy", "Running,Waiting*"]);
+    assert_field_identical(qsort, &["--bins", "9", "--states", "Running,Idle"]);
+}
+
+#[test]
+fn overlapping_records_are_clipped_as_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = common::write(
+        dir.path(),
+        "o.prv",
+        b"#Paraver (01/01/2024 at 00:00):1000_ns:0:1:1(2:0)\n\
+          1:1:1:1:1:0:100:1\n\
+          1:1:1:1:1:50:300:1\n\
+          1:1:1:1:1:300:300:1\n\
+          1:1:1:1:1:300:500:0\n\
+          1:1:1:1:2:0:400:1\n\
+          1:1:1:1:2:400:900:1\n",
+    );
+    let p = prv.to_str().unwrap();
+    assert_moments_agree(p, &[]);
+    assert_field_identical(p, &["--bins", "10"]);
+    let (_, _, e) = tapestry(&["analyze", p, "moments", "--stream"]);
+    assert!(e.contains("overlapping-states"), "{e}");
+    let (c, _, e) = tapestry(&["analyze", p, "moments", "--stream", "--strict"]);
+    assert_ne!(c, 0);
+    assert!(e.contains("overlap"), "{e}");
+}
+
+#[test]
+fn what_a_stream_cannot_do_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // records out of time order on one location
+    let prv = common::write(
+        dir.path(),
+        "u.prv",
+        b"#Paraver (01/01/2024 at 00:00):1000_ns:0:1:1(1:0)\n\
+          1:1:1:1:1:500:600:1\n\
+          1:1:1:1:1:0:100:1\n",
+    );
+    let p = prv.to_str().unwrap();
+    let (c, _, e) = tapestry(&["analyze", p, "moments", "--stream"]);
+    assert_ne!(c, 0);
+    assert!(e.contains("u.prv") && e.contains("time order"), "{e}");
+    // the in-memory path sorts them
+    let (c, _, e) = tapestry(&["analyze", p, "moments"]);
+    assert_eq!(c, 0, "{e}");
+    // records past the declared end with the default window
+    let late = common::write(
+        dir.path(),
+        "late.prv",
+        b"#Paraver (01/01/2024 at 00:00):100_ns:0:1:1(1:0)\n1:1:1:1:1:0:500:1\n",
+    );
+    let (c, _, e) = tapestry(&["analyze", late.to_str().unwrap(), "field", "--stream"]);
+    assert_ne!(c, 0);
+    assert!(e.contains("--window 0:500"), "{e}");
+    let (c, _, e) = tapestry(&[
+        "analyze",
+        late.to_str().unwrap(),
+        "field",
+        "--stream",
+        "--window",
+        "0:500",
+        "--bins",
+        "5",
+    ]);
+    assert_eq!(c, 0, "{e}");
+    // other analyses, quantities and formats
+    let q = shared_trace("paraver-qsort/qsort_beo3.prv");
+    let q = q.to_str().unwrap();
+    for (args, want) in [
+        (vec!["analyze", q, "comm-matrix", "--stream"], "in memory"),
+        (
+            vec!["analyze", q, "field", "--quantity", "messages", "--stream"],
+            "busy field only",
+        ),
+        (
+            vec!["analyze", q, "moments", "--stream", "--window", "phase:1"],
+            "phases",
+        ),
+    ] {
+        let (c, _, e) = tapestry(&args);
+        assert_ne!(c, 0, "{args:?}");
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    let chrome = shared_trace("chrome/simple_trace.json");
+    let (c, _, e) = tapestry(&["analyze", chrome.to_str().unwrap(), "moments", "--stream"]);
+    assert_ne!(c, 0);
+    assert!(e.contains("Paraver") && e.contains("convert"), "{e}");
+}
+
+#[test]
+fn streaming_memory_does_not_grow_with_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let peak = |e: &str| -> f64 {
+        let s = e.split("peak memory ").nth(1).expect("peak memory printed");
+        s.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let small = synth(dir.path(), "s.prv", &["bcast", "-p", "256", "--reps", "400"]);
+    let big = synth(
+        dir.path(),
+        "l.prv",
+        &["bcast", "-p", "256", "--reps", "4000"],
+    );
+    let run = |p: &str| {
+        let (c, _, e) = common::tapestry_env(
+            &["analyze", p, "field", "--bins", "32", "--stream"],
+            &[("RAYON_NUM_THREADS", "1")],
+        );
+        assert_eq!(c, 0, "{e}");
+        peak(&e)
+    };
+    let (ps, pl) = (run(&small), run(&big));
+    let (c, _, e) = tapestry(&["info", &big, "--stats"]);
+    assert_eq!(c, 0);
+    let mem = peak(&e);
+    // 10× the records: the stream's peak barely moves (it holds a few
+    // blocks of the file and the accumulators), the model's grows
+    assert!(pl < ps * 1.5 + 8.0, "stream peak {ps} MiB → {pl} MiB");
+    assert!(pl < mem, "stream {pl} MiB vs in memory {mem} MiB");
+}
