@@ -186,7 +186,11 @@ fn streaming_memory_does_not_grow_with_the_records() {
         let s = e.split("peak memory ").nth(1).expect("peak memory printed");
         s.split_whitespace().next().unwrap().parse().unwrap()
     };
-    let small = synth(dir.path(), "s.prv", &["bcast", "-p", "256", "--reps", "400"]);
+    let small = synth(
+        dir.path(),
+        "s.prv",
+        &["bcast", "-p", "256", "--reps", "400"],
+    );
     let big = synth(
         dir.path(),
         "l.prv",

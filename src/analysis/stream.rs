@@ -245,8 +245,17 @@ impl IntervalSink for StreamReducer<'_> {
         if b > a {
             sl.moments[l] = sl.moments[l].merge(MomentAcc::interval(a, b));
             if bins > 0 {
-                // first bin whose end is past a
-                let mut k = edges.partition_point(|&e| e <= a).saturating_sub(1);
+                // the bin of a: edges are t0 + floor(k·span/B), so the
+                // estimate is exact or one off
+                let span = (t1 - t0) as u128;
+                let mut k = (((a - t0) as u128 * bins as u128) / span) as usize;
+                k = k.min(bins - 1);
+                while k > 0 && edges[k] > a {
+                    k -= 1;
+                }
+                while k + 1 < bins && edges[k + 1] <= a {
+                    k += 1;
+                }
                 let row = &mut sl.bins[l * bins..(l + 1) * bins];
                 let mut x = a;
                 while x < b && k < bins {

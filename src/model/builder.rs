@@ -273,97 +273,67 @@ impl TraceBuilder {
         let nloc = self.locations.len();
         let src = self.source.clone();
 
-        // bucket by location (stable, O(N)): records mostly arrive in time
-        // order, so each location's run is usually sorted already
+        // bucket by location (stable, O(N)), in parallel: records mostly
+        // arrive in time order, so each location's run is usually sorted
         let raw = std::mem::take(&mut self.intervals);
-        let mut offsets = vec![0u64; nloc + 1];
-        for r in &raw {
-            offsets[r.loc as usize + 1] += 1;
-        }
-        for l in 0..nloc {
-            offsets[l + 1] += offsets[l];
-        }
-        let n = raw.len();
-        let mut start = vec![0 as Time; n];
-        let mut end = vec![0 as Time; n];
-        let mut state = vec![0 as StateId; n];
-        {
-            let mut fill: Vec<u64> = offsets[..nloc].to_vec();
-            for r in &raw {
-                let k = &mut fill[r.loc as usize];
-                let i = *k as usize;
-                start[i] = r.start;
-                end[i] = r.end;
-                state[i] = r.state;
-                *k += 1;
-            }
-        }
+        let (mut offsets, mut start, mut end, mut state) = bucket_by_location(&raw, nloc);
         drop(raw);
-        // sort the runs that are not in order, counting them
-        let mut unsorted = 0u64;
-        let mut first_unsorted: Option<(usize, Time)> = None;
-        let mut scratch: Vec<(Time, Time, StateId)> = Vec::new();
-        for l in 0..nloc {
-            let (a, b) = (offsets[l] as usize, offsets[l + 1] as usize);
-            let back = (a + 1..b).filter(|&i| start[i] < start[i - 1]).count() as u64;
-            if back > 0 && first_unsorted.is_none() {
-                first_unsorted = (a + 1..b)
-                    .find(|&i| start[i] < start[i - 1])
-                    .map(|i| (l, start[i]));
+        // per location, in parallel: sort the runs that are not in order
+        // (counting them), clip overlaps and drop empty intervals, keeping
+        // each location's result at the front of its run
+        let runs = {
+            let mut slices = Vec::with_capacity(nloc);
+            let (mut s, mut e, mut st) = (&mut start[..], &mut end[..], &mut state[..]);
+            for l in 0..nloc {
+                let k = (offsets[l + 1] - offsets[l]) as usize;
+                let (s0, s1) = std::mem::take(&mut s).split_at_mut(k);
+                let (e0, e1) = std::mem::take(&mut e).split_at_mut(k);
+                let (t0, t1) = std::mem::take(&mut st).split_at_mut(k);
+                slices.push((s0, e0, t0));
+                (s, e, st) = (s1, e1, t1);
             }
-            let out_of_order =
-                back > 0 || (a + 1..b).any(|i| start[i] == start[i - 1] && end[i] < end[i - 1]);
-            if out_of_order {
-                unsorted += back;
-                scratch.clear();
-                scratch.extend((a..b).map(|i| (start[i], end[i], state[i])));
-                scratch.sort_unstable();
-                for (k, &(s0, e0, st)) in scratch.iter().enumerate() {
-                    start[a + k] = s0;
-                    end[a + k] = e0;
-                    state[a + k] = st;
-                }
-            }
-        }
+            slices
+                .into_par_iter()
+                .map(|(s, e, st)| clean_run(s, e, st))
+                .collect::<Vec<Run>>()
+        };
+        let unsorted: u64 = runs.iter().map(|r| r.unsorted).sum();
+        let first_unsorted = runs
+            .iter()
+            .enumerate()
+            .find_map(|(l, r)| r.first_unsorted.map(|t| (l, t)));
         if opts.warn_unsorted {
             let at = self.where_(first_unsorted);
             self.diagnostics.repair("unsorted", &src, Position::none(), unsorted, || {
                 format!("{unsorted} state record(s) start before an earlier record of the same location{at}; sorted by time")
             })?;
         }
-        // clip overlaps and drop empty intervals, compacting in place
-        let mut overlaps = 0u64;
-        let mut first_overlap: Option<(usize, Time)> = None;
-        let mut max_time: Time = 0;
-        let mut w = 0usize;
-        for l in 0..nloc {
-            let (a, b) = (offsets[l] as usize, offsets[l + 1] as usize);
-            offsets[l] = w as u64;
-            let mut prev_end: Option<Time> = None;
-            for i in a..b {
-                let mut s0 = start[i];
-                if let Some(pe) = prev_end
-                    && s0 < pe
-                {
-                    overlaps += 1;
-                    first_overlap.get_or_insert((l, s0));
-                    s0 = pe;
-                }
-                if end[i] <= s0 {
-                    continue;
-                }
-                start[w] = s0;
-                end[w] = end[i];
-                state[w] = state[i];
-                prev_end = Some(end[i]);
-                max_time = max_time.max(end[i]);
-                w += 1;
+        let overlaps: u64 = runs.iter().map(|r| r.overlaps).sum();
+        let first_overlap = runs
+            .iter()
+            .enumerate()
+            .find_map(|(l, r)| r.first_overlap.map(|t| (l, t)));
+        let mut max_time: Time = runs.iter().map(|r| r.max_time).max().unwrap_or(0);
+        // compact: only when some location dropped intervals
+        if runs
+            .iter()
+            .enumerate()
+            .any(|(l, r)| r.kept as u64 != offsets[l + 1] - offsets[l])
+        {
+            let mut w = 0usize;
+            for (l, r) in runs.iter().enumerate() {
+                let a = offsets[l] as usize;
+                start.copy_within(a..a + r.kept, w);
+                end.copy_within(a..a + r.kept, w);
+                state.copy_within(a..a + r.kept, w);
+                offsets[l] = w as u64;
+                w += r.kept;
             }
+            offsets[nloc] = w as u64;
+            start.truncate(w);
+            end.truncate(w);
+            state.truncate(w);
         }
-        offsets[nloc] = w as u64;
-        start.truncate(w);
-        end.truncate(w);
-        state.truncate(w);
         let at = self.where_(first_overlap);
         self.diagnostics
             .repair("overlapping-states", &src, Position::none(), overlaps, || {
@@ -469,6 +439,150 @@ impl TraceBuilder {
     }
 }
 
+/// What cleaning one location's run of intervals found.
+struct Run {
+    /// Intervals kept (at the front of the run).
+    kept: usize,
+    unsorted: u64,
+    first_unsorted: Option<Time>,
+    overlaps: u64,
+    first_overlap: Option<Time>,
+    max_time: Time,
+}
+
+/// Sorts one location's intervals when they are out of order, clips
+/// overlaps with the previous interval kept and drops empty intervals,
+/// compacting to the front of the slices.
+fn clean_run(start: &mut [Time], end: &mut [Time], state: &mut [StateId]) -> Run {
+    let n = start.len();
+    let back = (1..n).filter(|&i| start[i] < start[i - 1]).count() as u64;
+    let first_unsorted = (1..n).find(|&i| start[i] < start[i - 1]).map(|i| start[i]);
+    let out_of_order = back > 0 || (1..n).any(|i| start[i] == start[i - 1] && end[i] < end[i - 1]);
+    if out_of_order {
+        let mut scratch: Vec<(Time, Time, StateId)> =
+            (0..n).map(|i| (start[i], end[i], state[i])).collect();
+        scratch.sort_unstable();
+        for (k, &(s0, e0, st)) in scratch.iter().enumerate() {
+            start[k] = s0;
+            end[k] = e0;
+            state[k] = st;
+        }
+    }
+    let mut run = Run {
+        kept: 0,
+        unsorted: back,
+        first_unsorted,
+        overlaps: 0,
+        first_overlap: None,
+        max_time: 0,
+    };
+    let mut prev_end: Option<Time> = None;
+    let mut w = 0usize;
+    for i in 0..n {
+        let mut s0 = start[i];
+        if let Some(pe) = prev_end
+            && s0 < pe
+        {
+            run.overlaps += 1;
+            run.first_overlap.get_or_insert(s0);
+            s0 = pe;
+        }
+        if end[i] <= s0 {
+            continue;
+        }
+        start[w] = s0;
+        end[w] = end[i];
+        state[w] = state[i];
+        prev_end = Some(end[i]);
+        run.max_time = run.max_time.max(end[i]);
+        w += 1;
+    }
+    run.kept = w;
+    run
+}
+
+/// The raw intervals as columns grouped by location (stable within a
+/// location): CSR offsets and the start, end and state columns. Contiguous
+/// parts of `raw` are counted and scattered in parallel.
+fn bucket_by_location(
+    raw: &[RawInterval],
+    nloc: usize,
+) -> (Vec<u64>, Vec<Time>, Vec<Time>, Vec<StateId>) {
+    let n = raw.len();
+    // at most one count per record in the per-part tables
+    let parts = rayon::current_num_threads()
+        .min(n / nloc.max(1))
+        .clamp(1, 64);
+    let part_len = n.div_ceil(parts).max(1);
+    let mut cursors: Vec<Vec<u64>> = raw
+        .par_chunks(part_len)
+        .map(|c| {
+            let mut v = vec![0u64; nloc];
+            for r in c {
+                v[r.loc as usize] += 1;
+            }
+            v
+        })
+        .collect();
+    let mut offsets = vec![0u64; nloc + 1];
+    for l in 0..nloc {
+        // each part's first position in location l's run
+        let mut pos = offsets[l];
+        for c in cursors.iter_mut() {
+            let k = c[l];
+            c[l] = pos;
+            pos += k;
+        }
+        offsets[l + 1] = pos;
+    }
+    let mut start = vec![0 as Time; n];
+    let mut end = vec![0 as Time; n];
+    let mut state = vec![0 as StateId; n];
+    let dst = Columns {
+        start: start.as_mut_ptr(),
+        end: end.as_mut_ptr(),
+        state: state.as_mut_ptr(),
+    };
+    raw.par_chunks(part_len)
+        .zip(cursors.par_iter_mut())
+        .for_each(|(c, cur)| {
+            for r in c {
+                let k = &mut cur[r.loc as usize];
+                // SAFETY: part p writes location l's records at
+                // [cursor(p, l), cursor(p, l) + count(p, l)), ranges that
+                // are disjoint across parts and locations and lie in 0..n
+                // (they partition 0..n by construction of the prefix sums),
+                // and the columns outlive this loop.
+                unsafe { dst.write(*k as usize, r) };
+                *k += 1;
+            }
+        });
+    (offsets, start, end, state)
+}
+
+/// The output columns of [`bucket_by_location`], written by index from
+/// several threads at disjoint positions.
+struct Columns {
+    start: *mut Time,
+    end: *mut Time,
+    state: *mut StateId,
+}
+// SAFETY: only used to write disjoint indices (see bucket_by_location).
+unsafe impl Sync for Columns {}
+unsafe impl Send for Columns {}
+
+impl Columns {
+    /// # Safety
+    /// `i` is in bounds of the three columns and written by one thread only.
+    unsafe fn write(&self, i: usize, r: &RawInterval) {
+        unsafe {
+            *self.start.add(i) = r.start;
+            *self.end.add(i) = r.end;
+            *self.state.add(i) = r.state;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,5 +647,69 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.to_string().contains("location 'b', 20 ns"), "{err}");
+    }
+
+    #[test]
+    fn parallel_bucketing_equals_a_sequential_reference() {
+        // many locations, records in random order, overlaps, empties and
+        // duplicates; on a pool of 4 threads so that parts really split
+        let mut x = 0x2545f4914f6cdd1du64;
+        let mut rnd = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for (nloc, n) in [(1usize, 500usize), (7, 5000), (300, 20_000), (5000, 3000)] {
+            let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
+            for l in 0..nloc {
+                b.locations.add(format!("l{l}"), LocationKind::Thread, None, l as i64);
+            }
+            b.states.add("a", StateClass::Busy, None, 0);
+            b.states.add("b", StateClass::Idle, None, 1);
+            let mut raw = Vec::new();
+            for _ in 0..n {
+                let l = rnd(nloc as u64) as u32;
+                let s = rnd(100_000);
+                let e = s + rnd(300);
+                let st = rnd(2) as u32;
+                raw.push((l, s, e, st));
+                b.interval(l, s, e, st);
+            }
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+            let t = pool
+                .install(|| b.finish(BuildOptions { warn_unsorted: true }))
+                .unwrap();
+            // reference: stable sort by location, sort each location's run
+            // by (start, end, state) when out of order, clip, drop empties
+            for l in 0..nloc as u32 {
+                let mut run: Vec<(u64, u64, u32)> = raw
+                    .iter()
+                    .filter(|r| r.0 == l)
+                    .map(|r| (r.1, r.2, r.3))
+                    .collect();
+                let ooo = run
+                    .windows(2)
+                    .any(|w| w[1].0 < w[0].0 || (w[1].0 == w[0].0 && w[1].1 < w[0].1));
+                if ooo {
+                    run.sort_unstable();
+                }
+                let mut want = Vec::new();
+                let mut prev: Option<u64> = None;
+                for (s, e, st) in run {
+                    let s = prev.map_or(s, |p| s.max(p));
+                    if e <= s {
+                        continue;
+                    }
+                    want.push((s, e, st));
+                    prev = Some(e);
+                }
+                assert_eq!(
+                    t.intervals.of(l).iter().collect::<Vec<_>>(),
+                    want,
+                    "location {l} of {nloc}"
+                );
+            }
+        }
     }
 }

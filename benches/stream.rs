@@ -1,0 +1,131 @@
+//! Streaming reductions (`analyze --stream`) against the in-memory path.
+//!
+//! Criterion times `paraver::stream` with a moments + busy-field reducer
+//! on a hypercube broadcast of ~10^7 state intervals (P = 65,536). Then a
+//! table runs the binary on a trace of `TAPESTRY_STREAM_INTERVALS` state
+//! intervals (default 10^8, about 5.6 GB on disk, generated once into
+//! `target/bench-data/`) at 1, 2 and all cores, streamed, with each run's
+//! peak resident memory, and the in-memory read of the 10^7 trace beside
+//! it for comparison.
+//!
+//! Run: `cargo bench --bench stream`.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+
+mod common;
+use tapestry::analysis::stream::{StreamReducer, StreamSpec};
+use tapestry::readers::ReadOptions;
+
+const P: u64 = 65_536;
+
+/// A broadcast trace of about `intervals` state intervals at P = 65,536
+/// (three intervals per processor and broadcast).
+fn input(intervals: u64) -> PathBuf {
+    let reps = (intervals / (3 * P)).max(1);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/bench-data")
+        .join(format!("stream-bcast-{P}x{reps}.prv"));
+    common::synth(
+        &p,
+        &["bcast", "-p", &P.to_string(), "--reps", &reps.to_string()],
+    );
+    p
+}
+
+/// Runs the binary; (wall seconds, peak MiB from its stderr or `info --stats`).
+fn run(args: &[&str], threads: usize) -> (f64, f64) {
+    let t0 = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_tapestry"))
+        .args(args)
+        .env("RAYON_NUM_THREADS", threads.to_string())
+        .output()
+        .expect("tapestry runs");
+    let secs = t0.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+    let peak = err
+        .split("peak memory ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(f64::NAN);
+    (secs, peak)
+}
+
+fn main() {
+    let small = input(10_000_000);
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(30))
+        .configure_from_args();
+    {
+        let mut g = c.benchmark_group("stream");
+        let bytes = std::fs::metadata(&small).map(|m| m.len()).unwrap_or(0);
+        g.throughput(Throughput::Bytes(bytes));
+        g.bench_function("moments+field64", |b| {
+            b.iter(|| {
+                let mut r = StreamReducer::new(
+                    StreamSpec { bins: Some(64) },
+                    Box::new(|span| Ok((0, span.max(1)))),
+                );
+                let out =
+                    tapestry::readers::paraver::stream(&small, &ReadOptions::default(), &mut r)
+                        .expect("stream");
+                black_box((out, r.records()))
+            })
+        });
+        g.finish();
+    }
+    c.final_summary();
+
+    let n: u64 = std::env::var("TAPESTRY_STREAM_INTERVALS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(100_000_000, |v| v as u64);
+    let big = input(n);
+    let mb = std::fs::metadata(&big).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+    let all = rayon::current_num_threads();
+    let mut cores = vec![1, 2, all];
+    cores.retain(|&k| k <= all);
+    cores.dedup();
+    println!();
+    println!(
+        "input: {} ({mb:.0} MB, ~{n} state intervals, P = {P})",
+        big.display()
+    );
+    println!("mode              cores   seconds     MB/s   M intervals/s   peak RSS MiB");
+    let b = big.to_str().expect("utf-8 path");
+    for &k in &cores {
+        for (name, args) in [
+            ("stream moments", vec!["analyze", b, "moments", "--stream"]),
+            (
+                "stream field 64",
+                vec!["analyze", b, "field", "--bins", "64", "--stream"],
+            ),
+        ] {
+            let (s, peak) = run(&args, k);
+            println!(
+                "{name:<17} {k:>5} {s:>9.2} {:>8.0} {:>15.2} {peak:>14.0}",
+                mb / s,
+                n as f64 / 1e6 / s
+            );
+        }
+    }
+    let s = small.to_str().expect("utf-8 path");
+    let smb = std::fs::metadata(&small).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+    for (name, args) in [
+        ("10^7 in memory", vec!["info", s, "--stats"]),
+        ("10^7 stream", vec!["analyze", s, "moments", "--stream"]),
+    ] {
+        let (secs, peak) = run(&args, all);
+        println!(
+            "{name:<17} {all:>5} {secs:>9.2} {:>8.0} {:>15.2} {peak:>14.0}",
+            smb / secs,
+            10.0 / secs
+        );
+    }
+}
