@@ -3,11 +3,12 @@
 # the OTF2 library, tools and Python writer (feature `otf2` and its tests),
 # libclang for the generated OTF2 bindings, software Vulkan (lavapipe) and a
 # virtual display for the GPU and window work, xdotool to drive the window in
-# tests, ffmpeg for videos; pyarrow (pip) for the cache's interoperability test.
+# tests, ffmpeg for videos; pyarrow (pip) for the cache's interoperability test;
+# Open MPI for `tapestry reduce` (feature `mpi`) and its tests.
 set -euo pipefail
 PACKAGES="pkg-config libclang-dev libopen-trace-format2-dev otf2-tools python3-otf2 \
 mesa-vulkan-drivers libvulkan1 xvfb xauth libxkbcommon-x11-0 libxcursor1 libxi6 libxrandr2 libx11-xcb1 \
-xdotool ffmpeg python3-pip"
+xdotool ffmpeg python3-pip libopenmpi-dev openmpi-bin"
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "setup: no apt-get here; install the equivalents of: $PACKAGES" >&2
     exit 0

@@ -9,5 +9,6 @@ if [ ! -d ../shared/traces ]; then
 fi
 cargo fmt --check
 cargo clippy --release --all-targets --features otf2 -- -D warnings
-cargo bench --no-run --features otf2
-TAPESTRY_REQUIRE_GPU=1 cargo test --release --features otf2
+cargo clippy --release --all-targets --features otf2,mpi -- -D warnings
+cargo bench --no-run --features otf2,mpi
+TAPESTRY_REQUIRE_GPU=1 cargo test --release --features otf2,mpi

@@ -184,6 +184,171 @@ impl<'a> StreamReducer<'a> {
         }
         out
     }
+
+    /// Adds the reductions of another share of the same trace (same
+    /// locations, window and bins): accumulators are merged per state,
+    /// counts and repairs added. Merging shares in file order gives the
+    /// whole file's field exactly and its moments to rounding.
+    pub fn merge(&mut self, other: StreamParts) -> Result<()> {
+        if other.locations != self.locations || other.edges != self.edges {
+            return Err(Error::Invalid(
+                "stream shares of different traces, windows or bins cannot be merged".into(),
+            ));
+        }
+        for o in other.slots {
+            let i = self.slot(o.key).map_err(Error::Invalid)?;
+            let s = &mut self.slots[i];
+            for (a, b) in s.moments.iter_mut().zip(&o.moments) {
+                *a = a.merge(*b);
+            }
+            for (a, b) in s.bins.iter_mut().zip(&o.bins) {
+                *a += b;
+            }
+            s.total += o.total;
+            s.intervals += o.intervals;
+        }
+        self.overlaps += other.overlaps;
+        if self.first_overlap.is_none() {
+            self.first_overlap = other.first_overlap;
+        }
+        self.end = self.end.max(other.end);
+        self.messages += other.messages;
+        self.others += other.others;
+        Ok(())
+    }
+
+    /// This share's reductions as bytes (little-endian), for sending to
+    /// the process that merges ([`StreamParts::from_bytes`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Vec::new();
+        let put = |w: &mut Vec<u8>, x: u64| w.extend_from_slice(&x.to_le_bytes());
+        let putf = |w: &mut Vec<u8>, x: f64| w.extend_from_slice(&x.to_le_bytes());
+        put(&mut w, MAGIC);
+        put(&mut w, self.locations as u64);
+        put(&mut w, self.edges.len() as u64);
+        for &e in &self.edges {
+            put(&mut w, e);
+        }
+        put(&mut w, self.overlaps);
+        match self.first_overlap {
+            Some((l, t)) => {
+                put(&mut w, 1);
+                put(&mut w, l as u64);
+                put(&mut w, t);
+            }
+            None => {
+                put(&mut w, 0);
+                put(&mut w, 0);
+                put(&mut w, 0);
+            }
+        }
+        put(&mut w, self.end);
+        put(&mut w, self.messages);
+        put(&mut w, self.others);
+        put(&mut w, self.slots.len() as u64);
+        for s in &self.slots {
+            put(&mut w, s.key as u64);
+            put(&mut w, s.total);
+            put(&mut w, s.intervals);
+            for m in &s.moments {
+                put(&mut w, m.origin);
+                putf(&mut w, m.w);
+                putf(&mut w, m.mean);
+                putf(&mut w, m.m2);
+                putf(&mut w, m.m3);
+            }
+            for &b in &s.bins {
+                put(&mut w, b);
+            }
+        }
+        w
+    }
+}
+
+const MAGIC: u64 = 0x7461_7065_7374_7231; // "tapestr1"
+
+/// The reductions of one share, decoded from [`StreamReducer::to_bytes`].
+pub struct StreamParts {
+    locations: usize,
+    edges: Vec<Time>,
+    slots: Vec<Slot>,
+    overlaps: u64,
+    first_overlap: Option<(LocId, Time)>,
+    end: Time,
+    messages: u64,
+    others: u64,
+}
+
+impl StreamParts {
+    /// Decodes the bytes of a share; damaged or truncated bytes are an
+    /// error, never a panic or a huge allocation.
+    pub fn from_bytes(b: &[u8]) -> Result<StreamParts> {
+        let bad = || Error::Invalid("damaged stream reduction received".into());
+        let mut at = 0usize;
+        let mut get = || -> Result<u64> {
+            let x = b.get(at..at + 8).ok_or_else(bad)?;
+            at += 8;
+            Ok(u64::from_le_bytes(x.try_into().map_err(|_| bad())?))
+        };
+        if get()? != MAGIC {
+            return Err(bad());
+        }
+        let locations = get()? as usize;
+        let ne = get()? as usize;
+        // every count is bounded by the bytes that must follow it
+        if ne > b.len() / 8 || locations > b.len() {
+            return Err(bad());
+        }
+        let edges = (0..ne).map(|_| get()).collect::<Result<Vec<_>>>()?;
+        let overlaps = get()?;
+        let (has, l, t) = (get()?, get()?, get()?);
+        let first_overlap = (has == 1).then_some((l as LocId, t));
+        let end = get()?;
+        let messages = get()?;
+        let others = get()?;
+        let ns = get()? as usize;
+        let bins = ne.saturating_sub(1);
+        let per_slot = 24 + locations * (40 + 8 * bins);
+        if ns.saturating_mul(per_slot) > b.len() {
+            return Err(bad());
+        }
+        let mut slots = Vec::with_capacity(ns);
+        for _ in 0..ns {
+            let key = u32::try_from(get()?).map_err(|_| bad())?;
+            let total = get()?;
+            let intervals = get()?;
+            let mut moments = Vec::with_capacity(locations);
+            for _ in 0..locations {
+                moments.push(MomentAcc {
+                    origin: get()?,
+                    w: f64::from_bits(get()?),
+                    mean: f64::from_bits(get()?),
+                    m2: f64::from_bits(get()?),
+                    m3: f64::from_bits(get()?),
+                });
+            }
+            let bins = (0..locations * bins)
+                .map(|_| get())
+                .collect::<Result<Vec<_>>>()?;
+            slots.push(Slot {
+                key,
+                moments,
+                bins,
+                total,
+                intervals,
+            });
+        }
+        Ok(StreamParts {
+            locations,
+            edges,
+            slots,
+            overlaps,
+            first_overlap,
+            end,
+            messages,
+            others,
+        })
+    }
 }
 
 impl IntervalSink for StreamReducer<'_> {

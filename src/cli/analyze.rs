@@ -1329,6 +1329,19 @@ fn phase_spec(p: &str) -> String {
     }
 }
 
+/// `tapestry reduce`: `analyze --stream` in every process of an MPI world
+/// (`mpirun -n N`), each reading a share of the trace; rank 0 merges and
+/// writes the result.
+pub fn run_reduce(a: AnalyzeArgs) -> Result<()> {
+    if a.template.is_some() || a.gpu {
+        bail!("reduce streams moments and the busy field; --template and --gpu are not for it");
+    }
+    match stream::run(&a, true)? {
+        Some(out) => write_output(&a, out),
+        None => Ok(()),
+    }
+}
+
 pub fn run(mut a: AnalyzeArgs) -> Result<()> {
     if let Some(p) = a.phase.take() {
         a.window = Some(phase_spec(&p));
@@ -1337,8 +1350,10 @@ pub fn run(mut a: AnalyzeArgs) -> Result<()> {
         a.template_window = Some(phase_spec(&p));
     }
     if a.stream {
-        let out = stream::run(&a)?;
-        return write_output(&a, out);
+        return match stream::run(&a, false)? {
+            Some(out) => write_output(&a, out),
+            None => Ok(()),
+        };
     }
     if a.analysis == Analysis::Sonify {
         return match readers::load(&a.trace, &a.read.options())? {

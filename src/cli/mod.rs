@@ -39,6 +39,10 @@ enum Command {
     /// that every command reopens without parsing and pandas, polars or
     /// DuckDB read directly.
     Convert(convert::ConvertArgs),
+    /// Reduce a trace across processes (`mpirun -n N tapestry reduce TRACE
+    /// moments|field`): each reads a share of the file and streams it,
+    /// rank 0 merges and writes (build with `--features mpi`).
+    Reduce(Box<analyze::AnalyzeArgs>),
 }
 
 /// Options shared by every command that reads a trace.
@@ -101,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::View(a) => view::run(*a),
         Command::Synth(a) => synth::run(a),
         Command::Convert(a) => convert::run(a),
+        Command::Reduce(a) => analyze::run_reduce(*a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -663,7 +663,8 @@ mod tests {
         for (nloc, n) in [(1usize, 500usize), (7, 5000), (300, 20_000), (5000, 3000)] {
             let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
             for l in 0..nloc {
-                b.locations.add(format!("l{l}"), LocationKind::Thread, None, l as i64);
+                b.locations
+                    .add(format!("l{l}"), LocationKind::Thread, None, l as i64);
             }
             b.states.add("a", StateClass::Busy, None, 0);
             b.states.add("b", StateClass::Idle, None, 1);
@@ -676,9 +677,16 @@ mod tests {
                 raw.push((l, s, e, st));
                 b.interval(l, s, e, st);
             }
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(4)
+                .build()
+                .unwrap();
             let t = pool
-                .install(|| b.finish(BuildOptions { warn_unsorted: true }))
+                .install(|| {
+                    b.finish(BuildOptions {
+                        warn_unsorted: true,
+                    })
+                })
                 .unwrap();
             // reference: stable sort by location, sort each location's run
             // by (start, end, state) when out of order, clip, drop empties

@@ -218,6 +218,102 @@ pub fn open(path: &Path) -> Result<Input> {
     })
 }
 
+/// Opens the lines of a plain (uncompressed) file whose first byte lies in
+/// `[from, to)`: the reader starts at the first line that begins at or
+/// after `from` and stops after the line that contains byte `to - 1`. The
+/// shares `[b_k, b_k+1)` of a file thus see every line exactly once.
+/// Line numbers of the blocks count from the share's start; byte offsets
+/// are the file's.
+pub fn open_share(path: &Path, from: u64, to: u64) -> Result<LineBlocks> {
+    use std::io::{BufRead, Seek, SeekFrom};
+    let input = open(path)?;
+    if input.compressed {
+        return Err(Error::Invalid(format!(
+            "{} is gzip-compressed, which cannot be split among readers: decompress it first",
+            path.display()
+        )));
+    }
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut r = BufReader::with_capacity(1 << 20, f);
+    let mut start = from;
+    if from > 0 {
+        // the line containing byte from - 1 belongs to the previous share
+        r.seek(SeekFrom::Start(from - 1))
+            .map_err(|e| Error::io(path, e))?;
+        let mut skipped = Vec::new();
+        let n = r
+            .read_until(b'\n', &mut skipped)
+            .map_err(|e| Error::io(path, e))?;
+        start = from - 1 + n as u64;
+    }
+    let share = ShareReader {
+        inner: r,
+        left: to.saturating_sub(start),
+        last: b'\n',
+        done: start >= to,
+    };
+    let mut lb = LineBlocks::new(Input {
+        path: path.to_path_buf(),
+        reader: Box::new(Counting(share)),
+        compressed: false,
+        file_len: input.file_len,
+        damage: DamageHandle::default(),
+    });
+    lb.next_byte = start;
+    Ok(lb)
+}
+
+/// Reads a file up to a byte boundary, then on to the end of the line
+/// that crosses it.
+struct ShareReader {
+    inner: BufReader<File>,
+    left: u64,
+    last: u8,
+    done: bool,
+}
+
+impl Read for ShareReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::BufRead;
+        if self.done || buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left > 0 {
+            let want = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+            let n = self.inner.read(&mut buf[..want])?;
+            if n == 0 {
+                self.done = true;
+            } else {
+                self.left -= n as u64;
+                self.last = buf[n - 1];
+            }
+            return Ok(n);
+        }
+        // past the boundary: finish the line it cut, if it cut one
+        if self.last == b'\n' {
+            self.done = true;
+            return Ok(0);
+        }
+        let avail = self.inner.fill_buf()?;
+        if avail.is_empty() {
+            self.done = true;
+            return Ok(0);
+        }
+        let (n, end) = match memchr::memchr(b'\n', avail) {
+            Some(k) => (k + 1, true),
+            None => (avail.len(), false),
+        };
+        let n = n.min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        self.inner.consume(n);
+        self.last = buf[n - 1];
+        if end && self.last == b'\n' {
+            self.done = true;
+        }
+        Ok(n)
+    }
+}
+
 /// The error for a whole-file read of a damaged gzip file.
 fn damaged(path: &Path, d: &GzipDamage) -> Error {
     Error::parse(path, Position::byte(d.decompressed), d.describe())
@@ -488,6 +584,11 @@ impl LineBlocks {
         }
     }
 
+    /// The byte offset (in the decompressed content) of the next line.
+    pub fn next_byte_offset(&self) -> u64 {
+        self.next_byte
+    }
+
     /// The line number the next line read will have.
     pub fn next_line_number(&self) -> u64 {
         self.next_line
@@ -674,6 +775,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(seen, (0..5000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn shares_see_every_line_once() {
+        let mut text = Vec::new();
+        for i in 0..997 {
+            writeln!(text, "line {i} {}", "x".repeat(i % 13)).unwrap();
+        }
+        text.extend_from_slice(b"last-unterminated");
+        let (_d, p) = input_from(&text, false);
+        let len = text.len() as u64;
+        for n in [1u64, 2, 3, 7, 64, 500] {
+            let mut lines = Vec::new();
+            for k in 0..n {
+                let (a, b) = (len * k / n, len * (k + 1) / n);
+                let mut lb = open_share(&p, a, b).unwrap();
+                lb.block_size = 50;
+                while let Some(bl) = lb.next_block().unwrap() {
+                    for (_, off, l) in bl.lines() {
+                        assert!(off >= a && off < b.max(a + 1), "{off} outside [{a}, {b})");
+                        assert_eq!(&text[off as usize..off as usize + l.len()], l);
+                        lines.push(l.to_vec());
+                    }
+                }
+            }
+            let want: Vec<Vec<u8>> = text.split(|&c| c == b'\n').map(|l| l.to_vec()).collect();
+            assert_eq!(lines, want, "{n} shares");
+        }
+        let (_d, g) = input_from(&text, true);
+        assert!(open_share(&g, 0, 10).is_err());
     }
 
     #[test]

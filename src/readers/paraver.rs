@@ -898,19 +898,71 @@ pub fn stream(
     opts: &ReadOptions,
     sink: &mut dyn IntervalSink,
 ) -> Result<(Trace, Vec<(u32, StateId)>)> {
+    let seen = stream_share(path, opts, sink, 0, 1)?;
+    stream_skeleton(path, opts, &seen, sink)
+}
+
+/// What a share of a streamed trace saw besides what went to its sink.
+#[derive(Debug, Default)]
+pub struct ShareSeen {
+    /// State values of the share's state records, sorted.
+    pub state_values: Vec<u32>,
+    /// Event types of the share's event records, sorted.
+    pub event_types: Vec<u32>,
+    /// Repairs made reading the share (a truncated last record).
+    pub diagnostics: crate::Diagnostics,
+}
+
+impl ShareSeen {
+    /// Adds what another share saw.
+    pub fn merge(&mut self, other: ShareSeen) {
+        self.state_values.extend(other.state_values);
+        self.state_values.sort_unstable();
+        self.state_values.dedup();
+        self.event_types.extend(other.event_types);
+        self.event_types.sort_unstable();
+        self.event_types.dedup();
+        self.diagnostics.warnings.extend(other.diagnostics.warnings);
+    }
+}
+
+/// Streams share `k` of `n` of the records into `sink`: the records whose
+/// line starts in the `k`-th of `n` equal byte ranges of the record
+/// section (the file after its header line). Every share begins the sink
+/// with all locations, so the sinks of the shares merge. Shares need an
+/// uncompressed file when `n > 1`.
+pub fn stream_share(
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn IntervalSink,
+    k: u64,
+    n: u64,
+) -> Result<ShareSeen> {
     let Opened {
-        mut blocks,
+        blocks,
         damage,
         header,
-        pcf,
-        row,
         table,
         declared,
+        row,
         mut b,
+        ..
     } = open_trace(path, opts)?;
     make_locations(&mut b, &header, &table, declared, &row, false)?;
     let declared_end = header.end_time.saturating_mul(header.ns_per_unit);
     sink.begin(b.locations.len(), declared_end)?;
+    let n = n.max(1);
+    let mut blocks = if n > 1 {
+        let h = blocks.next_byte_offset();
+        let len = std::fs::metadata(path)
+            .map_err(|e| Error::io(path, e))?
+            .len()
+            .max(h);
+        let at = |i: u64| h + ((len - h) as u128 * i as u128 / n as u128) as u64;
+        input::open_share(path, at(k), at(k + 1))?
+    } else {
+        blocks
+    };
     let ctx = Ctx {
         locs: &table,
         unit: header.ns_per_unit,
@@ -920,7 +972,7 @@ pub fn stream(
     let src = path.to_path_buf();
     {
         let b = &mut b;
-        blocks.for_each_parallel(
+        let r = blocks.for_each_parallel(
             |block| parse_block(block, &ctx),
             |_block, chunk| {
                 if let Some((pos, msg)) = &chunk.error {
@@ -944,21 +996,85 @@ pub fn stream(
                 sink.other_records(chunk.events.len() as u64 + chunk.collectives.len() as u64);
                 state_values.extend(chunk.state_values);
                 event_types.extend(chunk.event_types);
-                b.communicators.extend(chunk.comms);
                 Ok(())
             },
-        )?;
+        );
+        if let Err(e) = r {
+            // a share counts lines from its own start: name the file's line
+            return Err(match e {
+                Error::Parse { path: p, pos, msg } if n > 1 => Error::Parse {
+                    pos: Position {
+                        line: pos.byte.and_then(|byte| line_of(&p, byte)),
+                        byte: pos.byte,
+                    },
+                    path: p,
+                    msg,
+                },
+                e => e,
+            });
+        }
     }
     damage.report(&mut b.diagnostics, path, "records")?;
-    add_states(&mut b, &pcf, state_values);
-    add_event_types(&mut b, &pcf, event_types);
+    let mut seen = ShareSeen {
+        state_values: state_values.into_iter().collect(),
+        event_types: event_types.into_iter().collect(),
+        diagnostics: std::mem::take(&mut b.diagnostics),
+    };
+    seen.state_values.sort_unstable();
+    seen.event_types.sort_unstable();
+    Ok(seen)
+}
+
+/// The line number of byte `byte` of a plain file (counted on the error
+/// path only).
+fn line_of(path: &Path, byte: u64) -> Option<u64> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, f).take(byte);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut lines = 1u64;
+    loop {
+        let k = r.read(&mut buf).ok()?;
+        if k == 0 {
+            return Some(lines);
+        }
+        lines += memchr::memchr_iter(b'\n', &buf[..k]).count() as u64;
+    }
+}
+
+/// The trace without records of a stream whose shares saw `seen` and whose
+/// (merged) sink is `sink`: locations, the states of the `.pcf` and of the
+/// values seen (as the in-memory reader makes them), event types, the span
+/// and the repairs; with the state id of each Paraver value.
+pub fn stream_skeleton(
+    path: &Path,
+    opts: &ReadOptions,
+    seen: &ShareSeen,
+    sink: &dyn IntervalSink,
+) -> Result<(Trace, Vec<(u32, StateId)>)> {
+    let Opened {
+        header,
+        pcf,
+        row,
+        table,
+        declared,
+        mut b,
+        ..
+    } = open_trace(path, opts)?;
+    make_locations(&mut b, &header, &table, declared, &row, false)?;
+    b.diagnostics
+        .warnings
+        .extend(seen.diagnostics.warnings.iter().cloned());
+    add_states(&mut b, &pcf, seen.state_values.iter().copied().collect());
+    add_event_types(&mut b, &pcf, seen.event_types.iter().copied().collect());
     let keys: Vec<(u32, StateId)> = b
         .states
         .iter()
         .filter_map(|(id, s)| u32::try_from(s.external_id).ok().map(|v| (v, id)))
         .collect();
-    let end = sink.end_time();
-    b.set_declared_end(declared_end.max(end));
+    let declared_end = header.end_time.saturating_mul(header.ns_per_unit);
+    b.set_declared_end(declared_end.max(sink.end_time()));
+    let src = path.to_path_buf();
     for (kind, count, message) in sink.repairs() {
         b.diagnostics
             .repair(kind, &src, Position::none(), count, || message.clone())?;

@@ -1,13 +1,146 @@
-//! `analyze TRACE moments|field --stream`: reductions made while reading.
+//! `analyze TRACE moments|field --stream`: reductions made while reading;
+//! `mpirun -n N tapestry reduce TRACE moments|field`: the same, each
+//! process reading a share of the file, merged by rank 0.
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 use tapestry::analysis::stream::{StreamReducer, StreamSpec};
 use tapestry::model::Format;
 
 use super::{Analysis, AnalyzeArgs, Output, field_layout, field_output, moments_output};
 use crate::cli::parse::parse_window;
 
-pub(super) fn run(a: &AnalyzeArgs) -> Result<Output> {
+/// The processes reading one trace together (one without MPI).
+struct World {
+    rank: u64,
+    size: u64,
+    #[cfg(feature = "mpi")]
+    universe: Option<mpi::environment::Universe>,
+}
+
+impl World {
+    fn single() -> World {
+        World {
+            rank: 0,
+            size: 1,
+            #[cfg(feature = "mpi")]
+            universe: None,
+        }
+    }
+
+    /// The MPI world this process was started in (`mpirun`), or this
+    /// process alone.
+    fn join() -> Result<World> {
+        #[cfg(feature = "mpi")]
+        {
+            use mpi::traits::Communicator;
+            let u = mpi::initialize().ok_or_else(|| anyhow!("MPI could not be initialised"))?;
+            let w = u.world();
+            Ok(World {
+                rank: w.rank() as u64,
+                size: w.size() as u64,
+                universe: Some(u),
+            })
+        }
+        #[cfg(not(feature = "mpi"))]
+        {
+            let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"]
+                .iter()
+                .filter_map(|v| std::env::var(v).ok()?.parse::<u64>().ok())
+                .any(|n| n > 1);
+            if launched {
+                return Err(anyhow!(
+                    "this tapestry was built without MPI: build it with `cargo build --release \
+                     --features mpi` (Debian: libopenmpi-dev) to reduce across processes"
+                ));
+            }
+            Ok(World::single())
+        }
+    }
+
+    /// Whether any process failed (every process must call it).
+    fn any_failed(&self, failed: bool) -> bool {
+        #[cfg(feature = "mpi")]
+        if let Some(u) = &self.universe {
+            use mpi::collective::SystemOperation;
+            use mpi::traits::CommunicatorCollectives;
+            let mut any = 0i32;
+            u.world()
+                .all_reduce_into(&i32::from(failed), &mut any, SystemOperation::max());
+            return any != 0;
+        }
+        failed
+    }
+
+    /// Sends `bytes` to rank 0.
+    fn send_to_root(&self, bytes: &[u8]) -> Result<()> {
+        #[cfg(feature = "mpi")]
+        if let Some(u) = &self.universe {
+            use mpi::traits::{Communicator, Destination};
+            if bytes.len() > i32::MAX as usize {
+                bail!("a share's reductions exceed 2 GiB; use fewer --bins or more processes");
+            }
+            u.world().process_at_rank(0).send(bytes);
+            return Ok(());
+        }
+        let _ = bytes;
+        Err(anyhow!("no other process to send to"))
+    }
+
+    /// What rank `r` sent (rank 0 only).
+    fn receive_from(&self, r: u64) -> Result<Vec<u8>> {
+        #[cfg(feature = "mpi")]
+        if let Some(u) = &self.universe {
+            use mpi::traits::{Communicator, Source};
+            let (v, _) = u.world().process_at_rank(r as i32).receive_vec::<u8>();
+            return Ok(v);
+        }
+        Err(anyhow!("no process {r} to receive from"))
+    }
+}
+
+/// The state values and event types a share saw, as bytes.
+fn seen_bytes(seen: &tapestry::readers::paraver::ShareSeen) -> Vec<u8> {
+    let mut w = Vec::new();
+    for list in [&seen.state_values, &seen.event_types] {
+        w.extend_from_slice(&(list.len() as u64).to_le_bytes());
+        for v in list {
+            w.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    w
+}
+
+fn seen_from(b: &[u8]) -> Result<(tapestry::readers::paraver::ShareSeen, usize)> {
+    let bad = || anyhow!("damaged share description received");
+    let mut at = 0usize;
+    let mut lists = Vec::new();
+    for _ in 0..2 {
+        let n = u64::from_le_bytes(b.get(at..at + 8).ok_or_else(bad)?.try_into()?) as usize;
+        at += 8;
+        let bytes = n.checked_mul(4).ok_or_else(bad)?;
+        let raw = b.get(at..at + bytes).ok_or_else(bad)?;
+        at += bytes;
+        lists.push(
+            raw.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect::<Vec<u32>>(),
+        );
+    }
+    let event_types = lists.pop().unwrap_or_default();
+    let state_values = lists.pop().unwrap_or_default();
+    Ok((
+        tapestry::readers::paraver::ShareSeen {
+            state_values,
+            event_types,
+            diagnostics: Default::default(),
+        },
+        at,
+    ))
+}
+
+/// `analyze --stream` (one process) or `reduce` (every process of the MPI
+/// world reads a share); the result on rank 0, `None` on the others.
+pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> {
     let field = match a.analysis {
         Analysis::Moments => false,
         Analysis::Field if a.quantity == "busy" => true,
@@ -43,7 +176,40 @@ pub(super) fn run(a: &AnalyzeArgs) -> Result<Output> {
                 .map_err(|e| tapestry::Error::Invalid(format!("{e:#}")))
         }),
     );
-    let (t, keys) = tapestry::readers::paraver::stream(&a.trace, &a.read.options(), &mut r)?;
+    let world = if distributed {
+        World::join()?
+    } else {
+        World::single()
+    };
+    let opts = a.read.options();
+    let share =
+        tapestry::readers::paraver::stream_share(&a.trace, &opts, &mut r, world.rank, world.size);
+    if world.any_failed(share.is_err()) {
+        share?;
+        bail!(
+            "process {} stops: another process failed reading its share (its error is above)",
+            world.rank
+        );
+    }
+    let mut seen = share?;
+    if world.rank != 0 {
+        for w in &seen.diagnostics.warnings {
+            eprintln!("warning (process {}): {w}", world.rank);
+        }
+        let mut bytes = seen_bytes(&seen);
+        bytes.extend_from_slice(&r.to_bytes());
+        world.send_to_root(&bytes)?;
+        return Ok(None);
+    }
+    for k in 1..world.size {
+        let bytes = world.receive_from(k)?;
+        let (s, used) = seen_from(&bytes)?;
+        seen.merge(s);
+        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
+            &bytes[used..],
+        )?)?;
+    }
+    let (t, keys) = tapestry::readers::paraver::stream_skeleton(&a.trace, &opts, &seen, &r)?;
     for w in &t.meta.diagnostics.warnings {
         eprintln!("warning: {w}");
     }
@@ -59,10 +225,16 @@ pub(super) fn run(a: &AnalyzeArgs) -> Result<Output> {
     let mask = t.states.select(&a.states)?;
     let (iv, msgs, other) = r.records();
     eprintln!(
-        "streamed {iv} state intervals, {msgs} messages and {other} other records; kept {} locations × {} states; peak memory {:.1} MiB",
+        "streamed {iv} state intervals, {msgs} messages and {other} other records{}; kept {} locations × {} states; peak memory {:.1} MiB{}",
+        if world.size > 1 {
+            format!(" in {} processes", world.size)
+        } else {
+            String::new()
+        },
         t.num_locations(),
         keys.len(),
-        crate::cli::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
+        crate::cli::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64,
+        if world.size > 1 { " (rank 0)" } else { "" }
     );
     if field {
         let mut f = r.busy_field(&mask, &keys)?;
@@ -70,9 +242,24 @@ pub(super) fn run(a: &AnalyzeArgs) -> Result<Output> {
         if label != "busy" {
             f.quantity = format!("fraction of time in {label}");
         }
-        field_output(field_layout(&a.field_layout)?, f, "cpu (stream)")
+        let compute = compute_label(world.size);
+        field_output(field_layout(&a.field_layout)?, f, &compute).map(Some)
     } else {
         let m = r.moments(&mask, &keys);
-        Ok(moments_output(a, &t, &m, (t0, t1), "cpu (stream)"))
+        Ok(Some(moments_output(
+            a,
+            &t,
+            &m,
+            (t0, t1),
+            &compute_label(world.size),
+        )))
+    }
+}
+
+fn compute_label(processes: u64) -> String {
+    if processes > 1 {
+        format!("cpu (stream, {processes} MPI processes)")
+    } else {
+        "cpu (stream)".into()
     }
 }

@@ -1,0 +1,145 @@
+//! `mpirun -n N tapestry reduce`: each process reads a share of the trace,
+//! rank 0 merges; the result is the single-process stream's (the field bit
+//! for bit, moments to rounding), for N = 1, 2 and 4.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::process::Command;
+
+use common::{shared_trace, tapestry};
+
+/// `mpirun` with the flags a container needs, or `None` (skipped) where
+/// Open MPI is not installed outside CI.
+fn mpirun() -> Option<Command> {
+    let found = Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("CI").is_err(),
+            "mpirun is required in CI (scripts/setup.sh installs openmpi-bin)"
+        );
+        eprintln!("skipping: no mpirun");
+        return None;
+    }
+    let mut c = Command::new("timeout");
+    c.args([
+        "120",
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--mca",
+        "btl",
+        "self,vader,tcp",
+    ]);
+    Some(c)
+}
+
+fn reduce(n: usize, args: &[&str]) -> (i32, String, String) {
+    let mut c = mpirun().expect("mpirun");
+    c.args([
+        "-n",
+        &n.to_string(),
+        env!("CARGO_BIN_EXE_tapestry"),
+        "reduce",
+    ]);
+    c.args(args);
+    c.env("RAYON_NUM_THREADS", "1");
+    let o = c.output().expect("mpirun runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn rows(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn reduce_equals_the_single_process_stream() {
+    if mpirun().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("b.prv");
+    let (c, _, e) = tapestry(&[
+        "synth",
+        "bcast",
+        "-p",
+        "64",
+        "--reps",
+        "60",
+        "-o",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let q = shared_trace("paraver-qsort/qsort_beo3.prv");
+    for t in [q.to_str().unwrap(), b.to_str().unwrap()] {
+        let (c, field1, e) = tapestry(&["analyze", t, "field", "--bins", "16", "--stream"]);
+        assert_eq!(c, 0, "{e}");
+        let (c, mom1, e) = tapestry(&["analyze", t, "moments", "--stream"]);
+        assert_eq!(c, 0, "{e}");
+        for n in [1, 2, 4] {
+            let (c, f, e) = reduce(n, &[t, "field", "--bins", "16"]);
+            assert_eq!(c, 0, "{n} processes: {e}");
+            assert_eq!(rows(&f), rows(&field1), "{t}: field with {n} processes");
+            if n > 1 {
+                assert!(e.contains(&format!("in {n} processes")), "{e}");
+            }
+            let (c, m, e) = reduce(n, &[t, "moments"]);
+            assert_eq!(c, 0, "{n} processes: {e}");
+            let (x, y) = (rows(&mom1), rows(&m));
+            assert_eq!(x.len(), y.len());
+            for (p, q) in x.iter().zip(&y).skip(1) {
+                assert_eq!(
+                    p[..3],
+                    q[..3],
+                    "{t}: location, name and m0 with {n} processes"
+                );
+                let scale: f64 = p[4].parse::<f64>().unwrap_or(1.0).abs().max(1.0);
+                for k in [3, 4] {
+                    let (a, b): (f64, f64) = (p[k].parse().unwrap(), q[k].parse().unwrap());
+                    assert!((a - b).abs() <= 1e-9 * scale, "{t} column {k}: {a} vs {b}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_failing_share_stops_every_process_with_the_files_line() {
+    if mpirun().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("#Paraver (01/01/2024 at 00:00):100000_ns:0:1:1(2:0)\n");
+    for i in 0..2000u64 {
+        text.push_str(&format!(
+            "1:1:1:1:{}:{}:{}:1\n",
+            1 + i % 2,
+            i * 10,
+            i * 10 + 5
+        ));
+    }
+    // a malformed record three quarters into the file (line 1502)
+    let bad_at = text.match_indices('\n').nth(1500).unwrap().0 + 1;
+    text.insert_str(bad_at, "1:1:1:1:1:oops:7:1\n");
+    let p = common::write(dir.path(), "bad.prv", text.as_bytes());
+    for n in [1, 2, 4] {
+        let (c, _, e) = reduce(n, &[p.to_str().unwrap(), "moments"]);
+        assert_ne!(c, 0, "{n} processes");
+        assert!(e.contains("bad.prv:line 1502"), "{n} processes: {e}");
+    }
+    // a gzip trace cannot be split
+    let gz = common::write(dir.path(), "t.prv.gz", &common::gzip(text.as_bytes()));
+    let (c, _, e) = reduce(2, &[gz.to_str().unwrap(), "moments"]);
+    assert_ne!(c, 0);
+    assert!(e.contains("cannot be split"), "{e}");
+}
