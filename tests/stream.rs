@@ -213,3 +213,34 @@ fn streaming_memory_does_not_grow_with_the_records() {
     assert!(pl < ps * 1.5 + 8.0, "stream peak {ps} MiB → {pl} MiB");
     assert!(pl < mem, "stream {pl} MiB vs in memory {mem} MiB");
 }
+
+#[test]
+fn many_state_values_cannot_grow_the_accumulators_past_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("#Paraver (01/01/2024 at 00:00):1000000_ns:0:1:1(1:0)\n");
+    for v in 0..300u64 {
+        text.push_str(&format!(
+            "1:1:1:1:1:{}:{}:{}\n",
+            v * 10,
+            v * 10 + 5,
+            1000 + v
+        ));
+    }
+    let p = common::write(dir.path(), "many.prv", text.as_bytes());
+    let args = [
+        "analyze",
+        p.to_str().unwrap(),
+        "field",
+        "--bins",
+        "1000",
+        "--stream",
+    ];
+    let (c, _, e) = common::tapestry_env(&args, &[("TAPESTRY_MEMORY_LIMIT", "1M")]);
+    assert_ne!(c, 0);
+    assert!(
+        e.contains("stream accumulators") && e.contains("states"),
+        "{e}"
+    );
+    let (c, _, e) = common::tapestry_env(&args, &[("TAPESTRY_MEMORY_LIMIT", "64M")]);
+    assert_eq!(c, 0, "{e}");
+}

@@ -88,9 +88,14 @@ impl<'a> StreamReducer<'a> {
         }
         let p = self.locations;
         let bins = self.edges.len().saturating_sub(1);
-        let bytes = (p as u64).saturating_mul(40 + 8 * bins as u64);
+        // all states' accumulators together: a trace with many state
+        // values cannot grow them past the limit one state at a time
+        let n = self.slots.len() as u64 + 1;
+        let bytes = (p as u64)
+            .saturating_mul(40 + 8 * bins as u64)
+            .saturating_mul(n);
         crate::memory::guard(bytes, || {
-            format!("the stream accumulators of state {key} ({p} locations)")
+            format!("the stream accumulators of {n} states × {p} locations")
         })
         .map_err(|e| e.to_string())?;
         self.slots.push(Slot {

@@ -109,12 +109,25 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
 }
+
+/// An error already printed (by an MPI process before the others stop).
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(reported above)")
+    }
+}
+
+impl std::error::Error for Reported {}
 
 /// Peak resident memory of this process in bytes (Linux), if known.
 pub fn peak_rss_bytes() -> Option<u64> {

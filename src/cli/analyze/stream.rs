@@ -184,7 +184,16 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
     let opts = a.read.options();
     let share =
         tapestry::readers::paraver::stream_share(&a.trace, &opts, &mut r, world.rank, world.size);
+    if world.size > 1
+        && let Err(e) = &share
+    {
+        // said now: once one process exits, mpirun stops the others
+        eprintln!("error: {e}");
+    }
     if world.any_failed(share.is_err()) {
+        if world.size > 1 && share.is_err() {
+            return Err(anyhow::Error::new(crate::cli::Reported));
+        }
         share?;
         bail!(
             "process {} stops: another process failed reading its share (its error is above)",
