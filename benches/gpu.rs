@@ -3,6 +3,10 @@
 //! end to end (upload, kernels, read-back) and the kernels alone (GPU
 //! timestamps, where the adapter offers them).
 //! On lavapipe (no GPU) the "GPU" runs on the CPU cores through LLVM.
+//! Last, a sweep over input sizes (2^14 to 2^24 intervals, 16 per
+//! location) times both paths end to end and prints the crossover: the
+//! smallest size from which the GPU is faster, the value to give
+//! `TAPESTRY_GPU_CROSSOVER` for `--gpu auto` on this machine.
 //!
 //! Run: `cargo bench --bench gpu`.
 
@@ -115,4 +119,45 @@ fn main() {
             k(bk)
         );
     }
+    // the crossover: end to end (upload, kernels, read-back) against the
+    // CPU path, growing the input until the GPU wins
+    println!();
+    println!("crossover sweep (end to end, best of 3; 16 intervals per location)");
+    println!("intervals     moments GPU / CPU (ms)     busy field GPU / CPU (ms)");
+    let (mut cross_m, mut cross_b) = (None, None);
+    for e in (14..=24).step_by(2) {
+        let n = 1u32 << e;
+        let t = synth::random_intervals(n / 16, 16, 7);
+        let mask = t.states.select(&["busy".into()]).expect("busy");
+        let span = t.meta.span;
+        let mg = best(3, || {
+            kernels::moments::moments(&ctx, &t, &mask, 0, span, None)
+        });
+        let mc = best(3, || moments::moments(&t, &mask, 0, span));
+        let bg = best(3, || {
+            kernels::busy_bins::busy_fraction(&ctx, &t, &mask, 0, span, 16, None)
+        });
+        let bc = best(3, || fields::busy_fraction(&t, &mask, 0, span, 16));
+        println!(
+            "2^{e:<10} {:>10.2} / {:<10.2} {:>14.2} / {:<10.2}",
+            mg * 1e3,
+            mc * 1e3,
+            bg * 1e3,
+            bc * 1e3
+        );
+        if mg < mc {
+            cross_m.get_or_insert(n);
+        }
+        if bg < bc {
+            cross_b.get_or_insert(n);
+        }
+    }
+    let say =
+        |c: Option<u32>| c.map_or("none up to 2^24".to_string(), |n| format!("{n} intervals"));
+    println!(
+        "crossover on {}: moments {}, busy field {} (TAPESTRY_GPU_CROSSOVER sets --gpu auto's)",
+        ctx.info.name,
+        say(cross_m),
+        say(cross_b)
+    );
 }

@@ -23,16 +23,48 @@ pub enum Compute {
 /// Inputs below this many intervals stay on the CPU in `Auto` mode.
 pub const AUTO_GPU_MIN_INTERVALS: usize = 10_000_000;
 
+/// The input size (intervals) from which `--gpu auto` uses a hardware
+/// adapter: `TAPESTRY_GPU_CROSSOVER` when set (the crossover `cargo bench
+/// --bench gpu` measures and prints for the machine's adapter), else
+/// [`AUTO_GPU_MIN_INTERVALS`]. A software adapter is never chosen by `auto`.
+pub fn auto_min_intervals() -> usize {
+    crossover_of(std::env::var("TAPESTRY_GPU_CROSSOVER").ok().as_deref())
+}
+
+/// A crossover as written (`2000000`, `2_000_000`, `2e6`); the default
+/// for anything else.
+fn crossover_of(v: Option<&str>) -> usize {
+    v.and_then(|v| v.trim().replace('_', "").parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map_or(AUTO_GPU_MIN_INTERVALS, |v| v as usize)
+}
+
+#[cfg(test)]
+mod crossover_tests {
+    use super::*;
+
+    #[test]
+    fn crossover_is_read_as_written_or_defaults() {
+        assert_eq!(crossover_of(None), AUTO_GPU_MIN_INTERVALS);
+        assert_eq!(crossover_of(Some("2000000")), 2_000_000);
+        assert_eq!(crossover_of(Some(" 2_000_000 ")), 2_000_000);
+        assert_eq!(crossover_of(Some("2e6")), 2_000_000);
+        for bad in ["", "-5", "lots", "inf", "NaN"] {
+            assert_eq!(crossover_of(Some(bad)), AUTO_GPU_MIN_INTERVALS, "{bad}");
+        }
+    }
+}
+
 /// The GPU context an analysis of `intervals` intervals should use under
-/// `compute`, or `None` for the CPU. `Auto` takes the GPU only for large
-/// inputs on a hardware adapter (on a software adapter the CPU path is
+/// `compute`, or `None` for the CPU. `Auto` takes the GPU only for inputs of
+/// [`auto_min_intervals`] and more on a hardware adapter (on a software adapter the CPU path is
 /// faster); `Gpu` fails without an adapter.
 pub fn choose(compute: Compute, intervals: usize) -> Result<Option<GpuContext>, GpuError> {
     match compute {
         Compute::Cpu => Ok(None),
         Compute::Gpu => GpuContext::new().map(Some),
         Compute::Auto => {
-            if intervals < AUTO_GPU_MIN_INTERVALS {
+            if intervals < auto_min_intervals() {
                 return Ok(None);
             }
             Ok(GpuContext::new().ok().filter(|c| !c.is_software()))
