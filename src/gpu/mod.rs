@@ -39,22 +39,6 @@ fn crossover_of(v: Option<&str>) -> usize {
         .map_or(AUTO_GPU_MIN_INTERVALS, |v| v as usize)
 }
 
-#[cfg(test)]
-mod crossover_tests {
-    use super::*;
-
-    #[test]
-    fn crossover_is_read_as_written_or_defaults() {
-        assert_eq!(crossover_of(None), AUTO_GPU_MIN_INTERVALS);
-        assert_eq!(crossover_of(Some("2000000")), 2_000_000);
-        assert_eq!(crossover_of(Some(" 2_000_000 ")), 2_000_000);
-        assert_eq!(crossover_of(Some("2e6")), 2_000_000);
-        for bad in ["", "-5", "lots", "inf", "NaN"] {
-            assert_eq!(crossover_of(Some(bad)), AUTO_GPU_MIN_INTERVALS, "{bad}");
-        }
-    }
-}
-
 /// The GPU context an analysis of `intervals` intervals should use under
 /// `compute`, or `None` for the CPU. `Auto` takes the GPU only for inputs of
 /// [`auto_min_intervals`] and more on a hardware adapter (on a software adapter the CPU path is
@@ -96,5 +80,21 @@ pub fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>, Gpu
 impl From<GpuError> for crate::error::Error {
     fn from(e: GpuError) -> Self {
         crate::error::Error::Gpu(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod crossover_tests {
+    use super::*;
+
+    #[test]
+    fn crossover_is_read_as_written_or_defaults() {
+        assert_eq!(crossover_of(None), AUTO_GPU_MIN_INTERVALS);
+        assert_eq!(crossover_of(Some("2000000")), 2_000_000);
+        assert_eq!(crossover_of(Some(" 2_000_000 ")), 2_000_000);
+        assert_eq!(crossover_of(Some("2e6")), 2_000_000);
+        for bad in ["", "-5", "lots", "inf", "NaN"] {
+            assert_eq!(crossover_of(Some(bad)), AUTO_GPU_MIN_INTERVALS, "{bad}");
+        }
     }
 }
