@@ -310,3 +310,17 @@ fn location_files_linked_outside_are_refused() {
     std::fs::copy(&evt, arch.join("traces/0.evt")).unwrap();
     readers::read(&arch.join("traces.otf2"), &ReadOptions::default()).unwrap();
 }
+
+#[test]
+fn an_anchor_declaring_2_pow_31_properties_is_refused_before_the_library() {
+    // OTF2 3.0 computes 2 × count slots in 32 bits and overruns the heap
+    // on such an anchor (found by the fuzz harness); tapestry refuses it
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fuzz/otf2-anchor-2pow31-properties/traces.otf2");
+    let (code, _, err) = common::tapestry(&["info", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("damaged OTF2 anchor") && err.contains("properties"),
+        "{err}"
+    );
+}

@@ -610,6 +610,44 @@ impl Drop for Reader {
     }
 }
 
+/// Refuses an anchor whose property count the library would trust: OTF2
+/// 3.0 allocates `2 × count` string slots in 32-bit arithmetic, so a
+/// damaged count of 2^31 or more wraps to a small allocation that its
+/// reading loop then overruns (heap corruption, found by the fuzz
+/// harness). The anchor layout (format ≥ 2): a 2-byte chunk header,
+/// "OTF2\0", the anchor format (1 byte), 38 bytes of versions, chunk sizes,
+/// substrate, compression and counts, three NUL-terminated strings
+/// (machine, creator, description), then the 32-bit property count and
+/// `count` name/value string pairs. A layout this check does not
+/// recognise is left to the library.
+fn check_anchor_properties(a: &[u8]) -> std::result::Result<(), String> {
+    if a.get(2..7) != Some(b"OTF2\0") || a.get(7).is_none_or(|&f| f < 2) {
+        return Ok(());
+    }
+    let mut at = 8 + 38;
+    for _ in 0..3 {
+        match a.get(at..).and_then(|r| memchr::memchr(0, r)) {
+            Some(k) => at += k + 1,
+            None => return Ok(()),
+        }
+    }
+    let Some(raw) = a.get(at..at + 4) else {
+        return Ok(());
+    };
+    let raw = [raw[0], raw[1], raw[2], raw[3]];
+    // the buffer's byte order is the writer's: take the smaller reading
+    let count = u32::from_le_bytes(raw).min(u32::from_be_bytes(raw));
+    let strings = memchr::memchr_iter(0, &a[at + 4..]).count() as u64;
+    if count >= 1 << 31 || 2 * count as u64 > strings {
+        return Err(format!(
+            "damaged OTF2 anchor: it declares {count} properties at byte {at}, but holds at most \
+             {} (refused before the OTF2 library reads it)",
+            strings / 2
+        ));
+    }
+    Ok(())
+}
+
 /// Checks that the archive's files stay inside the anchor's directory.
 fn check_archive(anchor: &Path) -> Result<PathBuf> {
     let real = anchor.canonicalize().map_err(|e| Error::io(anchor, e))?;
@@ -620,6 +658,8 @@ fn check_archive(anchor: &Path) -> Result<PathBuf> {
             "expected an OTF2 anchor file (.otf2), found a directory",
         ));
     }
+    let bytes = crate::readers::input::read_all(&real, 16 << 20)?;
+    check_anchor_properties(&bytes).map_err(|m| Error::parse(anchor, Position::none(), m))?;
     let dir = real.parent().unwrap_or(Path::new("/")).to_path_buf();
     let stem = real
         .file_stem()
