@@ -560,6 +560,10 @@ fn fuzz_every_reader() {
     // SAFETY: the only test of this binary; no other thread reads the
     // environment yet.
     unsafe { std::env::set_var("TAPESTRY_MEMORY_LIMIT", "1G") };
+    // OTF2 archives are read as the binary reads them: in a helper process,
+    // so that damage that crashes the OTF2 C library is an error
+    #[cfg(feature = "otf2")]
+    let _ = tapestry::readers::OTF2_HELPER.set(env!("CARGO_BIN_EXE_tapestry").into());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let regressions = root.join("tests/data/fuzz");
     let current = root.join("target/fuzz-current");

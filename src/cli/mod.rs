@@ -43,6 +43,15 @@ enum Command {
     /// moments|field`): each reads a share of the file and streams it,
     /// rank 0 merges and writes (build with `--features mpi`).
     Reduce(Box<analyze::AnalyzeArgs>),
+    /// (internal) Reads an OTF2 archive in this process and writes it as a
+    /// cache: the isolated OTF2 reader's helper.
+    #[command(name = "__read-otf2", hide = true)]
+    ReadOtf2 {
+        anchor: std::path::PathBuf,
+        out: std::path::PathBuf,
+        #[arg(long)]
+        strict: bool,
+    },
 }
 
 /// Options shared by every command that reads a trace.
@@ -98,6 +107,14 @@ pub fn main() -> ExitCode {
         // SAFETY: no other thread exists yet.
         unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }
+    // OTF2 archives are read in a child process of this program: a damaged
+    // archive that crashes the OTF2 C library ends the child, not us
+    if !matches!(cli.command, Command::ReadOtf2 { .. })
+        && std::env::var_os("TAPESTRY_OTF2_IN_PROCESS").is_none()
+        && let Ok(exe) = std::env::current_exe()
+    {
+        let _ = tapestry::readers::OTF2_HELPER.set(exe);
+    }
     let result = match cli.command {
         Command::Info(a) => info::run(a),
         Command::Analyze(a) => analyze::run(*a),
@@ -106,6 +123,11 @@ pub fn main() -> ExitCode {
         Command::Synth(a) => synth::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Reduce(a) => analyze::run_reduce(*a),
+        Command::ReadOtf2 {
+            anchor,
+            out,
+            strict,
+        } => read_otf2_helper(&anchor, &out, strict),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -114,6 +136,26 @@ pub fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `__read-otf2`: the isolated OTF2 reader's helper.
+fn read_otf2_helper(
+    anchor: &std::path::Path,
+    out: &std::path::Path,
+    strict: bool,
+) -> anyhow::Result<()> {
+    #[cfg(feature = "otf2")]
+    {
+        Ok(tapestry::readers::otf2_helper_main(anchor, out, strict)?)
+    }
+    #[cfg(not(feature = "otf2"))]
+    {
+        let _ = (out, strict);
+        anyhow::bail!(
+            "{}: this tapestry was built without OTF2 support",
+            anchor.display()
+        )
     }
 }
 

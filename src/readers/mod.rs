@@ -134,11 +134,24 @@ pub fn input_size(path: &Path) -> u64 {
     own
 }
 
-/// Reads an OTF2 archive (requires the `otf2` feature).
+/// A program that reads an OTF2 archive in a process of its own
+/// (`PROGRAM __read-otf2 ANCHOR CACHE_DIR [--strict]`, writing the trace as
+/// a cache), set by the `tapestry` binary (to itself) and by the tests. The
+/// OTF2 C library can corrupt memory on damaged archives (the fuzz harness
+/// found an anchor on which it overruns the heap); read in a child, such an
+/// archive ends that child, and the reader reports it as an error instead
+/// of the whole program aborting. Unset, archives are read in this process.
+pub static OTF2_HELPER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Reads an OTF2 archive (requires the `otf2` feature), in a helper
+/// process when [`OTF2_HELPER`] is set.
 fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     #[cfg(feature = "otf2")]
     {
-        otf2::read(path, opts)
+        match OTF2_HELPER.get() {
+            Some(helper) => read_otf2_isolated(helper, path, opts),
+            None => otf2::read(path, opts),
+        }
     }
     #[cfg(not(feature = "otf2"))]
     {
@@ -149,6 +162,90 @@ fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             path.display()
         )))
     }
+}
+
+/// [`read_otf2`] through the helper process: it writes the trace as a cache
+/// in a private temporary directory, which is read back here.
+#[cfg(feature = "otf2")]
+fn read_otf2_isolated(helper: &Path, path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let tmp = std::env::temp_dir().join(format!(
+        "tapestry-otf2-{}-{}",
+        std::process::id(),
+        NEXT_HELPER_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(tmp.clone());
+    let out = tmp.join("trace.tapestry");
+    let mut cmd = std::process::Command::new(helper);
+    cmd.arg("__read-otf2").arg(path).arg(&out);
+    if opts.strict {
+        cmd.arg("--strict");
+    }
+    let res = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Error::io(helper, e))?;
+    if !res.status.success() {
+        let err = String::from_utf8_lossy(&res.stderr);
+        let msg = err
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("error: "))
+            .map(str::to_string);
+        return Err(match (msg, res.status.code()) {
+            (Some(m), Some(_)) => Error::Invalid(m),
+            _ => Error::parse(
+                path,
+                crate::diagnostics::Position::none(),
+                format!(
+                    "the OTF2 library crashed reading this archive ({}); it is damaged",
+                    describe_exit(&res.status)
+                ),
+            ),
+        });
+    }
+    let no_classes = ReadOptions {
+        classes: ClassOverride::default(),
+        ..opts.clone()
+    };
+    let mut t = crate::cache::read(&out, &no_classes)?;
+    t.meta.source = path.to_path_buf();
+    t.reclassify(&opts.classes)?;
+    Ok(t)
+}
+
+#[cfg(feature = "otf2")]
+static NEXT_HELPER_DIR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[cfg(feature = "otf2")]
+fn describe_exit(s: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(6)) => "it aborted: SIGABRT".into(),
+        (None, Some(11)) => "it crashed: SIGSEGV".into(),
+        (None, Some(n)) => format!("signal {n}"),
+        _ => "unknown status".into(),
+    }
+}
+
+/// The helper's side of [`OTF2_HELPER`]: reads `anchor` in this process
+/// and writes it as a cache at `out`.
+#[cfg(feature = "otf2")]
+pub fn otf2_helper_main(anchor: &Path, out: &Path, strict: bool) -> Result<()> {
+    let opts = ReadOptions {
+        strict,
+        ..Default::default()
+    };
+    let t = otf2::read(anchor, &opts)?;
+    crate::cache::write(&t, out, &[anchor])
 }
 
 /// What a file holds: a trace (timelines) or a profile (a matrix).

@@ -1,0 +1,65 @@
+//! OTF2 archives are read in a helper process (`tapestry __read-otf2`):
+//! the model is the in-process one, and a helper that crashes (as the OTF2
+//! library does on some damaged archives) is an error, not an abort.
+#![cfg(feature = "otf2")]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::shared_trace;
+use tapestry::readers::{self, ReadOptions};
+
+#[test]
+fn the_helper_gives_the_in_process_model_and_its_crash_is_an_error() {
+    let anchor = shared_trace("ping-pong-otf2-papi/traces.otf2");
+    let direct = readers::read(&anchor, &ReadOptions::default()).unwrap();
+    // a helper that crashes when asked to, else the real one
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("helper.sh");
+    let flag = dir.path().join("crash");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ -e '{}' ]; then kill -ABRT $$; fi\nexec '{}' \"$@\"\n",
+            flag.display(),
+            env!("CARGO_BIN_EXE_tapestry")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    readers::OTF2_HELPER.set(script).unwrap();
+
+    let isolated = readers::read(&anchor, &ReadOptions::default()).unwrap();
+    let json = |t: &tapestry::Trace| serde_json::to_value(t).unwrap();
+    assert_eq!(json(&direct), json(&isolated));
+
+    // class overrides apply as in process
+    let opts = ReadOptions {
+        classes: tapestry::model::ClassOverride {
+            busy: Some(vec!["MPI_*".into()]),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let a = readers::read(&anchor, &opts).unwrap();
+    std::fs::write(&flag, "").unwrap();
+    let err = readers::read(&anchor, &ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("crashed") && err.contains("SIGABRT"), "{err}");
+    std::fs::remove_file(&flag).unwrap();
+    assert_eq!(a.states.classes(), {
+        let mut d = direct.clone();
+        d.reclassify(&opts.classes).unwrap();
+        d.states.classes()
+    });
+    // the helper's own errors come back as they were
+    let bad = dir.path().join("x.otf2");
+    std::fs::write(&bad, b"\x03\x42OTF2\x00\x03").unwrap();
+    let err = readers::read(&bad, &ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("x.otf2"), "{err}");
+    assert!(!err.contains("crashed"), "{err}");
+}
