@@ -678,6 +678,27 @@ fn read_text(path: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// A block's malformed record: the unterminated last line of the file is
+/// repaired (after saying that a gzip stream broke off, when that is the
+/// cause); any other is an error at its position.
+fn chunk_error(
+    chunk: &Chunk,
+    b: &mut TraceBuilder,
+    damage: &input::DamageHandle,
+    src: &Path,
+) -> Result<()> {
+    let Some((pos, msg)) = &chunk.error else {
+        return Ok(());
+    };
+    if !chunk.truncated {
+        return Err(Error::parse(src, *pos, msg.clone()));
+    }
+    damage.report(&mut b.diagnostics, src, "records")?;
+    b.diagnostics.repair("truncated-record", src, *pos, 1, || {
+        format!("the last record is incomplete ({msg}); skipped")
+    })
+}
+
 /// A Paraver trace opened: its header, `.pcf`, `.row`, the provisional
 /// location table and a builder, with the records still to read.
 struct Opened {
@@ -783,17 +804,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         blocks.for_each_parallel(
             |block| parse_block(block, &ctx),
             |_block, chunk| {
-                if let Some((pos, msg)) = chunk.error {
-                    if chunk.truncated {
-                        // a gzip stream that broke off is the cause: said first
-                        damage.report(&mut b.diagnostics, &src, "records")?;
-                        b.diagnostics.repair("truncated-record", &src, pos, 1, || {
-                            format!("the last record is incomplete ({msg}); skipped")
-                        })?;
-                    } else {
-                        return Err(Error::parse(&src, pos, msg));
-                    }
-                }
+                chunk_error(&chunk, b, &damage, &src)?;
                 b.intervals.extend_from_slice(&chunk.intervals);
                 b.events.extend_from_slice(&chunk.events);
                 b.messages.extend_from_slice(&chunk.messages);
@@ -975,17 +986,7 @@ pub fn stream_share(
         let r = blocks.for_each_parallel(
             |block| parse_block(block, &ctx),
             |_block, chunk| {
-                if let Some((pos, msg)) = &chunk.error {
-                    if chunk.truncated {
-                        damage.report(&mut b.diagnostics, &src, "records")?;
-                        b.diagnostics
-                            .repair("truncated-record", &src, *pos, 1, || {
-                                format!("the last record is incomplete ({msg}); skipped")
-                            })?;
-                    } else {
-                        return Err(Error::parse(&src, *pos, msg.clone()));
-                    }
-                }
+                chunk_error(&chunk, b, &damage, &src)?;
                 for r in &chunk.intervals {
                     sink.interval(r.loc, r.start, r.end, r.state)
                         .map_err(|m| Error::parse(&src, Position::none(), m))?;
