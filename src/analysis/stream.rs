@@ -1,6 +1,6 @@
-//! Reductions made while a trace is read (`--stream`): moments, the busy
-//! field and time per state, in memory
-//! proportional to locations × states (× bins), never to the records.
+//! Reductions made while a trace is read (`--stream`): moments and the
+//! busy field, in memory proportional to locations × states (× bins), never
+//! to the records.
 //!
 //! Everything is kept per state (the format's state value) so that which
 //! states count (`--states`, `--busy`, ...) is decided at the end, on the
@@ -39,8 +39,6 @@ struct Slot {
     moments: Vec<MomentAcc>,
     /// Busy time per location and bin, location-major (over the window).
     bins: Vec<u64>,
-    /// Time in the state over the whole trace (ns).
-    total: u64,
     intervals: u64,
 }
 
@@ -102,7 +100,6 @@ impl<'a> StreamReducer<'a> {
             key,
             moments: vec![MomentAcc::default(); p],
             bins: vec![0; p * bins],
-            total: 0,
             intervals: 0,
         });
         self.slot_of.insert(key, self.slots.len() - 1);
@@ -176,20 +173,6 @@ impl<'a> StreamReducer<'a> {
         Ok(fields::busy_field(values, self.edges.clone(), p))
     }
 
-    /// Time in each state over the whole trace (ns), by state id.
-    pub fn time_per_state(&self, keys: &[(u32, StateId)], states: usize) -> Vec<u64> {
-        let mut out = vec![0u64; states];
-        let id: HashMap<u32, StateId> = keys.iter().copied().collect();
-        for s in &self.slots {
-            if let Some(&i) = id.get(&s.key)
-                && let Some(x) = out.get_mut(i as usize)
-            {
-                *x += s.total;
-            }
-        }
-        out
-    }
-
     /// Adds the reductions of another share of the same trace (same
     /// locations, window and bins): accumulators are merged per state,
     /// counts and repairs added. Merging shares in file order gives the
@@ -209,7 +192,6 @@ impl<'a> StreamReducer<'a> {
             for (a, b) in s.bins.iter_mut().zip(&o.bins) {
                 *a += b;
             }
-            s.total += o.total;
             s.intervals += o.intervals;
         }
         self.overlaps += other.overlaps;
@@ -253,7 +235,6 @@ impl<'a> StreamReducer<'a> {
         put(&mut w, self.slots.len() as u64);
         for s in &self.slots {
             put(&mut w, s.key as u64);
-            put(&mut w, s.total);
             put(&mut w, s.intervals);
             for m in &s.moments {
                 put(&mut w, m.origin);
@@ -313,14 +294,13 @@ impl StreamParts {
         let others = get()?;
         let ns = get()? as usize;
         let bins = ne.saturating_sub(1);
-        let per_slot = 24 + locations * (40 + 8 * bins);
+        let per_slot = 16 + locations * (40 + 8 * bins);
         if ns.saturating_mul(per_slot) > b.len() {
             return Err(bad());
         }
         let mut slots = Vec::with_capacity(ns);
         for _ in 0..ns {
             let key = u32::try_from(get()?).map_err(|_| bad())?;
-            let total = get()?;
             let intervals = get()?;
             let mut moments = Vec::with_capacity(locations);
             for _ in 0..locations {
@@ -339,7 +319,6 @@ impl StreamParts {
                 key,
                 moments,
                 bins,
-                total,
                 intervals,
             });
         }
@@ -409,7 +388,6 @@ impl IntervalSink for StreamReducer<'_> {
         let bins = self.edges.len().saturating_sub(1);
         let edges = &self.edges;
         let sl = &mut self.slots[slot];
-        sl.total += end - s;
         sl.intervals += 1;
         let (a, b) = (s.max(t0), end.min(t1));
         if b > a {

@@ -458,21 +458,11 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     let t = Table::open(dir, "intervals", r.intervals)?;
     let loc = t.prim::<UInt32Type>("location")?;
     let offsets = offsets_of(&t.path, &loc, nloc, false)?;
-    drop(loc);
     let (start, end, state) = (
         t.prim::<UInt64Type>("start_ns")?,
         t.prim::<UInt64Type>("end_ns")?,
         t.prim::<UInt32Type>("state")?,
     );
-    let first_of: Vec<bool> = {
-        let mut f = vec![false; start.len()];
-        for &o in &offsets[..nloc] {
-            if let Some(x) = f.get_mut(o as usize) {
-                *x = true;
-            }
-        }
-        f
-    };
     check_rows(
         &t.path,
         start.len(),
@@ -481,10 +471,10 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
             start[i] >= end[i]
                 || end[i] > span
                 || state[i] as usize >= nstates
-                || (!first_of[i] && start[i] < end[i - 1])
+                || (i > 0 && loc[i - 1] == loc[i] && start[i] < end[i - 1])
         },
     )?;
-    drop(first_of);
+    drop(loc);
     let intervals = Intervals::from_columns(offsets, start, end, state);
 
     // events

@@ -116,10 +116,11 @@ fn table(dir: &Path, name: &str, rows: usize, cols: Vec<Column<'_>>) -> Result<(
 /// is refused. `inputs` are the trace's files, which are never written.
 pub fn write(trace: &Trace, dest: &Path, inputs: &[&Path]) -> Result<()> {
     crate::export::refuse_inputs(dest, inputs)?;
+    let (parent, name, tmp) = crate::export::temporary_beside(dest, "trace.tapestry");
     for inp in inputs {
         // the cache may not be written inside the trace's own files (a
         // directory trace: the OTF2 archive's or TAU's directory)
-        if let (Ok(d), Ok(i)) = (absolute_parent(dest), inp.canonicalize())
+        if let (Ok(d), Ok(i)) = (parent.canonicalize(), inp.canonicalize())
             && i.is_dir()
             && d.starts_with(&i)
         {
@@ -136,15 +137,6 @@ pub fn write(trace: &Trace, dest: &Path, inputs: &[&Path]) -> Result<()> {
             dest.display()
         )));
     }
-    let parent = dest
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "trace.tapestry".into());
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     let guard = TmpDir(Some(tmp.clone()));
@@ -161,14 +153,6 @@ pub fn write(trace: &Trace, dest: &Path, inputs: &[&Path]) -> Result<()> {
         let _ = std::fs::remove_dir_all(&old);
     }
     Ok(())
-}
-
-fn absolute_parent(p: &Path) -> std::io::Result<PathBuf> {
-    let parent = p
-        .parent()
-        .filter(|q| !q.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    parent.canonicalize()
 }
 
 /// Removes the temporary directory unless kept.

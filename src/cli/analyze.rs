@@ -509,11 +509,16 @@ fn gpu_busy_field(
     eprintln!("busy field on the GPU: {}", ctx.describe());
     let mut f =
         tapestry::gpu::kernels::busy_bins::busy_fraction(&ctx, t, &mask, t0, t1, a.bins, None)?;
-    let label = a.states.join(", ");
+    name_busy_field(&mut f, &a.states);
+    Ok(Some((f, format!("gpu ({})", ctx.info.name))))
+}
+
+/// A busy field of another state set than `busy` says which.
+pub(super) fn name_busy_field(f: &mut fields::Field, states: &[String]) {
+    let label = states.join(", ");
     if label != "busy" {
         f.quantity = format!("fraction of time in {label}");
     }
-    Ok(Some((f, format!("gpu ({})", ctx.info.name))))
 }
 
 /// The moments table (`location, m0..m3` with location names).

@@ -29,16 +29,8 @@ impl AtomicFile {
     /// Starts writing `dest`. Refuses to write over one of `inputs`.
     pub fn create(dest: &Path, inputs: &[&Path]) -> Result<Self> {
         refuse_inputs(dest, inputs)?;
-        let dir = dest
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "out".into());
-        remove_stale_temporaries(dir, &name);
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let (dir, name, tmp) = temporary_beside(dest, "out");
+        remove_stale_temporaries(&dir, &name);
         // errors name the destination the user asked for, not our temporary
         let f = File::create(&tmp).map_err(|e| Error::io(dest, e))?;
         Ok(AtomicFile {
@@ -126,6 +118,23 @@ impl Write for AtomicFile {
     fn flush(&mut self) -> std::io::Result<()> {
         self.writer().flush()
     }
+}
+
+/// The directory of `dest` (`.` for a bare name), its file name
+/// (`fallback` when it has none) and this process's temporary beside it,
+/// `.{name}.tmp-PID`, which is renamed over `dest` when complete.
+pub(crate) fn temporary_beside(dest: &Path, fallback: &str) -> (PathBuf, String, PathBuf) {
+    let dir = dest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| fallback.into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    (dir, name, tmp)
 }
 
 /// Removes the temporaries `.{name}.tmp-PID` of earlier writes of `name`

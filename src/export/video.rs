@@ -84,16 +84,8 @@ impl VideoWriter {
         if ffmpeg_version().is_none() {
             return Err(no_ffmpeg());
         }
-        let dir = dest
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "video".into());
-        super::remove_stale_temporaries(dir, &name);
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let (dir, name, tmp) = super::temporary_beside(dest, "video");
+        super::remove_stale_temporaries(&dir, &name);
         let (format, codec): (&str, &[&str]) = match container {
             // yuv420p plays everywhere; even sizes are padded below
             Container::Mp4 => (

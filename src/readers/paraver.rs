@@ -909,8 +909,17 @@ pub fn stream(
     opts: &ReadOptions,
     sink: &mut dyn IntervalSink,
 ) -> Result<(Trace, Vec<(u32, StateId)>)> {
-    let seen = stream_share(path, opts, sink, 0, 1)?;
-    stream_skeleton(path, opts, &seen, sink)
+    let (seen, skeleton) = stream_share(path, opts, sink, 0, 1)?;
+    stream_skeleton(skeleton, opts, &seen, sink)
+}
+
+/// What a share keeps of the trace for [`stream_skeleton`]: the builder
+/// with its locations made, the `.pcf` and the declared end (the header,
+/// `.pcf` and `.row` are read once per process).
+pub struct StreamSkeleton {
+    b: TraceBuilder,
+    pcf: Pcf,
+    declared_end: Time,
 }
 
 /// What a share of a streamed trace saw besides what went to its sink.
@@ -948,16 +957,16 @@ pub fn stream_share(
     sink: &mut dyn IntervalSink,
     k: u64,
     n: u64,
-) -> Result<ShareSeen> {
+) -> Result<(ShareSeen, StreamSkeleton)> {
     let Opened {
         blocks,
         damage,
         header,
+        pcf,
+        row,
         table,
         declared,
-        row,
         mut b,
-        ..
     } = open_trace(path, opts)?;
     make_locations(&mut b, &header, &table, declared, &row, false)?;
     let declared_end = header.end_time.saturating_mul(header.ns_per_unit);
@@ -1016,14 +1025,24 @@ pub fn stream_share(
         }
     }
     damage.report(&mut b.diagnostics, path, "records")?;
+    // the warnings go with the share; the builder keeps its strictness
+    let mut diagnostics = crate::Diagnostics::new(opts.strict);
+    diagnostics.warnings = std::mem::take(&mut b.diagnostics.warnings);
     let mut seen = ShareSeen {
         state_values: state_values.into_iter().collect(),
         event_types: event_types.into_iter().collect(),
-        diagnostics: std::mem::take(&mut b.diagnostics),
+        diagnostics,
     };
     seen.state_values.sort_unstable();
     seen.event_types.sort_unstable();
-    Ok(seen)
+    Ok((
+        seen,
+        StreamSkeleton {
+            b,
+            pcf,
+            declared_end,
+        },
+    ))
 }
 
 /// The line number of byte `byte` of a plain file (counted on the error
@@ -1048,21 +1067,16 @@ fn line_of(path: &Path, byte: u64) -> Option<u64> {
 /// values seen (as the in-memory reader makes them), event types, the span
 /// and the repairs; with the state id of each Paraver value.
 pub fn stream_skeleton(
-    path: &Path,
+    skeleton: StreamSkeleton,
     opts: &ReadOptions,
     seen: &ShareSeen,
     sink: &dyn IntervalSink,
 ) -> Result<(Trace, Vec<(u32, StateId)>)> {
-    let Opened {
-        header,
-        pcf,
-        row,
-        table,
-        declared,
+    let StreamSkeleton {
         mut b,
-        ..
-    } = open_trace(path, opts)?;
-    make_locations(&mut b, &header, &table, declared, &row, false)?;
+        pcf,
+        declared_end,
+    } = skeleton;
     b.diagnostics
         .warnings
         .extend(seen.diagnostics.warnings.iter().cloned());
@@ -1073,9 +1087,8 @@ pub fn stream_skeleton(
         .iter()
         .filter_map(|(id, s)| u32::try_from(s.external_id).ok().map(|v| (v, id)))
         .collect();
-    let declared_end = header.end_time.saturating_mul(header.ns_per_unit);
     b.set_declared_end(declared_end.max(sink.end_time()));
-    let src = path.to_path_buf();
+    let src = b.source.clone();
     for (kind, count, message) in sink.repairs() {
         b.diagnostics
             .repair(kind, &src, Position::none(), count, || message.clone())?;

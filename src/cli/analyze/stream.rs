@@ -200,7 +200,7 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
             world.rank
         );
     }
-    let mut seen = share?;
+    let (mut seen, skeleton) = share?;
     if world.rank != 0 {
         for w in &seen.diagnostics.warnings {
             eprintln!("warning (process {}): {w}", world.rank);
@@ -218,7 +218,7 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
             &bytes[used..],
         )?)?;
     }
-    let (t, keys) = tapestry::readers::paraver::stream_skeleton(&a.trace, &opts, &seen, &r)?;
+    let (t, keys) = tapestry::readers::paraver::stream_skeleton(skeleton, &opts, &seen, &r)?;
     for w in &t.meta.diagnostics.warnings {
         eprintln!("warning: {w}");
     }
@@ -247,10 +247,7 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
     );
     if field {
         let mut f = r.busy_field(&mask, &keys)?;
-        let label = a.states.join(", ");
-        if label != "busy" {
-            f.quantity = format!("fraction of time in {label}");
-        }
+        super::name_busy_field(&mut f, &a.states);
         let compute = compute_label(world.size);
         field_output(field_layout(&a.field_layout)?, f, &compute).map(Some)
     } else {
