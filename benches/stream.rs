@@ -1,12 +1,14 @@
 //! Streaming reductions (`analyze --stream`) against the in-memory path.
 //!
-//! Criterion times `paraver::stream` with a moments + busy-field reducer
-//! on a hypercube broadcast of ~10^7 state intervals (P = 65,536). Then a
-//! table runs the binary on a trace of `TAPESTRY_STREAM_INTERVALS` state
-//! intervals (default 10^8, about 5.6 GB on disk, generated once into
-//! `target/bench-data/`) at 1, 2 and all cores, streamed, with each run's
-//! peak resident memory, and the in-memory read of the 10^7 trace beside
-//! it for comparison.
+//! Criterion times `paraver::stream` with a moments + busy-field reducer,
+//! and with a communication-matrix reducer, on a hypercube broadcast of
+//! ~10^7 state intervals (P = 65,536). Then a table runs the binary on a
+//! trace of `TAPESTRY_STREAM_INTERVALS` state intervals (default 10^8,
+//! about 6.2 GB on disk, generated once into `target/bench-data/`) at 1, 2
+//! and all cores, streamed (moments, the busy field, the node × node
+//! communication matrix, the `info` summary), with each run's peak
+//! resident memory, and the in-memory read of the 10^7 trace beside it for
+//! comparison.
 //!
 //! Run: `cargo bench --bench stream`.
 
@@ -69,13 +71,34 @@ fn main() {
         g.bench_function("moments+field64", |b| {
             b.iter(|| {
                 let mut r = StreamReducer::new(
-                    StreamSpec { bins: Some(64) },
+                    StreamSpec {
+                        bins: Some(64),
+                        comm: false,
+                    },
                     Box::new(|span| Ok((0, span.max(1)))),
                 );
                 let out =
                     tapestry::readers::paraver::stream(&small, &ReadOptions::default(), &mut r)
                         .expect("stream");
                 black_box((out, r.records()))
+            })
+        });
+        g.bench_function("comm-matrix+summary", |b| {
+            b.iter(|| {
+                let mut r = StreamReducer::new(
+                    StreamSpec {
+                        bins: None,
+                        comm: true,
+                    },
+                    Box::new(|span| Ok((0, span.max(1)))),
+                );
+                let (t, _) =
+                    tapestry::readers::paraver::stream(&small, &ReadOptions::default(), &mut r)
+                        .expect("stream");
+                let m = r
+                    .comm_matrix(&t, tapestry::analysis::comm::Level::Node)
+                    .expect("matrix");
+                black_box((m.total.len(), r.totals()))
             })
         });
         g.finish();
@@ -99,6 +122,8 @@ fn main() {
     );
     println!("mode              cores   seconds     MB/s   M intervals/s   peak RSS MiB");
     let b = big.to_str().expect("utf-8 path");
+    let npy = big.with_extension("comm-node.npy");
+    let npy = npy.to_str().expect("utf-8 path");
     for &k in &cores {
         for (name, args) in [
             ("stream moments", vec!["analyze", b, "moments", "--stream"]),
@@ -106,6 +131,20 @@ fn main() {
                 "stream field 64",
                 vec!["analyze", b, "field", "--bins", "64", "--stream"],
             ),
+            (
+                "stream comm node",
+                vec![
+                    "analyze",
+                    b,
+                    "comm-matrix",
+                    "--level",
+                    "node",
+                    "--stream",
+                    "-o",
+                    npy,
+                ],
+            ),
+            ("stream info", vec!["info", b, "--stream"]),
         ] {
             let (s, peak) = run(&args, k);
             println!(

@@ -93,6 +93,22 @@ fn reduce_equals_the_single_process_stream() {
             if n > 1 {
                 assert!(e.contains(&format!("in {n} processes")), "{e}");
             }
+            for args in [
+                vec!["comm-matrix", "--level", "process", "--metric", "bytes"],
+                vec!["comm-matrix"],
+                vec!["summary"],
+            ] {
+                let mut one = vec!["analyze", t];
+                one.extend_from_slice(&args);
+                one.push("--stream");
+                let (c, want, e) = tapestry(&one);
+                assert_eq!(c, 0, "{e}");
+                let mut all = vec![t];
+                all.extend_from_slice(&args);
+                let (c, got, e) = reduce(n, &all);
+                assert_eq!(c, 0, "{n} processes: {e}");
+                assert_eq!(got, want, "{t}: {args:?} with {n} processes");
+            }
             let (c, m, e) = reduce(n, &[t, "moments"]);
             assert_eq!(c, 0, "{n} processes: {e}");
             let (x, y) = (rows(&mom1), rows(&m));

@@ -69,6 +69,42 @@ fn assert_field_identical(trace: &str, extra: &[&str]) {
     assert_eq!(rows(&mem), rows(&st), "{trace} {extra:?}");
 }
 
+/// The communication matrix and the summary (`info` and `analyze
+/// summary`) of a stream equal the in-memory ones exactly.
+fn assert_comm_and_summary_identical(trace: &str, window: &str) {
+    for extra in [
+        vec![],
+        vec!["--level", "process", "--metric", "bytes"],
+        vec!["--level", "node", "--window", window],
+    ] {
+        let mut a = vec!["analyze", trace, "comm-matrix"];
+        a.extend_from_slice(&extra);
+        let (c1, mem, e1) = tapestry(&a);
+        a.push("--stream");
+        let (c2, st, e2) = tapestry(&a);
+        assert_eq!((c1, c2), (0, 0), "{e1} {e2}");
+        assert_eq!(mem, st, "{trace} comm-matrix {extra:?}");
+    }
+    for json in [true, false] {
+        let mut a = vec!["info", trace];
+        if json {
+            a.push("--json");
+        }
+        let (c1, mem, e1) = tapestry(&a);
+        a.push("--stream");
+        let (c2, st, e2) = tapestry(&a);
+        assert_eq!((c1, c2), (0, 0), "{e1} {e2}");
+        assert_eq!(mem, st, "{trace} info (json {json})");
+        assert!(e2.contains("streamed"), "{e2}");
+    }
+    let (c1, mem, _) = tapestry(&["analyze", trace, "summary"]);
+    let (c2, st, e2) = tapestry(&["analyze", trace, "summary", "--stream"]);
+    assert_eq!((c1, c2), (0, 0), "{e2}");
+    assert_eq!(mem, st);
+    let (_, info, _) = tapestry(&["info", trace]);
+    assert_eq!(mem, info, "analyze summary prints what info prints");
+}
+
 #[test]
 fn stream_equals_memory_on_real_and_synthetic_traces() {
     let dir = tempfile::tempdir().unwrap();
@@ -88,6 +124,7 @@ fn stream_equals_memory_on_real_and_synthetic_traces() {
         assert_moments_agree(t, &["--states", "busy,overhead"]);
         assert_field_identical(t, &["--bins", "16"]);
         assert_field_identical(t, &["--bins", "33", "--window", &w2]);
+        assert_comm_and_summary_identical(t, &w1);
     }
     assert_moments_agree(qsort, &["--busy", "Running,Waiting*"]);
     assert_field_identical(qsort, &["--bins", "9", "--states", "Running,Idle"]);
@@ -110,6 +147,9 @@ fn overlapping_records_are_clipped_as_in_memory() {
     let p = prv.to_str().unwrap();
     assert_moments_agree(p, &[]);
     assert_field_identical(p, &["--bins", "10"]);
+    let (_, mem, _) = tapestry(&["info", p, "--json"]);
+    let (_, st, _) = tapestry(&["info", p, "--json", "--stream"]);
+    assert_eq!(mem, st, "the summary after clipping");
     let (_, _, e) = tapestry(&["analyze", p, "moments", "--stream"]);
     assert!(e.contains("overlapping-states"), "{e}");
     let (c, _, e) = tapestry(&["analyze", p, "moments", "--stream", "--strict"]);
@@ -159,7 +199,26 @@ fn what_a_stream_cannot_do_is_refused() {
     let q = shared_trace("paraver-qsort/qsort_beo3.prv");
     let q = q.to_str().unwrap();
     for (args, want) in [
-        (vec!["analyze", q, "comm-matrix", "--stream"], "in memory"),
+        (vec!["analyze", q, "signal-w", "--stream"], "in memory"),
+        (
+            vec![
+                "analyze",
+                q,
+                "comm-matrix",
+                "--stream",
+                "--metric",
+                "busy-fraction",
+            ],
+            "messages or bytes",
+        ),
+        (
+            vec!["analyze", q, "comm-matrix", "--stream", "--level", "rack"],
+            "unknown level",
+        ),
+        (
+            vec!["analyze", q, "summary", "--stream", "-o", "s.npy"],
+            "JSON",
+        ),
         (
             vec!["analyze", q, "field", "--quantity", "messages", "--stream"],
             "busy field only",
@@ -177,6 +236,15 @@ fn what_a_stream_cannot_do_is_refused() {
     let (c, _, e) = tapestry(&["analyze", chrome.to_str().unwrap(), "moments", "--stream"]);
     assert_ne!(c, 0);
     assert!(e.contains("Paraver") && e.contains("convert"), "{e}");
+    let (c, _, e) = tapestry(&["info", chrome.to_str().unwrap(), "--stream"]);
+    assert_ne!(c, 0);
+    assert!(e.contains("Paraver") && e.contains("convert"), "{e}");
+    // the summary needs no window: records past the declared end are summed
+    let (c, mem, e) = tapestry(&["info", late.to_str().unwrap(), "--json"]);
+    assert_eq!(c, 0, "{e}");
+    let (c, st, e) = tapestry(&["info", late.to_str().unwrap(), "--json", "--stream"]);
+    assert_eq!(c, 0, "{e}");
+    assert_eq!(mem, st);
 }
 
 #[test]

@@ -262,6 +262,40 @@ pub fn comm_matrices(
 }
 
 impl CommMatrices {
+    /// The matrix of one window `[t0, t1)` from messages already summed per
+    /// pair of locations: `(sender, receiver, messages, bytes)` (as a
+    /// streaming reduction keeps them), at `level` of `trace`'s locations.
+    /// Equal to [`comm_matrices`] with one window over the same messages.
+    pub fn from_pairs(
+        trace: &Trace,
+        level: Level,
+        t0: Time,
+        t1: Time,
+        pairs: impl Iterator<Item = (u32, u32, u64, u64)>,
+    ) -> Result<CommMatrices> {
+        if t1 <= t0 {
+            return Err(Error::Invalid(format!(
+                "the time window is empty ({t0} ns to {t1} ns)"
+            )));
+        }
+        let (map, names) = tasks(trace, level)?;
+        let task = |l: u32| map.get(l as usize).copied().unwrap_or(l) as u64;
+        let total = reduce(
+            pairs
+                .map(|(s, r, n, b)| (task(s) << 32 | task(r), n, b))
+                .collect(),
+        );
+        Ok(CommMatrices {
+            level,
+            names,
+            t0,
+            t1,
+            edges: vec![t0, t1],
+            windows: vec![total.clone()],
+            total,
+        })
+    }
+
     pub fn size(&self) -> usize {
         self.names.len()
     }

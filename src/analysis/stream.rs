@@ -1,6 +1,7 @@
-//! Reductions made while a trace is read (`--stream`): moments and the
-//! busy field, in memory proportional to locations × states (× bins), never
-//! to the records.
+//! Reductions made while a trace is read (`--stream`): moments, the busy
+//! field, the communication matrix and the `info` summary, in memory
+//! proportional to locations × states (× bins) and to the pairs of
+//! locations that exchange messages, never to the records.
 //!
 //! Everything is kept per state (the format's state value) so that which
 //! states count (`--states`, `--busy`, ...) is decided at the end, on the
@@ -16,17 +17,22 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::comm::{self, CommMatrices};
 use super::fields::{self, Field};
 use super::moments::{MomentAcc, Moments};
+use super::summary::Totals;
 use crate::error::{Error, Result};
-use crate::model::stream::IntervalSink;
-use crate::model::{LocId, StateId, Time};
+use crate::model::stream::{Counted, IntervalSink};
+use crate::model::{LocId, StateId, Time, Trace};
 
 /// What to reduce besides moments and time per state.
 #[derive(Debug, Clone, Default)]
 pub struct StreamSpec {
     /// Bins of the busy field over the window (none: no field).
     pub bins: Option<usize>,
+    /// Keep the messages sent in the window per (sender, receiver) pair,
+    /// for the communication matrix.
+    pub comm: bool,
 }
 
 /// The window `[t0, t1)` given the trace's declared end.
@@ -39,7 +45,23 @@ struct Slot {
     moments: Vec<MomentAcc>,
     /// Busy time per location and bin, location-major (over the window).
     bins: Vec<u64>,
+    /// Time per location over the whole trace (for the summary).
+    time: Vec<u64>,
     intervals: u64,
+}
+
+/// Bytes of one slot per location besides its bins: a moment accumulator
+/// (40) and the whole trace's time (8).
+const SLOT_BYTES: u64 = 48;
+
+/// What is counted, not reduced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    messages: u64,
+    bytes_sent: u64,
+    events: u64,
+    collectives: u64,
+    communicators: u64,
 }
 
 /// The streaming reducer: an [`IntervalSink`] for a streaming reader.
@@ -57,8 +79,12 @@ pub struct StreamReducer<'a> {
     overlaps: u64,
     first_overlap: Option<(LocId, Time)>,
     end: Time,
-    messages: u64,
-    others: u64,
+    counts: Counts,
+    /// Messages and bytes sent in the window per `sender << 32 | receiver`
+    /// (with [`StreamSpec::comm`]).
+    pairs: HashMap<u64, (u64, u64)>,
+    /// The number of pairs the memory guard has allowed so far.
+    pairs_allowed: usize,
 }
 
 impl<'a> StreamReducer<'a> {
@@ -75,8 +101,9 @@ impl<'a> StreamReducer<'a> {
             overlaps: 0,
             first_overlap: None,
             end: 0,
-            messages: 0,
-            others: 0,
+            counts: Counts::default(),
+            pairs: HashMap::default(),
+            pairs_allowed: 0,
         }
     }
 
@@ -90,7 +117,7 @@ impl<'a> StreamReducer<'a> {
         // values cannot grow them past the limit one state at a time
         let n = self.slots.len() as u64 + 1;
         let bytes = (p as u64)
-            .saturating_mul(40 + 8 * bins as u64)
+            .saturating_mul(SLOT_BYTES + 8 * bins as u64)
             .saturating_mul(n);
         crate::memory::guard(bytes, || {
             format!("the stream accumulators of {n} states × {p} locations")
@@ -100,6 +127,7 @@ impl<'a> StreamReducer<'a> {
             key,
             moments: vec![MomentAcc::default(); p],
             bins: vec![0; p * bins],
+            time: vec![0; p],
             intervals: 0,
         });
         self.slot_of.insert(key, self.slots.len() - 1);
@@ -114,7 +142,63 @@ impl<'a> StreamReducer<'a> {
     /// Intervals, messages and other records read.
     pub fn records(&self) -> (u64, u64, u64) {
         let iv = self.slots.iter().map(|s| s.intervals).sum();
-        (iv, self.messages, self.others)
+        let c = &self.counts;
+        (iv, c.messages, c.events + c.collectives + c.communicators)
+    }
+
+    /// The counts of the summary (`info`): as [`Totals::of`] gives them
+    /// for the trace in memory.
+    pub fn totals(&self) -> Totals {
+        let c = &self.counts;
+        Totals {
+            state_intervals: self.slots.iter().map(|s| s.intervals as usize).sum(),
+            events: c.events as usize,
+            messages: c.messages as usize,
+            bytes_sent: c.bytes_sent,
+            counter_samples: 0,
+            collectives: c.collectives as usize,
+            communicators: c.communicators as usize,
+        }
+    }
+
+    /// Time per location in each state over the whole trace (`[location][state
+    /// id]`, `states` ids), as [`super::summary::state_time_per_location`]
+    /// gives it in memory; `keys` maps the state values to ids.
+    pub fn state_time_per_location(&self, keys: &[(u32, StateId)], states: usize) -> Vec<Vec<u64>> {
+        let id: HashMap<u32, StateId> = keys.iter().copied().collect();
+        let mut out = vec![vec![0u64; states]; self.locations];
+        for s in &self.slots {
+            let Some(&i) = id.get(&s.key) else { continue };
+            let i = i as usize;
+            if i >= states {
+                continue;
+            }
+            for (row, &t) in out.iter_mut().zip(&s.time) {
+                row[i] += t;
+            }
+        }
+        out
+    }
+
+    /// The communication matrix of the messages sent in the window at
+    /// `level` of `trace` (the stream's locations), identical to
+    /// [`comm::comm_matrices`] with one window. Needs [`StreamSpec::comm`].
+    pub fn comm_matrix(&self, trace: &Trace, level: comm::Level) -> Result<CommMatrices> {
+        if !self.spec.comm {
+            return Err(Error::Invalid(
+                "the stream kept no communication matrix".into(),
+            ));
+        }
+        let (t0, t1) = self.window;
+        comm::CommMatrices::from_pairs(
+            trace,
+            level,
+            t0,
+            t1,
+            self.pairs
+                .iter()
+                .map(|(&k, &(n, b))| ((k >> 32) as u32, k as u32, n, b)),
+        )
     }
 
     /// `mask` (by state id) as a mask over the slots, through the state id
@@ -192,15 +276,49 @@ impl<'a> StreamReducer<'a> {
             for (a, b) in s.bins.iter_mut().zip(&o.bins) {
                 *a += b;
             }
+            for (a, b) in s.time.iter_mut().zip(&o.time) {
+                *a += b;
+            }
             s.intervals += o.intervals;
         }
+        for (k, (n, b)) in other.pairs {
+            self.add_pair(k, n, b).map_err(Error::Invalid)?;
+        }
         self.overlaps += other.overlaps;
-        if self.first_overlap.is_none() {
-            self.first_overlap = other.first_overlap;
+        // a later share's first overlap counts only at a lower location
+        if let Some((l, t)) = other.first_overlap
+            && self.first_overlap.is_none_or(|(f, _)| l < f)
+        {
+            self.first_overlap = Some((l, t));
         }
         self.end = self.end.max(other.end);
-        self.messages += other.messages;
-        self.others += other.others;
+        let (a, b) = (&mut self.counts, other.counts);
+        a.messages += b.messages;
+        a.bytes_sent = a.bytes_sent.saturating_add(b.bytes_sent);
+        a.events += b.events;
+        a.collectives += b.collectives;
+        a.communicators += b.communicators;
+        Ok(())
+    }
+
+    /// Adds `n` messages of `bytes` to the pair `key`, the map's growth
+    /// guarded like any other allocation.
+    fn add_pair(&mut self, key: u64, n: u64, bytes: u64) -> std::result::Result<(), String> {
+        if let Some(e) = self.pairs.get_mut(&key) {
+            e.0 += n;
+            e.1 = e.1.saturating_add(bytes);
+            return Ok(());
+        }
+        if self.pairs.len() >= self.pairs_allowed {
+            let want = (self.pairs_allowed * 2).max(1 << 16);
+            // a hash map entry of 24 bytes, at most half full after growing
+            crate::memory::guard((want as u64).saturating_mul(48), || {
+                format!("the communication matrix of {want} pairs of locations")
+            })
+            .map_err(|e| e.to_string())?;
+            self.pairs_allowed = want;
+        }
+        self.pairs.insert(key, (n, bytes));
         Ok(())
     }
 
@@ -230,8 +348,16 @@ impl<'a> StreamReducer<'a> {
             }
         }
         put(&mut w, self.end);
-        put(&mut w, self.messages);
-        put(&mut w, self.others);
+        let c = &self.counts;
+        for x in [
+            c.messages,
+            c.bytes_sent,
+            c.events,
+            c.collectives,
+            c.communicators,
+        ] {
+            put(&mut w, x);
+        }
         put(&mut w, self.slots.len() as u64);
         for s in &self.slots {
             put(&mut w, s.key as u64);
@@ -246,12 +372,21 @@ impl<'a> StreamReducer<'a> {
             for &b in &s.bins {
                 put(&mut w, b);
             }
+            for &t in &s.time {
+                put(&mut w, t);
+            }
+        }
+        put(&mut w, self.pairs.len() as u64);
+        for (&k, &(n, b)) in &self.pairs {
+            put(&mut w, k);
+            put(&mut w, n);
+            put(&mut w, b);
         }
         w
     }
 }
 
-const MAGIC: u64 = 0x7461_7065_7374_7231; // "tapestr1"
+const MAGIC: u64 = 0x7461_7065_7374_7232; // "tapestr2"
 
 /// The reductions of one share, decoded from [`StreamReducer::to_bytes`].
 pub struct StreamParts {
@@ -261,8 +396,8 @@ pub struct StreamParts {
     overlaps: u64,
     first_overlap: Option<(LocId, Time)>,
     end: Time,
-    messages: u64,
-    others: u64,
+    counts: Counts,
+    pairs: Vec<(u64, (u64, u64))>,
 }
 
 impl StreamParts {
@@ -290,11 +425,16 @@ impl StreamParts {
         let (has, l, t) = (get()?, get()?, get()?);
         let first_overlap = (has == 1).then_some((l as LocId, t));
         let end = get()?;
-        let messages = get()?;
-        let others = get()?;
+        let counts = Counts {
+            messages: get()?,
+            bytes_sent: get()?,
+            events: get()?,
+            collectives: get()?,
+            communicators: get()?,
+        };
         let ns = get()? as usize;
         let bins = ne.saturating_sub(1);
-        let per_slot = 16 + locations * (40 + 8 * bins);
+        let per_slot = 16 + locations * (SLOT_BYTES as usize + 8 * bins);
         if ns.saturating_mul(per_slot) > b.len() {
             return Err(bad());
         }
@@ -315,13 +455,22 @@ impl StreamParts {
             let bins = (0..locations * bins)
                 .map(|_| get())
                 .collect::<Result<Vec<_>>>()?;
+            let time = (0..locations).map(|_| get()).collect::<Result<Vec<_>>>()?;
             slots.push(Slot {
                 key,
                 moments,
                 bins,
+                time,
                 intervals,
             });
         }
+        let np = get()? as usize;
+        if np.saturating_mul(24) > b.len() {
+            return Err(bad());
+        }
+        let pairs = (0..np)
+            .map(|_| Ok((get()?, (get()?, get()?))))
+            .collect::<Result<Vec<_>>>()?;
         Ok(StreamParts {
             locations,
             edges,
@@ -329,8 +478,8 @@ impl StreamParts {
             overlaps,
             first_overlap,
             end,
-            messages,
-            others,
+            counts,
+            pairs,
         })
     }
 }
@@ -375,7 +524,10 @@ impl IntervalSink for StreamReducer<'_> {
         let mut s = start;
         if seen && s < kept {
             self.overlaps += 1;
-            self.first_overlap.get_or_insert((loc, s));
+            // the lowest location's first (its records come in time order)
+            if self.first_overlap.is_none_or(|(f, _)| loc < f) {
+                self.first_overlap = Some((loc, s));
+            }
             s = kept;
         }
         self.prev[l] = (start, end, if end > s { end } else { kept });
@@ -389,6 +541,7 @@ impl IntervalSink for StreamReducer<'_> {
         let edges = &self.edges;
         let sl = &mut self.slots[slot];
         sl.intervals += 1;
+        sl.time[l] += end - s;
         let (a, b) = (s.max(t0), end.min(t1));
         if b > a {
             sl.moments[l] = sl.moments[l].merge(MomentAcc::interval(a, b));
@@ -417,35 +570,152 @@ impl IntervalSink for StreamReducer<'_> {
         Ok(())
     }
 
-    fn message(&mut self, _src: LocId, _dst: LocId, send: Time, recv: Time, _bytes: u64) {
-        self.messages += 1;
+    fn message(
+        &mut self,
+        src: LocId,
+        dst: LocId,
+        send: Time,
+        recv: Time,
+        bytes: u64,
+    ) -> std::result::Result<(), String> {
+        self.counts.messages += 1;
+        self.counts.bytes_sent = self.counts.bytes_sent.saturating_add(bytes);
         self.end = self.end.max(send).max(recv);
+        let (t0, t1) = self.window;
+        if self.spec.comm && send >= t0 && send < t1 {
+            self.add_pair((src as u64) << 32 | dst as u64, 1, bytes)?;
+        }
+        Ok(())
     }
 
-    fn other_records(&mut self, n: u64) {
-        self.others += n;
+    fn counted(&mut self, what: Counted, n: u64, last: Time) {
+        let c = &mut self.counts;
+        match what {
+            Counted::Events => c.events += n,
+            Counted::Collectives => c.collectives += n,
+            Counted::Communicators => c.communicators += n,
+        }
+        if n > 0 {
+            self.end = self.end.max(last);
+        }
     }
 
     fn end_time(&self) -> Time {
         self.end
     }
 
-    fn repairs(&self) -> Vec<(&'static str, u64, String)> {
-        let mut v = Vec::new();
-        if self.overlaps > 0 {
-            let at = self
-                .first_overlap
-                .map(|(l, t)| format!(" (first: location {l} at {t} ns)"))
-                .unwrap_or_default();
-            v.push((
-                "overlapping-states",
-                self.overlaps,
-                format!(
-                    "{} state interval(s) overlap an earlier interval of the same location{at}; clipped",
-                    self.overlaps
-                ),
-            ));
+    fn overlaps(&self) -> (u64, Option<(LocId, Time)>) {
+        (self.overlaps, self.first_overlap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reducer(comm: bool) -> StreamReducer<'static> {
+        StreamReducer::new(
+            StreamSpec {
+                bins: Some(4),
+                comm,
+            },
+            Box::new(|_| Ok((0, 1000))),
+        )
+    }
+
+    /// Feeds records `[from, to)` of a fixed list into `r`.
+    fn feed(r: &mut StreamReducer, from: usize, to: usize) {
+        r.begin(3, 1000).unwrap();
+        let iv = [
+            (0, 0, 100, 1),
+            (1, 50, 400, 2),
+            (0, 100, 900, 2),
+            (2, 10, 20, 1),
+        ];
+        let ms = [
+            (0, 1, 10, 30, 64),
+            (1, 2, 500, 600, 8),
+            (0, 1, 990, 1200, 4),
+        ];
+        for (i, &(l, a, b, k)) in iv.iter().enumerate() {
+            if (from..to).contains(&i) {
+                r.interval(l, a, b, k).unwrap();
+            }
         }
-        v
+        for (i, &(s, d, a, b, n)) in ms.iter().enumerate() {
+            if (from..to).contains(&i) {
+                r.message(s, d, a, b, n).unwrap();
+            }
+        }
+        if from == 0 {
+            r.counted(Counted::Events, 5, 1300);
+            r.counted(Counted::Communicators, 2, 0);
+        }
+    }
+
+    #[test]
+    fn shares_sent_as_bytes_merge_to_the_whole() {
+        let mut whole = reducer(true);
+        feed(&mut whole, 0, 4);
+        let mut first = reducer(true);
+        feed(&mut first, 0, 2);
+        let mut second = reducer(true);
+        feed(&mut second, 2, 4);
+        first
+            .merge(StreamParts::from_bytes(&second.to_bytes()).unwrap())
+            .unwrap();
+        assert_eq!(first.totals(), whole.totals());
+        assert_eq!(first.end_time(), 1300);
+        let keys = [(1, 0), (2, 1)];
+        assert_eq!(
+            first.state_time_per_location(&keys, 2),
+            whole.state_time_per_location(&keys, 2)
+        );
+        assert_eq!(
+            whole.state_time_per_location(&keys, 2),
+            vec![vec![100, 800], vec![0, 350], vec![10, 0]]
+        );
+        let t = whole.totals();
+        assert_eq!((t.messages, t.bytes_sent, t.events), (3, 76, 5));
+        assert_eq!((t.state_intervals, t.communicators), (4, 2));
+        // pairs: only messages sent in the window [0, 1000)
+        let mut a: Vec<_> = first.pairs.iter().map(|(&k, &v)| (k, v)).collect();
+        let mut b: Vec<_> = whole.pairs.iter().map(|(&k, &v)| (k, v)).collect();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
+        assert_eq!(b, vec![(1, (2, 68)), (1 << 32 | 2, (1, 8))]);
+        let mask = [true, true];
+        assert_eq!(
+            first.busy_field(&mask, &keys).unwrap().values,
+            whole.busy_field(&mask, &keys).unwrap().values
+        );
+    }
+
+    #[test]
+    fn damaged_bytes_are_an_error_at_every_cut() {
+        let mut r = reducer(true);
+        feed(&mut r, 0, 4);
+        let bytes = r.to_bytes();
+        assert!(StreamParts::from_bytes(&bytes).is_ok());
+        for cut in 0..bytes.len() {
+            assert!(
+                StreamParts::from_bytes(&bytes[..cut]).is_err(),
+                "cut at {cut}"
+            );
+        }
+        // a huge count never allocates: bounded by the bytes that follow
+        let mut huge = bytes.clone();
+        let at = bytes.len() - 8 * (1 + 3 * r.pairs.len());
+        huge[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(StreamParts::from_bytes(&huge).is_err());
+    }
+
+    #[test]
+    fn without_comm_no_matrix_is_kept() {
+        let mut r = reducer(false);
+        feed(&mut r, 0, 4);
+        assert!(r.pairs.is_empty());
+        assert_eq!(r.totals().messages, 3);
     }
 }

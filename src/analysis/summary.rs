@@ -70,15 +70,48 @@ pub fn state_time_per_location(trace: &Trace) -> Vec<Vec<u64>> {
         .collect()
 }
 
+/// The record counts of a summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub state_intervals: usize,
+    pub events: usize,
+    pub messages: usize,
+    pub bytes_sent: u64,
+    pub counter_samples: usize,
+    pub collectives: usize,
+    pub communicators: usize,
+}
+
+impl Totals {
+    /// The counts of a trace in memory.
+    pub fn of(trace: &Trace) -> Totals {
+        Totals {
+            state_intervals: trace.intervals.len(),
+            events: trace.events.len(),
+            messages: trace.messages.len(),
+            bytes_sent: trace.messages.total_bytes(),
+            counter_samples: trace.counters.len(),
+            collectives: trace.collectives.len(),
+            communicators: trace.communicators.len(),
+        }
+    }
+}
+
 /// Describes `trace`.
 pub fn summarize(trace: &Trace) -> Summary {
-    let per_loc = state_time_per_location(trace);
+    summarize_from(trace, &state_time_per_location(trace), Totals::of(trace))
+}
+
+/// Describes `trace` from its time per location and state (`[location][state
+/// id]`) and its record counts: a streamed trace holds neither its records
+/// nor its intervals, only these reductions (`--stream`).
+pub fn summarize_from(trace: &Trace, per_loc: &[Vec<u64>], totals: Totals) -> Summary {
     let ns = trace.states.len();
     let nloc = trace.num_locations();
     let span = trace.meta.span;
-    let mut totals = vec![0u128; ns];
-    for l in &per_loc {
-        for (t, v) in totals.iter_mut().zip(l) {
+    let mut state_totals = vec![0u128; ns];
+    for l in per_loc {
+        for (t, v) in state_totals.iter_mut().zip(l) {
             *t += *v as u128;
         }
     }
@@ -96,8 +129,8 @@ pub fn summarize(trace: &Trace) -> Summary {
         .map(|(id, s)| StateTime {
             name: s.name.clone(),
             class: s.class,
-            time_ns: totals[id as usize],
-            percent: pct(totals[id as usize]),
+            time_ns: state_totals[id as usize],
+            percent: pct(state_totals[id as usize]),
         })
         .collect();
     let time_per_class = [StateClass::Busy, StateClass::Overhead, StateClass::Idle]
@@ -118,7 +151,7 @@ pub fn summarize(trace: &Trace) -> Summary {
         .collect();
 
     let busy_mask = trace.states.mask(StateClass::Busy);
-    let busy_fraction = (nloc > 0 && span > 0).then(|| {
+    let busy_fraction = (nloc > 0 && span > 0 && per_loc.len() == nloc).then(|| {
         let fr: Vec<f64> = per_loc
             .iter()
             .map(|l| {
@@ -160,16 +193,16 @@ pub fn summarize(trace: &Trace) -> Summary {
         locations: nloc,
         nodes: count(GroupKind::Node),
         processes: count(GroupKind::Process),
-        state_intervals: trace.intervals.len(),
+        state_intervals: totals.state_intervals,
         states: trace.states.len(),
-        events: trace.events.len(),
+        events: totals.events,
         event_types: trace.event_types.len(),
-        messages: trace.messages.len(),
-        bytes_sent: trace.messages.total_bytes(),
+        messages: totals.messages,
+        bytes_sent: totals.bytes_sent,
         counters: trace.counters.defs.len(),
-        counter_samples: trace.counters.len(),
-        collectives: trace.collectives.len(),
-        communicators: trace.communicators.len(),
+        counter_samples: totals.counter_samples,
+        collectives: totals.collectives,
+        communicators: totals.communicators,
         time_per_state,
         time_per_class,
         busy_fraction,

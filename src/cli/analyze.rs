@@ -13,7 +13,7 @@ use tapestry::model::{ProfileMatrix, Time, Trace};
 use tapestry::readers::{self, Loaded};
 
 mod compare;
-mod stream;
+pub(super) mod stream;
 
 use super::ReadArgs;
 use super::parse::{
@@ -59,6 +59,9 @@ pub enum Analysis {
     Field,
     /// Task × task message count and volume.
     CommMatrix,
+    /// The trace description of `tapestry info` (text on standard output,
+    /// JSON with -o FILE.json).
+    Summary,
     /// Profiles: per-row min/max (with columns), mean, variance.
     ProfileRows,
     /// Profiles: ranked procedures (or functions).
@@ -301,9 +304,10 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub gpu: bool,
     /// Reduce while reading, never holding the records (memory grows with
-    /// locations × states × bins, not with the trace): moments and the
-    /// busy field of Paraver traces whose records are in time order per
-    /// location.
+    /// locations × states × bins and the pairs that exchange messages, not
+    /// with the trace): moments, the busy field, the communication matrix
+    /// and the summary of Paraver traces whose records are in time order
+    /// per location.
     #[arg(long, conflicts_with_all = ["gpu", "template", "cache"])]
     pub stream: bool,
     #[command(flatten)]
@@ -339,6 +343,8 @@ pub(super) enum Output {
         unit: String,
         meta: Value,
     },
+    /// A description: text for standard output, JSON for `-o FILE.json`.
+    Document { text: String, json: Value },
 }
 
 pub(super) fn table(columns: &[(&str, &str)], rows: Vec<Vec<Option<f64>>>, meta: Value) -> Output {
@@ -569,6 +575,40 @@ pub(super) fn field_output(
         unit: f.unit.clone(),
         meta: json!({"analysis": "field", "quantity": f.quantity, "unit": f.unit, "layout": f.layout, "edges": f.edges, "leading_empty_bins": fields::leading_empty_bins(&f), "shape": "[time bin][element]", "compute": compute}),
     })
+}
+
+/// The task level and quantity of a communication matrix.
+pub(super) fn comm_args(a: &AnalyzeArgs) -> Result<(comm::Level, comm::Quantity)> {
+    let level = comm::Level::parse(&a.level)?;
+    let q = match a.metric.as_str() {
+        "bytes" => comm::Quantity::Bytes,
+        "messages" | "busy" => comm::Quantity::Messages,
+        other => {
+            bail!("comm-matrix counts messages or bytes (--metric messages|bytes), not '{other}'")
+        }
+    };
+    Ok((level, q))
+}
+
+/// The whole window's matrix of `c`, dense.
+pub(super) fn comm_output(c: &comm::CommMatrices, q: comm::Quantity) -> Result<Output> {
+    let values = c.dense(&c.total, q, MAX_DENSE_CELLS)?;
+    let n = c.size();
+    Ok(Output::Matrix {
+        rows: n,
+        cols: n,
+        values: values.iter().map(|v| Some(*v as f64)).collect(),
+        unit: q.name().into(),
+        meta: json!({"analysis": "comm-matrix", "quantity": q.name(), "level": c.level, "tasks": c.names, "rows": "sender", "columns": "receiver", "window_ns": [c.t0, c.t1]}),
+    })
+}
+
+/// A summary as `info` prints it (16 locations listed) and as JSON.
+pub(super) fn summary_output(s: &tapestry::analysis::summary::Summary, t: &Trace) -> Output {
+    Output::Document {
+        text: s.to_text(t, 16),
+        json: serde_json::to_value(s).unwrap_or(Value::Null),
+    }
 }
 
 pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
@@ -903,25 +943,10 @@ pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             field_output(layout, f, &compute)?
         }
         Analysis::CommMatrix => {
-            let level = comm::Level::parse(&a.level)?;
-            let q = match a.metric.as_str() {
-                "bytes" => comm::Quantity::Bytes,
-                "messages" | "busy" => comm::Quantity::Messages,
-                other => bail!(
-                    "comm-matrix counts messages or bytes (--metric messages|bytes), not '{other}'"
-                ),
-            };
-            let c = comm::comm_matrices(t, t0, t1, level, 1)?;
-            let values = c.dense(&c.total, q, MAX_DENSE_CELLS)?;
-            let n = c.size();
-            Output::Matrix {
-                rows: n,
-                cols: n,
-                values: values.iter().map(|v| Some(*v as f64)).collect(),
-                unit: q.name().into(),
-                meta: json!({"analysis": "comm-matrix", "quantity": q.name(), "level": level, "tasks": c.names, "rows": "sender", "columns": "receiver", "window_ns": [t0, t1]}),
-            }
+            let (level, q) = comm_args(a)?;
+            comm_output(&comm::comm_matrices(t, t0, t1, level, 1)?, q)?
         }
+        Analysis::Summary => summary_output(&tapestry::analysis::summary::summarize(t), t),
         Analysis::Sonify => bail!("sonify writes a sound: give -o FILE.wav"),
         Analysis::Playback => {
             use tapestry::analysis::cursor::{Step, Timeline};
@@ -1174,6 +1199,7 @@ fn cell(v: Option<f64>) -> String {
 fn csv_text(o: &Output) -> String {
     let mut s = String::new();
     match o {
+        Output::Document { text, .. } => s.push_str(text),
         Output::Table {
             columns,
             rows,
@@ -1231,6 +1257,7 @@ fn csv_text(o: &Output) -> String {
 
 fn json_value(o: &Output) -> Value {
     match o {
+        Output::Document { json, .. } => json.clone(),
         Output::Table {
             columns,
             rows,
@@ -1339,7 +1366,10 @@ fn phase_spec(p: &str) -> String {
 /// writes the result.
 pub fn run_reduce(a: AnalyzeArgs) -> Result<()> {
     if a.template.is_some() || a.gpu {
-        bail!("reduce streams moments and the busy field; --template and --gpu are not for it");
+        bail!(
+            "reduce streams moments, the busy field, the communication matrix and the summary; \
+             --template and --gpu are not for it"
+        );
     }
     match stream::run(&a, true)? {
         Some(out) => write_output(&a, out),
@@ -1402,6 +1432,14 @@ fn write_output(a: &AnalyzeArgs, out: Output) -> Result<()> {
         input_files.push(std::path::PathBuf::from(p));
     }
     let inputs: Vec<&std::path::Path> = input_files.iter().map(|p| p.as_path()).collect();
+    if matches!(out, Output::Document { .. }) && ext != "json" {
+        bail!(
+            "{} is a description: text on standard output, or JSON with -o FILE.json (not .{ext})",
+            a.analysis
+                .to_possible_value()
+                .map_or("this".into(), |v| v.get_name().to_string())
+        );
+    }
     match ext {
         "csv" => {
             let mut f = AtomicFile::create(path, &inputs)?;
@@ -1436,6 +1474,9 @@ fn write_output(a: &AnalyzeArgs, out: Output) -> Result<()> {
                     rows.iter().flatten().copied().collect(),
                     json!({"meta": meta, "columns": columns}),
                 ),
+                Output::Document { .. } => {
+                    bail!("a description is not an array: give -o FILE.json")
+                }
             };
             let data: Vec<f64> = data.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
             // cells without a value (empty in CSV, null in JSON) are NaN here

@@ -28,12 +28,19 @@ pub struct InfoArgs {
     /// Print read time, throughput and peak memory to standard error.
     #[arg(long)]
     pub stats: bool,
+    /// Summarize while reading, never holding the records (Paraver): memory
+    /// grows with locations × states, not with the trace.
+    #[arg(long)]
+    pub stream: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let t0 = Instant::now();
+    if a.stream {
+        return run_stream(&a, t0);
+    }
     // library errors name the file and the position already
     let trace = match tapestry::readers::load(&a.trace, &a.read.options())? {
         Loaded::Trace(t) => t,
@@ -140,6 +147,34 @@ pub fn run(a: InfoArgs) -> Result<()> {
             read_s,
             bytes as f64 / 1e6 / read_s,
             records as f64 / 1e6 / read_s,
+            super::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(())
+}
+
+/// `info --stream`: the summary reduced while reading.
+fn run_stream(a: &InfoArgs, t0: Instant) -> Result<()> {
+    use super::analyze::stream;
+    let Some(red) = stream::reduce(&a.trace, &a.read, None, Default::default(), false, false)?
+    else {
+        return Ok(());
+    };
+    let read_s = t0.elapsed().as_secs_f64();
+    let summary = stream::summary_of(&red.r, &red.t, &red.keys);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", summary.to_text(&red.t, a.locations));
+    }
+    if a.stats {
+        let bytes = tapestry::readers::input_size(&a.trace);
+        let (iv, msgs, other) = red.r.records();
+        eprintln!(
+            "read {:.3} s, {:.1} MB/s, {:.2} M records/s, peak memory {:.1} MiB",
+            read_s,
+            bytes as f64 / 1e6 / read_s,
+            (iv + msgs + other) as f64 / 1e6 / read_s,
             super::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
         );
     }

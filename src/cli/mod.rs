@@ -40,8 +40,9 @@ enum Command {
     /// DuckDB read directly.
     Convert(convert::ConvertArgs),
     /// Reduce a trace across processes (`mpirun -n N tapestry reduce TRACE
-    /// moments|field`): each reads a share of the file and streams it,
-    /// rank 0 merges and writes (build with `--features mpi`).
+    /// moments|field|comm-matrix|summary`): each reads a share of the file
+    /// and streams it, rank 0 merges and writes (build with `--features
+    /// mpi`).
     Reduce(Box<analyze::AnalyzeArgs>),
     /// (internal) Reads an OTF2 archive in this process and writes it as a
     /// cache: the isolated OTF2 reader's helper.

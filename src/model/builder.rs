@@ -164,6 +164,22 @@ impl TraceBuilder {
         }
     }
 
+    /// Reports `overlaps` state intervals clipped where they overlapped an
+    /// earlier interval of their location, the first at the lowest such
+    /// location (index, time); an error in strict mode.
+    pub(crate) fn overlaps_clipped(
+        &mut self,
+        overlaps: u64,
+        first: Option<(usize, Time)>,
+    ) -> Result<()> {
+        let at = self.where_(first);
+        let src = self.source.clone();
+        self.diagnostics
+            .repair("overlapping-states", &src, Position::none(), overlaps, || {
+                format!("{overlaps} state interval(s) overlap an earlier interval of the same location{at}; clipped")
+            })
+    }
+
     /// Adds an instant event; `loc` may be [`GLOBAL`].
     pub fn event(&mut self, loc: LocId, time: Time, kind: u32, value: i64) {
         self.events.push(RawEvent {
@@ -334,11 +350,7 @@ impl TraceBuilder {
             end.truncate(w);
             state.truncate(w);
         }
-        let at = self.where_(first_overlap);
-        self.diagnostics
-            .repair("overlapping-states", &src, Position::none(), overlaps, || {
-                format!("{overlaps} state interval(s) overlap an earlier interval of the same location{at}; clipped")
-            })?;
+        self.overlaps_clipped(overlaps, first_overlap)?;
         let intervals = Intervals::from_columns(offsets, start, end, state);
 
         // events: by location (global last), then time, stable

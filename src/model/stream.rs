@@ -13,12 +13,33 @@ pub trait IntervalSink {
     /// (the format's own state value). An error stops the read; the reader
     /// gives it the file.
     fn interval(&mut self, loc: LocId, start: Time, end: Time, key: u32) -> Result<(), String>;
-    /// One point-to-point message.
-    fn message(&mut self, src: LocId, dst: LocId, send: Time, recv: Time, bytes: u64);
-    /// Records that are only counted (events, collectives).
-    fn other_records(&mut self, n: u64);
+    /// One point-to-point message. An error stops the read.
+    fn message(
+        &mut self,
+        src: LocId,
+        dst: LocId,
+        send: Time,
+        recv: Time,
+        bytes: u64,
+    ) -> Result<(), String>;
+    /// `n` records of a kind that is only counted, the latest of them at
+    /// `last` (ns; communicators have no time: 0).
+    fn counted(&mut self, what: Counted, n: u64, last: Time);
     /// The last time met in any record.
     fn end_time(&self) -> Time;
-    /// Repairs made on the way: (kind, records affected, message).
-    fn repairs(&self) -> Vec<(&'static str, u64, String)>;
+    /// State intervals clipped where they overlapped an earlier interval of
+    /// their location: how many, and the lowest location with one and the
+    /// time of its first (as the in-memory builder reports them).
+    fn overlaps(&self) -> (u64, Option<(LocId, Time)>);
+}
+
+/// Records a stream counts without reducing them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// Events (one per type:value pair).
+    Events,
+    /// Participations in collective operations.
+    Collectives,
+    /// Communicator definitions.
+    Communicators,
 }

@@ -1001,9 +1001,19 @@ pub fn stream_share(
                         .map_err(|m| Error::parse(&src, Position::none(), m))?;
                 }
                 for m in &chunk.messages {
-                    sink.message(m.src, m.dst, m.send, m.recv, m.bytes);
+                    sink.message(m.src, m.dst, m.send, m.recv, m.bytes)
+                        .map_err(|e| Error::parse(&src, Position::none(), e))?;
                 }
-                sink.other_records(chunk.events.len() as u64 + chunk.collectives.len() as u64);
+                use crate::model::stream::Counted;
+                let last_event = chunk.events.iter().map(|e| e.time).max().unwrap_or(0);
+                sink.counted(Counted::Events, chunk.events.len() as u64, last_event);
+                let last_op = chunk.collectives.iter().map(|c| c.end).max().unwrap_or(0);
+                sink.counted(
+                    Counted::Collectives,
+                    chunk.collectives.len() as u64,
+                    last_op,
+                );
+                sink.counted(Counted::Communicators, chunk.comms.len() as u64, 0);
                 state_values.extend(chunk.state_values);
                 event_types.extend(chunk.event_types);
                 Ok(())
@@ -1088,11 +1098,8 @@ pub fn stream_skeleton(
         .filter_map(|(id, s)| u32::try_from(s.external_id).ok().map(|v| (v, id)))
         .collect();
     b.set_declared_end(declared_end.max(sink.end_time()));
-    let src = b.source.clone();
-    for (kind, count, message) in sink.repairs() {
-        b.diagnostics
-            .repair(kind, &src, Position::none(), count, || message.clone())?;
-    }
+    let (overlaps, first) = sink.overlaps();
+    b.overlaps_clipped(overlaps, first.map(|(l, t)| (l as usize, t)))?;
     let mut t = b.finish(BuildOptions {
         warn_unsorted: true,
     })?;

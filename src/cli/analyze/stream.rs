@@ -1,6 +1,7 @@
-//! `analyze TRACE moments|field --stream`: reductions made while reading;
-//! `mpirun -n N tapestry reduce TRACE moments|field`: the same, each
-//! process reading a share of the file, merged by rank 0.
+//! `analyze TRACE moments|field|comm-matrix|summary --stream` and `info
+//! --stream`: reductions made while reading; `mpirun -n N tapestry reduce
+//! TRACE moments|field|comm-matrix|summary`: the same, each process reading
+//! a share of the file, merged by rank 0.
 
 use anyhow::{Result, anyhow, bail};
 use tapestry::analysis::stream::{StreamReducer, StreamSpec};
@@ -138,37 +139,42 @@ fn seen_from(b: &[u8]) -> Result<(tapestry::readers::paraver::ShareSeen, usize)>
     ))
 }
 
-/// `analyze --stream` (one process) or `reduce` (every process of the MPI
-/// world reads a share); the result on rank 0, `None` on the others.
-pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> {
-    let field = match a.analysis {
-        Analysis::Moments => false,
-        Analysis::Field if a.quantity == "busy" => true,
-        Analysis::Field => bail!(
-            "--stream reduces the busy field only, not '{}' (read without --stream)",
-            a.quantity
-        ),
-        _ => bail!(
-            "--stream reduces moments and the busy field; this analysis needs the trace in \
-             memory (read without --stream)"
-        ),
-    };
-    if a.window.as_deref().is_some_and(|w| w.starts_with("phase")) {
+/// What the processes of a stream reduced, merged on rank 0: the reducer,
+/// the trace without records (locations, states, span, warnings) and the
+/// state id of each Paraver state value.
+pub(crate) struct Reduced<'a> {
+    pub r: StreamReducer<'a>,
+    pub t: tapestry::model::Trace,
+    pub keys: Vec<(u32, tapestry::model::StateId)>,
+    pub processes: u64,
+}
+
+/// Streams `trace` (Paraver) through a reducer of `spec` over `window`:
+/// in this process, or with `distributed` in every process of the MPI
+/// world, each reading a share. The merged reductions on rank 0, `None` on
+/// the others. With `needs_window`, records past the declared end are
+/// refused when no window is given (the default window is that end).
+pub(crate) fn reduce<'a>(
+    path: &std::path::Path,
+    read: &crate::cli::ReadArgs,
+    window: Option<String>,
+    spec: StreamSpec,
+    distributed: bool,
+    needs_window: bool,
+) -> Result<Option<Reduced<'a>>> {
+    if window.as_deref().is_some_and(|w| w.starts_with("phase")) {
         bail!("--stream cannot find phases (they need the events in memory); give --window T0:T1");
     }
-    let format = tapestry::readers::detect(&a.trace)?;
+    let format = tapestry::readers::detect(path)?;
     if format != Format::Paraver {
         bail!(
             "--stream reads Paraver traces; {} is {} (read it without --stream, or convert it \
              once with `tapestry convert` and reopen the cache)",
-            a.trace.display(),
+            path.display(),
             format.name()
         );
     }
-    let spec = StreamSpec {
-        bins: field.then_some(a.bins),
-    };
-    let window = a.window.clone();
+    let given = window.is_some();
     let mut r = StreamReducer::new(
         spec,
         Box::new(move |span| {
@@ -181,9 +187,9 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
     } else {
         World::single()
     };
-    let opts = a.read.options();
+    let opts = read.options();
     let share =
-        tapestry::readers::paraver::stream_share(&a.trace, &opts, &mut r, world.rank, world.size);
+        tapestry::readers::paraver::stream_share(path, &opts, &mut r, world.rank, world.size);
     if world.size > 1
         && let Err(e) = &share
     {
@@ -222,8 +228,8 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
     for w in &t.meta.diagnostics.warnings {
         eprintln!("warning: {w}");
     }
-    let (t0, t1) = r.window();
-    if a.window.is_none() && t1 != t.meta.span.max(1) {
+    let (_, t1) = r.window();
+    if needs_window && !given && t1 != t.meta.span.max(1) {
         bail!(
             "records end at {} ns, after the end the header declares ({t1} ns): the default \
              window cannot be known before reading; give --window 0:{} or read without --stream",
@@ -231,7 +237,6 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
             t.meta.span
         );
     }
-    let mask = t.states.select(&a.states)?;
     let (iv, msgs, other) = r.records();
     eprintln!(
         "streamed {iv} state intervals, {msgs} messages and {other} other records{}; kept {} locations × {} states; peak memory {:.1} MiB{}",
@@ -245,21 +250,86 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
         crate::cli::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64,
         if world.size > 1 { " (rank 0)" } else { "" }
     );
-    if field {
-        let mut f = r.busy_field(&mask, &keys)?;
-        super::name_busy_field(&mut f, &a.states);
-        let compute = compute_label(world.size);
-        field_output(field_layout(&a.field_layout)?, f, &compute).map(Some)
-    } else {
-        let m = r.moments(&mask, &keys);
-        Ok(Some(moments_output(
-            a,
-            &t,
-            &m,
-            (t0, t1),
-            &compute_label(world.size),
-        )))
-    }
+    Ok(Some(Reduced {
+        r,
+        t,
+        keys,
+        processes: world.size,
+    }))
+}
+
+/// `analyze --stream` (one process) or `reduce` (every process of the MPI
+/// world reads a share); the result on rank 0, `None` on the others.
+pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> {
+    let spec = match a.analysis {
+        Analysis::Moments | Analysis::Summary => StreamSpec::default(),
+        Analysis::Field if a.quantity == "busy" => StreamSpec {
+            bins: Some(a.bins),
+            comm: false,
+        },
+        Analysis::Field => bail!(
+            "--stream reduces the busy field only, not '{}' (read without --stream)",
+            a.quantity
+        ),
+        Analysis::CommMatrix => {
+            // the level and quantity checked before reading
+            super::comm_args(a)?;
+            StreamSpec {
+                bins: None,
+                comm: true,
+            }
+        }
+        _ => bail!(
+            "--stream reduces moments, the busy field, the communication matrix and the \
+             summary; this analysis needs the trace in memory (read without --stream)"
+        ),
+    };
+    let summary = a.analysis == Analysis::Summary;
+    let Some(Reduced {
+        r,
+        t,
+        keys,
+        processes,
+    }) = reduce(
+        &a.trace,
+        &a.read,
+        a.window.clone(),
+        spec,
+        distributed,
+        !summary,
+    )?
+    else {
+        return Ok(None);
+    };
+    let compute = compute_label(processes);
+    Ok(Some(match a.analysis {
+        Analysis::Summary => super::summary_output(&summary_of(&r, &t, &keys), &t),
+        Analysis::CommMatrix => {
+            let (level, q) = super::comm_args(a)?;
+            super::comm_output(&r.comm_matrix(&t, level)?, q)?
+        }
+        Analysis::Field => {
+            let mask = t.states.select(&a.states)?;
+            let mut f = r.busy_field(&mask, &keys)?;
+            super::name_busy_field(&mut f, &a.states);
+            field_output(field_layout(&a.field_layout)?, f, &compute)?
+        }
+        _ => {
+            let mask = t.states.select(&a.states)?;
+            let m = r.moments(&mask, &keys);
+            moments_output(a, &t, &m, r.window(), &compute)
+        }
+    }))
+}
+
+/// The `info` summary of a streamed trace.
+pub(crate) fn summary_of(
+    r: &StreamReducer,
+    t: &tapestry::model::Trace,
+    keys: &[(u32, tapestry::model::StateId)],
+) -> tapestry::analysis::summary::Summary {
+    let per_loc = r.state_time_per_location(keys, t.states.len());
+    tapestry::analysis::summary::summarize_from(t, &per_loc, r.totals())
 }
 
 fn compute_label(processes: u64) -> String {
