@@ -324,3 +324,48 @@ fn an_anchor_declaring_2_pow_31_properties_is_refused_before_the_library() {
         "{err}"
     );
 }
+
+/// Locations are read in parallel, each thread with a reader of its own
+/// over a run of locations: the result does not depend on how many threads
+/// read (1, 2, 3, 7 on a 16-rank ring with messages, metrics and nesting),
+/// in the helper process and in this one.
+#[test]
+fn reading_in_parallel_gives_the_same_trace_as_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("/usr/bin/python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/write_otf2_large.py"))
+        .arg(dir.path().join("ring"))
+        .args(["16", "50"])
+        .output()
+        .expect("/usr/bin/python3 with the otf2 module (Debian package python3-otf2)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let anchor = dir.path().join("ring/traces.otf2");
+    let a = anchor.to_str().unwrap();
+    let runs = [
+        vec!["info", a, "--json"],
+        vec!["analyze", a, "comm-matrix", "--metric", "bytes"],
+        vec!["analyze", a, "moments"],
+        vec!["analyze", a, "signal-w", "--metric", "counter:flops"],
+    ];
+    for args in &runs {
+        let (c, one, e) = common::tapestry_env(args, &[("RAYON_NUM_THREADS", "1")]);
+        assert_eq!(c, 0, "{e}");
+        for threads in ["2", "3", "7"] {
+            for in_process in [false, true] {
+                let mut env = vec![("RAYON_NUM_THREADS", threads)];
+                if in_process {
+                    env.push(("TAPESTRY_OTF2_IN_PROCESS", "1"));
+                }
+                let (c, many, e) = common::tapestry_env(args, &env);
+                assert_eq!(c, 0, "{e}");
+                assert_eq!(one, many, "{args:?} with {threads} threads");
+            }
+        }
+    }
+    let (_, info, _) = tapestry(&["info", a]);
+    assert!(info.contains("locations  16"), "{info}");
+}

@@ -323,6 +323,53 @@ fn synth_command_line() {
     assert!(err.contains("format"), "{err}");
 }
 
+/// `-o x.prv.gz` (and .json.gz, .trf.gz) writes the same bytes as the
+/// plain name, gzip-compressed (CRCs checked by decoding), with the .pcf
+/// and .row named as the reader looks for them; a header of more than one
+/// stored block (P = 65,536) too.
+#[test]
+fn gzip_output_is_the_plain_output_compressed() {
+    use std::io::Read;
+    let d = tempfile::tempdir().unwrap();
+    for (p, reps, plain, gz) in [
+        ("64", "20", "b.prv", "c.prv.gz"),
+        ("65536", "1", "big.prv", "big2.prv.gz"),
+        ("16", "5", "j.json", "k.json.gz"),
+        ("16", "5", "t.trf", "u.trf.gz"),
+    ] {
+        let (a, b) = (d.path().join(plain), d.path().join(gz));
+        for o in [&a, &b] {
+            let (c, _, e) = tapestry(&[
+                "synth",
+                "bcast",
+                "-p",
+                p,
+                "--reps",
+                reps,
+                "-o",
+                o.to_str().unwrap(),
+            ]);
+            assert_eq!(c, 0, "{e}");
+        }
+        let mut unzipped = Vec::new();
+        flate2::read::MultiGzDecoder::new(std::fs::File::open(&b).unwrap())
+            .read_to_end(&mut unzipped)
+            .expect("a valid gzip file, CRCs included");
+        let want = std::fs::read(&a).unwrap();
+        assert!(unzipped == want, "{gz} decompresses to {plain}");
+        if gz.ends_with(".prv.gz") {
+            let stem = gz.trim_end_matches(".prv.gz");
+            assert!(d.path().join(format!("{stem}.pcf")).exists());
+            assert!(d.path().join(format!("{stem}.row")).exists());
+            let (_, x, _) = tapestry(&["analyze", a.to_str().unwrap(), "moments", "--stream"]);
+            let (c, y, e) = tapestry(&["analyze", b.to_str().unwrap(), "moments", "--stream"]);
+            assert_eq!(c, 0, "{e}");
+            assert_eq!(x, y);
+            assert!(!e.contains("warning"), "{e}");
+        }
+    }
+}
+
 #[test]
 fn picl_output_keeps_messages_and_communication() {
     let cfg = config(

@@ -138,7 +138,8 @@ struct Common {
     /// Seed of the computation-time jitter; the same seed gives the same file.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Output trace (.prv for Paraver, .json for Chrome JSON, .trf for PICL).
+    /// Output trace (.prv for Paraver, .json for Chrome JSON, .trf for PICL;
+    /// with .gz appended, gzip-compressed while it is written).
     #[arg(short, long)]
     out: PathBuf,
     /// Output format; by default taken from the extension of --out.
@@ -166,12 +167,18 @@ fn format_of(common: &Common) -> Result<OutputFormat> {
             FormatArg::Picl => OutputFormat::Picl,
         });
     }
-    match common.out.extension().and_then(|e| e.to_str()) {
+    // x.prv.gz is a gzip-compressed x.prv
+    let out = &common.out;
+    let plain = match out.extension() {
+        Some(e) if e == "gz" => out.with_extension(""),
+        _ => out.clone(),
+    };
+    match plain.extension().and_then(|e| e.to_str()) {
         Some("prv") => Ok(OutputFormat::Paraver),
         Some("json") => Ok(OutputFormat::ChromeJson),
         Some("trf" | "picl") => Ok(OutputFormat::Picl),
         _ => bail!(
-            "cannot tell the format from {}; use a .prv, .json or .trf name or --format",
+            "cannot tell the format from {}; use a .prv, .json or .trf name (.gz to compress) or --format",
             common.out.display()
         ),
     }

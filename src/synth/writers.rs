@@ -18,57 +18,195 @@ fn push_i64(buf: &mut Vec<u8>, v: i64) {
     buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-/// A buffered output file, written atomically (see [`AtomicFile`]).
+/// Where an output's bytes go: the file, or (a `.gz` name) a thread that
+/// compresses them while the simulation goes on.
+enum Sink {
+    Plain(AtomicFile),
+    /// The first block sent is written as it is (a prefix, possibly
+    /// empty); the others are compressed.
+    Gzip {
+        blocks: std::sync::mpsc::SyncSender<Vec<u8>>,
+        done: std::thread::JoinHandle<std::io::Result<AtomicFile>>,
+        prefix_sent: bool,
+    },
+}
+
+/// A buffered output file, written atomically (see [`AtomicFile`]);
+/// gzip-compressed when its name ends in `.gz`.
 struct Out {
     path: PathBuf,
-    file: Option<AtomicFile>,
+    file: Option<Sink>,
     buf: Vec<u8>,
+    /// Bytes of the buffer that trigger a write.
+    block: usize,
+}
+
+/// A gzip member holding `data` stored (not compressed), so that bytes of
+/// it can be patched in place later, with the offset of `data` in it (the
+/// member's CRC then needs patching too: its last 8 bytes are the CRC-32
+/// and the length).
+fn stored_gzip_member(data: &[u8]) -> std::io::Result<(Vec<u8>, usize)> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    e.write_all(data)?;
+    let member = e.finish()?;
+    let at = member
+        .windows(data.len().max(1))
+        .position(|w| w == data)
+        .ok_or_else(|| std::io::Error::other("a stored gzip block did not keep its bytes"))?;
+    Ok((member, at))
 }
 
 impl Out {
     fn create(path: &Path) -> Result<Self> {
+        let file = AtomicFile::create(path, &[])?;
+        let gz = path.extension().is_some_and(|e| e == "gz");
+        let file = if gz {
+            // records are compressed in 1 MiB blocks by a thread of their own
+            let (blocks, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+            let done = std::thread::spawn(move || {
+                let mut file = file;
+                let mut rx = rx.into_iter();
+                if let Some(prefix) = rx.next() {
+                    file.write_all(&prefix)?;
+                }
+                let mut e = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+                for b in rx {
+                    e.write_all(&b)?;
+                }
+                e.finish()
+            });
+            Sink::Gzip {
+                blocks,
+                done,
+                prefix_sent: false,
+            }
+        } else {
+            Sink::Plain(file)
+        };
         Ok(Out {
             path: path.to_path_buf(),
-            file: Some(AtomicFile::create(path, &[])?),
-            buf: Vec::with_capacity(1 << 16),
+            file: Some(file),
+            buf: Vec::with_capacity(1 << 20),
+            block: if gz { 1 << 20 } else { 1 << 16 },
         })
     }
 
-    fn file(&mut self) -> Result<&mut AtomicFile> {
-        let path = self.path.display().to_string();
-        self.file
-            .as_mut()
-            .ok_or_else(|| Error::Invalid(format!("{path} was already finished")))
+    fn finished(&self) -> Error {
+        Error::Invalid(format!("{} was already finished", self.path.display()))
+    }
+
+    /// Why the compressing thread stopped (it hung up): its error.
+    fn compressor_error(&mut self) -> Error {
+        match self.file.take() {
+            Some(Sink::Gzip { blocks, done, .. }) => {
+                drop(blocks);
+                match done.join() {
+                    Ok(Err(e)) => Error::io(&self.path, e),
+                    _ => Error::Invalid(format!("compressing {} failed", self.path.display())),
+                }
+            }
+            _ => self.finished(),
+        }
     }
 
     /// Writes the buffer out.
     fn flush(&mut self) -> Result<()> {
-        let buf = std::mem::take(&mut self.buf);
         let path = self.path.clone();
-        self.file()?
-            .write_all(&buf)
-            .map_err(|e| Error::io(path, e))?;
-        self.buf = buf;
-        self.buf.clear();
+        match self.file.as_mut() {
+            Some(Sink::Plain(f)) => {
+                f.write_all(&self.buf).map_err(|e| Error::io(path, e))?;
+                self.buf.clear();
+            }
+            Some(Sink::Gzip {
+                blocks,
+                prefix_sent,
+                ..
+            }) => {
+                if self.buf.is_empty() {
+                    return Ok(());
+                }
+                let mut sent = true;
+                if !*prefix_sent {
+                    sent = blocks.send(Vec::new()).is_ok();
+                    *prefix_sent = true;
+                }
+                let full = std::mem::replace(&mut self.buf, Vec::with_capacity(self.block));
+                if !sent || blocks.send(full).is_err() {
+                    return Err(self.compressor_error());
+                }
+            }
+            None => return Err(self.finished()),
+        }
         Ok(())
     }
 
     /// Writes the buffer out once it is large.
     fn flush_if_full(&mut self) -> Result<()> {
-        if self.buf.len() >= 1 << 16 {
+        if self.buf.len() >= self.block {
             self.flush()
         } else {
             Ok(())
         }
     }
 
+    /// Writes `bytes` as they are, before anything else has been written:
+    /// in a `.gz` file as a stored gzip member of its own. Returns where
+    /// they lie in the file and, for `.gz`, where the member's CRC is.
+    fn write_patchable(&mut self, bytes: &[u8]) -> Result<(u64, Option<u64>)> {
+        let path = self.path.clone();
+        match self.file.as_mut() {
+            Some(Sink::Plain(_)) => {
+                self.buf.extend_from_slice(bytes);
+                Ok((0, None))
+            }
+            Some(Sink::Gzip {
+                blocks,
+                prefix_sent,
+                ..
+            }) => {
+                if *prefix_sent || !self.buf.is_empty() {
+                    return Err(Error::Invalid(format!(
+                        "{}: a patchable prefix comes first",
+                        path.display()
+                    )));
+                }
+                let (member, at) = stored_gzip_member(bytes).map_err(|e| Error::io(&path, e))?;
+                let crc_at = member.len() as u64 - 8;
+                *prefix_sent = true;
+                if blocks.send(member).is_err() {
+                    return Err(self.compressor_error());
+                }
+                Ok((at as u64, Some(crc_at)))
+            }
+            None => Err(self.finished()),
+        }
+    }
+
     /// Flushes and makes the file appear; returns it for a last patch.
     fn finish(&mut self) -> Result<AtomicFile> {
         self.flush()?;
-        let path = self.path.display().to_string();
-        self.file
-            .take()
-            .ok_or_else(|| Error::Invalid(format!("{path} was already finished")))
+        let path = self.path.clone();
+        match self.file.take() {
+            Some(Sink::Plain(f)) => Ok(f),
+            Some(Sink::Gzip { blocks, done, .. }) => {
+                drop(blocks);
+                done.join()
+                    .map_err(|_| Error::Invalid(format!("compressing {} failed", path.display())))?
+                    .map_err(|e| Error::io(&path, e))
+            }
+            None => Err(self.finished()),
+        }
+    }
+}
+
+impl Drop for Out {
+    /// An output dropped unfinished (an error) waits for its compressing
+    /// thread, which drops the unfinished file (removing its temporary).
+    fn drop(&mut self) {
+        if let Some(Sink::Gzip { blocks, done, .. }) = self.file.take() {
+            drop(blocks);
+            let _ = done.join();
+        }
     }
 }
 
@@ -79,7 +217,13 @@ fn nodes(layout: &Layout) -> u32 {
 /// Writes a Paraver trace; `.pcf` and `.row` are written beside it.
 pub struct ParaverWriter {
     out: Out,
+    /// Where the header's end time lies in the file.
     end_offset: u64,
+    /// The header, and where the CRC of its stored gzip member lies (a
+    /// `.prv.gz` file: the end time is patched, then the CRC).
+    header: Vec<u8>,
+    header_end_at: usize,
+    header_crc_at: Option<u64>,
     layout: Option<Layout>,
 }
 
@@ -88,17 +232,23 @@ impl ParaverWriter {
         Ok(ParaverWriter {
             out: Out::create(path)?,
             end_offset: 0,
+            header: Vec::new(),
+            header_end_at: 0,
+            header_crc_at: None,
             layout: None,
         })
     }
 
     fn sibling(&self, ext: &str) -> PathBuf {
-        let stem = self
+        // x.prv and x.prv.gz: x.pcf, x.row (where the reader looks)
+        let name = self
             .out
             .path
-            .file_stem()
+            .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let stem = name.strip_suffix(".gz").unwrap_or(&name);
+        let stem = stem.strip_suffix(".prv").unwrap_or(stem);
         self.out.path.with_file_name(format!("{stem}.{ext}"))
     }
 
@@ -153,7 +303,7 @@ impl RecordSink for ParaverWriter {
         let n = nodes(layout);
         let ppn = layout.procs_per_node.max(1);
         let mut h = String::from("#Paraver (01/01/70 at 00:00):");
-        self.end_offset = h.len() as u64;
+        let end_at = h.len() as u64;
         h.push_str(&format!("{:020}_ns:", 0));
         let cpus: Vec<String> = (0..n)
             .map(|i| (ppn.min(layout.procs - i * ppn)).to_string())
@@ -164,7 +314,16 @@ impl RecordSink for ParaverWriter {
             .collect();
         h.push_str(&tasks.join(","));
         h.push_str(")\n");
-        self.out.buf.extend_from_slice(h.as_bytes());
+        // the header up to its end time is written patchable (a stored
+        // gzip member of its own in a .gz file), the rest as records are
+        let h = h.into_bytes();
+        let cut = end_at as usize + 20;
+        let (at, crc_at) = self.out.write_patchable(&h[..cut])?;
+        self.out.buf.extend_from_slice(&h[cut..]);
+        self.end_offset = at + end_at;
+        self.header_crc_at = crc_at;
+        self.header = h[..cut].to_vec();
+        self.header_end_at = end_at as usize;
         self.layout = Some(layout.clone());
         Ok(())
     }
@@ -247,8 +406,20 @@ impl RecordSink for ParaverWriter {
     fn finish(&mut self, end: Time) -> Result<()> {
         let path = self.out.path.clone();
         let mut file = self.out.finish()?;
-        file.patch_at(self.end_offset, format!("{end:020}").as_bytes())
+        let digits = format!("{end:020}");
+        file.patch_at(self.end_offset, digits.as_bytes())
             .map_err(|e| Error::io(&path, e))?;
+        if let Some(crc_at) = self.header_crc_at {
+            // the stored member's CRC-32, of the header as patched
+            let mut h = std::mem::take(&mut self.header);
+            if let Some(d) = h.get_mut(self.header_end_at..self.header_end_at + digits.len()) {
+                d.copy_from_slice(digits.as_bytes());
+            }
+            let mut crc = flate2::Crc::new();
+            crc.update(&h);
+            file.patch_at(crc_at, &crc.sum().to_le_bytes())
+                .map_err(|e| Error::io(&path, e))?;
+        }
         file.commit()?;
         let layout = self
             .layout

@@ -21,7 +21,9 @@
 
 mod ffi;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap as HashMap;
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::path::{Path, PathBuf};
 
@@ -97,6 +99,20 @@ fn ctx<'a>(user: *mut c_void) -> &'a mut Ctx {
     // lives on the stack of `read` for the whole read, and the library calls
     // them serially from that same thread.
     unsafe { &mut *(user as *mut Ctx) }
+}
+
+/// What the event callbacks of one reader fill: its events, with the
+/// global definitions read before (shared by the readers of every thread).
+struct EvCtx<'d> {
+    defs: &'d Defs,
+    ev: Events,
+}
+
+fn evctx<'a, 'd>(user: *mut c_void) -> &'a mut EvCtx<'d> {
+    // SAFETY: every event callback is registered with a pointer to the
+    // `EvCtx` of the thread that reads those locations, which outlives its
+    // reader; one reader's callbacks run serially on that thread.
+    unsafe { &mut *(user as *mut EvCtx<'d>) }
 }
 
 const OK: ffi::OTF2_CallbackCode = ffi::OTF2_CALLBACK_SUCCESS;
@@ -280,7 +296,7 @@ unsafe extern "C" fn ev_enter(
     _a: *mut ffi::OTF2_AttributeList,
     region: u32,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut ctx(user).ev;
+    let ev = &mut evctx(user).ev;
     let seq = seen(ev, time);
     ev.stacks.entry(loc).or_default().push((time, region, seq));
     OK
@@ -293,7 +309,7 @@ unsafe extern "C" fn ev_leave(
     _a: *mut ffi::OTF2_AttributeList,
     region: u32,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut ctx(user).ev;
+    let ev = &mut evctx(user).ev;
     seen(ev, time);
     match ev.stacks.get_mut(&loc).and_then(|s| s.pop()) {
         Some((start, r, seq)) => {
@@ -320,7 +336,7 @@ unsafe extern "C" fn ev_send(
     tag: u32,
     len: u64,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut ctx(user).ev;
+    let ev = &mut evctx(user).ev;
     seen(ev, time);
     ev.sends.push((time, loc, receiver, comm, tag, len));
     OK
@@ -350,7 +366,7 @@ unsafe extern "C" fn ev_request(
     _req: u64,
 ) -> ffi::OTF2_CallbackCode {
     let _ = loc;
-    seen(&mut ctx(user).ev, time);
+    seen(&mut evctx(user).ev, time);
     OK
 }
 
@@ -364,7 +380,7 @@ unsafe extern "C" fn ev_recv(
     tag: u32,
     len: u64,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut ctx(user).ev;
+    let ev = &mut evctx(user).ev;
     seen(ev, time);
     ev.recvs.push((time, loc, sender, comm, tag, len));
     OK
@@ -392,7 +408,7 @@ unsafe extern "C" fn ev_coll_begin(
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut ctx(user).ev;
+    let ev = &mut evctx(user).ev;
     seen(ev, time);
     ev.coll_begin.entry(loc).or_default().push_back(time);
     OK
@@ -410,7 +426,7 @@ unsafe extern "C" fn ev_coll_end(
     sent: u64,
     received: u64,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut ctx(user).ev;
+    let ev = &mut evctx(user).ev;
     seen(ev, time);
     let begin = match ev.coll_begin.get_mut(&loc).and_then(|q| q.pop_back()) {
         Some(b) => b,
@@ -435,7 +451,7 @@ unsafe extern "C" fn ev_metric(
     types: *const ffi::OTF2_Type,
     values: *const ffi::OTF2_MetricValue,
 ) -> ffi::OTF2_CallbackCode {
-    let c = ctx(user);
+    let c = evctx(user);
     seen(&mut c.ev, time);
     if types.is_null() || values.is_null() {
         return OK;
@@ -483,7 +499,7 @@ unsafe extern "C" fn ev_program_begin(
     _n: u32,
     _args: *const u32,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut ctx(user).ev;
+    let ev = &mut evctx(user).ev;
     seen(ev, time);
     ev.markers.push((loc, time, 0, 0));
     OK
@@ -496,7 +512,7 @@ unsafe extern "C" fn ev_program_end(
     _a: *mut ffi::OTF2_AttributeList,
     status: i64,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut ctx(user).ev;
+    let ev = &mut evctx(user).ev;
     seen(ev, time);
     ev.markers.push((loc, time, 1, status));
     OK
@@ -508,8 +524,217 @@ unsafe extern "C" fn ev_unknown(
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
 ) -> ffi::OTF2_CallbackCode {
-    ctx(user).ev.unknown += 1;
+    evctx(user).ev.unknown += 1;
     OK
+}
+
+// ---- local event readers --------------------------------------------------
+//
+// A location's own event reader calls back with the event's position in its
+// file after the time; these forward to the callbacks above without it.
+
+macro_rules! local_callback {
+    ($name:ident => $global:ident ( $($arg:ident : $ty:ty),* )) => {
+        #[allow(clippy::too_many_arguments)]
+        unsafe extern "C" fn $name(
+            loc: u64,
+            time: u64,
+            _position: u64,
+            user: *mut c_void,
+            a: *mut ffi::OTF2_AttributeList,
+            $($arg: $ty),*
+        ) -> ffi::OTF2_CallbackCode {
+            // SAFETY: forwards the library's arguments unchanged.
+            unsafe { $global(loc, time, user, a, $($arg),*) }
+        }
+    };
+}
+
+local_callback!(local_enter => ev_enter(region: u32));
+local_callback!(local_leave => ev_leave(region: u32));
+local_callback!(local_send => ev_send(receiver: u32, comm: u32, tag: u32, len: u64));
+local_callback!(local_isend => ev_isend(receiver: u32, comm: u32, tag: u32, len: u64, request: u64));
+local_callback!(local_request => ev_request(request: u64));
+local_callback!(local_recv => ev_recv(sender: u32, comm: u32, tag: u32, len: u64));
+local_callback!(local_irecv => ev_irecv(sender: u32, comm: u32, tag: u32, len: u64, request: u64));
+local_callback!(local_coll_begin => ev_coll_begin());
+local_callback!(local_coll_end => ev_coll_end(
+    op: ffi::OTF2_CollectiveOp, comm: u32, root: u32, sent: u64, received: u64
+));
+local_callback!(local_metric => ev_metric(
+    metric: u32, n: u8, types: *const ffi::OTF2_Type, values: *const ffi::OTF2_MetricValue
+));
+local_callback!(local_program_begin => ev_program_begin(name: u32, n: u32, args: *const u32));
+local_callback!(local_program_end => ev_program_end(status: i64));
+local_callback!(local_unknown => ev_unknown());
+
+/// Why reading the events of some locations failed.
+enum GroupError {
+    /// Before any location's events: (what failed, the library's code).
+    Setup(String, ffi::OTF2_ErrorCode),
+    /// Location `.0` failed after `.1` of its events: the library's error.
+    Location(u64, u64, String),
+}
+
+/// Reads the events of `locations` with a reader of its own (one per
+/// thread: the library keeps no state shared between readers), each
+/// location through its own event reader, in file order. No global merge
+/// by time: what is built from the events needs only each location's
+/// order (message matching sorts by time within a sender–receiver pair).
+fn read_group(archive: &CString, defs: &Defs, locations: &[u64]) -> Result<Events, GroupError> {
+    let setup = |what: &str, code| GroupError::Setup(what.to_string(), code);
+    let mut c = EvCtx {
+        defs,
+        ev: Events {
+            min_time: u64::MAX,
+            ..Default::default()
+        },
+    };
+    let user = &mut c as *mut EvCtx as *mut c_void;
+    // SAFETY: the library's documented sequence for local readers; every
+    // pointer passed is valid for the call, `user` points to `c`, which
+    // outlives the reader (closed on drop of `reader`).
+    unsafe {
+        let reader = Reader(ffi::OTF2_Reader_Open(archive.as_ptr()));
+        if reader.0.is_null() {
+            return Err(setup(
+                "opening the archive",
+                ffi::OTF2_ERROR_INVALID_ARGUMENT,
+            ));
+        }
+        let r = reader.0;
+        let ok = |code| code == ffi::OTF2_SUCCESS;
+        if !ok(ffi::OTF2_Reader_SetSerialCollectiveCallbacks(r)) {
+            return Err(setup(
+                "setting serial collectives",
+                ffi::OTF2_ERROR_INVALID_ARGUMENT,
+            ));
+        }
+        for &l in locations {
+            let code = ffi::OTF2_Reader_SelectLocation(r, l);
+            if !ok(code) {
+                return Err(setup("selecting a location", code));
+            }
+        }
+        // the local definitions hold the mappings of local to global ids
+        let defs_open = ok(ffi::OTF2_Reader_OpenDefFiles(r));
+        let code = ffi::OTF2_Reader_OpenEvtFiles(r);
+        if !ok(code) {
+            return Err(setup("opening the event files", code));
+        }
+        let mut readers = Vec::with_capacity(locations.len());
+        for &l in locations {
+            if defs_open {
+                let dr = ffi::OTF2_Reader_GetDefReader(r, l);
+                if !dr.is_null() {
+                    let mut n = 0u64;
+                    let code = ffi::OTF2_Reader_ReadAllLocalDefinitions(r, dr, &mut n);
+                    ffi::OTF2_Reader_CloseDefReader(r, dr);
+                    if !ok(code) {
+                        return Err(GroupError::Location(l, 0, describe(code)));
+                    }
+                }
+            }
+            let er = ffi::OTF2_Reader_GetEvtReader(r, l);
+            if er.is_null() {
+                return Err(GroupError::Location(
+                    l,
+                    0,
+                    describe(ffi::OTF2_ERROR_INVALID_DATA),
+                ));
+            }
+            readers.push((l, er));
+        }
+        if defs_open {
+            ffi::OTF2_Reader_CloseDefFiles(r);
+        }
+        let cb = ffi::OTF2_EvtReaderCallbacks_New();
+        if cb.is_null() {
+            return Err(setup(
+                "allocating callbacks",
+                ffi::OTF2_ERROR_MEM_ALLOC_FAILED,
+            ));
+        }
+        ffi::OTF2_EvtReaderCallbacks_SetEnterCallback(cb, Some(local_enter));
+        ffi::OTF2_EvtReaderCallbacks_SetLeaveCallback(cb, Some(local_leave));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiSendCallback(cb, Some(local_send));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiIsendCallback(cb, Some(local_isend));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, Some(local_request));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, Some(local_request));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiRecvCallback(cb, Some(local_recv));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cb, Some(local_irecv));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, Some(local_coll_begin));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, Some(local_coll_end));
+        ffi::OTF2_EvtReaderCallbacks_SetMetricCallback(cb, Some(local_metric));
+        ffi::OTF2_EvtReaderCallbacks_SetProgramBeginCallback(cb, Some(local_program_begin));
+        ffi::OTF2_EvtReaderCallbacks_SetProgramEndCallback(cb, Some(local_program_end));
+        ffi::OTF2_EvtReaderCallbacks_SetUnknownCallback(cb, Some(local_unknown));
+        let mut failed = None;
+        for &(l, er) in &readers {
+            let code = ffi::OTF2_Reader_RegisterEvtCallbacks(r, er, cb, user);
+            if !ok(code) {
+                failed = Some(GroupError::Location(l, 0, describe(code)));
+                break;
+            }
+            let mut n = 0u64;
+            let code = ffi::OTF2_Reader_ReadAllLocalEvents(r, er, &mut n);
+            if !ok(code) {
+                failed = Some(GroupError::Location(l, n, describe(code)));
+                break;
+            }
+        }
+        ffi::OTF2_EvtReaderCallbacks_Delete(cb);
+        for &(_, er) in &readers {
+            ffi::OTF2_Reader_CloseEvtReader(r, er);
+        }
+        ffi::OTF2_Reader_CloseEvtFiles(r);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    }
+    Ok(c.ev)
+}
+
+/// Splits `locations` into at most `parts` runs of about equal event
+/// bytes (`size` of each; runs keep the locations' order).
+fn balance(locations: &[u64], size: impl Fn(u64) -> u64, parts: usize) -> Vec<Vec<u64>> {
+    let sizes: Vec<u64> = locations.iter().map(|&l| size(l).max(1)).collect();
+    let total: u64 = sizes.iter().sum();
+    let parts = parts.clamp(1, locations.len().max(1));
+    let mut out: Vec<Vec<u64>> = vec![Vec::new()];
+    let mut acc = 0u64;
+    for (&l, &b) in locations.iter().zip(&sizes) {
+        // a new run once this one holds its share of the bytes
+        let share = total.div_ceil(parts as u64);
+        if acc >= share * out.len() as u64 && out.len() < parts && !out[out.len() - 1].is_empty() {
+            out.push(Vec::new());
+        }
+        if let Some(last) = out.last_mut() {
+            last.push(l);
+        }
+        acc += b;
+    }
+    out.retain(|g| !g.is_empty());
+    out
+}
+
+impl Events {
+    /// Adds the events of other locations (read by another thread).
+    fn absorb(&mut self, o: Events) {
+        self.stacks.extend(o.stacks);
+        self.slices.extend(o.slices);
+        self.sends.extend(o.sends);
+        self.recvs.extend(o.recvs);
+        self.coll_begin.extend(o.coll_begin);
+        self.collectives.extend(o.collectives);
+        self.metrics.extend(o.metrics);
+        self.markers.extend(o.markers);
+        self.mismatched_leave += o.mismatched_leave;
+        self.unmatched_collective += o.unmatched_collective;
+        self.unknown += o.unknown;
+        self.min_time = self.min_time.min(o.min_time);
+        self.seq += o.seq;
+    }
 }
 
 /// Error handler: keeps the library quiet (errors are reported by the
@@ -558,44 +783,6 @@ fn describe(code: ffi::OTF2_ErrorCode) -> String {
         m.push_str(&format!(" in {func}"));
     }
     m
-}
-
-/// After the merged event reader failed: reads each location's events on
-/// its own (a fresh reader, no callbacks) and returns the first location
-/// whose file fails, with the events read before and the library's error.
-fn failing_location(archive: &CString, locations: &[u64]) -> Option<(u64, u64, String)> {
-    // SAFETY: the documented sequence for local event readers; every
-    // pointer is checked, the reader is closed on drop.
-    unsafe {
-        let reader = Reader(ffi::OTF2_Reader_Open(archive.as_ptr()));
-        if reader.0.is_null() {
-            return None;
-        }
-        let r = reader.0;
-        if ffi::OTF2_Reader_SetSerialCollectiveCallbacks(r) != ffi::OTF2_SUCCESS {
-            return None;
-        }
-        for &l in locations {
-            ffi::OTF2_Reader_SelectLocation(r, l);
-        }
-        if ffi::OTF2_Reader_OpenEvtFiles(r) != ffi::OTF2_SUCCESS {
-            return None;
-        }
-        for &l in locations {
-            let er = ffi::OTF2_Reader_GetEvtReader(r, l);
-            if er.is_null() {
-                return Some((l, 0, describe(ffi::OTF2_ERROR_INVALID_DATA)));
-            }
-            let mut n = 0u64;
-            let code = ffi::OTF2_Reader_ReadAllLocalEvents(r, er, &mut n);
-            ffi::OTF2_Reader_CloseEvtReader(r, er);
-            if code != ffi::OTF2_SUCCESS {
-                return Some((l, n, describe(code)));
-            }
-        }
-        ffi::OTF2_Reader_CloseEvtFiles(r);
-        None
-    }
 }
 
 /// The open library reader, closed on drop.
@@ -885,109 +1072,82 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             ffi::OTF2_Reader_ReadAllGlobalDefinitions(r, gdr, &mut n_defs),
         )?;
         ffi::OTF2_Reader_CloseGlobalDefReader(r, gdr);
-
-        let locations: Vec<u64> = ctx.defs.locations.keys().copied().collect();
-        // per-location event files (POSIX substrate): name a missing one exactly
-        let evt_dir = real.with_extension("");
-        if evt_dir.is_dir() {
-            for &l in &locations {
-                let f = evt_dir.join(format!("{l}.evt"));
-                if !f.is_file() {
-                    return Err(Error::parse(
-                        path,
-                        Position::none(),
-                        format!(
-                            "expected the event file {} of location {l}, found none",
-                            f.display()
-                        ),
-                    ));
-                }
-            }
-        }
+    }
+    let locations: Vec<u64> = ctx.defs.locations.keys().copied().collect();
+    // per-location event files (POSIX substrate): name a missing one exactly
+    let evt_dir = real.with_extension("");
+    if evt_dir.is_dir() {
         for &l in &locations {
-            check(
-                "selecting a location",
-                ffi::OTF2_Reader_SelectLocation(r, l),
-            )?;
-        }
-        let defs_open = ffi::OTF2_Reader_OpenDefFiles(r) == ffi::OTF2_SUCCESS;
-        check("opening the event files", ffi::OTF2_Reader_OpenEvtFiles(r))?;
-        for &l in &locations {
-            if defs_open {
-                let dr = ffi::OTF2_Reader_GetDefReader(r, l);
-                if !dr.is_null() {
-                    let mut n = 0u64;
-                    check(
-                        "reading local definitions",
-                        ffi::OTF2_Reader_ReadAllLocalDefinitions(r, dr, &mut n),
-                    )?;
-                    ffi::OTF2_Reader_CloseDefReader(r, dr);
-                }
-            }
-            if ffi::OTF2_Reader_GetEvtReader(r, l).is_null() {
-                return Err(fail(
-                    &format!("opening the events of location {l}"),
-                    ffi::OTF2_ERROR_INVALID_DATA,
+            let f = evt_dir.join(format!("{l}.evt"));
+            if !f.is_file() {
+                return Err(Error::parse(
+                    path,
+                    Position::none(),
+                    format!(
+                        "expected the event file {} of location {l}, found none",
+                        f.display()
+                    ),
                 ));
             }
         }
-        if defs_open {
-            ffi::OTF2_Reader_CloseDefFiles(r);
-        }
-        let ger = ffi::OTF2_Reader_GetGlobalEvtReader(r);
-        if ger.is_null() {
-            return Err(fail(
-                "opening the global event reader",
-                ffi::OTF2_ERROR_INVALID_DATA,
-            ));
-        }
-        let ecb = ffi::OTF2_GlobalEvtReaderCallbacks_New();
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(ecb, Some(ev_enter));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(ecb, Some(ev_leave));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(ecb, Some(ev_send));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(ecb, Some(ev_isend));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(ecb, Some(ev_request));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(ecb, Some(ev_request));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(ecb, Some(ev_recv));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(ecb, Some(ev_irecv));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(ecb, Some(ev_coll_begin));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(ecb, Some(ev_coll_end));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetMetricCallback(ecb, Some(ev_metric));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetProgramBeginCallback(ecb, Some(ev_program_begin));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetProgramEndCallback(ecb, Some(ev_program_end));
-        ffi::OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback(ecb, Some(ev_unknown));
-        let reg = ffi::OTF2_Reader_RegisterGlobalEvtCallbacks(r, ger, ecb, user);
-        ffi::OTF2_GlobalEvtReaderCallbacks_Delete(ecb);
-        check("registering event callbacks", reg)?;
-        let mut n_events = 0u64;
-        let code = ffi::OTF2_Reader_ReadAllGlobalEvents(r, ger, &mut n_events);
-        if code != ffi::OTF2_SUCCESS {
-            // the merged reader cannot say whose file failed: find it
-            let at = failing_location(&c_path, &locations)
-                .map(|(l, n, why)| {
-                    let file = evt_dir.join(format!("{l}.evt"));
-                    let file = if file.is_file() {
-                        file.display().to_string()
-                    } else {
-                        format!("the events of location {l}")
-                    };
-                    format!("; {file} fails after {n} of its events: {why}")
-                })
-                .unwrap_or_default();
-            let e = fail(&format!("reading the events ({n_events} read)"), code);
-            return Err(match e {
-                Error::Parse { path, pos, msg } => Error::Parse {
-                    path,
-                    pos,
-                    msg: msg + &at,
-                },
-                e => e,
-            });
-        }
-        ffi::OTF2_Reader_CloseGlobalEvtReader(r, ger);
-        ffi::OTF2_Reader_CloseEvtFiles(r);
     }
+    ctx.ev = read_events(&c_path, path, &evt_dir, &ctx.defs, &locations)?;
     assemble(ctx, path, opts)
+}
+
+/// Reads the events of every location: the locations split into about
+/// equal runs of event bytes, one run per thread, each with a reader of
+/// its own; a failing location is named with its file.
+fn read_events(
+    archive: &CString,
+    path: &Path,
+    evt_dir: &Path,
+    defs: &Defs,
+    locations: &[u64],
+) -> Result<Events> {
+    use rayon::prelude::*;
+    let size = |l: u64| {
+        std::fs::metadata(evt_dir.join(format!("{l}.evt")))
+            .map(|m| m.len())
+            .unwrap_or(1)
+    };
+    let groups = balance(locations, size, rayon::current_num_threads());
+    let parts: Vec<Result<Events, GroupError>> = groups
+        .par_iter()
+        .map(|g| read_group(archive, defs, g))
+        .collect();
+    let mut ev = Events {
+        min_time: u64::MAX,
+        ..Default::default()
+    };
+    for p in parts {
+        match p {
+            Ok(e) => ev.absorb(e),
+            Err(GroupError::Setup(what, code)) => {
+                return Err(Error::parse(
+                    path,
+                    Position::none(),
+                    format!("OTF2 library: {what} failed: {}", describe(code)),
+                ));
+            }
+            Err(GroupError::Location(l, n, why)) => {
+                let file = evt_dir.join(format!("{l}.evt"));
+                let file = if file.is_file() {
+                    file.display().to_string()
+                } else {
+                    format!("the events of location {l}")
+                };
+                return Err(Error::parse(
+                    path,
+                    Position::none(),
+                    format!(
+                        "OTF2 library: reading the events failed: {file} fails after {n} of its events: {why}"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(ev)
 }
 
 fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
@@ -1015,7 +1175,7 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     b.set_declared_end(ns(offset.saturating_add(length)));
 
     // hierarchy: system tree nodes, location groups, locations
-    let mut node_group: HashMap<u32, u32> = HashMap::new();
+    let mut node_group: HashMap<u32, u32> = HashMap::default();
     // parents first: iterate until every node whose parent is known is placed
     let mut pending: Vec<u32> = defs.system_nodes.keys().copied().collect();
     let mut guard = 0;
@@ -1040,7 +1200,7 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
             false
         });
     }
-    let mut lg_group: HashMap<u32, u32> = HashMap::new();
+    let mut lg_group: HashMap<u32, u32> = HashMap::default();
     for (id, &(n, parent)) in &defs.location_groups {
         let g = b.locations.add_group(
             name(n),
@@ -1049,7 +1209,7 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
         );
         lg_group.insert(*id, g);
     }
-    let mut loc_of: HashMap<u64, LocId> = HashMap::new();
+    let mut loc_of: HashMap<u64, LocId> = HashMap::default();
     let mut ordered: Vec<(u32, u64)> = defs
         .locations
         .iter()
@@ -1070,7 +1230,7 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     }
 
     // states: one per region, by name
-    let mut state_of: HashMap<u32, StateId> = HashMap::new();
+    let mut state_of: HashMap<u32, StateId> = HashMap::default();
     let mut regions: Vec<_> = defs.regions.iter().collect();
     regions.sort_by_key(|(id, _)| **id);
     for (id, &(n, role, paradigm)) in regions {
@@ -1321,5 +1481,31 @@ mod names {
             "reallocate"
         );
         assert_eq!(role_name(200), "unknown");
+    }
+}
+
+#[cfg(test)]
+mod balance_tests {
+    use super::balance;
+
+    #[test]
+    fn runs_keep_order_cover_every_location_and_share_the_bytes() {
+        let locs: Vec<u64> = (0..10).collect();
+        for parts in 1..=12 {
+            let g = balance(&locs, |_| 100, parts);
+            assert_eq!(g.concat(), locs, "{parts}");
+            assert_eq!(g.len(), parts.min(10), "{parts}");
+            let (lo, hi) = (
+                g.iter().map(Vec::len).min().unwrap(),
+                g.iter().map(Vec::len).max().unwrap(),
+            );
+            assert!(hi - lo <= 2, "{parts}: {g:?}");
+        }
+        // one big location gets a run of its own
+        let g = balance(&locs, |l| if l == 3 { 10_000 } else { 10 }, 3);
+        assert_eq!(g.concat(), locs);
+        assert!(g.iter().any(|r| r.contains(&3) && r.len() <= 4), "{g:?}");
+        assert!(balance(&[], |_| 1, 4).is_empty());
+        assert_eq!(balance(&[7], |_| 0, 4), vec![vec![7]]);
     }
 }
