@@ -197,6 +197,9 @@ pub fn busy_field(values: Vec<f64>, edges: Vec<Time>, locations: usize) -> Field
 fn transpose(m: &[f64], rows: usize, cols: usize) -> Vec<f64> {
     const TILE: usize = 64;
     let mut out = vec![0.0; rows * cols];
+    if out.is_empty() {
+        return out;
+    }
     // each task owns a band of TILE output rows (= input columns)
     out.par_chunks_mut(TILE * rows)
         .enumerate()
@@ -369,5 +372,16 @@ mod tests {
     fn edges_are_exact() {
         assert_eq!(bin_edges(0, 10, 3), vec![0, 3, 6, 10]);
         assert_eq!(bin_edges(5, 9, 4), vec![5, 6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn transposing_an_empty_matrix_is_empty() {
+        assert!(transpose(&[], 0, 16).is_empty());
+        assert!(transpose(&[], 16, 0).is_empty());
+        assert_eq!(transpose(&[1.0, 2.0, 3.0], 1, 3), vec![1.0, 2.0, 3.0]);
+        assert_eq!(
+            transpose(&[1.0, 2.0, 3.0, 4.0], 2, 2),
+            vec![1.0, 3.0, 2.0, 4.0]
+        );
     }
 }

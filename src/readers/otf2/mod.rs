@@ -1074,6 +1074,13 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         ffi::OTF2_Reader_CloseGlobalDefReader(r, gdr);
     }
     let locations: Vec<u64> = ctx.defs.locations.keys().copied().collect();
+    if locations.is_empty() {
+        return Err(Error::parse(
+            path,
+            Position::none(),
+            "expected at least one location in the global definitions, found none",
+        ));
+    }
     // per-location event files (POSIX substrate): name a missing one exactly
     let evt_dir = real.with_extension("");
     if evt_dir.is_dir() {
