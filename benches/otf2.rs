@@ -3,6 +3,10 @@
 //! The archive (64 ranks exchanging messages in a ring, about 4.6 M events)
 //! is written once into `target/bench-data/otf2-ring/` by the official OTF2
 //! Python writer (`tests/data/write_otf2_large.py`, Debian `python3-otf2`).
+//! Criterion times the library's reader (in this process, all cores); a
+//! table then times `tapestry info` (the binary: OTF2 read in a helper
+//! process, and in process with `TAPESTRY_OTF2_IN_PROCESS=1`) at 1, 2 and
+//! all cores against `otf2-print > /dev/null` on one core, best of 3.
 //! Run: `cargo bench --features otf2 --bench otf2`.
 
 use std::hint::black_box;
@@ -67,16 +71,8 @@ fn main() {
     c.final_summary();
 
     let events = (RANKS as u64) * (ITERATIONS as u64) * 9;
-    let runs = 3;
-    let mut ours = f64::INFINITY;
-    let mut print = f64::INFINITY;
-    for _ in 0..runs {
-        let t0 = Instant::now();
-        let t = readers::read(&anchor, &ReadOptions::default()).expect("read");
-        ours = ours.min(t0.elapsed().as_secs_f64());
-        black_box(t);
-        print = print.min(otf2_print_seconds(&anchor));
-    }
+    let best = |f: &dyn Fn() -> f64| (0..3).map(|_| f()).fold(f64::INFINITY, f64::min);
+    let print = best(&|| otf2_print_seconds(&anchor));
     println!();
     println!(
         "archive: {:.1} MB, {} events ({} ranks)",
@@ -84,21 +80,38 @@ fn main() {
         events,
         RANKS
     );
-    println!("reader                  seconds   M events/s   MB/s");
-    println!(
-        "tapestry read           {:>7.3} {:>12.2} {:>6.1}",
-        ours,
-        events as f64 / 1e6 / ours,
-        bytes as f64 / 1e6 / ours
-    );
-    println!(
-        "otf2-print > /dev/null  {:>7.3} {:>12.2} {:>6.1}",
-        print,
-        events as f64 / 1e6 / print,
-        bytes as f64 / 1e6 / print
-    );
-    println!(
-        "ratio (otf2-print time / tapestry time): {:.2}",
-        print / ours
-    );
+    println!("reader                          cores  seconds   M events/s   MB/s   × otf2-print");
+    let row = |name: &str, cores: usize, s: f64| {
+        println!(
+            "{name:<31} {cores:>5} {s:>8.3} {:>12.2} {:>6.1} {:>13.2}",
+            events as f64 / 1e6 / s,
+            bytes as f64 / 1e6 / s,
+            print / s
+        )
+    };
+    row("otf2-print > /dev/null", 1, print);
+    let all = rayon::current_num_threads();
+    let mut cores = vec![1, 2, all];
+    cores.retain(|&k| k <= all);
+    cores.dedup();
+    for &k in &cores {
+        for (name, in_process) in [
+            ("tapestry info (helper)", false),
+            ("tapestry info (in process)", true),
+        ] {
+            let s = best(&|| {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_tapestry"));
+                c.args(["info", anchor.to_str().expect("utf-8 path")])
+                    .env("RAYON_NUM_THREADS", k.to_string())
+                    .stdout(Stdio::null());
+                if in_process {
+                    c.env("TAPESTRY_OTF2_IN_PROCESS", "1");
+                }
+                let t0 = Instant::now();
+                assert!(c.status().expect("tapestry runs").success());
+                t0.elapsed().as_secs_f64()
+            });
+            row(name, k, s);
+        }
+    }
 }

@@ -90,6 +90,9 @@ pub struct TraceBuilder {
     collective_index: HashMap<String, u32>,
     pub communicators: Vec<Communicator>,
     pub(crate) intervals: Vec<RawInterval>,
+    /// Intervals added a block at a time ([`TraceBuilder::add_intervals`]),
+    /// kept as they came: never copied into one growing vector.
+    pub(crate) interval_chunks: Vec<Vec<RawInterval>>,
     pub(crate) events: Vec<RawEvent>,
     pub(crate) messages: Vec<RawMessage>,
     pub(crate) counters: Vec<RawCounter>,
@@ -120,6 +123,7 @@ impl TraceBuilder {
             collective_index: HashMap::new(),
             communicators: Vec::new(),
             intervals: Vec::new(),
+            interval_chunks: Vec::new(),
             events: Vec::new(),
             messages: Vec::new(),
             counters: Vec::new(),
@@ -279,9 +283,30 @@ impl TraceBuilder {
         }
     }
 
+    /// Adds a block of state intervals (a parsed block of a file), in
+    /// order after those added before.
+    pub(crate) fn add_intervals(&mut self, chunk: Vec<RawInterval>) {
+        if chunk.is_empty() {
+            return;
+        }
+        if !self.intervals.is_empty() {
+            let single = std::mem::take(&mut self.intervals);
+            self.interval_chunks.push(single);
+        }
+        self.interval_chunks.push(chunk);
+    }
+
+    /// Every raw interval so far, block by block, in the order added.
+    pub(crate) fn raw_intervals_mut(&mut self) -> impl Iterator<Item = &mut [RawInterval]> {
+        self.interval_chunks
+            .iter_mut()
+            .map(Vec::as_mut_slice)
+            .chain(std::iter::once(self.intervals.as_mut_slice()))
+    }
+
     /// Number of state records collected so far.
     pub fn num_raw_intervals(&self) -> usize {
-        self.intervals.len()
+        self.intervals.len() + self.interval_chunks.iter().map(Vec::len).sum::<usize>()
     }
 
     /// Sorts, validates and repairs, and returns the trace.
@@ -291,9 +316,17 @@ impl TraceBuilder {
 
         // bucket by location (stable, O(N)), in parallel: records mostly
         // arrive in time order, so each location's run is usually sorted
-        let raw = std::mem::take(&mut self.intervals);
+        let single = std::mem::take(&mut self.intervals);
+        let chunks = std::mem::take(&mut self.interval_chunks);
+        let raw: Vec<&[RawInterval]> = chunks
+            .iter()
+            .map(Vec::as_slice)
+            .chain(std::iter::once(single.as_slice()))
+            .collect();
         let (mut offsets, mut start, mut end, mut state) = bucket_by_location(&raw, nloc);
         drop(raw);
+        drop(chunks);
+        drop(single);
         // per location, in parallel: sort the runs that are not in order
         // (counting them), clip overlaps and drop empty intervals, keeping
         // each location's result at the front of its run
@@ -513,24 +546,43 @@ fn clean_run(start: &mut [Time], end: &mut [Time], state: &mut [StateId]) -> Run
     run
 }
 
-/// The raw intervals as columns grouped by location (stable within a
-/// location): CSR offsets and the start, end and state columns. Contiguous
-/// parts of `raw` are counted and scattered in parallel.
+/// The raw intervals (blocks of them, in order) as columns grouped by
+/// location (stable within a location): CSR offsets and the start, end and
+/// state columns. Contiguous parts of the records are counted and
+/// scattered in parallel.
 fn bucket_by_location(
-    raw: &[RawInterval],
+    raw: &[&[RawInterval]],
     nloc: usize,
 ) -> (Vec<u64>, Vec<Time>, Vec<Time>, Vec<StateId>) {
-    let n = raw.len();
+    let n: usize = raw.iter().map(|c| c.len()).sum();
     // at most one count per record in the per-part tables
     let parts = rayon::current_num_threads()
         .min(n / nloc.max(1))
         .clamp(1, 64);
     let part_len = n.div_ceil(parts).max(1);
-    let mut cursors: Vec<Vec<u64>> = raw
-        .par_chunks(part_len)
-        .map(|c| {
+    // the parts: runs of part_len records, as pieces of the blocks
+    let mut groups: Vec<Vec<&[RawInterval]>> = vec![Vec::new()];
+    let mut fill = 0usize;
+    for &block in raw {
+        let mut rest = block;
+        while !rest.is_empty() {
+            if fill == part_len {
+                groups.push(Vec::new());
+                fill = 0;
+            }
+            let take = (part_len - fill).min(rest.len());
+            if let Some(g) = groups.last_mut() {
+                g.push(&rest[..take]);
+            }
+            fill += take;
+            rest = &rest[take..];
+        }
+    }
+    let mut cursors: Vec<Vec<u64>> = groups
+        .par_iter()
+        .map(|g| {
             let mut v = vec![0u64; nloc];
-            for r in c {
+            for r in g.iter().flat_map(|c| c.iter()) {
                 v[r.loc as usize] += 1;
             }
             v
@@ -555,10 +607,11 @@ fn bucket_by_location(
         end: end.as_mut_ptr(),
         state: state.as_mut_ptr(),
     };
-    raw.par_chunks(part_len)
+    groups
+        .par_iter()
         .zip(cursors.par_iter_mut())
-        .for_each(|(c, cur)| {
-            for r in c {
+        .for_each(|(g, cur)| {
+            for r in g.iter().flat_map(|c| c.iter()) {
                 let k = &mut cur[r.loc as usize];
                 // SAFETY: part p writes location l's records at
                 // [cursor(p, l), cursor(p, l) + count(p, l)), ranges that
@@ -672,7 +725,13 @@ mod tests {
             x ^= x << 17;
             x % m
         };
-        for (nloc, n) in [(1usize, 500usize), (7, 5000), (300, 20_000), (5000, 3000)] {
+        // each case fed one interval at a time, then in blocks of random
+        // sizes (add_intervals) mixed with single intervals
+        let cases = [(1usize, 500usize), (7, 5000), (300, 20_000), (5000, 3000)];
+        for (nloc, n, blocks) in cases
+            .iter()
+            .flat_map(|&(l, n)| [(l, n, false), (l, n, true)])
+        {
             let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
             for l in 0..nloc {
                 b.locations
@@ -681,14 +740,30 @@ mod tests {
             b.states.add("a", StateClass::Busy, None, 0);
             b.states.add("b", StateClass::Idle, None, 1);
             let mut raw = Vec::new();
+            let mut block = Vec::new();
             for _ in 0..n {
                 let l = rnd(nloc as u64) as u32;
                 let s = rnd(100_000);
                 let e = s + rnd(300);
                 let st = rnd(2) as u32;
                 raw.push((l, s, e, st));
-                b.interval(l, s, e, st);
+                if !blocks || rnd(10) == 0 {
+                    b.add_intervals(std::mem::take(&mut block));
+                    b.interval(l, s, e, st);
+                } else {
+                    block.push(RawInterval {
+                        loc: l,
+                        state: st,
+                        start: s,
+                        end: e,
+                    });
+                    if rnd(40) == 0 {
+                        b.add_intervals(std::mem::take(&mut block));
+                    }
+                }
             }
+            b.add_intervals(block);
+            assert_eq!(b.num_raw_intervals(), n);
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(4)
                 .build()

@@ -654,6 +654,8 @@ fn parse_block(block: &Block, ctx: &Ctx) -> Chunk {
             break;
         }
     }
+    // kept as it is until the model is built: no growth slack
+    out.intervals.shrink_to_fit();
     out
 }
 
@@ -803,9 +805,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         let b = &mut b;
         blocks.for_each_parallel(
             |block| parse_block(block, &ctx),
-            |_block, chunk| {
+            |_block, mut chunk| {
                 chunk_error(&chunk, b, &damage, &src)?;
-                b.intervals.extend_from_slice(&chunk.intervals);
+                b.add_intervals(std::mem::take(&mut chunk.intervals));
                 b.events.extend_from_slice(&chunk.events);
                 b.messages.extend_from_slice(&chunk.messages);
                 b.collectives.extend_from_slice(&chunk.collectives);
@@ -823,7 +825,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 
     add_states(&mut b, &pcf, state_values);
     let state_map = dense_map(b.states.iter().map(|(id, s)| (s.external_id, id)));
-    remap(&mut b.intervals, |r| &mut r.state, &state_map);
+    for block in b.raw_intervals_mut() {
+        remap(block, |r| &mut r.state, &state_map);
+    }
 
     add_event_types(&mut b, &pcf, event_types);
     let type_map = dense_map(
@@ -1124,7 +1128,7 @@ fn make_locations(
 ) -> Result<()> {
     let mut used: Vec<u32> = Vec::new();
     let lazy = lazy_allowed && declared > LAZY_LOCATIONS && {
-        used.extend(b.intervals.iter().map(|r| r.loc));
+        used.extend(b.raw_intervals_mut().flat_map(|c| c.iter().map(|r| r.loc)));
         used.extend(b.events.iter().map(|r| r.loc).filter(|&l| l != GLOBAL));
         used.extend(b.messages.iter().flat_map(|m| [m.src, m.dst]));
         used.extend(b.collectives.iter().map(|c| c.loc));
@@ -1190,7 +1194,9 @@ fn make_locations(
                 *l = k as u32;
             }
         };
-        b.intervals.iter_mut().for_each(|r| at(&mut r.loc));
+        b.raw_intervals_mut()
+            .flat_map(|c| c.iter_mut())
+            .for_each(|r| at(&mut r.loc));
         b.events
             .iter_mut()
             .filter(|r| r.loc != GLOBAL)
