@@ -285,7 +285,7 @@ impl TraceBuilder {
 
     /// Adds a block of state intervals (a parsed block of a file), in
     /// order after those added before.
-    pub(crate) fn add_intervals(&mut self, chunk: Vec<RawInterval>) {
+    pub(crate) fn add_intervals(&mut self, mut chunk: Vec<RawInterval>) {
         if chunk.is_empty() {
             return;
         }
@@ -293,6 +293,9 @@ impl TraceBuilder {
             let single = std::mem::take(&mut self.intervals);
             self.interval_chunks.push(single);
         }
+        // kept until the model is built: without its growth slack (a
+        // shrink in place, no copy)
+        chunk.shrink_to_fit();
         self.interval_chunks.push(chunk);
     }
 
@@ -323,6 +326,8 @@ impl TraceBuilder {
             .map(Vec::as_slice)
             .chain(std::iter::once(single.as_slice()))
             .collect();
+        // the blocks freed while reading leave before the columns come
+        crate::memory::return_freed_memory();
         let (mut offsets, mut start, mut end, mut state) = bucket_by_location(&raw, nloc);
         drop(raw);
         drop(chunks);

@@ -654,8 +654,6 @@ fn parse_block(block: &Block, ctx: &Ctx) -> Chunk {
             break;
         }
     }
-    // kept as it is until the model is built: no growth slack
-    out.intervals.shrink_to_fit();
     out
 }
 
