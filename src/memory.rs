@@ -99,6 +99,25 @@ pub fn bytes_of(n: u64, size: u64) -> u64 {
     n.saturating_mul(size)
 }
 
+/// Returns the memory freed so far to the system. Readers free many
+/// blocks of a few MiB from several threads (file blocks, parsed records);
+/// glibc keeps such memory in per-thread arenas, where it still counts in
+/// the resident set. Called before a reader's largest allocation (the
+/// model's columns) so that the peak does not carry it. A no-op elsewhere.
+pub fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's malloc_trim only releases free memory; it is
+        // thread-safe (it locks each arena).
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,24 +143,5 @@ mod tests {
         assert!(e.contains("the limit is 1.0 GiB"), "{e}");
         assert!(check(u64::MAX, limit(), || "x".into()).is_err());
         assert!(limit() > 1 << 20);
-    }
-}
-
-/// Returns the memory freed so far to the system. Readers free many
-/// blocks of a few MiB from several threads (file blocks, parsed records);
-/// glibc keeps such memory in per-thread arenas, where it still counts in
-/// the resident set. Called before a reader's largest allocation (the
-/// model's columns) so that the peak does not carry it. A no-op elsewhere.
-pub fn return_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        unsafe extern "C" {
-            fn malloc_trim(pad: usize) -> std::ffi::c_int;
-        }
-        // SAFETY: glibc's malloc_trim only releases free memory; it is
-        // thread-safe (it locks each arena).
-        unsafe {
-            malloc_trim(0);
-        }
     }
 }
