@@ -158,6 +158,16 @@ impl Quantity {
     }
 }
 
+/// A matrix needs a window of some length.
+fn check_window(t0: Time, t1: Time) -> Result<()> {
+    if t1 <= t0 {
+        return Err(Error::Invalid(format!(
+            "the time window is empty ({t0} ns to {t1} ns)"
+        )));
+    }
+    Ok(())
+}
+
 /// The most windows of a sliding matrix.
 pub const MAX_WINDOWS: usize = 10_000;
 
@@ -194,11 +204,7 @@ pub fn comm_matrices(
     level: Level,
     windows: usize,
 ) -> Result<CommMatrices> {
-    if t1 <= t0 {
-        return Err(Error::Invalid(format!(
-            "the time window is empty ({t0} ns to {t1} ns)"
-        )));
-    }
+    check_window(t0, t1)?;
     if windows == 0 || windows > MAX_WINDOWS {
         return Err(Error::Invalid(format!(
             "windows must be 1 to {MAX_WINDOWS}, not {windows}"
@@ -273,11 +279,7 @@ impl CommMatrices {
         t1: Time,
         pairs: impl Iterator<Item = (u32, u32, u64, u64)>,
     ) -> Result<CommMatrices> {
-        if t1 <= t0 {
-            return Err(Error::Invalid(format!(
-                "the time window is empty ({t0} ns to {t1} ns)"
-            )));
-        }
+        check_window(t0, t1)?;
         let (map, names) = tasks(trace, level)?;
         let task = |l: u32| map.get(l as usize).copied().unwrap_or(l) as u64;
         let total = reduce(
