@@ -85,6 +85,8 @@ pub struct StreamReducer<'a> {
     pairs: HashMap<u64, (u64, u64)>,
     /// The number of pairs the memory guard has allowed so far.
     pairs_allowed: usize,
+    /// Per location: the bin of its last interval's start (with bins).
+    bin_cursor: Vec<u32>,
 }
 
 impl<'a> StreamReducer<'a> {
@@ -104,6 +106,7 @@ impl<'a> StreamReducer<'a> {
             counts: Counts::default(),
             pairs: HashMap::default(),
             pairs_allowed: 0,
+            bin_cursor: Vec::new(),
         }
     }
 
@@ -494,10 +497,13 @@ impl IntervalSink for StreamReducer<'_> {
             fields::guard_field(bins, locations)?;
             self.edges = fields::bin_edges(t0, t1, bins);
         }
-        crate::memory::guard((locations as u64).saturating_mul(24), || {
+        crate::memory::guard((locations as u64).saturating_mul(28), || {
             format!("the stream state of {locations} locations")
         })?;
         self.prev = vec![(0, 0, 0); locations];
+        if self.edges.len() > 1 {
+            self.bin_cursor = vec![0; locations];
+        }
         Ok(())
     }
 
@@ -539,6 +545,7 @@ impl IntervalSink for StreamReducer<'_> {
         let slot = self.slot(key)?;
         let bins = self.edges.len().saturating_sub(1);
         let edges = &self.edges;
+        let cursor = &mut self.bin_cursor;
         let sl = &mut self.slots[slot];
         sl.intervals += 1;
         sl.time[l] += end - s;
@@ -546,16 +553,15 @@ impl IntervalSink for StreamReducer<'_> {
         if b > a {
             sl.moments[l] = sl.moments[l].merge(MomentAcc::interval(a, b));
             if bins > 0 {
-                // the bin of a: edges are t0 + floor(k·span/B), so the
-                // estimate is exact or one off
-                let span = (t1 - t0) as u128;
-                let mut k = (((a - t0) as u128 * bins as u128) / span) as usize;
-                k = k.min(bins - 1);
-                while k > 0 && edges[k] > a {
-                    k -= 1;
-                }
+                // the bin of a: a location's starts only move forward
+                // (records come in time order, clipped starts too), so its
+                // bin cursor does as well, as in memory
+                let mut k = cursor.get(l).copied().unwrap_or(0) as usize;
                 while k + 1 < bins && edges[k + 1] <= a {
                     k += 1;
+                }
+                if let Some(c) = cursor.get_mut(l) {
+                    *c = k as u32;
                 }
                 let row = &mut sl.bins[l * bins..(l + 1) * bins];
                 let mut x = a;
