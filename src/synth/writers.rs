@@ -39,6 +39,8 @@ struct Out {
     buf: Vec<u8>,
     /// Bytes of the buffer that trigger a write.
     block: usize,
+    /// Whether bytes have gone to the file (or its compressor).
+    started: bool,
 }
 
 /// A gzip member holding `data` stored (not compressed), so that bytes of
@@ -88,6 +90,7 @@ impl Out {
             file: Some(file),
             buf: Vec::with_capacity(1 << 20),
             block: if gz { 1 << 20 } else { 1 << 16 },
+            started: false,
         })
     }
 
@@ -112,6 +115,7 @@ impl Out {
     /// Writes the buffer out.
     fn flush(&mut self) -> Result<()> {
         let path = self.path.clone();
+        self.started |= !self.buf.is_empty();
         match self.file.as_mut() {
             Some(Sink::Plain(f)) => {
                 f.write_all(&self.buf).map_err(|e| Error::io(path, e))?;
@@ -154,6 +158,12 @@ impl Out {
     /// they lie in the file and, for `.gz`, where the member's CRC is.
     fn write_patchable(&mut self, bytes: &[u8]) -> Result<(u64, Option<u64>)> {
         let path = self.path.clone();
+        if self.started || !self.buf.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{}: a patchable prefix comes first",
+                path.display()
+            )));
+        }
         match self.file.as_mut() {
             Some(Sink::Plain(_)) => {
                 self.buf.extend_from_slice(bytes);
@@ -164,15 +174,10 @@ impl Out {
                 prefix_sent,
                 ..
             }) => {
-                if *prefix_sent || !self.buf.is_empty() {
-                    return Err(Error::Invalid(format!(
-                        "{}: a patchable prefix comes first",
-                        path.display()
-                    )));
-                }
                 let (member, at) = stored_gzip_member(bytes).map_err(|e| Error::io(&path, e))?;
                 let crc_at = member.len() as u64 - 8;
                 *prefix_sent = true;
+                self.started = true;
                 if blocks.send(member).is_err() {
                     return Err(self.compressor_error());
                 }
