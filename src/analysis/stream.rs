@@ -22,6 +22,7 @@ use super::fields::{self, Field};
 use super::moments::{MomentAcc, Moments};
 use super::summary::Totals;
 use crate::error::{Error, Result};
+use crate::model::builder::RawInterval;
 use crate::model::stream::{Counted, IntervalSink};
 use crate::model::{LocId, StateId, Time, Trace};
 
@@ -36,7 +37,7 @@ pub struct StreamSpec {
 }
 
 /// The window `[t0, t1)` given the trace's declared end.
-pub type WindowFn<'a> = dyn Fn(Time) -> Result<(Time, Time)> + 'a;
+pub type WindowFn<'a> = dyn Fn(Time) -> Result<(Time, Time)> + Send + Sync + 'a;
 
 /// The per-state accumulators of one state value.
 struct Slot {
@@ -515,65 +516,177 @@ impl IntervalSink for StreamReducer<'_> {
         key: u32,
     ) -> std::result::Result<(), String> {
         let l = loc as usize;
-        let Some(&(ps, pe, kept)) = self.prev.get(l) else {
+        let Some(prev) = self.prev.get_mut(l) else {
             return Err(format!("location {loc} out of range"));
         };
-        let seen = pe > 0 || ps > 0 || kept > 0;
-        if seen && (start < ps || (start == ps && end < pe)) {
-            return Err(format!(
-                "a state record of location {loc} starts at {start} ns, before the previous one \
-                 ({ps} ns): --stream needs records in time order per location (read without \
-                 --stream, which sorts them)"
-            ));
-        }
-        // clip an overlap with the last interval kept, as the builder does
-        let mut s = start;
-        if seen && s < kept {
-            self.overlaps += 1;
-            // the lowest location's first (its records come in time order)
-            if self.first_overlap.is_none_or(|(f, _)| loc < f) {
-                self.first_overlap = Some((loc, s));
-            }
-            s = kept;
-        }
-        self.prev[l] = (start, end, if end > s { end } else { kept });
-        if end <= s {
+        let mut first = self.first_overlap;
+        let kept = clip(prev, loc, start, end, &mut self.overlaps, &mut first)?;
+        self.first_overlap = first;
+        let Some(s) = kept else {
             return Ok(());
-        }
+        };
         self.end = self.end.max(end);
-        let (t0, t1) = self.window;
         let slot = self.slot(key)?;
         let bins = self.edges.len().saturating_sub(1);
-        let edges = &self.edges;
-        let cursor = &mut self.bin_cursor;
         let sl = &mut self.slots[slot];
         sl.intervals += 1;
-        sl.time[l] += end - s;
-        let (a, b) = (s.max(t0), end.min(t1));
-        if b > a {
-            sl.moments[l] = sl.moments[l].merge(MomentAcc::interval(a, b));
-            if bins > 0 {
-                // the bin of a: a location's starts only move forward
-                // (records come in time order, clipped starts too), so its
-                // bin cursor does as well, as in memory
-                let mut k = cursor.get(l).copied().unwrap_or(0) as usize;
-                while k + 1 < bins && edges[k + 1] <= a {
-                    k += 1;
-                }
-                if let Some(c) = cursor.get_mut(l) {
-                    *c = k as u32;
-                }
-                let row = &mut sl.bins[l * bins..(l + 1) * bins];
-                let mut x = a;
-                while x < b && k < bins {
-                    let e = b.min(edges[k + 1]);
-                    row[k] += e - x;
-                    x = e;
-                    k += 1;
-                }
+        let mut no_cursor = 0u32;
+        let cursor = self.bin_cursor.get_mut(l).unwrap_or(&mut no_cursor);
+        let row: &mut [u64] = if bins > 0 {
+            &mut sl.bins[l * bins..(l + 1) * bins]
+        } else {
+            &mut []
+        };
+        accumulate(
+            self.window,
+            &self.edges,
+            (s, end),
+            &mut sl.moments[l],
+            &mut sl.time[l],
+            cursor,
+            row,
+        );
+        Ok(())
+    }
+
+    /// A block of records: on one core one by one; on several, each thread
+    /// takes the locations of its own (location mod threads) — a
+    /// location's records stay in order, and no two threads touch the
+    /// same location's accumulators — so the reduction, not only the
+    /// parse, uses every core.
+    fn intervals(&mut self, batch: &[RawInterval]) -> std::result::Result<(), String> {
+        let threads = rayon::current_num_threads().min(self.locations);
+        if threads < 2 || batch.len() < 1 << 14 {
+            for r in batch {
+                self.interval(r.loc, r.start, r.end, r.state)?;
+            }
+            return Ok(());
+        }
+        // every state of the block gets its slot first (few distinct)
+        let mut last = None;
+        for r in batch {
+            if last != Some(r.state) {
+                self.slot(r.state)?;
+                last = Some(r.state);
             }
         }
-        Ok(())
+        let slot_of: Vec<(u32, usize)> = self.slot_of.iter().map(|(&k, &v)| (k, v)).collect();
+        let bins = self.edges.len().saturating_sub(1);
+        let locations = self.locations;
+        let shared = Shards {
+            prev: self.prev.as_mut_ptr(),
+            cursor: self.bin_cursor.as_mut_ptr(),
+            has_cursor: self.bin_cursor.len() == locations,
+            slots: self
+                .slots
+                .iter_mut()
+                .map(|s| {
+                    (
+                        s.moments.as_mut_ptr(),
+                        s.time.as_mut_ptr(),
+                        s.bins.as_mut_ptr(),
+                    )
+                })
+                .collect(),
+        };
+        let (window, edges) = (self.window, &self.edges);
+        // the closure takes the whole struct (Sync), not its raw fields
+        let sh = &shared;
+        use rayon::prelude::*;
+        let outs: Vec<ShardOut> = (0..threads)
+            .into_par_iter()
+            .map(|t| {
+                let mut o = ShardOut {
+                    intervals: vec![0; sh.slots.len()],
+                    ..Default::default()
+                };
+                for (i, r) in batch.iter().enumerate() {
+                    let l = r.loc as usize;
+                    if l % threads != t {
+                        continue;
+                    }
+                    if l >= locations {
+                        o.error = Some((i, format!("location {} out of range", r.loc)));
+                        break;
+                    }
+                    let Some(&(_, slot)) = slot_of.iter().find(|(k, _)| *k == r.state) else {
+                        o.error = Some((i, format!("state {} without accumulators", r.state)));
+                        break;
+                    };
+                    // SAFETY: `l < locations`, the length of `prev`, of the
+                    // cursors (when kept) and of every slot's per-location
+                    // vectors (`bins` entries each for the bins); location
+                    // `l` belongs to this thread alone (l mod threads), and
+                    // the vectors outlive the scope.
+                    let (prev, cursor, m, time, row) = unsafe {
+                        let (mp, tp, bp) = sh.slots[slot];
+                        (
+                            &mut *sh.prev.add(l),
+                            if sh.has_cursor {
+                                Some(&mut *sh.cursor.add(l))
+                            } else {
+                                None
+                            },
+                            &mut *mp.add(l),
+                            &mut *tp.add(l),
+                            std::slice::from_raw_parts_mut(bp.add(l * bins), bins),
+                        )
+                    };
+                    match clip(
+                        prev,
+                        r.loc,
+                        r.start,
+                        r.end,
+                        &mut o.overlaps,
+                        &mut o.first_overlap,
+                    ) {
+                        Err(e) => {
+                            o.error = Some((i, e));
+                            break;
+                        }
+                        Ok(None) => {}
+                        Ok(Some(s)) => {
+                            o.end = o.end.max(r.end);
+                            o.intervals[slot] += 1;
+                            let mut no_cursor = 0u32;
+                            accumulate(
+                                window,
+                                edges,
+                                (s, r.end),
+                                m,
+                                time,
+                                cursor.unwrap_or(&mut no_cursor),
+                                row,
+                            );
+                        }
+                    }
+                }
+                o
+            })
+            .collect();
+        drop(shared);
+        let mut error: Option<(usize, String)> = None;
+        for o in outs {
+            if let Some((i, e)) = o.error
+                && error.as_ref().is_none_or(|(j, _)| i < *j)
+            {
+                error = Some((i, e));
+            }
+            self.overlaps += o.overlaps;
+            if let Some((l, t)) = o.first_overlap
+                && self.first_overlap.is_none_or(|(f, _)| l < f)
+            {
+                self.first_overlap = Some((l, t));
+            }
+            self.end = self.end.max(o.end);
+            for (s, n) in self.slots.iter_mut().zip(o.intervals) {
+                s.intervals += n;
+            }
+        }
+        match error {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
     }
 
     fn message(
@@ -613,6 +726,103 @@ impl IntervalSink for StreamReducer<'_> {
     fn overlaps(&self) -> (u64, Option<(LocId, Time)>) {
         (self.overlaps, self.first_overlap)
     }
+}
+
+/// Clips one record of a location against the location's previous one
+/// (`prev`: raw start and end of the previous record, end of the last
+/// interval kept), as the in-memory builder does; counts an overlap and
+/// keeps the lowest location's first. The start kept, or `None` when
+/// nothing is left; an error for a record before the previous one.
+fn clip(
+    prev: &mut (Time, Time, Time),
+    loc: LocId,
+    start: Time,
+    end: Time,
+    overlaps: &mut u64,
+    first: &mut Option<(LocId, Time)>,
+) -> std::result::Result<Option<Time>, String> {
+    let (ps, pe, kept) = *prev;
+    let seen = pe > 0 || ps > 0 || kept > 0;
+    if seen && (start < ps || (start == ps && end < pe)) {
+        return Err(format!(
+            "a state record of location {loc} starts at {start} ns, before the previous one \
+             ({ps} ns): --stream needs records in time order per location (read without \
+             --stream, which sorts them)"
+        ));
+    }
+    let mut s = start;
+    if seen && s < kept {
+        *overlaps += 1;
+        // the lowest location's first (its records come in time order)
+        if first.is_none_or(|(f, _)| loc < f) {
+            *first = Some((loc, s));
+        }
+        s = kept;
+    }
+    *prev = (start, end, if end > s { end } else { kept });
+    Ok((end > s).then_some(s))
+}
+
+/// Adds the kept interval `[s, end)` of one location to its moment
+/// accumulator, its time and (with bins) its row of busy time per bin.
+fn accumulate(
+    (t0, t1): (Time, Time),
+    edges: &[Time],
+    (s, end): (Time, Time),
+    m: &mut MomentAcc,
+    time: &mut u64,
+    cursor: &mut u32,
+    row: &mut [u64],
+) {
+    *time += end - s;
+    let (a, b) = (s.max(t0), end.min(t1));
+    if b <= a {
+        return;
+    }
+    *m = m.merge(MomentAcc::interval(a, b));
+    let bins = row.len();
+    if bins == 0 {
+        return;
+    }
+    // the bin of a: a location's starts only move forward (records come in
+    // time order, clipped starts too), so its bin cursor does as well, as
+    // in memory
+    let mut k = *cursor as usize;
+    while k + 1 < bins && edges[k + 1] <= a {
+        k += 1;
+    }
+    *cursor = k as u32;
+    let mut x = a;
+    while x < b && k < bins {
+        let e = b.min(edges[k + 1]);
+        row[k] += e - x;
+        x = e;
+        k += 1;
+    }
+}
+
+/// Raw pointers to the per-location state of a reducer, for the threads of
+/// [`StreamReducer::intervals`], each of which touches its own locations.
+struct Shards {
+    prev: *mut (Time, Time, Time),
+    cursor: *mut u32,
+    has_cursor: bool,
+    /// Per slot: moments, time, bins.
+    slots: Vec<(*mut MomentAcc, *mut u64, *mut u64)>,
+}
+// SAFETY: the threads write disjoint locations (see `intervals`).
+unsafe impl Sync for Shards {}
+unsafe impl Send for Shards {}
+
+/// What one thread of [`StreamReducer::intervals`] found.
+#[derive(Default)]
+struct ShardOut {
+    intervals: Vec<u64>,
+    overlaps: u64,
+    first_overlap: Option<(LocId, Time)>,
+    end: Time,
+    /// The first error, with the record's index in the block.
+    error: Option<(usize, String)>,
 }
 
 #[cfg(test)]
@@ -715,6 +925,103 @@ mod tests {
         let at = bytes.len() - 8 * (1 + 3 * r.pairs.len());
         huge[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(StreamParts::from_bytes(&huge).is_err());
+    }
+
+    /// Records of 37 locations in time order per location, with overlaps
+    /// and empties, interleaved across locations; `bad` puts one record
+    /// before its location's previous one.
+    fn records(n: usize, bad: Option<usize>) -> Vec<RawInterval> {
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let mut rnd = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let (mut t, mut last, mut last_end) = (vec![0u64; 37], vec![0u64; 37], vec![0u64; 37]);
+        (0..n)
+            .map(|i| {
+                let l = rnd(37) as usize;
+                // sometimes back into the previous interval (an overlap),
+                // never before the previous start
+                let start = t[l].saturating_sub(rnd(4) * 3).max(last[l]);
+                let mut end = start + rnd(40);
+                if start == last[l] {
+                    end = end.max(last_end[l]);
+                }
+                t[l] = t[l].max(end);
+                last[l] = start;
+                last_end[l] = end;
+                let start = if bad == Some(i) { 0 } else { start };
+                RawInterval {
+                    loc: l as LocId,
+                    state: 1 + rnd(3) as u32,
+                    start,
+                    end: if bad == Some(i) { 1 } else { end },
+                }
+            })
+            .collect()
+    }
+
+    fn reduced(batch: &[RawInterval], blocks: bool) -> (StreamReducer<'static>, Result<()>) {
+        let mut r = StreamReducer::new(
+            StreamSpec {
+                bins: Some(7),
+                comm: false,
+            },
+            Box::new(|_| Ok((100, 900_000))),
+        );
+        r.begin(37, 1_000_000).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
+        let res = pool.install(|| {
+            if blocks {
+                batch
+                    .chunks(20_000)
+                    .try_for_each(|c| r.intervals(c))
+                    .map_err(Error::Invalid)
+            } else {
+                batch
+                    .iter()
+                    .try_for_each(|x| r.interval(x.loc, x.start, x.end, x.state))
+                    .map_err(Error::Invalid)
+            }
+        });
+        (r, res)
+    }
+
+    #[test]
+    fn blocks_reduced_on_several_threads_equal_one_by_one() {
+        let batch = records(70_000, None);
+        let (a, ra) = reduced(&batch, false);
+        let (b, rb) = reduced(&batch, true);
+        assert!(ra.is_ok() && rb.is_ok(), "{ra:?} {rb:?}");
+        assert_eq!(a.overlaps(), b.overlaps());
+        assert!(a.overlaps().0 > 100, "overlaps exercised");
+        assert_eq!(a.end_time(), b.end_time());
+        assert_eq!(a.records(), b.records());
+        let keys = [(1, 0), (2, 1), (3, 2)];
+        assert_eq!(
+            a.state_time_per_location(&keys, 3),
+            b.state_time_per_location(&keys, 3)
+        );
+        let mask = [true, false, true];
+        assert_eq!(
+            a.busy_field(&mask, &keys).unwrap().values,
+            b.busy_field(&mask, &keys).unwrap().values
+        );
+        for (x, y) in a.moments(&mask, &keys).iter().zip(b.moments(&mask, &keys)) {
+            assert_eq!(format!("{x:?}"), format!("{y:?}"));
+        }
+        // the first record out of order, in file order, is the one named
+        let bad = records(70_000, Some(50_000));
+        let (_, ra) = reduced(&bad, false);
+        let (_, rb) = reduced(&bad, true);
+        let (ea, eb) = (ra.unwrap_err().to_string(), rb.unwrap_err().to_string());
+        assert_eq!(ea, eb);
+        assert!(ea.contains("time order"), "{ea}");
     }
 
     #[test]

@@ -16,8 +16,10 @@ use crate::error::Result;
 /// Location id of events that belong to no location (global markers).
 pub const GLOBAL: LocId = LocId::MAX;
 
+/// A state record as read: `[start, end)` of location `loc` in `state`
+/// (a state id, or the format's own state value before states are made).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RawInterval {
+pub struct RawInterval {
     pub loc: LocId,
     pub state: StateId,
     pub start: Time,

@@ -24,7 +24,7 @@ mod states;
 pub mod stream;
 pub mod volume;
 
-pub use builder::{BuildOptions, GLOBAL, TraceBuilder};
+pub use builder::{BuildOptions, GLOBAL, RawInterval, TraceBuilder};
 pub use events::{
     CollectiveOps, Collectives, Communicator, CounterDef, Counters, EventType, EventTypes, Events,
     Messages,

@@ -2,6 +2,7 @@
 //! hold the records (`--stream`): the contract between a streaming reader
 //! and what reduces.
 
+use super::builder::RawInterval;
 use super::{LocId, Time};
 
 /// Receives the records of a trace as they are read, in file order.
@@ -13,6 +14,14 @@ pub trait IntervalSink {
     /// (the format's own state value). An error stops the read; the reader
     /// gives it the file.
     fn interval(&mut self, loc: LocId, start: Time, end: Time, key: u32) -> Result<(), String>;
+    /// A block of state records in file order (`state` is the format's
+    /// state value): by default [`IntervalSink::interval`] for each.
+    fn intervals(&mut self, batch: &[RawInterval]) -> Result<(), String> {
+        for r in batch {
+            self.interval(r.loc, r.start, r.end, r.state)?;
+        }
+        Ok(())
+    }
     /// One point-to-point message. An error stops the read.
     fn message(
         &mut self,

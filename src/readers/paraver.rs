@@ -998,10 +998,8 @@ pub fn stream_share(
             |block| parse_block(block, &ctx),
             |_block, chunk| {
                 chunk_error(&chunk, b, &damage, &src)?;
-                for r in &chunk.intervals {
-                    sink.interval(r.loc, r.start, r.end, r.state)
-                        .map_err(|m| Error::parse(&src, Position::none(), m))?;
-                }
+                sink.intervals(&chunk.intervals)
+                    .map_err(|m| Error::parse(&src, Position::none(), m))?;
                 for m in &chunk.messages {
                     sink.message(m.src, m.dst, m.send, m.recv, m.bytes)
                         .map_err(|e| Error::parse(&src, Position::none(), e))?;
