@@ -1,23 +1,30 @@
-// Moments of utilization in f64 (needs SHADER_F64): one workgroup reduces
-// one segment of at most 256 intervals (entry point `main`) or 32 intervals
-// (`main_small`, for locations with few intervals, so that lanes are not
-// left idle) of one location into the mergeable accumulator
-// (w, mean, m2, m3) with the parallel-axis (Pébay) formulas — the same
-// formulas, in the same precision, as `analysis::moments::MomentAcc`.
-// Positions are integer nanoseconds relative to the segment's first start,
-// carried as (low, high) u32 pairs and converted exactly (below 2^53).
-// The host merges the segments of a location in f64.
-
-struct Segment {
-    first: u32,
-    count: u32,
-}
+// Moments of utilization in f64 (needs SHADER_F64), one dispatch over all
+// intervals of a resident chunk: a segmented reduction by location.
+//
+// A workgroup takes a tile of TILE consecutive intervals (any number of
+// locations); each of its LANES lanes folds PER consecutive intervals in
+// order, then the lanes' results are combined in a tree. A partial result
+// ("node") keeps its first and last location's accumulators; a location
+// that becomes interior to a node (other locations on both sides) has all
+// of its intervals in the tile, so it is complete: it is written to
+// `done[location]` at once (it lies in one chunk). The tile's node goes to `tiles[tile]`, and the
+// host merges the nodes of consecutive tiles in order (a location can span
+// many tiles). Results are read back once, after all chunks.
+//
+// The accumulator is (w, mean, m2, m3) with the parallel-axis (Pébay)
+// formulas, in f64: the formulas and precision of the CPU's `MomentAcc`.
+// Positions are relative to the location's first start (in the whole
+// trace: a location may span chunks), subtracted as
+// 64-bit integers carried in (low, high) u32 pairs and converted exactly
+// (below 2^53 ns).
 
 struct Params {
-    segments: u32,
+    intervals: u32,
+    locations: u32,
+    t0: vec2<u32>,
+    t1: vec2<u32>,
     pad0: u32,
     pad1: u32,
-    pad2: u32,
 }
 
 struct Acc {
@@ -27,16 +34,37 @@ struct Acc {
     m3: f64,
 }
 
-@group(0) @binding(0) var<storage, read> intervals: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> segments: array<Segment>;
-@group(0) @binding(2) var<storage, read_write> partials: array<Acc>;
-@group(0) @binding(3) var<uniform> params: Params;
+// `first == NONE`: empty; `first == last`: one location, in `fa`.
+struct Node {
+    first: u32,
+    last: u32,
+    fa: Acc,
+    la: Acc,
+}
 
-const WG: u32 = 256u;
-var<workgroup> acc: array<Acc, 256>;
+@group(0) @binding(0) var<storage, read> starts: array<vec2<u32>>;
+@group(0) @binding(1) var<storage, read> ends: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read> states: array<u32>;
+@group(0) @binding(3) var<storage, read> offsets: array<u32>;
+@group(0) @binding(4) var<storage, read> origins: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> mask: array<u32>;
+@group(0) @binding(6) var<storage, read_write> done: array<Acc>;
+@group(0) @binding(7) var<storage, read_write> tiles: array<Node>;
+@group(0) @binding(8) var<uniform> params: Params;
+
+const LANES: u32 = 128u;
+const PER: u32 = 8u;
+const TILE: u32 = 1024u;
+const NONE: u32 = 0xffffffffu;
+
+var<workgroup> nodes: array<Node, 128>;
 
 fn zero() -> Acc {
     return Acc(f64(0.0), f64(0.0), f64(0.0), f64(0.0));
+}
+
+fn empty() -> Node {
+    return Node(NONE, NONE, zero(), zero());
 }
 
 fn merge(a: Acc, b: Acc) -> Acc {
@@ -55,60 +83,139 @@ fn merge(a: Acc, b: Acc) -> Acc {
     return Acc(w, mean, m2, m3);
 }
 
-fn to_f64(lo: u32, hi: u32) -> f64 {
-    return f64(hi) * f64(4294967296.0) + f64(lo);
+// A complete location.
+fn finish(l: u32, a: Acc) {
+    done[l] = a;
 }
 
-// Loads interval `i` of segment `s` as a single-interval accumulator.
-fn load(s: u32, i: u32) -> Acc {
-    var v = zero();
-    if (s < params.segments) {
-        let seg = segments[s];
-        if (i < seg.count) {
-            let ab = intervals[seg.first + i];
-            let a = to_f64(ab.x, ab.y);
-            let l = to_f64(ab.z, ab.w);
-            v = Acc(l, a + l / f64(2.0), l * l * l / f64(12.0), f64(0.0));
-        }
+// `l` then `r` (in interval order).
+fn combine(l: Node, r: Node) -> Node {
+    if (l.first == NONE) {
+        return r;
     }
-    return v;
+    if (r.first == NONE) {
+        return l;
+    }
+    let ls = l.first == l.last;
+    let rs = r.first == r.last;
+    if (l.last == r.first) {
+        var tail = l.la;
+        if (ls) {
+            tail = l.fa;
+        }
+        let mid = merge(tail, r.fa);
+        if (ls && rs) {
+            return Node(l.first, l.first, mid, zero());
+        }
+        if (ls) {
+            return Node(l.first, r.last, mid, r.la);
+        }
+        if (rs) {
+            return Node(l.first, l.last, l.fa, mid);
+        }
+        finish(l.last, mid);
+        return Node(l.first, r.last, l.fa, r.la);
+    }
+    if (!ls) {
+        finish(l.last, l.la);
+    }
+    if (!rs) {
+        finish(r.first, r.fa);
+        return Node(l.first, r.last, l.fa, r.la);
+    }
+    return Node(l.first, r.first, l.fa, r.fa);
 }
 
-// Reduces segment `s` in a workgroup of `width` lanes (a power of two):
-// lane `i` loads interval `i`, then a tree of merges; lane 0 writes.
-fn reduce(s: u32, i: u32, width: u32) {
-    acc[i] = load(s, i);
-    workgroupBarrier();
-    var stride = width / 2u;
+fn lt(a: vec2<u32>, b: vec2<u32>) -> bool {
+    return a.y < b.y || (a.y == b.y && a.x < b.x);
+}
+
+fn sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let borrow = select(0u, 1u, a.x < b.x);
+    return vec2<u32>(a.x - b.x, a.y - b.y - borrow);
+}
+
+fn to_f64(v: vec2<u32>) -> f64 {
+    return f64(v.y) * f64(4294967296.0) + f64(v.x);
+}
+
+// The location of interval `i`: the last `l` with offsets[l] <= i.
+fn locate(i: u32) -> u32 {
+    var lo = 0u;
+    var hi = params.locations;
     loop {
-        if (stride == 0u) {
+        if (lo >= hi) {
             break;
         }
-        if (i < stride) {
-            acc[i] = merge(acc[i], acc[i + stride]);
+        let mid = (lo + hi + 1u) / 2u;
+        if (offsets[mid] <= i) {
+            lo = mid;
+        } else {
+            hi = mid - 1u;
         }
-        workgroupBarrier();
-        stride = stride / 2u;
     }
-    if (i == 0u && s < params.segments) {
-        partials[s] = acc[0];
-    }
+    return lo;
 }
 
-@compute @workgroup_size(32)
-fn main_small(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
-) {
-    reduce(wid.x + wid.y * groups.x, lid.x, 32u);
+// The accumulator of interval `i`, relative to `origin`, if selected.
+fn load(i: u32, origin: vec2<u32>) -> Acc {
+    if (mask[states[i]] == 0u) {
+        return zero();
+    }
+    var a = starts[i];
+    if (lt(a, params.t0)) {
+        a = params.t0;
+    }
+    var b = ends[i];
+    if (lt(params.t1, b)) {
+        b = params.t1;
+    }
+    if (!lt(a, b)) {
+        return zero();
+    }
+    let s = to_f64(sub(a, origin));
+    let len = to_f64(sub(b, a));
+    return Acc(len, s + len / f64(2.0), len * len * len / f64(12.0), f64(0.0));
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(128)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
-    reduce(wid.x + wid.y * groups.x, lid.x, WG);
+    let tile = wid.x + wid.y * groups.x;
+    let base = tile * TILE + lid.x * PER;
+    var node = empty();
+    if (base < params.intervals) {
+        var l = locate(base);
+        var next = offsets[l + 1u];
+        var origin = origins[l];
+        let stop = min(base + PER, params.intervals);
+        for (var i = base; i < stop; i = i + 1u) {
+            if (i >= next) {
+                // the next location with intervals starts here
+                loop {
+                    l = l + 1u;
+                    next = offsets[l + 1u];
+                    if (next > i) {
+                        break;
+                    }
+                }
+                origin = origins[l];
+            }
+            node = combine(node, Node(l, l, load(i, origin), zero()));
+        }
+    }
+    nodes[lid.x] = node;
+    workgroupBarrier();
+    for (var stride = 1u; stride < LANES; stride = stride * 2u) {
+        if (lid.x % (2u * stride) == 0u) {
+            nodes[lid.x] = combine(nodes[lid.x], nodes[lid.x + stride]);
+        }
+        workgroupBarrier();
+    }
+    if (lid.x == 0u && tile * TILE < params.intervals) {
+        tiles[tile] = nodes[0];
+    }
 }

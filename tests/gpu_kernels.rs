@@ -206,6 +206,80 @@ fn busy_bins_kernel_matches_the_cpu() {
     }
 }
 
+/// One upload, many analyses: every window and state selection of a
+/// resident trace equals the CPU, on a trace with empty locations, single
+/// intervals, a location spanning several chunks (bindings of 4 KiB) and
+/// per-cell sums past 2^32 ns (carries between the atomic halves).
+#[test]
+fn a_resident_trace_answers_many_analyses_like_the_cpu() {
+    let Some(ctx) = context() else { return };
+    const S: u64 = 1_000_000_000;
+    let mut locs: Vec<Vec<(u64, u64, bool)>> = vec![vec![]];
+    // a long location: 3,000 intervals (chunks hold 512 at 4 KiB)
+    locs.push(
+        (0..3000u64)
+            .map(|i| (i * 7_000_000, i * 7_000_000 + 1 + i % 5_000_000, i % 3 != 0))
+            .collect(),
+    );
+    locs.push(vec![]);
+    locs.push(vec![]);
+    // 2,000 locations of one interval each, some idle
+    for l in 0..2000u64 {
+        locs.push(vec![(
+            l * 10_000_000,
+            l * 10_000_000 + 4_000_000 + l,
+            l % 7 != 0,
+        )]);
+    }
+    // 10 busy intervals of 4 s each: 32 s from one invocation and 8 s from
+    // the next into one cell, whose low words overflow
+    locs.push(
+        (0..10u64)
+            .map(|i| (i * 4 * S, (i + 1) * 4 * S, true))
+            .collect(),
+    );
+    locs.push(vec![]);
+    let t = synth::explicit_intervals(&locs);
+    let span = t.meta.span;
+    let masks = [
+        t.states.select(&["busy".into()]).unwrap(),
+        vec![true; t.states.len()],
+    ];
+    for limit in [None, Some(4096u64)] {
+        let g = tapestry::gpu::GpuTrace::upload(&ctx, &t, limit).unwrap();
+        if limit.is_some() {
+            assert!(g.num_chunks() > 5, "chunks: {}", g.num_chunks());
+        }
+        for mask in &masks {
+            for (t0, t1) in [(0, span), (span / 3, span / 2), (12_345, 29_999_999_999)] {
+                if kernels::moments::supported(&ctx) {
+                    let cpu = moments::moments(&t, mask, t0, t1);
+                    let (gpu, timing) = g.moments(mask, t0, t1).unwrap();
+                    assert_same_moments(&cpu, &gpu, &format!("{limit:?} [{t0}, {t1})"));
+                    assert!(timing.upload.is_zero());
+                }
+                for bins in [1usize, 2, 37] {
+                    let cpu = fields::busy_fraction(&t, mask, t0, t1, bins).unwrap();
+                    let (gpu, _) = g.busy_fraction(mask, t0, t1, bins).unwrap();
+                    assert_eq!(cpu.edges, gpu.edges);
+                    for (i, (c, x)) in cpu.values.iter().zip(&gpu.values).enumerate() {
+                        assert_eq!(
+                            c.to_bits(),
+                            x.to_bits(),
+                            "{limit:?} [{t0}, {t1}) {bins} bins, cell {i}: {c} vs {x}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // bad parameters are refused, not run
+    let g = tapestry::gpu::GpuTrace::upload(&ctx, &t, None).unwrap();
+    assert!(g.busy_fraction(&masks[0], 10, 10, 4).is_err());
+    assert!(g.busy_fraction(&masks[0], 0, 3, 4).is_err());
+    assert!(g.busy_fraction(&masks[0], 0, span, 0).is_err());
+}
+
 /// The CPU reference on the field the GPU sees: values and isovalue
 /// rounded to f32.
 fn cpu_on_f32(values: &[f64], dims: [usize; 3], iso: f64) -> isosurface::IsoMesh {

@@ -5,8 +5,10 @@
 
 pub mod context;
 pub mod kernels;
+pub mod resident;
 
 pub use context::{GpuContext, GpuError};
+pub use resident::{GpuTrace, Timing};
 
 /// Where an analysis runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

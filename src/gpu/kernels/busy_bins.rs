@@ -1,24 +1,36 @@
-//! The time-binned busy-fraction field on the GPU (`shaders/busy_bins.wgsl`).
+//! The time-binned busy-fraction field on the GPU
+//! (`shaders/busy_bins.wgsl`), over a [`GpuTrace`].
 //!
-//! Locations are processed in chunks whose intervals fit one storage
-//! binding. Overlaps are summed exactly in emulated 64-bit integers on the
-//! GPU; the host divides each sum by its bin's width in f64 exactly as
-//! [`crate::analysis::fields::busy_fraction`] does, so the two paths give
-//! identical fields (tested bit for bit).
+//! One dispatch per resident chunk (more only when a chunk's cells exceed
+//! one storage binding), all in one compute pass and one submission; each
+//! invocation takes 8 consecutive intervals, splits them over the bins and
+//! adds its per-cell sums atomically. Overlaps are summed exactly in 64-bit
+//! integers; the host divides each sum by its bin's width in f64 exactly
+//! as [`crate::analysis::fields::busy_fraction`] does, so the two paths
+//! give identical fields (tested bit for bit). The cells come back in one
+//! read-back.
 
-use super::{GpuContext, GpuError, grid, pipeline, read_back, storage, uniform};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use super::{GpuContext, GpuError, grid, pipeline};
 use crate::analysis::fields::{Field, bin_edges, busy_field, inverse_widths};
+use crate::gpu::resident::{GpuTrace, PassTimers, Timing, output, staging};
 use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/busy_bins.wgsl");
+/// Intervals per invocation (`PER` in the shader).
+const PER: u64 = 8;
+const GROUP: u64 = 64;
 
 fn split(t: Time) -> [u32; 2] {
     [t as u32, (t >> 32) as u32]
 }
 
-/// The busy fraction of every location per bin over `[t0, t1)`, on the GPU.
-/// `max_binding` (bytes) overrides the device's binding limit, to force
-/// chunking in tests.
+/// The busy fraction of every location per bin over `[t0, t1)`, on the GPU:
+/// uploads the trace, then [`GpuTrace::busy_fraction`]. `max_binding`
+/// (bytes) lowers the device's binding limit, to force chunking in tests.
 pub fn busy_fraction(
     ctx: &GpuContext,
     trace: &Trace,
@@ -32,7 +44,7 @@ pub fn busy_fraction(
 }
 
 /// [`busy_fraction`], and the kernel's own GPU time in ns (timestamps
-/// around each dispatch, summed; `None` without timestamp queries).
+/// around the pass; `None` without timestamp queries).
 pub fn busy_fraction_timed(
     ctx: &GpuContext,
     trace: &Trace,
@@ -42,105 +54,137 @@ pub fn busy_fraction_timed(
     bins: usize,
     max_binding: Option<u64>,
 ) -> Result<(Field, Option<f64>), GpuError> {
-    let mut kernel_ns: Option<f64> = None;
-    let timer = super::PassTimer::new(ctx);
-    if bins == 0 || t1 <= t0 || bins as u64 > t1 - t0 {
+    check(t0, t1, bins)?;
+    let g = GpuTrace::upload(ctx, trace, max_binding)?;
+    let (f, t) = g.busy_fraction(mask, t0, t1, bins)?;
+    Ok((f, t.kernel.map(|d| d.as_secs_f64() * 1e9)))
+}
+
+fn check(t0: Time, t1: Time, bins: usize) -> Result<(), GpuError> {
+    if bins == 0 || t1 <= t0 || bins as u64 > t1 - t0 || bins > u32::MAX as usize / 2 {
         return Err(GpuError::Other(format!(
             "bad field parameters: {bins} bins over [{t0}, {t1})"
         )));
     }
-    let limit = max_binding
-        .unwrap_or(ctx.max_binding())
-        .min(ctx.max_binding())
-        .max(4096);
-    let edges = bin_edges(t0, t1, bins);
-    let edges_gpu: Vec<[u32; 2]> = edges.iter().map(|&e| split(e)).collect();
-    let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
-    let pipe = pipeline(ctx, "busy bins", SHADER);
-    let p = trace.num_locations();
-    let inv = inverse_widths(&edges);
-    let mut values = vec![0f64; bins * p];
-    let max_intervals = (limit / 8) as usize;
-    let max_locs = ((limit / 8) as usize / bins).max(1);
-    let mut l = 0usize;
-    while l < p {
-        // the locations of this chunk
-        let mut starts: Vec<[u32; 2]> = Vec::new();
-        let mut ends: Vec<[u32; 2]> = Vec::new();
-        let mut states: Vec<u32> = Vec::new();
-        let mut offsets: Vec<u32> = vec![0];
-        let first = l;
-        while l < p && l - first < max_locs {
-            let w = trace.intervals.of(l as u32).window(t0, t1);
-            if w.len() > max_intervals {
-                return Err(GpuError::Other(format!(
-                    "location {l} has {} intervals in the window, more than one storage binding holds",
-                    w.len()
-                )));
-            }
-            if starts.len() + w.len() > max_intervals && l > first {
-                break;
-            }
-            starts.extend(w.start.iter().map(|&t| split(t)));
-            ends.extend(w.end.iter().map(|&t| split(t)));
-            states.extend_from_slice(w.state);
-            offsets.push(starts.len() as u32);
-            l += 1;
+    Ok(())
+}
+
+/// One dispatch: locations `[a, b)` of chunk `chunk` (local ids).
+struct Dispatch {
+    chunk: usize,
+    a: usize,
+    b: usize,
+}
+
+impl GpuTrace {
+    /// The busy fraction of every location per bin over `[t0, t1)` for the
+    /// states in `mask`, from the resident intervals, and where the time
+    /// went.
+    pub fn busy_fraction(
+        &self,
+        mask: &[bool],
+        t0: Time,
+        t1: Time,
+        bins: usize,
+    ) -> Result<(Field, Timing), GpuError> {
+        check(t0, t1, bins)?;
+        let ctx = &self.ctx;
+        let p = self.num_locations();
+        let cells = (p as u64).saturating_mul(bins as u64);
+        let size = cells.saturating_mul(8);
+        if size > ctx.limits.max_buffer_size {
+            return Err(GpuError::Other(format!(
+                "a field of {bins} bins × {p} locations ({} MiB) is larger than one GPU buffer \
+                 ({} MiB); use the CPU path or fewer bins",
+                size >> 20,
+                ctx.limits.max_buffer_size >> 20
+            )));
         }
-        let nloc = l - first;
-        let total = (nloc * bins) as u32;
-        let groups = total.div_ceil(64);
-        let (x, y) = grid(groups);
-        let buffers = [
-            storage(ctx, "starts", bytemuck::cast_slice(&starts), false),
-            storage(ctx, "ends", bytemuck::cast_slice(&ends), false),
-            storage(ctx, "states", bytemuck::cast_slice(&states), false),
-            storage(ctx, "offsets", bytemuck::cast_slice(&offsets), false),
-            storage(ctx, "mask", bytemuck::cast_slice(&mask_gpu), false),
-            storage(ctx, "edges", bytemuck::cast_slice(&edges_gpu), false),
-        ];
-        let out_size = total as u64 * 8;
-        // the busy times, then 16 bytes of timestamps
-        let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("fraction"),
-            size: out_size + 16,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let params = uniform(
-            ctx,
-            "params",
-            bytemuck::cast_slice(&[nloc as u32, bins as u32, x * 64, 0]),
-        );
-        let mut entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect();
-        entries.push(wgpu::BindGroupEntry {
-            binding: 6,
-            // the results only: the timestamps after them stay out of the
-            // binding (which may be as large as the limit allows)
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &out,
-                offset: 0,
-                size: wgpu::BufferSize::new(out_size),
-            }),
-        });
-        entries.push(wgpu::BindGroupEntry {
-            binding: 7,
-            resource: params.as_entire_binding(),
-        });
-        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("busy bins"),
-            layout: &pipe.get_bind_group_layout(0),
-            entries: &entries,
-        });
+        let align = ctx.limits.min_storage_buffer_offset_alignment.max(256) as u64;
+        let row = bins as u64 * 8;
+        let per_dispatch = ((self.limit.saturating_sub(align)) / row) as usize;
+        if per_dispatch == 0 {
+            return Err(GpuError::Other(format!(
+                "{bins} bins of one location exceed one storage binding"
+            )));
+        }
+        let run = Instant::now();
+        let edges = bin_edges(t0, t1, bins);
+        let edges_gpu: Vec<[u32; 2]> = edges.iter().map(|&e| split(e)).collect();
+        let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
+        let pipe = pipeline(ctx, "busy bins", SHADER);
+        let mask_buf = super::storage(ctx, "mask", bytemuck::cast_slice(&mask_gpu), false);
+        let edges_buf = super::storage(ctx, "edges", bytemuck::cast_slice(&edges_gpu), false);
+        let mut dispatches = Vec::new();
+        for (i, c) in self.chunks.iter().enumerate() {
+            let mut a = 0;
+            while a < c.locs {
+                let b = (a + per_dispatch).min(c.locs);
+                dispatches.push(Dispatch { chunk: i, a, b });
+                a = b;
+            }
+        }
+        let timers = PassTimers::new(ctx, 1);
+        let out = output(ctx, "busy", size);
+        let back = staging(ctx, size + timers.as_ref().map_or(0, |t| t.size()));
+        let mut work = Vec::with_capacity(dispatches.len());
+        for d in &dispatches {
+            let c = &self.chunks[d.chunk];
+            let first = c.local_offset(self, d.a);
+            let stop = c.local_offset(self, d.b);
+            if stop == first {
+                continue;
+            }
+            let off = (c.first_loc + d.a) as u64 * row;
+            let bound = off - off % align;
+            let shift = ((off - bound) / 8) as u32;
+            let len = (d.b - d.a) as u64 * row + (off - bound);
+            let threads = (stop - first) as u64;
+            let groups = threads.div_ceil(PER).div_ceil(GROUP) as u32;
+            let (x, y) = grid(groups);
+            let params = super::uniform(
+                ctx,
+                "params",
+                bytemuck::cast_slice(&[
+                    first,
+                    stop,
+                    c.locs as u32,
+                    bins as u32,
+                    d.a as u32,
+                    x * GROUP as u32,
+                    shift,
+                    0,
+                ]),
+            );
+            let entries = [
+                c.starts.as_entire_binding(),
+                c.ends.as_entire_binding(),
+                c.states.as_entire_binding(),
+                c.offsets.as_entire_binding(),
+                mask_buf.as_entire_binding(),
+                edges_buf.as_entire_binding(),
+                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &out,
+                    offset: bound,
+                    size: wgpu::BufferSize::new(len.max(8)),
+                }),
+                params.as_entire_binding(),
+            ];
+            let entries: Vec<wgpu::BindGroupEntry> = entries
+                .into_iter()
+                .enumerate()
+                .map(|(i, resource)| wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource,
+                })
+                .collect();
+            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("busy bins"),
+                layout: &pipe.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            work.push((bind, x, y));
+        }
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -149,28 +193,48 @@ pub fn busy_fraction_timed(
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("busy bins"),
-                timestamp_writes: timer.as_ref().map(|t| t.writes()),
+                timestamp_writes: timers.as_ref().map(|t| t.writes(0)),
             });
             pass.set_pipeline(&pipe);
-            pass.set_bind_group(0, &bind, &[]);
-            pass.dispatch_workgroups(x, y, 1);
+            for (bind, x, y) in &work {
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(*x, *y, 1);
+            }
         }
-        if let Some(t) = &timer {
-            t.resolve_into(&mut enc, &out, out_size);
+        enc.copy_buffer_to_buffer(&out, 0, &back, 0, size.max(16).next_multiple_of(4));
+        if let Some(t) = &timers {
+            t.resolve_into(&mut enc, &back, size.max(16).next_multiple_of(4));
         }
-        let bytes = read_back(ctx, enc, &out, out_size + 16)?;
-        if timer.is_some()
-            && let Some(ns) = super::PassTimer::ns(ctx, &bytes[out_size as usize..])
-        {
-            kernel_ns = Some(kernel_ns.unwrap_or(0.0) + ns);
-        }
-        // (low, high) u32 pairs in little-endian order: one u64 each
-        for (i, b) in bytes[..out_size as usize].chunks_exact(8).enumerate() {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(b);
-            let (j, k) = (i / bins, i % bins);
-            values[k * p + first + j] = u64::from_le_bytes(le) as f64 * inv[k];
-        }
+        ctx.queue.submit([enc.finish()]);
+        let bytes = crate::gpu::map_read(ctx, &back)?;
+        let run = run.elapsed();
+        let stamps = size.max(16).next_multiple_of(4) as usize;
+        let kernel = timers
+            .as_ref()
+            .and_then(|_| PassTimers::total(ctx, &bytes[stamps..]));
+        let finish = Instant::now();
+        let sums: &[u8] = &bytes[..size as usize];
+        let inv = inverse_widths(&edges);
+        let mut values = vec![0f64; bins * p];
+        values
+            .par_chunks_mut(p.max(1))
+            .enumerate()
+            .for_each(|(k, v)| {
+                for (l, x) in v.iter_mut().enumerate() {
+                    let at = (l * bins + k) * 8;
+                    let mut le = [0u8; 8];
+                    le.copy_from_slice(&sums[at..at + 8]);
+                    *x = u64::from_le_bytes(le) as f64 * inv[k];
+                }
+            });
+        Ok((
+            busy_field(values, edges, p),
+            Timing {
+                upload: Duration::ZERO,
+                kernel,
+                run,
+                finish: finish.elapsed(),
+            },
+        ))
     }
-    Ok((busy_field(values, edges, p), kernel_ns))
 }

@@ -69,63 +69,6 @@ pub(crate) fn read_back(
     super::map_read(ctx, &staging)
 }
 
-/// GPU timestamps around one compute pass, where the adapter offers
-/// timestamp queries: the kernel's own time, without uploads, read-back or
-/// pipeline creation.
-pub(crate) struct PassTimer {
-    queries: wgpu::QuerySet,
-    resolve: wgpu::Buffer,
-}
-
-impl PassTimer {
-    /// A timer, or `None` without `TIMESTAMP_QUERY`.
-    pub(crate) fn new(ctx: &GpuContext) -> Option<Self> {
-        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
-            return None;
-        }
-        Some(PassTimer {
-            queries: ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("kernel timestamps"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2,
-            }),
-            resolve: ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("kernel timestamps"),
-                size: 16,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-        })
-    }
-
-    /// The pass's timestamp writes.
-    pub(crate) fn writes(&self) -> wgpu::ComputePassTimestampWrites<'_> {
-        wgpu::ComputePassTimestampWrites {
-            query_set: &self.queries,
-            beginning_of_pass_write_index: Some(0),
-            end_of_pass_write_index: Some(1),
-        }
-    }
-
-    /// After the pass: resolves the timestamps and copies them (16 bytes)
-    /// to `dst` at `offset`, to be read back with the results.
-    pub(crate) fn resolve_into(
-        &self,
-        enc: &mut wgpu::CommandEncoder,
-        dst: &wgpu::Buffer,
-        offset: u64,
-    ) {
-        enc.resolve_query_set(&self.queries, 0..2, &self.resolve, 0);
-        enc.copy_buffer_to_buffer(&self.resolve, 0, dst, offset, 16);
-    }
-
-    /// The pass's duration in ns from the 16 bytes read back.
-    pub(crate) fn ns(ctx: &GpuContext, bytes: &[u8]) -> Option<f64> {
-        let t: Vec<u64> = bytemuck::pod_collect_to_vec(bytes.get(..16)?);
-        Some(t[1].saturating_sub(t[0]) as f64 * ctx.queue.get_timestamp_period() as f64)
-    }
-}
-
 /// A compute pipeline from a WGSL source with entry point `main`.
 pub(crate) fn pipeline(
     ctx: &GpuContext,

@@ -1,179 +1,50 @@
-//! Moments on the GPU (`shaders/moments.wgsl`).
+//! Moments on the GPU (`shaders/moments.wgsl`), over a [`GpuTrace`].
 //!
-//! The host cuts every location's selected intervals (clipped to the
-//! window) into segments of at most 256; each interval goes to the GPU as
-//! its start relative to the segment's first start and its length, both
-//! integer nanoseconds in (low, high) u32 pairs. A workgroup reduces a
-//! segment with the Pébay merge in **f64** — the formulas and precision of
-//! the CPU's [`MomentAcc`] — and the host merges the segments of a location
-//! in f64, as the CPU does.
+//! One dispatch per resident chunk, all in one compute pass and one
+//! submission: a workgroup reduces a tile of 1,024 consecutive intervals
+//! (whatever locations they belong to) with a segmented reduction. The
+//! intervals are selected (state mask) and clipped to the window on the
+//! GPU, so the trace is uploaded once for any number of analyses. Locations
+//! complete within a tile are written directly; the partial results of the
+//! tiles' first and last locations are merged on the host in tile order
+//! (O(intervals / 1,024)). Both go back in one read-back.
 //!
-//! The kernel needs `SHADER_F64`; [`supported`] says whether the adapter
-//! has it (lavapipe and data-centre GPUs do; Metal does not). Without it
-//! the caller computes on the CPU: an f32 reduction cannot keep intervals
-//! of a nanosecond a second apart (the f32 kernel this replaced gave
-//! m0 = 1 instead of 4 on [0, 1) ∪ [1 s, 1 s + 3 ns)).
+//! The reduction is the Pébay merge in **f64** — the formulas and
+//! precision of the CPU's [`MomentAcc`] — over positions relative to each
+//! location's first start. The kernel needs `SHADER_F64`; [`supported`]
+//! says whether the adapter has it (lavapipe and data-centre GPUs do; Metal
+//! does not). Without it the caller computes on the CPU: an f32 reduction
+//! cannot keep intervals of a nanosecond a second apart.
 //!
 //! Stated error bound (tested against the CPU on adversarial inputs: short
-//! intervals far apart, 10^18-ns offsets, one interval per location): m0
-//! identical (integer lengths, exact sums below 2^53), m1 within 1e-9 of
-//! the scaled deviation, m2 within 1e-9 relative, the cube of m3 within
-//! 1e-9 of the cube of m2 — only the order of the f64 merges differs.
+//! intervals far apart, 10^18-ns offsets, one interval per location, tiles
+//! cut anywhere): m0 identical (integer lengths, exact sums below 2^53), m1
+//! within 1e-9 of the scaled deviation, m2 within 1e-9 relative, the cube
+//! of m3 within 1e-9 of the cube of m2 — only the order of the f64 merges
+//! differs.
 
-use bytemuck::{Pod, Zeroable};
+use std::time::{Duration, Instant};
 
-use super::{GpuContext, GpuError, grid, pipeline, read_back, storage, uniform};
+use super::{GpuContext, GpuError, grid, pipeline};
 use crate::analysis::moments::{MomentAcc, Moments};
+use crate::gpu::resident::{GpuTrace, PassTimers, Timing, output, staging};
 use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/moments.wgsl");
-const SEG: usize = 256;
-/// Locations with at most this many selected intervals use the 32-lane
-/// entry point.
-const SMALL: usize = 32;
-
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Segment {
-    first: u32,
-    count: u32,
-}
-
-/// Host-side description of a segment: location and origin.
-struct SegMeta {
-    loc: u32,
-    origin: Time,
-}
+/// Intervals per workgroup (`TILE` in the shader).
+const TILE: u64 = 1024;
+/// Bytes of a `Node` in the shader (two u32, two accumulators of 4 f64).
+const NODE: u64 = 72;
+const NONE: u32 = u32::MAX;
 
 /// Whether the adapter can run this kernel (`SHADER_F64`).
 pub fn supported(ctx: &GpuContext) -> bool {
     ctx.features.contains(wgpu::Features::SHADER_F64)
 }
 
-struct Chunk {
-    /// (start lo, start hi, length lo, length hi) per interval.
-    intervals: Vec<[u32; 4]>,
-    segments: Vec<Segment>,
-    meta: Vec<SegMeta>,
-}
-
-impl Chunk {
-    fn new() -> Self {
-        Chunk {
-            intervals: Vec::new(),
-            segments: Vec::new(),
-            meta: Vec::new(),
-        }
-    }
-}
-
-fn run_chunk(
-    ctx: &GpuContext,
-    pipe: &wgpu::ComputePipeline,
-    c: &Chunk,
-    accs: &mut [MomentAcc],
-    kernel_ns: &mut Option<f64>,
-) -> Result<(), GpuError> {
-    if c.segments.is_empty() {
-        return Ok(());
-    }
-    let timer = super::PassTimer::new(ctx);
-    let n = c.segments.len() as u32;
-    let iv = storage(ctx, "intervals", bytemuck::cast_slice(&c.intervals), false);
-    let sg = storage(ctx, "segments", bytemuck::cast_slice(&c.segments), false);
-    let out_size = (n as u64) * 32;
-    // the partials, then 16 bytes of timestamps
-    let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("partials"),
-        size: out_size + 16,
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_SRC
-            | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let params = uniform(ctx, "params", bytemuck::cast_slice(&[n, 0u32, 0, 0]));
-    let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some("moments"),
-        layout: &pipe.get_bind_group_layout(0),
-        entries: &[
-            wgpu::BindGroupEntry {
-                binding: 0,
-                resource: iv.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 1,
-                resource: sg.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 2,
-                // the results only: the timestamps after them stay out of the
-                // binding (which may be as large as the limit allows)
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &out,
-                    offset: 0,
-                    size: wgpu::BufferSize::new(out_size),
-                }),
-            },
-            wgpu::BindGroupEntry {
-                binding: 3,
-                resource: params.as_entire_binding(),
-            },
-        ],
-    });
-    let mut enc = ctx
-        .device
-        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("moments"),
-        });
-    {
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("moments"),
-            timestamp_writes: timer.as_ref().map(|t| t.writes()),
-        });
-        pass.set_pipeline(pipe);
-        pass.set_bind_group(0, &bind, &[]);
-        let (x, y) = grid(n);
-        pass.dispatch_workgroups(x, y, 1);
-    }
-    if let Some(t) = &timer {
-        t.resolve_into(&mut enc, &out, out_size);
-    }
-    let bytes = read_back(ctx, enc, &out, out_size + 16)?;
-    if timer.is_some()
-        && let Some(ns) = super::PassTimer::ns(ctx, &bytes[out_size as usize..])
-    {
-        *kernel_ns = Some(kernel_ns.unwrap_or(0.0) + ns);
-    }
-    let parts: Vec<[f64; 4]> = bytes[..out_size as usize]
-        .chunks_exact(32)
-        .map(|b| {
-            let mut v = [0f64; 4];
-            for (k, x) in v.iter_mut().enumerate() {
-                let mut le = [0u8; 8];
-                le.copy_from_slice(&b[k * 8..k * 8 + 8]);
-                *x = f64::from_le_bytes(le);
-            }
-            v
-        })
-        .collect();
-    for (p, m) in parts.iter().zip(&c.meta) {
-        let part = MomentAcc {
-            origin: m.origin,
-            w: p[0],
-            mean: p[1],
-            m2: p[2],
-            m3: p[3],
-        };
-        let a = &mut accs[m.loc as usize];
-        *a = a.merge(part);
-    }
-    Ok(())
-}
-
 /// Moments of every location for the states in `mask` over `[t0, t1)`, on
-/// the GPU. `max_binding` (bytes) overrides the device's binding limit, to
-/// force chunking in tests. Fails on an adapter without `SHADER_F64`
-/// (see [`supported`]).
+/// the GPU: uploads the trace, then [`GpuTrace::moments`]. `max_binding`
+/// (bytes) lowers the device's binding limit, to force chunking in tests.
 pub fn moments(
     ctx: &GpuContext,
     trace: &Trace,
@@ -185,8 +56,8 @@ pub fn moments(
     moments_timed(ctx, trace, mask, t0, t1, max_binding).map(|(m, _)| m)
 }
 
-/// [`moments`], and the kernels' own GPU time in ns (timestamps around
-/// each dispatch, summed; `None` without timestamp queries).
+/// [`moments`], and the kernels' own GPU time in ns (timestamps around the
+/// pass; `None` without timestamp queries).
 pub fn moments_timed(
     ctx: &GpuContext,
     trace: &Trace,
@@ -195,76 +66,320 @@ pub fn moments_timed(
     t1: Time,
     max_binding: Option<u64>,
 ) -> Result<(Vec<Moments>, Option<f64>), GpuError> {
-    let mut kernel_ns = None;
-    if !supported(ctx) {
-        return Err(GpuError::Other(format!(
-            "{} has no 64-bit floats in shaders (SHADER_F64), which exact moments need",
-            ctx.info.name
-        )));
-    }
-    let limit = max_binding
-        .unwrap_or(ctx.max_binding())
-        .min(ctx.max_binding())
-        .max(4096);
-    let max_intervals = (limit / 16) as usize;
-    let max_segments = (limit / 32).min(MAX_SEGMENTS) as usize;
-    let pipe = pipeline(ctx, "moments", SHADER);
-    let small_pipe = super::pipeline_entry(ctx, "moments (small)", SHADER, "main_small");
-    let p = trace.num_locations();
-    let mut accs = vec![MomentAcc::default(); p];
-    let mut chunks = [Chunk::new(), Chunk::new()];
-    let mut sel: Vec<(Time, Time)> = Vec::with_capacity(SEG);
-    for l in 0..p as u32 {
-        let w = trace.intervals.of(l).window(t0, t1);
-        let mut i = 0;
-        while i < w.len() {
-            // gather the next segment of selected intervals
-            sel.clear();
-            while i < w.len() && sel.len() < SEG {
-                if mask.get(w.state[i] as usize).copied().unwrap_or(false) {
-                    let (a, b) = (w.start[i].max(t0), w.end[i].min(t1));
-                    if b > a {
-                        sel.push((a, b));
-                    }
-                }
-                i += 1;
-            }
-            if sel.is_empty() {
-                continue;
-            }
-            // large segments and small ones (≤ 32 intervals) go to separate dispatches
-            let kind = (sel.len() <= SMALL) as usize;
-            let chunk = &mut chunks[kind];
-            if chunk.intervals.len() + sel.len() > max_intervals
-                || chunk.segments.len() + 1 > max_segments
-            {
-                run_chunk(
-                    ctx,
-                    if kind == 1 { &small_pipe } else { &pipe },
-                    chunk,
-                    &mut accs,
-                    &mut kernel_ns,
-                )?;
-                *chunk = Chunk::new();
-            }
-            let origin = sel[0].0;
-            chunk.segments.push(Segment {
-                first: chunk.intervals.len() as u32,
-                count: sel.len() as u32,
-            });
-            chunk.meta.push(SegMeta { loc: l, origin });
-            for &(a, b) in &sel {
-                let (s, len) = (a - origin, b - a);
-                chunk
-                    .intervals
-                    .push([s as u32, (s >> 32) as u32, len as u32, (len >> 32) as u32]);
-            }
-        }
-    }
-    run_chunk(ctx, &pipe, &chunks[0], &mut accs, &mut kernel_ns)?;
-    run_chunk(ctx, &small_pipe, &chunks[1], &mut accs, &mut kernel_ns)?;
-    Ok((accs.iter().map(MomentAcc::moments).collect(), kernel_ns))
+    check(ctx)?;
+    let g = GpuTrace::upload(ctx, trace, max_binding)?;
+    let (m, t) = g.moments(mask, t0, t1)?;
+    Ok((m, t.kernel.map(|d| d.as_secs_f64() * 1e9)))
 }
 
-/// The most segments in one dispatch (65535 × 65535 workgroups).
-const MAX_SEGMENTS: u64 = (super::MAX_GROUPS as u64) * (super::MAX_GROUPS as u64);
+fn check(ctx: &GpuContext) -> Result<(), GpuError> {
+    if supported(ctx) {
+        return Ok(());
+    }
+    Err(GpuError::Other(format!(
+        "{} has no 64-bit floats in shaders (SHADER_F64), which exact moments need",
+        ctx.info.name
+    )))
+}
+
+/// A node as read back: first and last location, their accumulators.
+#[derive(Clone, Copy)]
+struct Node {
+    first: u32,
+    last: u32,
+    fa: [f64; 4],
+    la: [f64; 4],
+}
+
+fn f64s(b: &[u8]) -> [f64; 4] {
+    let mut v = [0f64; 4];
+    for (k, x) in v.iter_mut().enumerate() {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(&b[k * 8..k * 8 + 8]);
+        *x = f64::from_le_bytes(le);
+    }
+    v
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl GpuTrace {
+    /// Moments of every location for the states in `mask` over `[t0, t1)`
+    /// of the resident intervals, and where the time went.
+    pub fn moments(
+        &self,
+        mask: &[bool],
+        t0: Time,
+        t1: Time,
+    ) -> Result<(Vec<Moments>, Timing), GpuError> {
+        let ctx = &self.ctx;
+        check(ctx)?;
+        let p = self.num_locations();
+        let run = Instant::now();
+        let pipe = pipeline(ctx, "moments", SHADER);
+        let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
+        let mask_buf = super::storage(ctx, "mask", bytemuck::cast_slice(&mask_gpu), false);
+        // per chunk: its complete locations, then its tiles' nodes, each
+        // region aligned for binding offsets
+        let align = ctx.limits.min_storage_buffer_offset_alignment.max(256) as u64;
+        let mut layout = Vec::with_capacity(self.chunks.len());
+        let mut size = 0u64;
+        for c in &self.chunks {
+            let done = size;
+            size = (size + c.locs as u64 * 32).next_multiple_of(align);
+            let tiles = size;
+            let n_tiles = c.len.div_ceil(TILE);
+            size = (size + n_tiles.max(1) * NODE).next_multiple_of(align);
+            layout.push((done, tiles, n_tiles));
+        }
+        let timers = PassTimers::new(ctx, 1);
+        let out = output(ctx, "moments", size);
+        let back = staging(ctx, size + timers.as_ref().map_or(0, |t| t.size()));
+        let chunk_params: Vec<wgpu::Buffer> = self
+            .chunks
+            .iter()
+            .map(|c| {
+                super::uniform(
+                    ctx,
+                    "params",
+                    bytemuck::cast_slice(&[
+                        c.len as u32,
+                        c.locs as u32,
+                        t0 as u32,
+                        (t0 >> 32) as u32,
+                        t1 as u32,
+                        (t1 >> 32) as u32,
+                        0,
+                        0,
+                    ]),
+                )
+            })
+            .collect();
+        let binds: Vec<wgpu::BindGroup> = self
+            .chunks
+            .iter()
+            .zip(&layout)
+            .zip(&chunk_params)
+            .map(|((c, &(done, tiles, n_tiles)), params)| {
+                let region = |offset: u64, size: u64| {
+                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &out,
+                        offset,
+                        size: wgpu::BufferSize::new(size.max(32)),
+                    })
+                };
+                let entries = [
+                    c.starts.as_entire_binding(),
+                    c.ends.as_entire_binding(),
+                    c.states.as_entire_binding(),
+                    c.offsets.as_entire_binding(),
+                    c.origins.as_entire_binding(),
+                    mask_buf.as_entire_binding(),
+                    region(done, c.locs as u64 * 32),
+                    region(tiles, n_tiles.max(1) * NODE),
+                    params.as_entire_binding(),
+                ];
+                let entries: Vec<wgpu::BindGroupEntry> = entries
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, resource)| wgpu::BindGroupEntry {
+                        binding: i as u32,
+                        resource,
+                    })
+                    .collect();
+                ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("moments"),
+                    layout: &pipe.get_bind_group_layout(0),
+                    entries: &entries,
+                })
+            })
+            .collect();
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("moments"),
+            });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("moments"),
+                timestamp_writes: timers.as_ref().map(|t| t.writes(0)),
+            });
+            pass.set_pipeline(&pipe);
+            for (bind, &(_, _, n_tiles)) in binds.iter().zip(&layout) {
+                if n_tiles == 0 {
+                    continue;
+                }
+                let (x, y) = grid(n_tiles as u32);
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(x, y, 1);
+            }
+        }
+        enc.copy_buffer_to_buffer(&out, 0, &back, 0, size);
+        if let Some(t) = &timers {
+            t.resolve_into(&mut enc, &back, size);
+        }
+        ctx.queue.submit([enc.finish()]);
+        let bytes = crate::gpu::map_read(ctx, &back)?;
+        let run = run.elapsed();
+        let kernel = timers
+            .as_ref()
+            .and_then(|_| PassTimers::total(ctx, &bytes[size as usize..]));
+        let finish = Instant::now();
+        let mut accs = vec![MomentAcc::default(); p];
+        let mut set = vec![false; p];
+        // the tiles' nodes, merged in order over all chunks (a location may
+        // continue in the next chunk), with global location ids
+        let mut carry: Option<Node> = None;
+        for (c, &(_, tiles, n_tiles)) in self.chunks.iter().zip(&layout) {
+            for t in 0..n_tiles as usize {
+                let at = tiles as usize + t * NODE as usize;
+                let b = &bytes[at..at + NODE as usize];
+                let global = |l: u32| {
+                    if l == NONE {
+                        NONE
+                    } else {
+                        l + c.first_loc as u32
+                    }
+                };
+                let node = Node {
+                    first: global(u32_at(b, 0)),
+                    last: global(u32_at(b, 4)),
+                    fa: f64s(&b[8..40]),
+                    la: f64s(&b[40..72]),
+                };
+                carry = Some(match carry {
+                    None => node,
+                    Some(prev) => combine(prev, node, &mut |l, a| {
+                        self.settle(l as usize, a, &mut accs, &mut set)
+                    }),
+                });
+            }
+        }
+        if let Some(n) = carry
+            && n.first != NONE
+        {
+            self.settle(n.first as usize, n.fa, &mut accs, &mut set);
+            if n.last != n.first {
+                self.settle(n.last as usize, n.la, &mut accs, &mut set);
+            }
+        }
+        // the locations completed on the GPU (each within one chunk)
+        for (c, &(done, _, _)) in self.chunks.iter().zip(&layout) {
+            for l in 0..c.locs {
+                let g = c.first_loc + l;
+                if !set[g] && self.offsets[g + 1] > self.offsets[g] {
+                    let at = done as usize + l * 32;
+                    self.settle(g, f64s(&bytes[at..at + 32]), &mut accs, &mut set);
+                }
+            }
+        }
+        let result = accs.iter().map(MomentAcc::moments).collect();
+        Ok((
+            result,
+            Timing {
+                upload: Duration::ZERO,
+                kernel,
+                run,
+                finish: finish.elapsed(),
+            },
+        ))
+    }
+
+    /// Records location `g`'s accumulator.
+    fn settle(&self, g: usize, a: [f64; 4], accs: &mut [MomentAcc], set: &mut [bool]) {
+        if let (Some(acc), Some(s)) = (accs.get_mut(g), set.get_mut(g)) {
+            *acc = MomentAcc {
+                origin: self.origins[g],
+                w: a[0],
+                mean: a[1],
+                m2: a[2],
+                m3: a[3],
+            };
+            *s = true;
+        }
+    }
+}
+
+/// The shader's `merge` (same origin on both sides).
+fn merge(a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
+    if b[0] == 0.0 {
+        return a;
+    }
+    if a[0] == 0.0 {
+        return b;
+    }
+    let w = a[0] + b[0];
+    let d = b[1] - a[1];
+    let mean = a[1] + d * b[0] / w;
+    let m2 = a[2] + b[2] + d * d * a[0] * b[0] / w;
+    let m3 = a[3]
+        + b[3]
+        + d * d * d * a[0] * b[0] * (a[0] - b[0]) / (w * w)
+        + 3.0 * d * (a[0] * b[2] - b[0] * a[2]) / w;
+    [w, mean, m2, m3]
+}
+
+/// The shader's `combine`: `l` then `r`; a location that becomes interior
+/// is complete and goes to `finish`.
+fn combine(l: Node, r: Node, finish: &mut impl FnMut(u32, [f64; 4])) -> Node {
+    if l.first == NONE {
+        return r;
+    }
+    if r.first == NONE {
+        return l;
+    }
+    let (ls, rs) = (l.first == l.last, r.first == r.last);
+    let zero = [0.0; 4];
+    if l.last == r.first {
+        let mid = merge(if ls { l.fa } else { l.la }, r.fa);
+        return match (ls, rs) {
+            (true, true) => Node {
+                first: l.first,
+                last: l.first,
+                fa: mid,
+                la: zero,
+            },
+            (true, false) => Node {
+                first: l.first,
+                last: r.last,
+                fa: mid,
+                la: r.la,
+            },
+            (false, true) => Node {
+                first: l.first,
+                last: l.last,
+                fa: l.fa,
+                la: mid,
+            },
+            (false, false) => {
+                finish(l.last, mid);
+                Node {
+                    first: l.first,
+                    last: r.last,
+                    fa: l.fa,
+                    la: r.la,
+                }
+            }
+        };
+    }
+    if !ls {
+        finish(l.last, l.la);
+    }
+    if !rs {
+        finish(r.first, r.fa);
+        return Node {
+            first: l.first,
+            last: r.last,
+            fa: l.fa,
+            la: r.la,
+        };
+    }
+    Node {
+        first: l.first,
+        last: r.first,
+        fa: l.fa,
+        la: r.fa,
+    }
+}
