@@ -1,7 +1,8 @@
 //! GPU kernels against the CPU path: moments and the busy-fraction field at
 //! P = 65,536 and P = 1,048,576 locations (about 16.8 M intervals each),
-//! end to end (upload, kernels, read-back) and the kernels alone (GPU
-//! timestamps, where the adapter offers them).
+//! end to end (upload, kernels, read-back), on a trace already resident
+//! (`GpuTrace`: one analysis, results on the host) and the kernels alone
+//! (GPU timestamps, where the adapter offers them), with the upload's rate.
 //! On lavapipe (no GPU) the "GPU" runs on the CPU cores through LLVM.
 //! Last, a sweep over input sizes (2^14 to 2^24 intervals, 16 per
 //! location) times both paths end to end and prints the crossover: the
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use tapestry::analysis::{fields, moments};
-use tapestry::gpu::{GpuContext, kernels};
+use tapestry::gpu::{GpuContext, GpuTrace, Timing, kernels};
 use tapestry::synth;
 
 fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
@@ -26,6 +27,19 @@ fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
             t0.elapsed().as_secs_f64()
         })
         .fold(f64::INFINITY, f64::min)
+}
+
+/// One input's figures: seconds (best of 3); GPU analyses as (kernel,
+/// submission to results, host share).
+struct Row {
+    p: u32,
+    n: u64,
+    bytes: u64,
+    upload: f64,
+    moments: (f64, f64, f64),
+    moments_cpu: f64,
+    busy: (f64, f64, f64),
+    busy_cpu: f64,
 }
 
 fn main() {
@@ -54,6 +68,10 @@ fn main() {
             g.bench_function("moments gpu", |b| {
                 b.iter(|| kernels::moments::moments(&ctx, &t, &mask, 0, span, None).expect("gpu"))
             });
+            let resident = GpuTrace::upload(&ctx, &t, None).expect("upload");
+            g.bench_function("moments gpu resident", |b| {
+                b.iter(|| resident.moments(&mask, 0, span).expect("gpu"))
+            });
             g.bench_function("moments cpu", |b| {
                 b.iter(|| moments::moments(&t, &mask, 0, span))
             });
@@ -63,68 +81,84 @@ fn main() {
                         .expect("gpu")
                 })
             });
+            g.bench_function("busy field gpu resident (16 bins)", |b| {
+                b.iter(|| resident.busy_fraction(&mask, 0, span, 16).expect("gpu"))
+            });
             g.bench_function("busy field cpu (16 bins)", |b| {
                 b.iter(|| fields::busy_fraction(&t, &mask, 0, span, 16).expect("cpu"))
             });
             g.finish();
         }
-        // the kernels' own time (GPU timestamps, best of 3), apart from
-        // uploads and read-back
-        let kernel = |f: &dyn Fn() -> Option<f64>| {
-            (0..3)
-                .filter_map(|_| f())
-                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))))
+        // where the time goes (best of 3 each): the upload, then per
+        // analysis of the resident trace the kernels alone (timestamps),
+        // submission to results on the host (kernels, copy back, mapping)
+        // and the host's share
+        let mut upload = f64::INFINITY;
+        let mut g = None;
+        for _ in 0..3 {
+            let r = GpuTrace::upload(&ctx, &t, None).expect("upload");
+            upload = upload.min(r.upload_time().as_secs_f64());
+            g = Some(r);
+        }
+        let g = g.expect("uploaded");
+        let split = |f: &dyn Fn() -> Timing| {
+            let mut best = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+            for _ in 0..3 {
+                let t = f();
+                best.0 = best.0.min(t.kernel.map_or(f64::NAN, |d| d.as_secs_f64()));
+                best.1 = best.1.min(t.run.as_secs_f64());
+                best.2 = best.2.min(t.finish.as_secs_f64());
+            }
+            best
         };
-        let mk = kernel(&|| {
-            kernels::moments::moments_timed(&ctx, &t, &mask, 0, span, None)
-                .ok()
-                .and_then(|x| x.1)
-        });
-        let bk = kernel(&|| {
-            kernels::busy_bins::busy_fraction_timed(&ctx, &t, &mask, 0, span, 16, None)
-                .ok()
-                .and_then(|x| x.1)
-        });
-        rows.push((
+        let mg = split(&|| g.moments(&mask, 0, span).expect("gpu").1);
+        let bg = split(&|| g.busy_fraction(&mask, 0, span, 16).expect("gpu").1);
+        rows.push(Row {
             p,
             n,
-            best(3, || {
-                kernels::moments::moments(&ctx, &t, &mask, 0, span, None)
-            }),
-            best(3, || moments::moments(&t, &mask, 0, span)),
-            best(3, || {
-                kernels::busy_bins::busy_fraction(&ctx, &t, &mask, 0, span, 16, None)
-            }),
-            best(3, || fields::busy_fraction(&t, &mask, 0, span, 16)),
-            mk,
-            bk,
-        ));
+            bytes: g.bytes(),
+            upload,
+            moments: mg,
+            moments_cpu: best(3, || moments::moments(&t, &mask, 0, span)),
+            busy: bg,
+            busy_cpu: best(3, || fields::busy_fraction(&t, &mask, 0, span, 16)),
+        });
     }
     c.final_summary();
     println!();
     println!("adapter: {}", ctx.describe());
     println!(
-        "P          intervals   moments GPU / CPU (M intervals/s)   busy field GPU / CPU (M intervals/s)   kernels only: moments / busy field (M intervals/s)"
+        "P          intervals  upload GB/s | moments (M intervals/s): CPU, GPU kernel, resident, end to end | busy field, 16 bins: CPU, GPU kernel, resident, end to end"
     );
-    for (p, n, mg, mc, bg, bc, mk, bk) in rows {
-        let r = |s: f64| n as f64 / 1e6 / s;
-        let k = |ns: Option<f64>| ns.map_or("-".to_string(), |ns| format!("{:.1}", r(ns * 1e-9)));
+    for r in rows {
+        let m = |s: f64| r.n as f64 / 1e6 / s;
         println!(
-            "{p:<10} {n:>10} {:>14.1} / {:<14.1} {:>16.1} / {:<14.1} {:>18} / {}",
-            r(mg),
-            r(mc),
-            r(bg),
-            r(bc),
-            k(mk),
-            k(bk)
+            "{:<10} {:>10} {:>11.2} | {:>9.1} {:>9.1} {:>9.1} {:>9.1} | {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+            r.p,
+            r.n,
+            r.bytes as f64 / 1e9 / r.upload,
+            m(r.moments_cpu),
+            m(r.moments.0),
+            m(r.moments.1 + r.moments.2),
+            m(r.upload + r.moments.1 + r.moments.2),
+            m(r.busy_cpu),
+            m(r.busy.0),
+            m(r.busy.1 + r.busy.2),
+            m(r.upload + r.busy.1 + r.busy.2),
         );
     }
+    println!(
+        "(kernel: GPU timestamps; resident: one analysis of an uploaded trace, results on the host; end to end: upload included)"
+    );
     // the crossover: end to end (upload, kernels, read-back) against the
     // CPU path, growing the input until the GPU wins
     println!();
     println!("crossover sweep (end to end, best of 3; 16 intervals per location)");
-    println!("intervals     moments GPU / CPU (ms)     busy field GPU / CPU (ms)");
+    println!(
+        "intervals     moments GPU end to end / resident / CPU (ms)     busy field GPU end to end / resident / CPU (ms)"
+    );
     let (mut cross_m, mut cross_b) = (None, None);
+    let (mut resident_m, mut resident_b) = (None, None);
     for e in (14..=24).step_by(2) {
         let n = 1u32 << e;
         let t = synth::random_intervals(n / 16, 16, 7);
@@ -138,11 +172,16 @@ fn main() {
             kernels::busy_bins::busy_fraction(&ctx, &t, &mask, 0, span, 16, None)
         });
         let bc = best(3, || fields::busy_fraction(&t, &mask, 0, span, 16));
+        let r = GpuTrace::upload(&ctx, &t, None).expect("upload");
+        let mr = best(3, || r.moments(&mask, 0, span).expect("gpu"));
+        let br = best(3, || r.busy_fraction(&mask, 0, span, 16).expect("gpu"));
         println!(
-            "2^{e:<10} {:>10.2} / {:<10.2} {:>14.2} / {:<10.2}",
+            "2^{e:<10} {:>10.2} / {:<8.2} / {:<10.2} {:>14.2} / {:<8.2} / {:<10.2}",
             mg * 1e3,
+            mr * 1e3,
             mc * 1e3,
             bg * 1e3,
+            br * 1e3,
             bc * 1e3
         );
         if mg < mc {
@@ -150,6 +189,12 @@ fn main() {
         }
         if bg < bc {
             cross_b.get_or_insert(n);
+        }
+        if mr < mc {
+            resident_m.get_or_insert(n);
+        }
+        if br < bc {
+            resident_b.get_or_insert(n);
         }
     }
     let say =
@@ -159,5 +204,10 @@ fn main() {
         ctx.info.name,
         say(cross_m),
         say(cross_b)
+    );
+    println!(
+        "on a trace already resident: moments {}, busy field {}",
+        say(resident_m),
+        say(resident_b)
     );
 }

@@ -75,11 +75,14 @@ fn merge(a: Acc, b: Acc) -> Acc {
         return b;
     }
     let w = a.w + b.w;
+    // one division (f64 division is the slow part of a merge)
+    let inv = f64(1.0) / w;
     let d = b.mean - a.mean;
-    let mean = a.mean + d * b.w / w;
-    let m2 = a.m2 + b.m2 + d * d * a.w * b.w / w;
-    let m3 = a.m3 + b.m3 + d * d * d * a.w * b.w * (a.w - b.w) / (w * w)
-        + f64(3.0) * d * (a.w * b.m2 - b.w * a.m2) / w;
+    let ab = a.w * b.w * inv;
+    let mean = a.mean + d * b.w * inv;
+    let m2 = a.m2 + b.m2 + d * d * ab;
+    let m3 = a.m3 + b.m3 + d * d * d * ab * (a.w - b.w) * inv
+        + f64(3.0) * d * (a.w * b.m2 - b.w * a.m2) * inv;
     return Acc(w, mean, m2, m3);
 }
 
@@ -192,8 +195,13 @@ fn main(
         var next = offsets[l + 1u];
         var origin = origins[l];
         let stop = min(base + PER, params.intervals);
+        // the current location's run in a plain accumulator; a node only
+        // where the location changes
+        var run = zero();
         for (var i = base; i < stop; i = i + 1u) {
             if (i >= next) {
+                node = combine(node, Node(l, l, run, zero()));
+                run = zero();
                 // the next location with intervals starts here
                 loop {
                     l = l + 1u;
@@ -204,8 +212,9 @@ fn main(
                 }
                 origin = origins[l];
             }
-            node = combine(node, Node(l, l, load(i, origin), zero()));
+            run = merge(run, load(i, origin));
         }
+        node = combine(node, Node(l, l, run, zero()));
     }
     nodes[lid.x] = node;
     workgroupBarrier();

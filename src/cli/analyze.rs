@@ -513,10 +513,33 @@ fn gpu_busy_field(
     fields::check_bins(t0, t1, a.bins)?;
     fields::guard_field(a.bins, t.num_locations())?;
     eprintln!("busy field on the GPU: {}", ctx.describe());
-    let mut f =
-        tapestry::gpu::kernels::busy_bins::busy_fraction(&ctx, t, &mask, t0, t1, a.bins, None)?;
+    let g = tapestry::gpu::GpuTrace::upload(&ctx, t, None)?;
+    let (mut f, timing) = g.busy_fraction(&mask, t0, t1, a.bins)?;
+    eprintln!("{}", gpu_timing(&g, &timing));
     name_busy_field(&mut f, &a.states);
     Ok(Some((f, format!("gpu ({})", ctx.info.name))))
+}
+
+/// Where an analysis on the GPU spent its time, in one line.
+fn gpu_timing(g: &tapestry::gpu::GpuTrace, t: &tapestry::gpu::Timing) -> String {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let up = g.upload_time().as_secs_f64().max(1e-9);
+    format!(
+        "GPU: upload {:.1} ms ({:.2} GB/s, {} intervals in {} chunk{}), kernel {}, \
+         submission to results {:.1} ms, host {:.1} ms",
+        ms(g.upload_time()),
+        g.bytes() as f64 / 1e9 / up,
+        g.num_intervals(),
+        g.num_chunks(),
+        if g.num_chunks() == 1 { "" } else { "s" },
+        t.kernel
+            .map_or("untimed (no timestamp queries)".to_string(), |k| format!(
+                "{:.2} ms",
+                ms(k)
+            )),
+        ms(t.run),
+        ms(t.finish)
+    )
 }
 
 /// A busy field of another state set than `busy` says which.
@@ -621,10 +644,10 @@ pub(super) fn run_trace(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             let (m, compute) = match gpu {
                 Some(ctx) if tapestry::gpu::kernels::moments::supported(&ctx) => {
                     eprintln!("moments on the GPU: {}", ctx.describe());
-                    (
-                        tapestry::gpu::kernels::moments::moments(&ctx, t, &mask, t0, t1, None)?,
-                        format!("gpu ({})", ctx.info.name),
-                    )
+                    let g = tapestry::gpu::GpuTrace::upload(&ctx, t, None)?;
+                    let (m, timing) = g.moments(&mask, t0, t1)?;
+                    eprintln!("{}", gpu_timing(&g, &timing));
+                    (m, format!("gpu ({})", ctx.info.name))
                 }
                 Some(ctx) => {
                     eprintln!(
