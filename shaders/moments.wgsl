@@ -75,14 +75,13 @@ fn merge(a: Acc, b: Acc) -> Acc {
         return b;
     }
     let w = a.w + b.w;
-    // one division (f64 division is the slow part of a merge)
-    let inv = f64(1.0) / w;
+    // the CPU's formulas in the CPU's order (the same roundings where the
+    // merges are the same)
     let d = b.mean - a.mean;
-    let ab = a.w * b.w * inv;
-    let mean = a.mean + d * b.w * inv;
-    let m2 = a.m2 + b.m2 + d * d * ab;
-    let m3 = a.m3 + b.m3 + d * d * d * ab * (a.w - b.w) * inv
-        + f64(3.0) * d * (a.w * b.m2 - b.w * a.m2) * inv;
+    let mean = a.mean + d * b.w / w;
+    let m2 = a.m2 + b.m2 + d * d * a.w * b.w / w;
+    let m3 = a.m3 + b.m3 + d * d * d * a.w * b.w * (a.w - b.w) / (w * w)
+        + f64(3.0) * d * (a.w * b.m2 - b.w * a.m2) / w;
     return Acc(w, mean, m2, m3);
 }
 

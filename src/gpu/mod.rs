@@ -60,7 +60,17 @@ pub fn choose(compute: Compute, intervals: usize) -> Result<Option<GpuContext>, 
 
 /// Maps a `MAP_READ` buffer whose copy was submitted, and returns its bytes.
 pub fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
-    let slice = staging.slice(..);
+    map_read_prefix(ctx, staging, staging.size())
+}
+
+/// [`map_read`] of the first `size` bytes only (a multiple of 4; a reused
+/// buffer may be larger than what was copied into it).
+pub fn map_read_prefix(
+    ctx: &GpuContext,
+    staging: &wgpu::Buffer,
+    size: u64,
+) -> Result<Vec<u8>, GpuError> {
+    let slice = staging.slice(..size.min(staging.size()));
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);

@@ -83,6 +83,15 @@ pub struct GpuTrace {
     intervals: u64,
     bytes: u64,
     upload: Duration,
+    /// Output and read-back buffers kept between analyses (taken while in
+    /// use, so concurrent analyses make their own).
+    scratch: std::sync::Mutex<Option<Scratch>>,
+}
+
+/// A result buffer and its host-readable twin, reused while large enough.
+pub(crate) struct Scratch {
+    pub(crate) out: wgpu::Buffer,
+    pub(crate) back: wgpu::Buffer,
 }
 
 impl GpuTrace {
@@ -176,6 +185,7 @@ impl GpuTrace {
             intervals: all.start.len() as u64,
             bytes: all.start.len() as u64 * 20 + (p as u64 + 1) * 4,
             upload: t.elapsed(),
+            scratch: std::sync::Mutex::new(None),
         })
     }
 
@@ -202,6 +212,42 @@ impl GpuTrace {
     /// How long the upload took.
     pub fn upload_time(&self) -> Duration {
         self.upload
+    }
+
+    /// A result buffer of at least `out` bytes and a read-back buffer of at
+    /// least `back` bytes: those of the previous analysis when large
+    /// enough, else new ones (4 KiB at least, grown by half again, so that a
+    /// run of growing analyses allocates a few times only). Give them back
+    /// with [`GpuTrace::give_back`].
+    pub(crate) fn scratch(&self, out: u64, back: u64) -> Scratch {
+        let kept = self.scratch.lock().ok().and_then(|mut s| s.take());
+        let grow = |n: u64| (n + n / 2).max(4096).next_multiple_of(256);
+        match kept {
+            Some(s) if s.out.size() >= out && s.back.size() >= back => s,
+            Some(s) => Scratch {
+                out: if s.out.size() >= out {
+                    s.out
+                } else {
+                    output(&self.ctx, "results", grow(out))
+                },
+                back: if s.back.size() >= back {
+                    s.back
+                } else {
+                    staging(&self.ctx, grow(back))
+                },
+            },
+            None => Scratch {
+                out: output(&self.ctx, "results", grow(out)),
+                back: staging(&self.ctx, grow(back)),
+            },
+        }
+    }
+
+    /// Keeps `s` for the next analysis.
+    pub(crate) fn give_back(&self, s: Scratch) {
+        if let Ok(mut k) = self.scratch.lock() {
+            *k = Some(s);
+        }
     }
 
     /// Chunks (dispatches per analysis).

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::{GpuContext, GpuError, grid, pipeline};
 use crate::analysis::fields::{Field, bin_edges, busy_field, inverse_widths};
-use crate::gpu::resident::{GpuTrace, PassTimers, Timing, output, staging};
+use crate::gpu::resident::{GpuTrace, PassTimers, Timing};
 use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/busy_bins.wgsl");
@@ -125,8 +125,10 @@ impl GpuTrace {
             }
         }
         let timers = PassTimers::new(ctx, 1);
-        let out = output(ctx, "busy", size);
-        let back = staging(ctx, size + timers.as_ref().map_or(0, |t| t.size()));
+        let padded = size.max(16).next_multiple_of(4);
+        let total = padded + timers.as_ref().map_or(0, |t| t.size());
+        let scratch = self.scratch(padded, total);
+        let (out, back) = (&scratch.out, &scratch.back);
         let mut work = Vec::with_capacity(dispatches.len());
         for d in &dispatches {
             let c = &self.chunks[d.chunk];
@@ -164,7 +166,7 @@ impl GpuTrace {
                 mask_buf.as_entire_binding(),
                 edges_buf.as_entire_binding(),
                 wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &out,
+                    buffer: out,
                     offset: bound,
                     size: wgpu::BufferSize::new(len.max(8)),
                 }),
@@ -190,6 +192,8 @@ impl GpuTrace {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("busy bins"),
             });
+        // the cells are sums: a reused buffer starts from zero
+        enc.clear_buffer(out, 0, Some(padded));
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("busy bins"),
@@ -201,14 +205,15 @@ impl GpuTrace {
                 pass.dispatch_workgroups(*x, *y, 1);
             }
         }
-        enc.copy_buffer_to_buffer(&out, 0, &back, 0, size.max(16).next_multiple_of(4));
+        enc.copy_buffer_to_buffer(out, 0, back, 0, padded);
         if let Some(t) = &timers {
-            t.resolve_into(&mut enc, &back, size.max(16).next_multiple_of(4));
+            t.resolve_into(&mut enc, back, padded);
         }
         ctx.queue.submit([enc.finish()]);
-        let bytes = crate::gpu::map_read(ctx, &back)?;
+        let bytes = crate::gpu::map_read_prefix(ctx, back, total)?;
+        self.give_back(scratch);
         let run = run.elapsed();
-        let stamps = size.max(16).next_multiple_of(4) as usize;
+        let stamps = padded as usize;
         let kernel = timers
             .as_ref()
             .and_then(|_| PassTimers::total(ctx, &bytes[stamps..]));

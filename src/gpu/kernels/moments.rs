@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use super::{GpuContext, GpuError, grid, pipeline};
 use crate::analysis::moments::{MomentAcc, Moments};
-use crate::gpu::resident::{GpuTrace, PassTimers, Timing, output, staging};
+use crate::gpu::resident::{GpuTrace, PassTimers, Timing};
 use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/moments.wgsl");
@@ -135,8 +135,9 @@ impl GpuTrace {
             layout.push((done, tiles, n_tiles));
         }
         let timers = PassTimers::new(ctx, 1);
-        let out = output(ctx, "moments", size);
-        let back = staging(ctx, size + timers.as_ref().map_or(0, |t| t.size()));
+        let total = size + timers.as_ref().map_or(0, |t| t.size());
+        let scratch = self.scratch(size, total);
+        let (out, back) = (&scratch.out, &scratch.back);
         let chunk_params: Vec<wgpu::Buffer> = self
             .chunks
             .iter()
@@ -165,7 +166,7 @@ impl GpuTrace {
             .map(|((c, &(done, tiles, n_tiles)), params)| {
                 let region = |offset: u64, size: u64| {
                     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: &out,
+                        buffer: out,
                         offset,
                         size: wgpu::BufferSize::new(size.max(32)),
                     })
@@ -216,12 +217,13 @@ impl GpuTrace {
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
-        enc.copy_buffer_to_buffer(&out, 0, &back, 0, size);
+        enc.copy_buffer_to_buffer(out, 0, back, 0, size);
         if let Some(t) = &timers {
-            t.resolve_into(&mut enc, &back, size);
+            t.resolve_into(&mut enc, back, size);
         }
         ctx.queue.submit([enc.finish()]);
-        let bytes = crate::gpu::map_read(ctx, &back)?;
+        let bytes = crate::gpu::map_read_prefix(ctx, back, total)?;
+        self.give_back(scratch);
         let run = run.elapsed();
         let kernel = timers
             .as_ref()
