@@ -273,6 +273,16 @@ fn a_resident_trace_answers_many_analyses_like_the_cpu() {
             }
         }
     }
+    // locations without a single interval: nothing to run, zeros out
+    let none = synth::explicit_intervals(&[vec![], vec![]]);
+    let g = tapestry::gpu::GpuTrace::upload(&ctx, &none, None).unwrap();
+    assert_eq!(g.num_chunks(), 0);
+    if kernels::moments::supported(&ctx) {
+        let (m, _) = g.moments(&masks[0], 0, 10).unwrap();
+        assert_eq!(m, moments::moments(&none, &masks[0], 0, 10));
+    }
+    let (f, _) = g.busy_fraction(&masks[0], 0, 10, 5).unwrap();
+    assert_eq!(f.values, vec![0.0; 10]);
     // bad parameters are refused, not run
     let g = tapestry::gpu::GpuTrace::upload(&ctx, &t, None).unwrap();
     assert!(g.busy_fraction(&masks[0], 10, 10, 4).is_err());

@@ -20,7 +20,8 @@ use wgpu::util::DeviceExt;
 use super::{GpuContext, GpuError};
 use crate::model::Trace;
 
-/// One chunk of whole locations, resident.
+/// One chunk of consecutive intervals, resident (cut anywhere: its first
+/// and last location may continue in the chunks beside it).
 pub(crate) struct ResidentChunk {
     /// The chunk's first location (global id); chunks are cut anywhere,
     /// so a location's intervals may span several.

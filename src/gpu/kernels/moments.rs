@@ -117,6 +117,10 @@ impl GpuTrace {
         let ctx = &self.ctx;
         check(ctx)?;
         let p = self.num_locations();
+        if self.chunks.is_empty() {
+            // no intervals: nothing to run (and nothing to map)
+            return Ok((vec![MomentAcc::default().moments(); p], Timing::default()));
+        }
         let run = Instant::now();
         let pipe = pipeline(ctx, "moments", SHADER);
         let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
