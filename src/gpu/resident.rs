@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use wgpu::util::DeviceExt;
 
+use super::kernels::output;
 use super::{GpuContext, GpuError};
 use crate::model::Trace;
 
@@ -342,18 +343,6 @@ impl PassTimers {
             .sum();
         Some(Duration::from_secs_f64(ns * 1e-9))
     }
-}
-
-/// A buffer the kernels write and that is copied back.
-pub(crate) fn output(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
-    ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: size.max(16).next_multiple_of(4),
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_SRC
-            | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    })
 }
 
 /// A host-readable buffer of `size` bytes.

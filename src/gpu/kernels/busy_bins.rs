@@ -158,33 +158,25 @@ impl GpuTrace {
                     0,
                 ]),
             );
-            let entries = [
-                c.starts.as_entire_binding(),
-                c.ends.as_entire_binding(),
-                c.states.as_entire_binding(),
-                c.offsets.as_entire_binding(),
-                mask_buf.as_entire_binding(),
-                edges_buf.as_entire_binding(),
-                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: out,
-                    offset: bound,
-                    size: wgpu::BufferSize::new(len.max(8)),
-                }),
-                params.as_entire_binding(),
-            ];
-            let entries: Vec<wgpu::BindGroupEntry> = entries
-                .into_iter()
-                .enumerate()
-                .map(|(i, resource)| wgpu::BindGroupEntry {
-                    binding: i as u32,
-                    resource,
-                })
-                .collect();
-            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("busy bins"),
-                layout: &pipe.get_bind_group_layout(0),
-                entries: &entries,
-            });
+            let bind = super::bind_in_order(
+                ctx,
+                &pipe,
+                "busy bins",
+                vec![
+                    c.starts.as_entire_binding(),
+                    c.ends.as_entire_binding(),
+                    c.states.as_entire_binding(),
+                    c.offsets.as_entire_binding(),
+                    mask_buf.as_entire_binding(),
+                    edges_buf.as_entire_binding(),
+                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: out,
+                        offset: bound,
+                        size: wgpu::BufferSize::new(len.max(8)),
+                    }),
+                    params.as_entire_binding(),
+                ],
+            );
             work.push((bind, x, y));
         }
         let mut enc = ctx

@@ -70,7 +70,7 @@ impl Scan {
         let mut data = data.clone();
         loop {
             let groups = n.div_ceil(1024);
-            let sums = scratch(ctx, "scan sums", groups as u64 * 4);
+            let sums = super::output(ctx, "scan sums", groups as u64 * 4);
             let params = super::uniform(ctx, "scan params", bytemuck::cast_slice(&[n, 0, 0, 0]));
             let bind = pipes.map(|p| bind(ctx, p, &[&data, &sums, &params]));
             levels.push(Level {
@@ -110,17 +110,6 @@ impl Scan {
     fn total(&self) -> &wgpu::Buffer {
         &self.levels[self.levels.len() - 1].sums
     }
-}
-
-fn scratch(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
-    ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: size.max(16).next_multiple_of(4),
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_SRC
-            | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    })
 }
 
 fn params_buffer(ctx: &GpuContext, label: &str) -> wgpu::Buffer {
@@ -264,10 +253,10 @@ impl Extractor {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let inside = scratch(ctx, "inside bits", inside_words * 4);
-        let ebits = scratch(ctx, "edge bits", edge_words * 4);
-        let eoffset = scratch(ctx, "edge offsets", edge_words * 4);
-        let coffset = scratch(ctx, "cell offsets", cell_words * 4);
+        let inside = super::output(ctx, "inside bits", inside_words * 4);
+        let ebits = super::output(ctx, "edge bits", edge_words * 4);
+        let eoffset = super::output(ctx, "edge offsets", edge_words * 4);
+        let coffset = super::output(ctx, "cell offsets", cell_words * 4);
         let table = storage(
             ctx,
             "case table",
@@ -394,9 +383,9 @@ impl Extractor {
             // room to grow: animation steps vary a little
             let (v, t) = ((v + v / 4).min(limit / 12), (t + t / 4).min(limit / 12));
             let ctx = &self.ctx;
-            let positions = scratch(ctx, "positions", v * 12);
-            let normals = scratch(ctx, "normals", v * 12);
-            let indices = scratch(ctx, "indices", t * 12);
+            let positions = super::output(ctx, "positions", v * 12);
+            let normals = super::output(ctx, "normals", v * 12);
+            let indices = super::output(ctx, "indices", t * 12);
             let bind_vertices = bind_at(
                 ctx,
                 &self.vertices,
@@ -487,7 +476,7 @@ impl Extractor {
             self.scan_cells
                 .encode(&mut pass, &self.scan_blocks, &self.scan_add);
         }
-        let totals = scratch(&ctx, "totals", 24);
+        let totals = super::output(&ctx, "totals", 24);
         enc.copy_buffer_to_buffer(self.scan_edges.total(), 0, &totals, 0, 4);
         enc.copy_buffer_to_buffer(self.scan_cells.total(), 0, &totals, 4, 4);
         if let Some((qs, resolve)) = &self.timer {

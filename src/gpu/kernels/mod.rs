@@ -49,6 +49,42 @@ pub(crate) fn uniform(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buff
         })
 }
 
+/// A bind group of `pipe`'s group 0 with `resources` at bindings 0, 1, 2…
+/// in order.
+pub(crate) fn bind_in_order(
+    ctx: &GpuContext,
+    pipe: &wgpu::ComputePipeline,
+    label: &str,
+    resources: Vec<wgpu::BindingResource<'_>>,
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = resources
+        .into_iter()
+        .enumerate()
+        .map(|(i, resource)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource,
+        })
+        .collect();
+    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout: &pipe.get_bind_group_layout(0),
+        entries: &entries,
+    })
+}
+
+/// A buffer the kernels write and that is copied back (at least 16
+/// bytes).
+pub(crate) fn output(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(16).next_multiple_of(4),
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
 /// Copies `size` bytes of `src` back to the host.
 pub(crate) fn read_back(
     ctx: &GpuContext,

@@ -175,30 +175,22 @@ impl GpuTrace {
                         size: wgpu::BufferSize::new(size.max(32)),
                     })
                 };
-                let entries = [
-                    c.starts.as_entire_binding(),
-                    c.ends.as_entire_binding(),
-                    c.states.as_entire_binding(),
-                    c.offsets.as_entire_binding(),
-                    c.origins.as_entire_binding(),
-                    mask_buf.as_entire_binding(),
-                    region(done, c.locs as u64 * 32),
-                    region(tiles, n_tiles.max(1) * NODE),
-                    params.as_entire_binding(),
-                ];
-                let entries: Vec<wgpu::BindGroupEntry> = entries
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, resource)| wgpu::BindGroupEntry {
-                        binding: i as u32,
-                        resource,
-                    })
-                    .collect();
-                ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("moments"),
-                    layout: &pipe.get_bind_group_layout(0),
-                    entries: &entries,
-                })
+                super::bind_in_order(
+                    ctx,
+                    &pipe,
+                    "moments",
+                    vec![
+                        c.starts.as_entire_binding(),
+                        c.ends.as_entire_binding(),
+                        c.states.as_entire_binding(),
+                        c.offsets.as_entire_binding(),
+                        c.origins.as_entire_binding(),
+                        mask_buf.as_entire_binding(),
+                        region(done, c.locs as u64 * 32),
+                        region(tiles, n_tiles.max(1) * NODE),
+                        params.as_entire_binding(),
+                    ],
+                )
             })
             .collect();
         let mut enc = ctx
