@@ -27,10 +27,10 @@ pub(crate) struct ResidentChunk {
     /// The chunk's first location (global id); chunks are cut anywhere,
     /// so a location's intervals may span several.
     pub(crate) first_loc: usize,
-    /// The chunk's place in [`GpuTrace::chunks`].
-    pub(crate) index: usize,
     /// How many locations (`offsets` has one more entry).
     pub(crate) locs: usize,
+    /// Global index of the chunk's first interval.
+    pub(crate) first: u64,
     /// Intervals in the chunk.
     pub(crate) len: u64,
     pub(crate) starts: wgpu::Buffer,
@@ -48,9 +48,8 @@ impl ResidentChunk {
     /// The chunk's local offset of its location `l` (local id, up to
     /// `locs`), clamped to the chunk.
     pub(crate) fn local_offset(&self, trace: &GpuTrace, l: usize) -> u32 {
-        let start = trace.chunk_starts[self.index];
         let o = trace.offsets[self.first_loc + l];
-        (o.clamp(start, start + self.len) - start) as u32
+        (o.clamp(self.first, self.first + self.len) - self.first) as u32
     }
 }
 
@@ -74,8 +73,6 @@ pub struct Timing {
 pub struct GpuTrace {
     pub(crate) ctx: GpuContext,
     pub(crate) chunks: Vec<ResidentChunk>,
-    /// Global index of each chunk's first interval.
-    pub(crate) chunk_starts: Vec<u64>,
     /// The largest storage binding the kernels may use (bytes).
     pub(crate) limit: u64,
     /// The global CSR offsets (host copy; the origins of the moments).
@@ -124,7 +121,6 @@ impl GpuTrace {
         // the location of interval `i`: the last `l` with offsets[l] <= i
         let locate = |i: u64| offsets.partition_point(|&o| o <= i).saturating_sub(1);
         let mut chunks = Vec::new();
-        let mut chunk_starts = Vec::new();
         let mut c0 = 0u64;
         while c0 < n {
             // a chunk of at most `max_iv` intervals and `max_locs` locations;
@@ -146,10 +142,9 @@ impl GpuTrace {
                 })
                 .collect();
             let (a, b) = (c0 as usize, c1 as usize);
-            chunk_starts.push(c0);
             chunks.push(ResidentChunk {
                 first_loc: l0,
-                index: chunks.len(),
+                first: c0,
                 locs: l1 + 1 - l0,
                 len: c1 - c0,
                 starts: column(ctx, "starts", bytemuck::cast_slice(&all.start[a..b])),
@@ -180,7 +175,6 @@ impl GpuTrace {
         Ok(GpuTrace {
             ctx: ctx.clone(),
             chunks,
-            chunk_starts,
             limit,
             offsets,
             origins,
@@ -280,67 +274,61 @@ fn column(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
         })
 }
 
-/// Timestamps around several compute passes, where the adapter has
-/// timestamp queries; resolved after the passes and read back with the
+/// Timestamps around one compute pass, where the adapter has
+/// timestamp queries; resolved after the pass and read back with the
 /// results.
-pub(crate) struct PassTimers {
+pub(crate) struct PassTimer {
     queries: wgpu::QuerySet,
     resolve: wgpu::Buffer,
-    passes: u32,
 }
 
-impl PassTimers {
-    pub(crate) fn new(ctx: &GpuContext, passes: u32) -> Option<Self> {
-        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) || passes == 0 {
+/// Bytes the resolved timestamps take (two u64).
+pub(crate) const STAMPS: u64 = 16;
+
+impl PassTimer {
+    pub(crate) fn new(ctx: &GpuContext) -> Option<Self> {
+        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
             return None;
         }
-        Some(PassTimers {
+        Some(PassTimer {
             queries: ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("kernel timestamps"),
                 ty: wgpu::QueryType::Timestamp,
-                count: passes * 2,
+                count: 2,
             }),
             resolve: ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("kernel timestamps"),
-                size: passes as u64 * 16,
+                size: STAMPS,
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             }),
-            passes,
         })
     }
 
-    /// Bytes the resolved timestamps take.
-    pub(crate) fn size(&self) -> u64 {
-        self.passes as u64 * 16
-    }
-
-    pub(crate) fn writes(&self, pass: u32) -> wgpu::ComputePassTimestampWrites<'_> {
+    pub(crate) fn writes(&self) -> wgpu::ComputePassTimestampWrites<'_> {
         wgpu::ComputePassTimestampWrites {
             query_set: &self.queries,
-            beginning_of_pass_write_index: Some(pass * 2),
-            end_of_pass_write_index: Some(pass * 2 + 1),
+            beginning_of_pass_write_index: Some(0),
+            end_of_pass_write_index: Some(1),
         }
     }
 
+    /// After the pass: resolves the timestamps and copies them to `dst` at
+    /// `offset`, to be read back with the results.
     pub(crate) fn resolve_into(
         &self,
         enc: &mut wgpu::CommandEncoder,
         dst: &wgpu::Buffer,
         offset: u64,
     ) {
-        enc.resolve_query_set(&self.queries, 0..self.passes * 2, &self.resolve, 0);
-        enc.copy_buffer_to_buffer(&self.resolve, 0, dst, offset, self.size());
+        enc.resolve_query_set(&self.queries, 0..2, &self.resolve, 0);
+        enc.copy_buffer_to_buffer(&self.resolve, 0, dst, offset, STAMPS);
     }
 
-    /// The passes' summed duration from the bytes read back.
-    pub(crate) fn total(ctx: &GpuContext, bytes: &[u8]) -> Option<Duration> {
-        let t: Vec<u64> = bytemuck::pod_collect_to_vec(bytes);
-        let period = ctx.queue.get_timestamp_period() as f64;
-        let ns: f64 = t
-            .chunks_exact(2)
-            .map(|p| p[1].saturating_sub(p[0]) as f64 * period)
-            .sum();
+    /// The pass's duration from the bytes read back.
+    pub(crate) fn duration(ctx: &GpuContext, bytes: &[u8]) -> Option<Duration> {
+        let t: Vec<u64> = bytemuck::pod_collect_to_vec(bytes.get(..STAMPS as usize)?);
+        let ns = t[1].saturating_sub(t[0]) as f64 * ctx.queue.get_timestamp_period() as f64;
         Some(Duration::from_secs_f64(ns * 1e-9))
     }
 }

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::{GpuContext, GpuError, grid, pipeline};
 use crate::analysis::fields::{Field, bin_edges, busy_field, inverse_widths};
-use crate::gpu::resident::{GpuTrace, PassTimers, Timing};
+use crate::gpu::resident::{GpuTrace, PassTimer, STAMPS, Timing};
 use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/busy_bins.wgsl");
@@ -124,9 +124,9 @@ impl GpuTrace {
                 a = b;
             }
         }
-        let timers = PassTimers::new(ctx, 1);
+        let timers = PassTimer::new(ctx);
         let padded = size.max(16).next_multiple_of(4);
-        let total = padded + timers.as_ref().map_or(0, |t| t.size());
+        let total = padded + timers.as_ref().map_or(0, |_| STAMPS);
         let scratch = self.scratch(padded, total);
         let (out, back) = (&scratch.out, &scratch.back);
         let mut work = Vec::with_capacity(dispatches.len());
@@ -189,7 +189,7 @@ impl GpuTrace {
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("busy bins"),
-                timestamp_writes: timers.as_ref().map(|t| t.writes(0)),
+                timestamp_writes: timers.as_ref().map(|t| t.writes()),
             });
             pass.set_pipeline(&pipe);
             for (bind, x, y) in &work {
@@ -208,7 +208,7 @@ impl GpuTrace {
         let stamps = padded as usize;
         let kernel = timers
             .as_ref()
-            .and_then(|_| PassTimers::total(ctx, &bytes[stamps..]));
+            .and_then(|_| PassTimer::duration(ctx, &bytes[stamps..]));
         let finish = Instant::now();
         let sums: &[u8] = &bytes[..size as usize];
         let inv = inverse_widths(&edges);

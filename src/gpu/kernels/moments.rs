@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use super::{GpuContext, GpuError, grid, pipeline};
 use crate::analysis::moments::{MomentAcc, Moments};
-use crate::gpu::resident::{GpuTrace, PassTimers, Timing};
+use crate::gpu::resident::{GpuTrace, PassTimer, STAMPS, Timing};
 use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/moments.wgsl");
@@ -138,8 +138,8 @@ impl GpuTrace {
             size = (size + n_tiles.max(1) * NODE).next_multiple_of(align);
             layout.push((done, tiles, n_tiles));
         }
-        let timers = PassTimers::new(ctx, 1);
-        let total = size + timers.as_ref().map_or(0, |t| t.size());
+        let timers = PassTimer::new(ctx);
+        let total = size + timers.as_ref().map_or(0, |_| STAMPS);
         let scratch = self.scratch(size, total);
         let (out, back) = (&scratch.out, &scratch.back);
         let chunk_params: Vec<wgpu::Buffer> = self
@@ -201,7 +201,7 @@ impl GpuTrace {
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("moments"),
-                timestamp_writes: timers.as_ref().map(|t| t.writes(0)),
+                timestamp_writes: timers.as_ref().map(|t| t.writes()),
             });
             pass.set_pipeline(&pipe);
             for (bind, &(_, _, n_tiles)) in binds.iter().zip(&layout) {
@@ -223,7 +223,7 @@ impl GpuTrace {
         let run = run.elapsed();
         let kernel = timers
             .as_ref()
-            .and_then(|_| PassTimers::total(ctx, &bytes[size as usize..]));
+            .and_then(|_| PassTimer::duration(ctx, &bytes[size as usize..]));
         let finish = Instant::now();
         let mut accs = vec![MomentAcc::default(); p];
         let mut set = vec![false; p];
