@@ -103,7 +103,8 @@ pub fn bytes_of(n: u64, size: u64) -> u64 {
 /// blocks of a few MiB from several threads (file blocks, parsed records);
 /// glibc keeps such memory in per-thread arenas, where it still counts in
 /// the resident set. Called before a reader's largest allocation (the
-/// model's columns) so that the peak does not carry it. A no-op elsewhere.
+/// model's columns) and after each batch of raw records copied into them,
+/// so that the peak does not carry it. A no-op elsewhere than glibc.
 pub fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -26,6 +26,125 @@ pub struct RawInterval {
     pub end: Time,
 }
 
+/// A block of state records as a reader hands it over: records as read,
+/// or grouped by location (columns without the location, 20 bytes a record
+/// instead of 24, and a run per location), which a reader makes in its
+/// parsing threads when a block has many records per location.
+#[derive(Debug, Clone)]
+pub(crate) enum IntervalBlock {
+    Records(Vec<RawInterval>),
+    Grouped(GroupedIntervals),
+}
+
+/// Records grouped by location, in their order within each location.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GroupedIntervals {
+    /// (location, records), by increasing location.
+    pub runs: Vec<(LocId, u32)>,
+    pub start: Vec<Time>,
+    pub end: Vec<Time>,
+    pub state: Vec<StateId>,
+}
+
+impl Default for IntervalBlock {
+    fn default() -> Self {
+        IntervalBlock::Records(Vec::new())
+    }
+}
+
+impl IntervalBlock {
+    /// `v` grouped by location (stable) when it has at least 4 records per
+    /// location of `0..nloc` on average and all its locations are below
+    /// `nloc`; otherwise as it is.
+    pub(crate) fn from_records(v: Vec<RawInterval>, nloc: usize) -> IntervalBlock {
+        if nloc == 0 || v.len() / 4 < nloc || v.len() > u32::MAX as usize {
+            return IntervalBlock::Records(v);
+        }
+        let mut count = vec![0u32; nloc];
+        for r in &v {
+            match count.get_mut(r.loc as usize) {
+                Some(c) => *c += 1,
+                None => return IntervalBlock::Records(v),
+            }
+        }
+        let mut runs = Vec::new();
+        let mut at = 0u32;
+        for (l, c) in count.iter_mut().enumerate() {
+            if *c > 0 {
+                runs.push((l as LocId, *c));
+            }
+            let k = *c;
+            *c = at;
+            at += k;
+        }
+        let n = v.len();
+        let mut g = GroupedIntervals {
+            runs,
+            start: vec![0; n],
+            end: vec![0; n],
+            state: vec![0; n],
+        };
+        for r in &v {
+            let k = &mut count[r.loc as usize];
+            let i = *k as usize;
+            g.start[i] = r.start;
+            g.end[i] = r.end;
+            g.state[i] = r.state;
+            *k += 1;
+        }
+        IntervalBlock::Grouped(g)
+    }
+
+    /// The intervals `(start, end, state)` of one location, as one run.
+    pub(crate) fn of_location(loc: LocId, flat: &[(Time, Time, StateId)]) -> IntervalBlock {
+        if flat.len() > u32::MAX as usize {
+            let v = flat
+                .iter()
+                .map(|&(start, end, state)| RawInterval {
+                    loc,
+                    state,
+                    start,
+                    end,
+                })
+                .collect();
+            return IntervalBlock::Records(v);
+        }
+        IntervalBlock::Grouped(GroupedIntervals {
+            runs: if flat.is_empty() {
+                Vec::new()
+            } else {
+                vec![(loc, flat.len() as u32)]
+            },
+            start: flat.iter().map(|r| r.0).collect(),
+            end: flat.iter().map(|r| r.1).collect(),
+            state: flat.iter().map(|r| r.2).collect(),
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            IntervalBlock::Records(v) => v.len(),
+            IntervalBlock::Grouped(g) => g.start.len(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            IntervalBlock::Records(v) => v.shrink_to_fit(),
+            IntervalBlock::Grouped(g) => {
+                g.runs.shrink_to_fit();
+                g.start.shrink_to_fit();
+                g.end.shrink_to_fit();
+                g.state.shrink_to_fit();
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RawEvent {
     pub time: Time,
@@ -92,9 +211,10 @@ pub struct TraceBuilder {
     collective_index: HashMap<String, u32>,
     pub communicators: Vec<Communicator>,
     pub(crate) intervals: Vec<RawInterval>,
-    /// Intervals added a block at a time ([`TraceBuilder::add_intervals`]),
-    /// kept as they came: never copied into one growing vector.
-    pub(crate) interval_chunks: Vec<Vec<RawInterval>>,
+    /// Intervals added a block at a time ([`TraceBuilder::add_intervals`],
+    /// [`TraceBuilder::add_interval_block`]), kept as they came: never
+    /// copied into one growing vector.
+    pub(crate) interval_chunks: Vec<IntervalBlock>,
     pub(crate) events: Vec<RawEvent>,
     pub(crate) messages: Vec<RawMessage>,
     pub(crate) counters: Vec<RawCounter>,
@@ -287,31 +407,74 @@ impl TraceBuilder {
 
     /// Adds a block of state intervals (a parsed block of a file), in
     /// order after those added before.
-    pub(crate) fn add_intervals(&mut self, mut chunk: Vec<RawInterval>) {
-        if chunk.is_empty() {
+    #[cfg(test)]
+    pub(crate) fn add_intervals(&mut self, chunk: Vec<RawInterval>) {
+        self.add_interval_block(IntervalBlock::Records(chunk));
+    }
+
+    /// Adds a block of state intervals in either form, in order after those
+    /// added before.
+    pub(crate) fn add_interval_block(&mut self, mut block: IntervalBlock) {
+        if block.is_empty() {
             return;
         }
         if !self.intervals.is_empty() {
             let single = std::mem::take(&mut self.intervals);
-            self.interval_chunks.push(single);
+            self.interval_chunks.push(IntervalBlock::Records(single));
         }
         // kept until the model is built: without its growth slack (a
         // shrink in place, no copy)
-        chunk.shrink_to_fit();
-        self.interval_chunks.push(chunk);
+        block.shrink_to_fit();
+        self.interval_chunks.push(block);
     }
 
-    /// Every raw interval so far, block by block, in the order added.
-    pub(crate) fn raw_intervals_mut(&mut self) -> impl Iterator<Item = &mut [RawInterval]> {
+    /// The location of every raw interval so far (those of a grouped block
+    /// once per run).
+    pub(crate) fn raw_locations(&self) -> impl Iterator<Item = LocId> + '_ {
         self.interval_chunks
-            .iter_mut()
-            .map(Vec::as_mut_slice)
-            .chain(std::iter::once(self.intervals.as_mut_slice()))
+            .iter()
+            .flat_map(|b| -> Box<dyn Iterator<Item = LocId> + '_> {
+                match b {
+                    IntervalBlock::Records(v) => Box::new(v.iter().map(|r| r.loc)),
+                    IntervalBlock::Grouped(g) => Box::new(g.runs.iter().map(|r| r.0)),
+                }
+            })
+            .chain(self.intervals.iter().map(|r| r.loc))
+    }
+
+    /// Renumbers the location of every raw interval with `f`, which must
+    /// keep the order of locations (runs of grouped blocks stay sorted).
+    pub(crate) fn renumber_raw_locations(&mut self, f: impl Fn(&mut LocId) + Sync) {
+        for b in &mut self.interval_chunks {
+            match b {
+                IntervalBlock::Records(v) => v.par_iter_mut().for_each(|r| f(&mut r.loc)),
+                IntervalBlock::Grouped(g) => g.runs.iter_mut().for_each(|r| f(&mut r.0)),
+            }
+        }
+        self.intervals.par_iter_mut().for_each(|r| f(&mut r.loc));
+    }
+
+    /// Maps the state of every raw interval with `f`.
+    pub(crate) fn map_raw_states(&mut self, f: impl Fn(StateId) -> StateId + Sync) {
+        for b in &mut self.interval_chunks {
+            match b {
+                IntervalBlock::Records(v) => v.par_iter_mut().for_each(|r| r.state = f(r.state)),
+                IntervalBlock::Grouped(g) => g.state.par_iter_mut().for_each(|s| *s = f(*s)),
+            }
+        }
+        self.intervals
+            .par_iter_mut()
+            .for_each(|r| r.state = f(r.state));
     }
 
     /// Number of state records collected so far.
     pub fn num_raw_intervals(&self) -> usize {
-        self.intervals.len() + self.interval_chunks.iter().map(Vec::len).sum::<usize>()
+        self.intervals.len()
+            + self
+                .interval_chunks
+                .iter()
+                .map(IntervalBlock::len)
+                .sum::<usize>()
     }
 
     /// Sorts, validates and repairs, and returns the trace.
@@ -319,21 +482,17 @@ impl TraceBuilder {
         let nloc = self.locations.len();
         let src = self.source.clone();
 
-        // bucket by location (stable, O(N)), in parallel: records mostly
-        // arrive in time order, so each location's run is usually sorted
+        // bucket by location (stable, O(N)), in parallel, freeing the raw
+        // blocks as they are copied: records mostly arrive in time order,
+        // so each location's run is usually sorted
         let single = std::mem::take(&mut self.intervals);
-        let chunks = std::mem::take(&mut self.interval_chunks);
-        let raw: Vec<&[RawInterval]> = chunks
-            .iter()
-            .map(Vec::as_slice)
-            .chain(std::iter::once(single.as_slice()))
-            .collect();
+        let mut blocks = std::mem::take(&mut self.interval_chunks);
+        blocks.push(IntervalBlock::Records(single));
+        let n_raw: usize = blocks.iter().map(IntervalBlock::len).sum();
         // the blocks freed while reading leave before the columns come
         crate::memory::return_freed_memory();
-        let (mut offsets, mut start, mut end, mut state) = bucket_by_location(&raw, nloc);
-        drop(raw);
-        drop(chunks);
-        drop(single);
+        let (mut offsets, mut start, mut end, mut state) =
+            bucket_by_location(blocks, nloc, (n_raw / 32).max(256 << 10));
         // per location, in parallel: sort the runs that are not in order
         // (counting them), clip overlaps and drop empty intervals, keeping
         // each location's result at the front of its run
@@ -395,41 +554,54 @@ impl TraceBuilder {
 
         // events: by location (global last), then time, stable
         let mut ev = std::mem::take(&mut self.events);
-        ev.par_sort_by_key(|e| (e.loc, e.time));
+        let key = |l: LocId| if l == GLOBAL { nloc } else { l as usize };
+        ev.retain(|e| key(e.loc) <= nloc);
+        if !ev.is_sorted_by_key(|e| (key(e.loc), e.time)) {
+            ev.par_sort_by_key(|e| (key(e.loc), e.time));
+        }
         let mut events = Events {
-            offsets: Vec::with_capacity(nloc + 2),
-            time: Vec::with_capacity(ev.len()),
-            kind: Vec::with_capacity(ev.len()),
-            value: Vec::with_capacity(ev.len()),
+            offsets: vec![0; nloc + 2],
+            time: vec![0; ev.len()],
+            kind: vec![0; ev.len()],
+            value: vec![0; ev.len()],
         };
-        let mut j = 0usize;
-        events.offsets.push(0);
+        for e in &ev {
+            events.offsets[key(e.loc) + 1] += 1;
+        }
         for l in 0..=nloc {
-            let key = if l == nloc { GLOBAL } else { l as LocId };
-            while j < ev.len() && ev[j].loc == key {
-                events.time.push(ev[j].time);
-                events.kind.push(ev[j].kind);
-                events.value.push(ev[j].value);
-                max_time = max_time.max(ev[j].time);
-                j += 1;
-            }
-            events.offsets.push(events.time.len() as u64);
+            events.offsets[l + 1] += events.offsets[l];
         }
-        drop(ev);
+        into_columns(ev, |i, e| {
+            events.time[i] = e.time;
+            events.kind[i] = e.kind;
+            events.value[i] = e.value;
+            max_time = max_time.max(e.time);
+        });
 
+        // messages: by send time, receive time, sender, receiver, bytes,
+        // tag (a total order: sorted in place, without a copy)
         let mut ms = std::mem::take(&mut self.messages);
-        ms.par_sort_by_key(|m| (m.send, m.recv, m.src, m.dst));
-        let mut messages = Messages::default();
-        for m in &ms {
-            messages.sender.push(m.src);
-            messages.receiver.push(m.dst);
-            messages.send_time.push(m.send);
-            messages.recv_time.push(m.recv);
-            messages.bytes.push(m.bytes);
-            messages.tag.push(m.tag);
-            max_time = max_time.max(m.recv).max(m.send);
+        let by = |m: &RawMessage| (m.send, m.recv, m.src, m.dst, m.bytes, m.tag);
+        if !ms.is_sorted_by_key(by) {
+            ms.par_sort_unstable_by_key(by);
         }
-        drop(ms);
+        let mut messages = Messages {
+            sender: vec![0; ms.len()],
+            receiver: vec![0; ms.len()],
+            send_time: vec![0; ms.len()],
+            recv_time: vec![0; ms.len()],
+            bytes: vec![0; ms.len()],
+            tag: vec![0; ms.len()],
+        };
+        into_columns(ms, |i, m| {
+            messages.sender[i] = m.src;
+            messages.receiver[i] = m.dst;
+            messages.send_time[i] = m.send;
+            messages.recv_time[i] = m.recv;
+            messages.bytes[i] = m.bytes;
+            messages.tag[i] = m.tag;
+            max_time = max_time.max(m.recv).max(m.send);
+        });
 
         let mut cs = std::mem::take(&mut self.counters);
         cs.par_sort_by_key(|c| (c.loc, c.counter, c.time));
@@ -488,6 +660,24 @@ impl TraceBuilder {
             collectives,
             communicators: self.communicators,
         })
+    }
+}
+
+/// Hands each record of `v` with its index to `put` (which writes it into
+/// columns allocated zeroed), from the last to the first, in steps after
+/// which the records handed over are freed: the records and the columns
+/// they go to do not coexist beyond one step.
+fn into_columns<T>(mut v: Vec<T>, mut put: impl FnMut(usize, &T)) {
+    let step = (v.len() / 16).max(1 << 16);
+    let mut hi = v.len();
+    while hi > 0 {
+        let lo = hi.saturating_sub(step);
+        for (i, r) in v[lo..hi].iter().enumerate() {
+            put(lo + i, r);
+        }
+        v.truncate(lo);
+        v.shrink_to_fit();
+        hi = lo;
     }
 }
 
@@ -555,22 +745,161 @@ fn clean_run(start: &mut [Time], end: &mut [Time], state: &mut [StateId]) -> Run
 
 /// The raw intervals (blocks of them, in order) as columns grouped by
 /// location (stable within a location): CSR offsets and the start, end and
-/// state columns. Contiguous parts of the records are counted and
-/// scattered in parallel.
+/// state columns. The blocks are copied in batches of consecutive blocks,
+/// each batch counted and scattered in parallel parts and then freed: the
+/// columns' pages become resident as they are written (they are allocated
+/// zeroed, untouched), so the raw records and the columns do not coexist
+/// beyond one batch (batches of at least `batch_len` records: 1/32 of
+/// them when building).
 fn bucket_by_location(
-    raw: &[&[RawInterval]],
+    blocks: Vec<IntervalBlock>,
     nloc: usize,
+    batch_len: usize,
 ) -> (Vec<u64>, Vec<Time>, Vec<Time>, Vec<StateId>) {
-    let n: usize = raw.iter().map(|c| c.len()).sum();
+    let n: usize = blocks.iter().map(IntervalBlock::len).sum();
+    let counts = blocks
+        .par_iter()
+        .fold(
+            || vec![0u64; nloc],
+            |mut v, b| {
+                match b {
+                    IntervalBlock::Records(rs) => {
+                        for r in rs {
+                            v[r.loc as usize] += 1;
+                        }
+                    }
+                    IntervalBlock::Grouped(g) => {
+                        for &(l, k) in &g.runs {
+                            v[l as usize] += k as u64;
+                        }
+                    }
+                }
+                v
+            },
+        )
+        .reduce(
+            || vec![0u64; nloc],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+                a
+            },
+        );
+    let mut offsets = vec![0u64; nloc + 1];
+    for l in 0..nloc {
+        offsets[l + 1] = offsets[l] + counts[l];
+    }
+    drop(counts);
+    // where each location's next record goes
+    let mut next: Vec<u64> = offsets[..nloc].to_vec();
+    let mut start = vec![0 as Time; n];
+    let mut end = vec![0 as Time; n];
+    let mut state = vec![0 as StateId; n];
+    let dst = Columns {
+        start: start.as_mut_ptr(),
+        end: end.as_mut_ptr(),
+        state: state.as_mut_ptr(),
+    };
+    let mut blocks = std::collections::VecDeque::from(blocks);
+    while !blocks.is_empty() {
+        let mut batch = Vec::new();
+        let mut len = 0usize;
+        while len < batch_len
+            && let Some(b) = blocks.pop_front()
+        {
+            len += b.len();
+            batch.push(b);
+        }
+        // runs of blocks of one form, in order (each location's records
+        // stay in the order of the blocks)
+        for seg in batch.chunk_by(|a, b| {
+            matches!(
+                (a, b),
+                (IntervalBlock::Records(_), IntervalBlock::Records(_))
+                    | (IntervalBlock::Grouped(_), IntervalBlock::Grouped(_))
+            )
+        }) {
+            if let IntervalBlock::Records(_) = seg[0] {
+                let recs: Vec<&[RawInterval]> = seg
+                    .iter()
+                    .filter_map(|b| match b {
+                        IntervalBlock::Records(v) => Some(v.as_slice()),
+                        IntervalBlock::Grouped(_) => None,
+                    })
+                    .collect();
+                scatter_batch(&recs, nloc, &mut next, &dst);
+            } else {
+                let groups: Vec<&GroupedIntervals> = seg
+                    .iter()
+                    .filter_map(|b| match b {
+                        IntervalBlock::Grouped(g) => Some(g),
+                        IntervalBlock::Records(_) => None,
+                    })
+                    .collect();
+                copy_groups(&groups, &mut next, &dst);
+            }
+        }
+        drop(batch);
+        crate::memory::return_freed_memory();
+    }
+    (offsets, start, end, state)
+}
+
+/// Copies grouped blocks (in order) to the columns: each run to where its
+/// location's next records go (positions given in order, then the runs
+/// copied in parallel).
+fn copy_groups(groups: &[&GroupedIntervals], next: &mut [u64], dst: &Columns) {
+    let at: Vec<Vec<u64>> = groups
+        .iter()
+        .map(|g| {
+            g.runs
+                .iter()
+                .map(|&(l, k)| {
+                    let p = next[l as usize];
+                    next[l as usize] += k as u64;
+                    p
+                })
+                .collect()
+        })
+        .collect();
+    groups.par_iter().zip(at.par_iter()).for_each(|(g, at)| {
+        let mut i = 0usize;
+        for (&(_, k), &p) in g.runs.iter().zip(at) {
+            let k = k as usize;
+            // SAFETY: run r of block b goes to [at(b, r), at(b, r) + k),
+            // ranges disjoint across runs, blocks and batches (each takes
+            // the next k positions of its location's run, which lie in
+            // [offsets[l], offsets[l + 1]) and partition 0..n), and the
+            // columns outlive this loop; the source ranges are in bounds
+            // (the runs' counts sum to the block's length).
+            unsafe {
+                dst.copy_run(
+                    p as usize,
+                    &g.start[i..i + k],
+                    &g.end[i..i + k],
+                    &g.state[i..i + k],
+                );
+            }
+            i += k;
+        }
+    });
+}
+
+/// Copies a run of raw blocks to the columns, each
+/// location's records from `next[l]` on (advanced past them): parts of
+/// the batch are counted, given their positions and copied in parallel.
+fn scatter_batch(batch: &[&[RawInterval]], nloc: usize, next: &mut [u64], dst: &Columns) {
+    let len: usize = batch.iter().map(|b| b.len()).sum();
     // at most one count per record in the per-part tables
     let parts = rayon::current_num_threads()
-        .min(n / nloc.max(1))
+        .min(len / nloc.max(1))
         .clamp(1, 64);
-    let part_len = n.div_ceil(parts).max(1);
+    let part_len = len.div_ceil(parts).max(1);
     // the parts: runs of part_len records, as pieces of the blocks
     let mut groups: Vec<Vec<&[RawInterval]>> = vec![Vec::new()];
     let mut fill = 0usize;
-    for &block in raw {
+    for &block in batch {
         let mut rest = block;
         while !rest.is_empty() {
             if fill == part_len {
@@ -595,41 +924,32 @@ fn bucket_by_location(
             v
         })
         .collect();
-    let mut offsets = vec![0u64; nloc + 1];
     for l in 0..nloc {
         // each part's first position in location l's run
-        let mut pos = offsets[l];
+        let mut pos = next[l];
         for c in cursors.iter_mut() {
             let k = c[l];
             c[l] = pos;
             pos += k;
         }
-        offsets[l + 1] = pos;
+        next[l] = pos;
     }
-    let mut start = vec![0 as Time; n];
-    let mut end = vec![0 as Time; n];
-    let mut state = vec![0 as StateId; n];
-    let dst = Columns {
-        start: start.as_mut_ptr(),
-        end: end.as_mut_ptr(),
-        state: state.as_mut_ptr(),
-    };
     groups
         .par_iter()
         .zip(cursors.par_iter_mut())
         .for_each(|(g, cur)| {
             for r in g.iter().flat_map(|c| c.iter()) {
                 let k = &mut cur[r.loc as usize];
-                // SAFETY: part p writes location l's records at
-                // [cursor(p, l), cursor(p, l) + count(p, l)), ranges that
-                // are disjoint across parts and locations and lie in 0..n
-                // (they partition 0..n by construction of the prefix sums),
-                // and the columns outlive this loop.
+                // SAFETY: part p of this batch writes location l's records
+                // at [cursor(p, l), cursor(p, l) + count(p, l)): ranges
+                // disjoint across parts, locations and batches (each
+                // batch starts where the previous one ended in each
+                // location's run, within [offsets[l], offsets[l + 1]),
+                // which partition 0..n), and the columns outlive this loop.
                 unsafe { dst.write(*k as usize, r) };
                 *k += 1;
             }
         });
-    (offsets, start, end, state)
 }
 
 /// The output columns of [`bucket_by_location`], written by index from
@@ -651,6 +971,17 @@ impl Columns {
             *self.start.add(i) = r.start;
             *self.end.add(i) = r.end;
             *self.state.add(i) = r.state;
+        }
+    }
+
+    /// # Safety
+    /// `[at, at + start.len())` is in bounds of the three columns and
+    /// written by one thread only; the three sources have one length.
+    unsafe fn copy_run(&self, at: usize, start: &[Time], end: &[Time], state: &[StateId]) {
+        unsafe {
+            std::ptr::copy_nonoverlapping(start.as_ptr(), self.start.add(at), start.len());
+            std::ptr::copy_nonoverlapping(end.as_ptr(), self.end.add(at), end.len());
+            std::ptr::copy_nonoverlapping(state.as_ptr(), self.state.add(at), state.len());
         }
     }
 }
@@ -719,6 +1050,77 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.to_string().contains("location 'b', 20 ns"), "{err}");
+    }
+
+    #[test]
+    fn bucketing_in_batches_equals_a_stable_sort_by_location() {
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let mut rnd = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        for (nloc, nblocks) in [(1usize, 5usize), (13, 40), (700, 60)] {
+            let blocks: Vec<Vec<RawInterval>> = (0..nblocks)
+                .map(|_| {
+                    (0..rnd(300))
+                        .map(|_| RawInterval {
+                            loc: rnd(nloc as u64) as u32,
+                            state: rnd(5) as u32,
+                            start: rnd(1000),
+                            end: rnd(1000),
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut want: Vec<RawInterval> = blocks.iter().flatten().copied().collect();
+            want.sort_by_key(|r| r.loc);
+            for batch_len in [1, 7, 250, 1000, usize::MAX] {
+                // as records, grouped where the blocks allow, and mixed
+                let forms: [Vec<IntervalBlock>; 3] = [
+                    blocks.iter().cloned().map(IntervalBlock::Records).collect(),
+                    blocks
+                        .iter()
+                        .map(|b| IntervalBlock::from_records(b.clone(), nloc))
+                        .collect(),
+                    blocks
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| {
+                            if i % 3 == 0 {
+                                IntervalBlock::Records(b.clone())
+                            } else {
+                                IntervalBlock::from_records(b.clone(), nloc)
+                            }
+                        })
+                        .collect(),
+                ];
+                for (form, blocks) in forms.into_iter().enumerate() {
+                    let (offsets, start, end, state) =
+                        pool.install(|| bucket_by_location(blocks, nloc, batch_len));
+                    assert_eq!(offsets.len(), nloc + 1);
+                    for l in 0..nloc {
+                        let a = offsets[l] as usize;
+                        let b = offsets[l + 1] as usize;
+                        assert!(want[a..b].iter().all(|r| r.loc as usize == l));
+                    }
+                    let got: Vec<(u64, u64, u32)> = (0..start.len())
+                        .map(|i| (start[i], end[i], state[i]))
+                        .collect();
+                    let expect: Vec<(u64, u64, u32)> =
+                        want.iter().map(|r| (r.start, r.end, r.state)).collect();
+                    assert_eq!(
+                        got, expect,
+                        "{nloc} locations, batches of {batch_len}, form {form}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -498,6 +498,10 @@ struct Acc {
     counters: Vec<(i64, u32, u32, f64)>,
     flows: Vec<Flow>,
     flow_keys: FxHashMap<String, u32>,
+    /// Flow keys whose id is a plain decimal number: (category, id),
+    /// numbered with those of `flow_keys` in order of first appearance.
+    flow_num_keys: FxHashMap<(u32, u64), u32>,
+    flow_cats: FxHashMap<String, u32>,
     asyncs: Vec<AsyncEv>,
     async_keys: FxHashMap<String, u32>,
     key_buf: String,
@@ -524,6 +528,34 @@ impl Acc {
         k
     }
 
+    /// The number of the flow of category `cat` and id `id`, in order of
+    /// first appearance: without building a string when the id is a plain
+    /// decimal number (as most are).
+    fn flow_key(&mut self, cat: &str, id: &str) -> u32 {
+        if let Some(n) = plain_decimal(id) {
+            let c = match self.flow_cats.get(cat) {
+                Some(&c) => c,
+                None => {
+                    let c = self.flow_cats.len() as u32;
+                    self.flow_cats.insert(cat.to_string(), c);
+                    c
+                }
+            };
+            let next = (self.flow_keys.len() + self.flow_num_keys.len()) as u32;
+            return *self.flow_num_keys.entry((c, n)).or_insert(next);
+        }
+        let next = (self.flow_keys.len() + self.flow_num_keys.len()) as u32;
+        self.key_buf.clear();
+        self.key_buf.push_str(cat);
+        self.key_buf.push('\u{1}');
+        self.key_buf.push_str(id);
+        if let Some(&k) = self.flow_keys.get(self.key_buf.as_str()) {
+            return k;
+        }
+        self.flow_keys.insert(self.key_buf.clone(), next);
+        next
+    }
+
     fn proc_of(&mut self, pid: &Ident) -> u32 {
         if let Some(&i) = self.proc_idx.get(pid) {
             return i;
@@ -545,6 +577,25 @@ impl Acc {
         self.thread_idx.insert((pid.owned(), tid.owned()), i);
         i
     }
+}
+
+/// `t` as a number when it is written as one plainly (digits without a
+/// leading zero, or `0`, within u64): two such texts are equal exactly
+/// when their numbers are.
+fn plain_decimal(t: &str) -> Option<u64> {
+    let b = t.as_bytes();
+    if b.is_empty() || b.len() > 19 || (b[0] == b'0' && b.len() > 1) {
+        return None;
+    }
+    let mut v = 0u64;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + d as u64;
+    }
+    Some(v)
 }
 
 fn class_of(cat: &str) -> StateClass {
@@ -668,7 +719,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         b's' | b't' | b'f' => {
             let t = thread(acc);
             let id = ev.id.as_deref().unwrap_or("");
-            let key = Acc::key(&mut acc.flow_keys, &mut acc.key_buf, &[&ev.cat, id]);
+            let key = acc.flow_key(&ev.cat, id);
             let bytes = ev.lite.bytes.unwrap_or(0);
             let tag = ev.lite.tag;
             acc.flows.push(Flow {
@@ -1045,4 +1096,35 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     }
     t.reclassify(&opts.classes)?;
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_keys_are_numbered_by_first_appearance_whatever_the_id() {
+        let mut acc = Acc::default();
+        let ids = [
+            ("a", "5"),
+            ("a", "x"),
+            ("a", "05"),
+            ("b", "5"),
+            ("a", "5"),
+            ("a", "0"),
+            ("a", "18446744073709551615"),
+            ("a", "x"),
+            ("b", "05"),
+            ("a", "1"),
+        ];
+        let got: Vec<u32> = ids.iter().map(|(c, i)| acc.flow_key(c, i)).collect();
+        assert_eq!(got, [0, 1, 2, 3, 0, 4, 5, 1, 6, 7]);
+        assert_eq!(
+            plain_decimal("1234567890123456789"),
+            Some(1234567890123456789)
+        );
+        for t in ["", "05", "-1", "+1", "1.0", "12345678901234567890", "1e3"] {
+            assert_eq!(plain_decimal(t), None, "{t}");
+        }
+    }
 }

@@ -22,7 +22,9 @@ use super::input::{self, Block, LineBlocks};
 use super::paraver_pcf::{Pcf, parse_pcf, parse_row};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::model::builder::{GLOBAL, RawCollective, RawEvent, RawInterval, RawMessage};
+use crate::model::builder::{
+    GLOBAL, IntervalBlock, RawCollective, RawEvent, RawInterval, RawMessage,
+};
 use crate::model::stream::IntervalSink;
 use crate::model::{
     BuildOptions, Communicator, Format, GroupKind, LocId, LocationKind, StateClass, StateId, Time,
@@ -799,13 +801,21 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut event_types: HashSet<u32> = HashSet::new();
     let mut global_ops: HashSet<u32> = HashSet::new();
     let src = path.to_path_buf();
+    // the provisional location ids are 0..declared
+    let declared_ids = usize::try_from(declared).unwrap_or(usize::MAX);
     {
         let b = &mut b;
         blocks.for_each_parallel(
-            |block| parse_block(block, &ctx),
-            |_block, mut chunk| {
+            |block| {
+                // grouped by location in the parsing thread where the block
+                // has many records per location (4 bytes less a record)
+                let mut chunk = parse_block(block, &ctx);
+                let recs = std::mem::take(&mut chunk.intervals);
+                (chunk, IntervalBlock::from_records(recs, declared_ids))
+            },
+            |_block, (chunk, intervals)| {
                 chunk_error(&chunk, b, &damage, &src)?;
-                b.add_intervals(std::mem::take(&mut chunk.intervals));
+                b.add_interval_block(intervals);
                 b.events.extend_from_slice(&chunk.events);
                 b.messages.extend_from_slice(&chunk.messages);
                 b.collectives.extend_from_slice(&chunk.collectives);
@@ -823,9 +833,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 
     add_states(&mut b, &pcf, state_values);
     let state_map = dense_map(b.states.iter().map(|(id, s)| (s.external_id, id)));
-    for block in b.raw_intervals_mut() {
-        remap(block, |r| &mut r.state, &state_map);
-    }
+    b.map_raw_states(|v| state_map.get(v));
 
     add_event_types(&mut b, &pcf, event_types);
     let type_map = dense_map(
@@ -1124,7 +1132,7 @@ fn make_locations(
 ) -> Result<()> {
     let mut used: Vec<u32> = Vec::new();
     let lazy = lazy_allowed && declared > LAZY_LOCATIONS && {
-        used.extend(b.raw_intervals_mut().flat_map(|c| c.iter().map(|r| r.loc)));
+        used.extend(b.raw_locations());
         used.extend(b.events.iter().map(|r| r.loc).filter(|&l| l != GLOBAL));
         used.extend(b.messages.iter().flat_map(|m| [m.src, m.dst]));
         used.extend(b.collectives.iter().map(|c| c.loc));
@@ -1190,9 +1198,7 @@ fn make_locations(
                 *l = k as u32;
             }
         };
-        b.raw_intervals_mut()
-            .flat_map(|c| c.iter_mut())
-            .for_each(|r| at(&mut r.loc));
+        b.renumber_raw_locations(at);
         b.events
             .iter_mut()
             .filter(|r| r.loc != GLOBAL)
@@ -1225,6 +1231,16 @@ enum IdMap {
     Sparse(HashMap<u32, u32>),
 }
 
+impl IdMap {
+    /// The id of value `v` (0 for a value without one).
+    fn get(&self, v: u32) -> u32 {
+        match self {
+            IdMap::Dense(m) => m.get(v as usize).copied().unwrap_or(0),
+            IdMap::Sparse(m) => m.get(&v).copied().unwrap_or(0),
+        }
+    }
+}
+
 fn dense_map(pairs: impl Iterator<Item = (i64, u32)>) -> IdMap {
     let pairs: Vec<(u32, u32)> = pairs
         .filter_map(|(e, i)| u32::try_from(e).ok().map(|e| (e, i)))
@@ -1251,10 +1267,7 @@ fn remap<T: Send>(items: &mut [T], field: impl Fn(&mut T) -> &mut u32 + Sync, ma
     use rayon::prelude::*;
     items.par_iter_mut().for_each(|it| {
         let f = field(it);
-        *f = match map {
-            IdMap::Dense(v) => v.get(*f as usize).copied().unwrap_or(0),
-            IdMap::Sparse(m) => m.get(f).copied().unwrap_or(0),
-        };
+        *f = map.get(*f);
     });
 }
 

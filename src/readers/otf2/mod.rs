@@ -23,6 +23,7 @@ mod ffi;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use super::ReadOptions;
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
+use crate::model::builder::IntervalBlock;
 use crate::model::matching::match_in_order;
 use crate::model::{
     BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
@@ -68,12 +70,17 @@ type P2p = (u64, u64, u32, u32, u32, u64);
 /// A collective: (location, begin, end, op, communicator, root, sent, received).
 type Coll = (u64, u64, u64, u8, u32, u32, u64, u64);
 
+/// An open region: (time, region, seq).
+type Open = (u64, u32, u64);
+/// A closed region: (start, end, region, seq).
+type Closed = (u64, u64, u32, u64);
+
 #[derive(Default)]
 struct Events {
-    /// per OTF2 location: open regions (time, region, seq)
-    stacks: HashMap<u64, Vec<(u64, u32, u64)>>,
-    /// per OTF2 location: closed regions (start, end, region, seq)
-    slices: HashMap<u64, Vec<(u64, u64, u32, u64)>>,
+    /// per OTF2 location: open regions
+    stacks: HashMap<u64, Vec<Open>>,
+    /// per OTF2 location: closed regions
+    slices: HashMap<u64, Vec<Closed>>,
     sends: Vec<P2p>,
     recvs: Vec<P2p>,
     coll_begin: HashMap<u64, VecDeque<u64>>,
@@ -87,6 +94,12 @@ struct Events {
     unknown: u64,
     min_time: u64,
     seq: u64,
+    /// The location whose events are arriving, with its open and closed
+    /// regions taken out of `stacks` and `slices` (events come location by
+    /// location: no hash lookup per event); `None` before the first.
+    cur: Option<u64>,
+    cur_stack: Vec<Open>,
+    cur_slices: Vec<Closed>,
 }
 
 struct Ctx {
@@ -298,7 +311,10 @@ unsafe extern "C" fn ev_enter(
 ) -> ffi::OTF2_CallbackCode {
     let ev = &mut evctx(user).ev;
     let seq = seen(ev, time);
-    ev.stacks.entry(loc).or_default().push((time, region, seq));
+    if ev.cur != Some(loc) {
+        ev.switch_to(loc);
+    }
+    ev.cur_stack.push((time, region, seq));
     OK
 }
 
@@ -311,15 +327,15 @@ unsafe extern "C" fn ev_leave(
 ) -> ffi::OTF2_CallbackCode {
     let ev = &mut evctx(user).ev;
     seen(ev, time);
-    match ev.stacks.get_mut(&loc).and_then(|s| s.pop()) {
+    if ev.cur != Some(loc) {
+        ev.switch_to(loc);
+    }
+    match ev.cur_stack.pop() {
         Some((start, r, seq)) => {
             if r != region {
                 ev.mismatched_leave += 1;
             }
-            ev.slices
-                .entry(loc)
-                .or_default()
-                .push((start, time, r, seq));
+            ev.cur_slices.push((start, time, r, seq));
         }
         None => ev.mismatched_leave += 1,
     }
@@ -581,7 +597,12 @@ enum GroupError {
 /// location through its own event reader, in file order. No global merge
 /// by time: what is built from the events needs only each location's
 /// order (message matching sorts by time within a sender–receiver pair).
-fn read_group(archive: &CString, defs: &Defs, locations: &[u64]) -> Result<Events, GroupError> {
+fn read_group(
+    archive: &CString,
+    defs: &Defs,
+    locations: &[u64],
+    size: impl Fn(u64) -> u64,
+) -> Result<Events, GroupError> {
     let setup = |what: &str, code| GroupError::Setup(what.to_string(), code);
     let mut c = EvCtx {
         defs,
@@ -676,6 +697,11 @@ fn read_group(archive: &CString, defs: &Defs, locations: &[u64]) -> Result<Event
                 failed = Some(GroupError::Location(l, 0, describe(code)));
                 break;
             }
+            // room for a region per 8 bytes of the location's events (an
+            // event takes at least 3): reserved, not touched, so the
+            // regions do not move as they grow
+            c.ev.switch_to(l);
+            c.ev.cur_slices.reserve((size(l) / 8) as usize);
             let mut n = 0u64;
             let code = ffi::OTF2_Reader_ReadAllLocalEvents(r, er, &mut n);
             if !ok(code) {
@@ -719,8 +745,32 @@ fn balance(locations: &[u64], size: impl Fn(u64) -> u64, parts: usize) -> Vec<Ve
 }
 
 impl Events {
+    /// Makes `loc` the location whose regions are at hand.
+    fn switch_to(&mut self, loc: u64) {
+        self.flush();
+        self.cur_stack = self.stacks.remove(&loc).unwrap_or_default();
+        self.cur_slices = self.slices.remove(&loc).unwrap_or_default();
+        self.cur = Some(loc);
+    }
+
+    /// Puts the regions at hand back in `stacks` and `slices`.
+    fn flush(&mut self) {
+        if let Some(l) = self.cur.take() {
+            let st = std::mem::take(&mut self.cur_stack);
+            let sl = std::mem::take(&mut self.cur_slices);
+            if !st.is_empty() {
+                self.stacks.insert(l, st);
+            }
+            if !sl.is_empty() {
+                self.slices.insert(l, sl);
+            }
+        }
+    }
+
     /// Adds the events of other locations (read by another thread).
-    fn absorb(&mut self, o: Events) {
+    fn absorb(&mut self, mut o: Events) {
+        self.flush();
+        o.flush();
         self.stacks.extend(o.stacks);
         self.slices.extend(o.slices);
         self.sends.extend(o.sends);
@@ -1112,7 +1162,6 @@ fn read_events(
     defs: &Defs,
     locations: &[u64],
 ) -> Result<Events> {
-    use rayon::prelude::*;
     let size = |l: u64| {
         std::fs::metadata(evt_dir.join(format!("{l}.evt")))
             .map(|m| m.len())
@@ -1121,7 +1170,7 @@ fn read_events(
     let groups = balance(locations, size, rayon::current_num_threads());
     let parts: Vec<Result<Events, GroupError>> = groups
         .par_iter()
-        .map(|g| read_group(archive, defs, g))
+        .map(|g| read_group(archive, defs, g, size))
         .collect();
     let mut ev = Events {
         min_time: u64::MAX,
@@ -1159,6 +1208,7 @@ fn read_events(
 
 fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let Ctx { defs, mut ev } = ctx;
+    ev.flush();
     let name = |id: u32| defs.strings.get(&id).cloned().unwrap_or_default();
     let (res, offset, length) = defs.clock.unwrap_or((1_000_000_000, 0, 0));
     if res == 0 {
@@ -1265,36 +1315,60 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
         .max()
         .unwrap_or(0)
         .max(offset.saturating_add(length));
-    let mut flat = Vec::new();
-    let mut clipped = 0u64;
+    // per location, in parallel: its regions (closed, then those still
+    // open, closed at the end), nested and flattened
     let mut all_locs: Vec<u64> = ev.slices.keys().chain(ev.stacks.keys()).copied().collect();
     all_locs.sort_unstable();
     all_locs.dedup();
-    for l in all_locs {
-        let Some(&loc) = loc_of.get(&l) else { continue };
-        let mut slices: Vec<NestedSlice> = Vec::new();
-        let open = ev.stacks.remove(&l).unwrap_or_default();
-        unclosed += open.len() as u64;
-        let closed = ev.slices.remove(&l).unwrap_or_default();
-        for (s, e, r, seq) in closed
-            .into_iter()
-            .chain(open.into_iter().map(|(s, r, seq)| (s, end_time, r, seq)))
-        {
-            match state_of.get(&r) {
-                Some(&st) => slices.push(NestedSlice {
-                    start: ns(s),
-                    end: ns(e),
-                    state: st,
-                    seq,
-                }),
-                None => unknown_region += 1,
-            }
-        }
-        flat.clear();
-        clipped += flatten_nested(&mut slices, &mut flat);
-        for &(s, e, st) in &flat {
-            b.interval(loc, s, e, st);
-        }
+    let work: Vec<(LocId, Vec<Closed>, Vec<Open>)> = all_locs
+        .into_iter()
+        .filter_map(|l| {
+            let loc = *loc_of.get(&l)?;
+            let open = ev.stacks.remove(&l).unwrap_or_default();
+            let closed = ev.slices.remove(&l).unwrap_or_default();
+            Some((loc, closed, open))
+        })
+        .collect();
+    let per_loc: Vec<(IntervalBlock, u64, u64, u64)> = work
+        .into_par_iter()
+        .map_init(
+            // scratch of each thread, used again location after location
+            || (Vec::<NestedSlice>::new(), Vec::new()),
+            |(slices, flat), (loc, closed, open)| {
+                let unclosed = open.len() as u64;
+                let mut unknown = 0u64;
+                slices.clear();
+                for (s, e, r, seq) in closed
+                    .into_iter()
+                    .chain(open.into_iter().map(|(s, r, seq)| (s, end_time, r, seq)))
+                {
+                    match state_of.get(&r) {
+                        Some(&st) => slices.push(NestedSlice {
+                            start: ns(s),
+                            end: ns(e),
+                            state: st,
+                            seq,
+                        }),
+                        None => unknown += 1,
+                    }
+                }
+                flat.clear();
+                let clipped = flatten_nested(slices, flat);
+                (
+                    IntervalBlock::of_location(loc, flat),
+                    unclosed,
+                    unknown,
+                    clipped,
+                )
+            },
+        )
+        .collect();
+    let mut clipped = 0u64;
+    for (raw, u, k, c) in per_loc {
+        unclosed += u;
+        unknown_region += k;
+        clipped += c;
+        b.add_interval_block(raw);
     }
 
     // ranks → locations, per communicator
@@ -1514,5 +1588,62 @@ mod balance_tests {
         assert!(g.iter().any(|r| r.contains(&3) && r.len() <= 4), "{g:?}");
         assert!(balance(&[], |_| 1, 4).is_empty());
         assert_eq!(balance(&[7], |_| 0, 4), vec![vec![7]]);
+    }
+}
+
+#[cfg(test)]
+mod region_tests {
+    use super::*;
+
+    /// Enters and leaves of several locations, interleaved at random, give
+    /// each location the regions a per-event lookup by location gives.
+    #[test]
+    fn interleaved_locations_keep_their_own_regions() {
+        let defs = Defs::default();
+        let mut c = EvCtx {
+            defs: &defs,
+            ev: Events::default(),
+        };
+        let user = &mut c as *mut EvCtx as *mut c_void;
+        let mut want_open: HashMap<u64, Vec<(u64, u32)>> = HashMap::default();
+        let mut want_closed: HashMap<u64, Vec<(u64, u64, u32)>> = HashMap::default();
+        let mut x = 0x853c49e6748fea9bu64;
+        for t in 0..5000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let loc = [3u64, 7, 11][(x % 3) as usize];
+            // runs of one location, sometimes broken
+            let enter = (x >> 8) % 5 < 3;
+            let region = ((x >> 16) % 4) as u32;
+            // SAFETY: `user` points to `c`, alive for the calls.
+            unsafe {
+                if enter {
+                    ev_enter(loc, t, user, std::ptr::null_mut(), region);
+                    want_open.entry(loc).or_default().push((t, region));
+                } else {
+                    ev_leave(loc, t, user, std::ptr::null_mut(), region);
+                    if let Some((s, r)) = want_open.entry(loc).or_default().pop() {
+                        want_closed.entry(loc).or_default().push((s, t, r));
+                    }
+                }
+            }
+        }
+        let mut ev = std::mem::take(&mut c.ev);
+        ev.flush();
+        for l in [3u64, 7, 11] {
+            let closed: Vec<(u64, u64, u32)> = ev
+                .slices
+                .get(&l)
+                .map(|v| v.iter().map(|&(s, e, r, _)| (s, e, r)).collect())
+                .unwrap_or_default();
+            let open: Vec<(u64, u32)> = ev
+                .stacks
+                .get(&l)
+                .map(|v| v.iter().map(|&(s, r, _)| (s, r)).collect())
+                .unwrap_or_default();
+            assert_eq!(closed, want_closed.remove(&l).unwrap_or_default(), "{l}");
+            assert_eq!(open, want_open.remove(&l).unwrap_or_default(), "{l}");
+        }
     }
 }
