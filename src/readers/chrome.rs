@@ -34,7 +34,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::ReadOptions;
-use super::decimal::parse_scaled;
+use super::decimal::{digits_u64, parse_scaled};
 use super::input;
 use super::json_split::{Batch, Splitter};
 use crate::diagnostics::Position;
@@ -476,7 +476,8 @@ struct Flow {
     thread: u32,
     seq: u64,
     bytes: u64,
-    tag: Option<i64>,
+    /// The message tag: the event's `args.tag`, or the flow's key.
+    tag: i64,
 }
 
 struct AsyncEv {
@@ -580,22 +581,14 @@ impl Acc {
 }
 
 /// `t` as a number when it is written as one plainly (digits without a
-/// leading zero, or `0`, within u64): two such texts are equal exactly
+/// leading zero, or `0`, up to 18 digits): two such texts are equal exactly
 /// when their numbers are.
 fn plain_decimal(t: &str) -> Option<u64> {
     let b = t.as_bytes();
-    if b.is_empty() || b.len() > 19 || (b[0] == b'0' && b.len() > 1) {
+    if b.len() > 1 && b[0] == b'0' {
         return None;
     }
-    let mut v = 0u64;
-    for &c in b {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v * 10 + d as u64;
-    }
-    Some(v)
+    digits_u64(b)
 }
 
 fn class_of(cat: &str) -> StateClass {
@@ -721,7 +714,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             let id = ev.id.as_deref().unwrap_or("");
             let key = acc.flow_key(&ev.cat, id);
             let bytes = ev.lite.bytes.unwrap_or(0);
-            let tag = ev.lite.tag;
+            let tag = ev.lite.tag.unwrap_or(key as i64);
             acc.flows.push(Flow {
                 key,
                 ph: ev.ph,
@@ -1073,7 +1066,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
                         rel(p.ts),
                         rel(f.ts),
                         p.bytes,
-                        p.tag.unwrap_or(key as i64),
+                        p.tag,
                     );
                     prev = if ph == b'f' { None } else { Some(f) };
                 }

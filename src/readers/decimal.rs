@@ -20,6 +20,25 @@ impl DecimalError {
     }
 }
 
+/// The value of a run of at most 18 ASCII digits (so that it cannot
+/// overflow), or `None` for anything else (empty, a sign, another byte,
+/// more digits). The fast path of the readers' integer fields; callers fall
+/// back to a full parse or reject the field.
+pub fn digits_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 18 {
+        return None;
+    }
+    let mut v = 0u64;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + d as u64;
+    }
+    Some(v)
+}
+
 /// Parses `text` and returns `value × 10^scale`, rounded half away from zero
 /// to an integer. With `scale = 3`, microseconds become nanoseconds.
 pub fn parse_scaled(text: &[u8], scale: i32) -> Result<i64, DecimalError> {
@@ -116,6 +135,29 @@ pub fn parse_scaled(text: &[u8], scale: i32) -> Result<i64, DecimalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digits_u64_takes_only_short_runs_of_digits() {
+        assert_eq!(digits_u64(b"0"), Some(0));
+        assert_eq!(digits_u64(b"007"), Some(7));
+        assert_eq!(
+            digits_u64(b"999999999999999999"),
+            Some(999_999_999_999_999_999)
+        );
+        assert_eq!(digits_u64(b"1000000000000000000"), None); // 19 digits
+        for bad in [
+            &b""[..],
+            b"-1",
+            b"+1",
+            b"1.5",
+            b"1e3",
+            b"12a",
+            b" 1",
+            b"\xff",
+        ] {
+            assert_eq!(digits_u64(bad), None, "{:?}", bad);
+        }
+    }
 
     fn us(s: &str) -> Result<i64, DecimalError> {
         parse_scaled(s.as_bytes(), 3)

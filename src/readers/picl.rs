@@ -19,7 +19,7 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::ReadOptions;
-use super::decimal::parse_scaled;
+use super::decimal::{digits_u64, parse_scaled};
 use super::input::{self, Block, LineBlocks};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
@@ -51,16 +51,23 @@ pub fn looks_like_picl(head: &[u8]) -> bool {
         && t[5].parse::<i64>().is_ok()
 }
 
+/// One record, in 48 bytes (every record of the file is held until each
+/// processor's run is cut into intervals).
 #[derive(Debug, Clone, Copy)]
 struct Rec {
     time: i64,
+    seq: u64,
+    /// The data values of send begins and receive ends: bytes, tag, peer
+    /// (a peer outside `i32` is kept as -1: no processor).
+    bytes: i64,
+    tag: i64,
     proc_: u32,
     rectype: i32,
     event: i32,
-    /// bytes, tag, peer (for send begins and receive ends)
-    data: [i64; 3],
-    seq: u64,
+    peer: i32,
 }
+
+const _: () = assert!(std::mem::size_of::<Rec>() == 48);
 
 #[derive(Default)]
 struct Chunk {
@@ -79,17 +86,8 @@ fn small_int(t: &str) -> Option<i64> {
         b'+' => (false, &b[1..]),
         _ => (false, b),
     };
-    if digits.is_empty() || digits.len() > 18 {
-        return None;
-    }
-    let mut v = 0i64;
-    for &c in digits {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v * 10 + d as i64;
-    }
+    // at most 18 digits: fits an i64 either sign
+    let v = digits_u64(digits)? as i64;
     Some(if neg { -v } else { v })
 }
 
@@ -190,11 +188,13 @@ fn parse_line(line: &str, seq: u64) -> std::result::Result<Option<Rec>, String> 
     let event = i32::try_from(event).map_err(|_| format!("event {event} out of range"))?;
     Ok(Some(Rec {
         time,
+        seq,
+        bytes: data[0],
+        tag: data[1],
         proc_: proc_ as u32,
         rectype,
         event,
-        data,
-        seq,
+        peer: i32::try_from(data[2]).unwrap_or(-1),
     }))
 }
 
@@ -311,12 +311,30 @@ fn proc_run(p: u32, pieces: &[&[Rec]], st: ProcStates, loc: LocId) -> ProcRun {
         .map(|r| r.time);
     let t0 = start.unwrap_or(first.time);
     let t1 = stop.unwrap_or(last.time);
-    let mut slices = vec![NestedSlice {
+    // exact sizes up front (no growth by doubling while every record is
+    // still held): a slice per begin besides the busy one
+    let (mut begins, mut send_begins, mut recv_ends, mut others) = (0usize, 0usize, 0usize, 0usize);
+    for r in rs() {
+        match (r.rectype, r.event) {
+            (_, -901) => {}
+            (-3, e) if is_send(e) || is_recv(e) => {
+                begins += 1;
+                send_begins += is_send(e) as usize;
+            }
+            (-4, e) if is_send(e) || is_recv(e) => recv_ends += is_recv(e) as usize,
+            _ => others += 1,
+        }
+    }
+    out.sends.reserve_exact(send_begins);
+    out.recvs.reserve_exact(recv_ends);
+    out.events.reserve_exact(others);
+    let mut slices = Vec::with_capacity(1 + begins);
+    slices.push(NestedSlice {
         start: t0 as Time,
         end: t1.max(t0) as Time,
         state: st.busy,
         seq: 0,
-    }];
+    });
     let mut open: Vec<(i32, i64)> = Vec::new(); // (event, begin time)
     for r in rs() {
         match (r.rectype, r.event) {
@@ -324,12 +342,12 @@ fn proc_run(p: u32, pieces: &[&[Rec]], st: ProcStates, loc: LocId) -> ProcRun {
             (-3, e) if is_send(e) || is_recv(e) => {
                 open.push((e, r.time));
                 if is_send(e) {
-                    let dst = r.data[2];
+                    let dst = r.peer as i64;
                     if (0..MAX_PROC).contains(&dst) {
                         out.sends.push((
-                            (p, dst as u32, r.data[1]),
+                            (p, dst as u32, r.tag),
                             r.time as u64,
-                            r.data[0].max(0) as u64,
+                            r.bytes.max(0) as u64,
                         ));
                     }
                 }
@@ -351,12 +369,12 @@ fn proc_run(p: u32, pieces: &[&[Rec]], st: ProcStates, loc: LocId) -> ProcRun {
                     }
                 }
                 if is_recv(e) {
-                    let srcp = r.data[2];
+                    let srcp = r.peer as i64;
                     if (0..MAX_PROC).contains(&srcp) {
                         out.recvs.push((
-                            (srcp as u32, p, r.data[1]),
+                            (srcp as u32, p, r.tag),
                             r.time as u64,
-                            r.data[0].max(0) as u64,
+                            r.bytes.max(0) as u64,
                         ));
                     }
                 }
@@ -374,7 +392,7 @@ fn proc_run(p: u32, pieces: &[&[Rec]], st: ProcStates, loc: LocId) -> ProcRun {
             seq: u64::MAX,
         });
     }
-    let mut flat = Vec::new();
+    let mut flat = Vec::with_capacity(2 * slices.len()); // n nested slices flatten to at most 2n - 1
     flatten_nested(&mut slices, &mut flat);
     out.flat = IntervalBlock::of_location(loc, &flat);
     out
