@@ -39,7 +39,7 @@ use super::input;
 use super::json_split::{Batch, Splitter};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::model::builder::GLOBAL;
+use crate::model::builder::{GLOBAL, IntervalBlock};
 use crate::model::{
     BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
     TimeUnit, Trace, TraceBuilder, flatten_nested,
@@ -469,6 +469,10 @@ struct ProcAcc {
     sort: Option<i64>,
 }
 
+/// Threads with at least this many intervals hand them to the builder as
+/// one block of their own.
+const GROUPED_THREAD: usize = 1024;
+
 struct Flow {
     key: u32,
     ph: u8,
@@ -873,16 +877,16 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let mut flat = Vec::new();
     for (t, (_, _, ta)) in acc.threads.iter_mut().enumerate() {
         let loc = loc_of_thread[t];
-        let mut slices: Vec<NestedSlice> = ta
-            .slices
-            .iter()
-            .map(|&(s, e, st, seq)| NestedSlice {
-                start: rel(s),
-                end: rel(e),
-                state: st,
-                seq,
-            })
-            .collect();
+        // each thread's records leave as its intervals come
+        let x_slices = std::mem::take(&mut ta.slices);
+        let mut slices: Vec<NestedSlice> = Vec::with_capacity(x_slices.len() + ta.be.len() / 2);
+        slices.extend(x_slices.iter().map(|&(s, e, st, seq)| NestedSlice {
+            start: rel(s),
+            end: rel(e),
+            state: st,
+            seq,
+        }));
+        drop(x_slices);
         ta.be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
         let mut stack: Vec<(i64, u64, StateId)> = Vec::new();
         for &(ts, seq, begin, st) in &ta.be {
@@ -908,10 +912,17 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
                 seq: bseq,
             });
         }
+        ta.be = Vec::new();
         flat.clear();
         clipped += flatten_nested(&mut slices, &mut flat);
-        for &(s, e, st) in &flat {
-            b.interval(loc, s, e, st);
+        if flat.len() >= GROUPED_THREAD {
+            // one exact block per busy thread (no growth slack, no location
+            // column)
+            b.add_interval_block(IntervalBlock::of_location(loc, &flat));
+        } else {
+            for &(s, e, st) in &flat {
+                b.interval(loc, s, e, st);
+            }
         }
     }
 
@@ -1081,10 +1092,13 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
         format!("{orphans} flow event(s) without a start ('s') or a finish ('f'); no message for them")
     })?;
 
+    // what is left of the records leaves before the model is built
+    let any_ts = acc.min_ts != i64::MAX;
+    drop(acc);
     let mut t = b.finish(BuildOptions {
         warn_unsorted: false,
     })?;
-    if acc.min_ts != i64::MAX {
+    if any_ts {
         t.meta.span = t.meta.span.max(rel(end_abs));
     }
     t.reclassify(&opts.classes)?;
