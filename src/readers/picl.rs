@@ -562,9 +562,14 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((r.rectype, r.event, r.time, r.proc_), (-3, -21, 10_000, 0));
-        assert_eq!(r.data, [32768, 1, 1]);
+        assert_eq!((r.bytes, r.tag, r.peer), (32768, 1, 1));
         let r = parse_line("-4 -901 0.00004 0 0 0", 1).unwrap().unwrap();
-        assert_eq!(r.data, [0, 0, 0]);
+        assert_eq!((r.bytes, r.tag, r.peer), (0, 0, 0));
+        // a peer beyond i32 is no processor (and never matched)
+        let r = parse_line("-3 -21 0.00001 0 0 4 2 8 1 4294967296", 7)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.peer, -1);
         assert!(parse_line("   ", 1).unwrap().is_none());
     }
 
