@@ -585,7 +585,7 @@ impl Acc {
 }
 
 /// `t` as a number when it is written as one plainly (digits without a
-/// leading zero, or `0`, up to 18 digits): two such texts are equal exactly
+/// leading zero, or `0`, up to 19 digits): two such texts are equal exactly
 /// when their numbers are.
 fn plain_decimal(t: &str) -> Option<u64> {
     let b = t.as_bytes();

@@ -20,12 +20,12 @@ impl DecimalError {
     }
 }
 
-/// The value of a run of at most 18 ASCII digits (so that it cannot
-/// overflow), or `None` for anything else (empty, a sign, another byte,
-/// more digits). The fast path of the readers' integer fields; callers fall
+/// The value of a run of at most 19 ASCII digits (so that it cannot
+/// overflow a u64), or `None` for anything else (empty, a sign, another
+/// byte, more digits). The fast path of the readers' integer fields; callers fall
 /// back to a full parse or reject the field.
 pub fn digits_u64(b: &[u8]) -> Option<u64> {
-    if b.is_empty() || b.len() > 18 {
+    if b.is_empty() || b.len() > 19 {
         return None;
     }
     let mut v = 0u64;

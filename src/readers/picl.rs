@@ -76,7 +76,7 @@ struct Chunk {
     truncated: bool,
 }
 
-/// A decimal integer of at most 18 digits with an optional sign (every
+/// A decimal integer of at most 19 digits within i64, optionally signed (every
 /// field of a PICL record in practice); `None` for anything else, which
 /// `str::parse` then judges.
 fn small_int(t: &str) -> Option<i64> {
@@ -86,8 +86,8 @@ fn small_int(t: &str) -> Option<i64> {
         b'+' => (false, &b[1..]),
         _ => (false, b),
     };
-    // at most 18 digits: fits an i64 either sign
-    let v = digits_u64(digits)? as i64;
+    // beyond i64 (only -2^63 fits, as a negative): `str::parse` judges
+    let v = i64::try_from(digits_u64(digits)?).ok()?;
     Some(if neg { -v } else { v })
 }
 
@@ -566,7 +566,7 @@ mod tests {
         let r = parse_line("-4 -901 0.00004 0 0 0", 1).unwrap().unwrap();
         assert_eq!((r.bytes, r.tag, r.peer), (0, 0, 0));
         // a peer beyond i32 is no processor (and never matched)
-        let r = parse_line("-3 -21 0.00001 0 0 4 2 8 1 4294967296", 7)
+        let r = parse_line("-3 -21 0.00001 0 0 4 2 8 1 4294967296 1", 7)
             .unwrap()
             .unwrap();
         assert_eq!(r.peer, -1);
