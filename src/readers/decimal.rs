@@ -22,8 +22,8 @@ impl DecimalError {
 
 /// The value of a run of at most 19 ASCII digits (so that it cannot
 /// overflow a u64), or `None` for anything else (empty, a sign, another
-/// byte, more digits). The fast path of the readers' integer fields; callers fall
-/// back to a full parse or reject the field.
+/// byte, more digits). The fast path of the readers' integer fields;
+/// callers fall back to a full parse or reject the field.
 pub fn digits_u64(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 19 {
         return None;
@@ -141,10 +141,10 @@ mod tests {
         assert_eq!(digits_u64(b"0"), Some(0));
         assert_eq!(digits_u64(b"007"), Some(7));
         assert_eq!(
-            digits_u64(b"999999999999999999"),
-            Some(999_999_999_999_999_999)
+            digits_u64(b"9999999999999999999"),
+            Some(9_999_999_999_999_999_999)
         );
-        assert_eq!(digits_u64(b"1000000000000000000"), None); // 19 digits
+        assert_eq!(digits_u64(b"10000000000000000000"), None); // 20 digits
         for bad in [
             &b""[..],
             b"-1",
