@@ -28,6 +28,8 @@ pub mod readers;
 pub mod render;
 pub mod scene;
 pub mod synth;
+#[cfg(test)]
+mod test_rng;
 pub mod views;
 
 pub use diagnostics::{Diagnostics, Position};

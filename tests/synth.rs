@@ -42,18 +42,7 @@ fn canon(t: &Trace) -> Canon {
         }
     }
     let m = &t.messages;
-    let mut msgs: Vec<_> = (0..m.len())
-        .map(|i| {
-            (
-                m.sender[i],
-                m.receiver[i],
-                m.send_time[i],
-                m.recv_time[i],
-                m.bytes[i],
-                m.tag[i],
-            )
-        })
-        .collect();
+    let mut msgs: Vec<_> = (0..m.len()).map(|i| m.record(i)).collect();
     msgs.sort();
     let mut ev = Vec::new();
     for l in 0..t.num_locations() as u32 {

@@ -931,13 +931,8 @@ mod tests {
     /// and empties, interleaved across locations; `bad` puts one record
     /// before its location's previous one.
     fn records(n: usize, bad: Option<usize>) -> Vec<RawInterval> {
-        let mut x = 0x9e3779b97f4a7c15u64;
-        let mut rnd = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e3779b97f4a7c15u64);
+        let mut rnd = move |m: u64| rng.below(m);
         let (mut t, mut last, mut last_end) = (vec![0u64; 37], vec![0u64; 37], vec![0u64; 37]);
         (0..n)
             .map(|i| {

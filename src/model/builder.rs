@@ -1054,13 +1054,8 @@ mod tests {
 
     #[test]
     fn bucketing_in_batches_equals_a_stable_sort_by_location() {
-        let mut x = 0x9e3779b97f4a7c15u64;
-        let mut rnd = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e3779b97f4a7c15u64);
+        let mut rnd = move |m: u64| rng.below(m);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
             .build()
@@ -1127,13 +1122,8 @@ mod tests {
     fn parallel_bucketing_equals_a_sequential_reference() {
         // many locations, records in random order, overlaps, empties and
         // duplicates; on a pool of 4 threads so that parts really split
-        let mut x = 0x2545f4914f6cdd1du64;
-        let mut rnd = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = crate::test_rng::XorShift(0x2545f4914f6cdd1du64);
+        let mut rnd = move |m: u64| rng.below(m);
         // each case fed one interval at a time, then in blocks of random
         // sizes (add_intervals) mixed with single intervals
         let cases = [(1usize, 500usize), (7, 5000), (300, 20_000), (5000, 3000)];

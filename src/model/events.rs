@@ -148,6 +148,18 @@ impl Messages {
     pub fn total_bytes(&self) -> u64 {
         self.bytes.iter().fold(0u64, |a, &b| a.saturating_add(b))
     }
+    /// Message `i` whole: (sender, receiver, send time, receive time,
+    /// bytes, tag).
+    pub fn record(&self, i: usize) -> (LocId, LocId, Time, Time, u64, i64) {
+        (
+            self.sender[i],
+            self.receiver[i],
+            self.send_time[i],
+            self.recv_time[i],
+            self.bytes[i],
+            self.tag[i],
+        )
+    }
 }
 
 /// A counter (metric) definition.

@@ -668,17 +668,7 @@ mod tests {
                 .map(|l| t.intervals.of(l).iter().collect())
                 .collect();
             let ms: Vec<(u32, u32, u64, u64, u64, i64)> = (0..t.messages.len())
-                .map(|i| {
-                    let m = &t.messages;
-                    (
-                        m.sender[i],
-                        m.receiver[i],
-                        m.send_time[i],
-                        m.recv_time[i],
-                        m.bytes[i],
-                        m.tag[i],
-                    )
-                })
+                .map(|i| t.messages.record(i))
                 .collect();
             (iv, ms, t.events.time.clone(), t.events.kind.clone())
         };

@@ -1607,11 +1607,9 @@ mod region_tests {
         let user = &mut c as *mut EvCtx as *mut c_void;
         let mut want_open: HashMap<u64, Vec<(u64, u32)>> = HashMap::default();
         let mut want_closed: HashMap<u64, Vec<(u64, u64, u32)>> = HashMap::default();
-        let mut x = 0x853c49e6748fea9bu64;
+        let mut rng = crate::test_rng::XorShift(0x853c49e6748fea9bu64);
         for t in 0..5000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let loc = [3u64, 7, 11][(x % 3) as usize];
             // runs of one location, sometimes broken
             let enter = (x >> 8) % 5 < 3;
