@@ -242,16 +242,19 @@ fn fields_fast(b: &[u8]) -> Option<Fields<'_>> {
         i
     };
     // a string without escapes starting at the quote at i: (text, end)
+    // one pass over the (short) string: a vector search costs more to set
+    // up than the few bytes of a key or a name take to look at
     let string = |i: usize| -> Option<(&str, usize)> {
-        let k = memchr::memchr2(b'"', b'\\', &b[i + 1..])?;
-        if b[i + 1 + k] != b'"' {
-            return None;
+        let mut j = i + 1;
+        loop {
+            match *b.get(j)? {
+                b'"' => break,
+                b'\\' => return None,
+                c if c < 0x20 => return None,
+                _ => j += 1,
+            }
         }
-        let t = text.get(i + 1..i + 1 + k)?;
-        if t.bytes().any(|c| c < 0x20) {
-            return None;
-        }
-        Some((t, i + 2 + k))
+        Some((text.get(i + 1..j)?, j + 1))
     };
     let mut f = Fields::default();
     let mut i = ws(0);
@@ -596,10 +599,15 @@ fn plain_decimal(t: &str) -> Option<u64> {
 }
 
 fn class_of(cat: &str) -> StateClass {
-    let c = cat.to_ascii_lowercase();
-    if c.contains("idle") {
+    // case-insensitive `contains` without a lower-case copy (once per event)
+    let has = |word: &[u8]| {
+        cat.as_bytes()
+            .windows(word.len())
+            .any(|w| w.eq_ignore_ascii_case(word))
+    };
+    if has(b"idle") {
         StateClass::Idle
-    } else if c.contains("overhead") {
+    } else if has(b"overhead") {
         StateClass::Overhead
     } else {
         StateClass::Busy
@@ -786,6 +794,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 }
             }
         }
+        split.recycle(batch.data);
         cur = next?;
     }
     damage.report(&mut b.diagnostics, path, "events")?;

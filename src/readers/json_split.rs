@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::readers::input::read_up_to;
 
 /// Target size of a batch.
 pub const BATCH_BYTES: usize = 4 << 20;
@@ -73,6 +72,9 @@ pub struct Splitter {
     pub truncated: Option<Truncation>,
     /// `displayTimeUnit` and other small top-level string members.
     pub top_strings: Vec<(String, String)>,
+    /// Buffers of batches done with ([`Splitter::recycle`]), filled again
+    /// without new pages.
+    spare: Vec<Vec<u8>>,
 }
 
 pub(crate) enum Scan {
@@ -83,6 +85,17 @@ pub(crate) enum Scan {
     /// Not JSON: message.
     Bad(String),
 }
+
+/// The bytes that open or close a string, an object or an array.
+static STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b']' as usize] = true;
+    t
+};
 
 /// Finds the end of the JSON value starting at `buf[i]` (which is not
 /// whitespace). Strings and nesting are tracked; the content is validated
@@ -98,6 +111,13 @@ pub(crate) fn scan_value(buf: &[u8], i: usize) -> Scan {
             let mut depth = 0usize;
             let mut j = i;
             while j < n {
+                // bytes that cannot change the nesting, skipped at once
+                while j < n && !STRUCTURAL[buf[j] as usize] {
+                    j += 1;
+                }
+                if j == n {
+                    break;
+                }
                 match buf[j] {
                     b'"' => match scan_string(buf, j) {
                         Some(e) => {
@@ -141,6 +161,16 @@ pub(crate) fn scan_value(buf: &[u8], i: usize) -> Scan {
 /// End (exclusive) of the string starting with the quote at `buf[i]`.
 fn scan_string(buf: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
+    // most strings of a trace are short keys and names: looked at byte by
+    // byte first, the vector search only for what is longer
+    let short = buf.len().min(j + 32);
+    while j < short {
+        match buf[j] {
+            b'"' => return Some(j + 1),
+            b'\\' => break,
+            _ => j += 1,
+        }
+    }
     loop {
         let k = memchr::memchr2(b'"', b'\\', &buf[j..])?;
         j += k;
@@ -174,15 +204,33 @@ impl Splitter {
             phase: Phase::Start,
             truncated: None,
             top_strings: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// Gives back the bytes of a batch that was parsed, for a later batch.
+    pub fn recycle(&mut self, mut data: Vec<u8>) {
+        if self.spare.len() < 2 {
+            data.clear();
+            self.spare.push(data);
         }
     }
 
     fn fill(&mut self, want: usize) -> Result<()> {
-        let old = self.buf.len();
-        self.buf.resize(old + want, 0);
-        let got = read_up_to(&mut self.reader, &mut self.buf[old..])
-            .map_err(|e| Error::io(&self.path, e))?;
-        self.buf.truncate(old + got);
+        // read into the buffer's spare room (no zeroing first)
+        self.buf.reserve(want);
+        let mut got = 0usize;
+        while got < want {
+            let k = (&mut self.reader)
+                .take((want - got) as u64)
+                .read_to_end(&mut self.buf);
+            match k {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(&self.path, e)),
+            }
+        }
         if got < want {
             self.eof = true;
         }
@@ -214,7 +262,8 @@ impl Splitter {
             let mut spans = Vec::new();
             let consumed = self.scan(&mut spans)?;
             if consumed > 0 || !spans.is_empty() {
-                let rest = self.buf[consumed..].to_vec();
+                let mut rest = self.spare.pop().unwrap_or_default();
+                rest.extend_from_slice(&self.buf[consumed..]);
                 let data = std::mem::replace(&mut self.buf, rest);
                 let mut data = data;
                 data.truncate(consumed);
@@ -496,5 +545,56 @@ mod tests {
         assert!(e.contains("end of the file"), "{e}");
         let e = split("nope").unwrap_err().to_string();
         assert!(e.contains("'[' or '{'"), "{e}");
+    }
+
+    /// A reader that hands out at most a few bytes a call.
+    struct Trickle(std::io::Cursor<Vec<u8>>, usize);
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.1 = self.1 % 7 + 1;
+            let k = buf.len().min(self.1 * 997);
+            self.0.read(&mut buf[..k])
+        }
+    }
+
+    /// Several batches' worth of events whose strings are short, exactly
+    /// 32 bytes, long, escaped and full of brackets, read a few bytes at a
+    /// time, with every batch's buffer given back: every event comes out
+    /// whole, once, in order.
+    #[test]
+    fn batches_over_short_reads_and_recycled_buffers() {
+        let mut want = Vec::new();
+        for i in 0..120_000usize {
+            let name = match i % 5 {
+                0 => "x".to_string(),
+                1 => "y".repeat(31),
+                2 => format!("{}\\\"{{[", "z".repeat(40 + i % 50)),
+                3 => "}]{[\\\\".to_string(),
+                _ => format!("n{i}"),
+            };
+            want.push(format!(
+                r#"{{"ph":"X","name":"{name}","args":{{"a":[{i},{{"b":"]"}}]}}}}"#
+            ));
+        }
+        let text = format!("{{\"traceEvents\":[\n{}\n]}}", want.join(",\n"));
+        assert!(text.len() > 2 * BATCH_BYTES);
+        let mut s = Splitter::new(
+            Path::new("t.json"),
+            Box::new(Trickle(std::io::Cursor::new(text.into_bytes()), 0)),
+        );
+        let mut got = Vec::new();
+        let mut batches = 0;
+        while let Some(b) = s.next_batch().unwrap() {
+            batches += 1;
+            for (a, e) in &b.spans {
+                got.push(String::from_utf8(b.data[*a as usize..*e as usize].to_vec()).unwrap());
+            }
+            s.recycle(b.data);
+        }
+        assert!(batches > 2, "{batches}");
+        assert!(s.truncated.is_none());
+        assert_eq!(got.len(), want.len());
+        assert!(got == want);
     }
 }
