@@ -14,12 +14,14 @@ pub struct Matched<K> {
 
 /// Matches `sends` with `recvs` (`(key, time, bytes)` each); returns the
 /// pairs and how many sends or receives found no partner.
-pub fn match_in_order<K: Ord + Copy>(
+pub fn match_in_order<K: Ord + Copy + Send>(
     mut sends: Vec<(K, u64, u64)>,
     mut recvs: Vec<(K, u64, u64)>,
 ) -> (Vec<Matched<K>>, u64) {
-    sends.sort_by_key(|a| (a.0, a.1));
-    recvs.sort_by_key(|a| (a.0, a.1));
+    use rayon::slice::ParallelSliceMut;
+    // stable: sends (receives) of one key at one time keep their order
+    sends.par_sort_by_key(|a| (a.0, a.1));
+    recvs.par_sort_by_key(|a| (a.0, a.1));
     let (mut i, mut j) = (0, 0);
     let mut out = Vec::with_capacity(sends.len().min(recvs.len()));
     let mut unmatched = 0u64;

@@ -235,8 +235,52 @@ fn parse_block(block: &Block) -> Chunk {
         }
     }
     // grouped by processor, in file order within each (lines are unique)
-    out.recs.sort_unstable_by_key(|r| (r.proc_, r.seq));
+    out.recs = group_by_proc(std::mem::take(&mut out.recs));
     out
+}
+
+/// `recs` (in file order) grouped by processor in increasing order, file
+/// order kept within each: a counting sort when the processor numbers are
+/// no more than about twice the records (as in every trace of one run),
+/// a comparison sort otherwise.
+fn group_by_proc(mut recs: Vec<Rec>) -> Vec<Rec> {
+    let Some(max) = recs.iter().map(|r| r.proc_ as usize).max() else {
+        return recs;
+    };
+    if recs.windows(2).all(|w| w[0].proc_ <= w[1].proc_) {
+        return recs;
+    }
+    if max > 2 * recs.len() + 4096 {
+        recs.sort_unstable_by_key(|r| (r.proc_, r.seq));
+        return recs;
+    }
+    // where each processor's records start in the output
+    let mut at = vec![0usize; max + 2];
+    for r in &recs {
+        at[r.proc_ as usize + 1] += 1;
+    }
+    for p in 1..at.len() {
+        at[p] += at[p - 1];
+    }
+    // scattered into this thread's scratch and copied back: a second
+    // vector per block would leave holes in the heap as blocks come and go
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<Rec>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with_borrow_mut(|out| {
+        out.clear();
+        out.extend_from_slice(&recs);
+        for r in out.iter() {
+            let slot = &mut at[r.proc_ as usize];
+            recs[*slot] = *r;
+            *slot += 1;
+        }
+        if out.capacity() > 4 * out.len().max(1 << 16) {
+            // a block far larger than the usual: not kept
+            *out = Vec::new();
+        }
+    });
+    recs
 }
 
 fn is_send(e: i32) -> bool {
@@ -555,6 +599,44 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The counting sort gives what sorting by (processor, line) gives:
+    /// with dense and sparse processor numbers, already grouped, empty.
+    #[test]
+    fn grouping_by_processor_is_a_sort_by_processor_then_line() {
+        let mut rng = crate::test_rng::XorShift(0x9e37_79b9);
+        for (n, procs) in [
+            (0, 4),
+            (1, 4),
+            (5000, 1),
+            (5000, 64),
+            (5000, 9000),
+            (300, 1 << 30),
+        ] {
+            let recs: Vec<Rec> = (0..n)
+                .map(|i| Rec {
+                    time: rng.below(1000) as i64,
+                    seq: i as u64 + 1,
+                    bytes: 0,
+                    tag: 0,
+                    proc_: rng.below(procs) as u32,
+                    rectype: -3,
+                    event: 1,
+                    peer: -1,
+                })
+                .collect();
+            let key = |v: &[Rec]| {
+                v.iter()
+                    .map(|r| (r.proc_, r.seq, r.time))
+                    .collect::<Vec<_>>()
+            };
+            let mut want = recs.clone();
+            want.sort_unstable_by_key(|r| (r.proc_, r.seq));
+            let got = group_by_proc(recs);
+            assert_eq!(key(&got), key(&want), "{n} records over {procs} processors");
+            assert_eq!(key(&group_by_proc(got.clone())), key(&want));
+        }
+    }
 
     #[test]
     fn parses_records() {
