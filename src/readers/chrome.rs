@@ -24,7 +24,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 use std::path::Path;
@@ -773,10 +773,34 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         ..Default::default()
     };
 
-    let mut cur = split.next_batch()?;
-    while let Some(batch) = cur {
-        let (next, parsed) = rayon::join(
-            || split.next_batch(),
+    // Three stages overlap: the splitter reads ahead (up to two batches,
+    // its errors kept in the queue until their batch's turn) while one
+    // batch is parsed in parallel and, after it, while its events go
+    // through the serial intake; splitting is then off the serial path.
+    let mut ahead: VecDeque<Result<Batch>> = VecDeque::new();
+    let mut exhausted = false;
+    let read_ahead = |split: &mut Splitter, queued: usize, exhausted: bool| {
+        if exhausted || queued >= 2 {
+            None
+        } else {
+            Some(split.next_batch())
+        }
+    };
+    let queue = |ahead: &mut VecDeque<Result<Batch>>, got, exhausted: &mut bool| match got {
+        Some(Ok(Some(batch))) => ahead.push_back(Ok(batch)),
+        Some(Ok(None)) => *exhausted = true,
+        Some(Err(e)) => {
+            ahead.push_back(Err(e));
+            *exhausted = true;
+        }
+        None => {}
+    };
+    let first = read_ahead(&mut split, 0, false);
+    queue(&mut ahead, first, &mut exhausted);
+    while let Some(batch) = ahead.pop_front() {
+        let batch = batch?;
+        let (got, parsed) = rayon::join(
+            || read_ahead(&mut split, ahead.len(), exhausted),
             || {
                 batch
                     .spans
@@ -785,17 +809,25 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                     .collect::<Vec<_>>()
             },
         );
-        for (k, ev) in parsed.into_iter().enumerate() {
-            match ev {
-                Ok(ev) => intake(ev, &mut acc, &mut b, &batch)?,
-                Err(msg) => {
-                    let pos = batch.position(batch.spans[k].0 as usize);
-                    return Err(Error::parse(path, pos, msg));
+        queue(&mut ahead, got, &mut exhausted);
+        let (got, taken) = rayon::join(
+            || read_ahead(&mut split, ahead.len(), exhausted),
+            || -> Result<()> {
+                for (k, ev) in parsed.into_iter().enumerate() {
+                    match ev {
+                        Ok(ev) => intake(ev, &mut acc, &mut b, &batch)?,
+                        Err(msg) => {
+                            let pos = batch.position(batch.spans[k].0 as usize);
+                            return Err(Error::parse(path, pos, msg));
+                        }
+                    }
                 }
-            }
-        }
+                Ok(())
+            },
+        );
+        taken?;
+        queue(&mut ahead, got, &mut exhausted);
         split.recycle(batch.data);
-        cur = next?;
     }
     damage.report(&mut b.diagnostics, path, "events")?;
     if let Some(t) = split.truncated.clone() {
@@ -1117,6 +1149,48 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Many batches through the three overlapping stages: every event is
+    /// taken, and of two faults the earlier in the file is the one
+    /// reported, whichever stage meets it first.
+    #[test]
+    fn batches_in_flight_keep_file_order_for_events_and_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let event = |i: usize| {
+            format!(
+                r#"{{"ph":"X","pid":{p},"tid":{p},"ts":{i},"dur":1,"name":"s{k}","cat":"busy"}}"#,
+                p = i % 7,
+                k = i % 3
+            )
+        };
+        let n = 80_000; // about 6 MiB: several batches
+        let events: Vec<String> = (0..n).map(event).collect();
+        let write = |name: &str, events: &[String], tail: &str| {
+            let f = d.path().join(name);
+            std::fs::write(&f, format!("[\n{}\n]{tail}", events.join(",\n"))).unwrap();
+            f
+        };
+        let opts = ReadOptions::default();
+        let t = read(&write("ok.json", &events, ""), &opts).unwrap();
+        assert_eq!(t.intervals.len(), n);
+        // a bad event in the last batch but one, and the file's end
+        // broken (met by the splitter, reading ahead, before that batch's
+        // events are taken): the bad event is named, by its line
+        for at in [1000, n - 12_000, n - 500] {
+            let mut bad = events.clone();
+            bad[at] = r#"{"ph":"X","pid":0,"tid":0,"ts":"soon","dur":1}"#.into();
+            let e = read(&write("bad.json", &bad, " trailing"), &opts)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("line {}", at + 2)), "{e}");
+            assert!(e.contains("\"ts\""), "{e}");
+        }
+        // only the end broken: that is what is said
+        let e = read(&write("tail.json", &events, " trailing"), &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("end of the file"), "{e}");
+    }
 
     #[test]
     fn flow_keys_are_numbered_by_first_appearance_whatever_the_id() {
