@@ -24,7 +24,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 
 use rustc_hash::FxHashMap;
 use std::path::Path;
@@ -36,7 +36,7 @@ use serde_json::value::RawValue;
 use super::ReadOptions;
 use super::decimal::{digits_u64, parse_scaled};
 use super::input;
-use super::json_split::{Batch, Splitter};
+use super::json_split::{Batch, ReadAhead, Splitter};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::builder::{GLOBAL, IntervalBlock};
@@ -760,7 +760,6 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let inp = input::open(path)?;
     let damage = inp.damage.clone();
-    let mut split = Splitter::new(path, inp.reader);
     let mut b = TraceBuilder::new(
         Format::ChromeJson,
         path,
@@ -773,34 +772,14 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         ..Default::default()
     };
 
-    // Three stages overlap: the splitter reads ahead (up to two batches,
-    // its errors kept in the queue until their batch's turn) while one
-    // batch is parsed in parallel and, after it, while its events go
-    // through the serial intake; splitting is then off the serial path.
-    let mut ahead: VecDeque<Result<Batch>> = VecDeque::new();
-    let mut exhausted = false;
-    let read_ahead = |split: &mut Splitter, queued: usize, exhausted: bool| {
-        if exhausted || queued >= 2 {
-            None
-        } else {
-            Some(split.next_batch())
-        }
-    };
-    let queue = |ahead: &mut VecDeque<Result<Batch>>, got, exhausted: &mut bool| match got {
-        Some(Ok(Some(batch))) => ahead.push_back(Ok(batch)),
-        Some(Ok(None)) => *exhausted = true,
-        Some(Err(e)) => {
-            ahead.push_back(Err(e));
-            *exhausted = true;
-        }
-        None => {}
-    };
-    let first = read_ahead(&mut split, 0, false);
-    queue(&mut ahead, first, &mut exhausted);
-    while let Some(batch) = ahead.pop_front() {
+    // Three stages overlap: the splitter reads ahead while one batch is
+    // parsed in parallel and, after it, while its events go through the
+    // serial intake; splitting is then off the serial path.
+    let mut ahead = ReadAhead::new(Splitter::new(path, inp.reader));
+    while let Some(batch) = ahead.next() {
         let batch = batch?;
-        let (got, parsed) = rayon::join(
-            || read_ahead(&mut split, ahead.len(), exhausted),
+        let ((), parsed) = rayon::join(
+            || ahead.top_up(),
             || {
                 batch
                     .spans
@@ -809,9 +788,8 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                     .collect::<Vec<_>>()
             },
         );
-        queue(&mut ahead, got, &mut exhausted);
-        let (got, taken) = rayon::join(
-            || read_ahead(&mut split, ahead.len(), exhausted),
+        let ((), taken) = rayon::join(
+            || ahead.top_up(),
             || -> Result<()> {
                 for (k, ev) in parsed.into_iter().enumerate() {
                     match ev {
@@ -826,9 +804,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             },
         );
         taken?;
-        queue(&mut ahead, got, &mut exhausted);
-        split.recycle(batch.data);
+        ahead.split.recycle(batch.data);
     }
+    let split = ahead.split;
     damage.report(&mut b.diagnostics, path, "events")?;
     if let Some(t) = split.truncated.clone() {
         b.diagnostics.repair("truncated-file", path, t.pos, 1, || {

@@ -194,6 +194,49 @@ fn skip_ws(buf: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// A splitter that keeps up to two batches read ahead, for a caller that
+/// tops it up while it works on the batch before ([`ReadAhead::top_up`]
+/// in one arm of `rayon::join`). A read error waits in the queue behind
+/// the batches read before it, so errors come out in file order.
+pub struct ReadAhead {
+    pub split: Splitter,
+    queue: std::collections::VecDeque<Result<Batch>>,
+    done: bool,
+}
+
+impl ReadAhead {
+    /// Starts with one batch read.
+    pub fn new(split: Splitter) -> Self {
+        let mut r = ReadAhead {
+            split,
+            queue: Default::default(),
+            done: false,
+        };
+        r.top_up();
+        r
+    }
+
+    /// Reads one more batch unless two wait or the input is done.
+    pub fn top_up(&mut self) {
+        if self.done || self.queue.len() >= 2 {
+            return;
+        }
+        match self.split.next_batch() {
+            Ok(Some(batch)) => self.queue.push_back(Ok(batch)),
+            Ok(None) => self.done = true,
+            Err(e) => {
+                self.queue.push_back(Err(e));
+                self.done = true;
+            }
+        }
+    }
+
+    /// The next batch in file order (or the read error in its place).
+    pub fn next(&mut self) -> Option<Result<Batch>> {
+        self.queue.pop_front()
+    }
+}
+
 impl Splitter {
     pub fn new(path: &Path, reader: Box<dyn Read + Send>) -> Self {
         Splitter {
@@ -219,20 +262,13 @@ impl Splitter {
     }
 
     fn fill(&mut self, want: usize) -> Result<()> {
-        // read into the buffer's spare room (no zeroing first)
+        // read into the buffer's spare room (no zeroing first); short only
+        // at the end of the input
         self.buf.reserve(want);
-        let mut got = 0usize;
-        while got < want {
-            let k = (&mut self.reader)
-                .take((want - got) as u64)
-                .read_to_end(&mut self.buf);
-            match k {
-                Ok(0) => break,
-                Ok(k) => got += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io(&self.path, e)),
-            }
-        }
+        let got = (&mut self.reader)
+            .take(want as u64)
+            .read_to_end(&mut self.buf)
+            .map_err(|e| Error::io(&self.path, e))?;
         if got < want {
             self.eof = true;
         }
