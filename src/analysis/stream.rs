@@ -63,6 +63,7 @@ struct Counts {
     events: u64,
     collectives: u64,
     communicators: u64,
+    counter_samples: u64,
 }
 
 /// The streaming reducer: an [`IntervalSink`] for a streaming reader.
@@ -147,7 +148,11 @@ impl<'a> StreamReducer<'a> {
     pub fn records(&self) -> (u64, u64, u64) {
         let iv = self.slots.iter().map(|s| s.intervals).sum();
         let c = &self.counts;
-        (iv, c.messages, c.events + c.collectives + c.communicators)
+        (
+            iv,
+            c.messages,
+            c.events + c.collectives + c.communicators + c.counter_samples,
+        )
     }
 
     /// The counts of the summary (`info`): as [`Totals::of`] gives them
@@ -159,7 +164,7 @@ impl<'a> StreamReducer<'a> {
             events: c.events as usize,
             messages: c.messages as usize,
             bytes_sent: c.bytes_sent,
-            counter_samples: 0,
+            counter_samples: c.counter_samples as usize,
             collectives: c.collectives as usize,
             communicators: c.communicators as usize,
         }
@@ -302,6 +307,7 @@ impl<'a> StreamReducer<'a> {
         a.events += b.events;
         a.collectives += b.collectives;
         a.communicators += b.communicators;
+        a.counter_samples += b.counter_samples;
         Ok(())
     }
 
@@ -359,6 +365,7 @@ impl<'a> StreamReducer<'a> {
             c.events,
             c.collectives,
             c.communicators,
+            c.counter_samples,
         ] {
             put(&mut w, x);
         }
@@ -390,7 +397,7 @@ impl<'a> StreamReducer<'a> {
     }
 }
 
-const MAGIC: u64 = 0x7461_7065_7374_7232; // "tapestr2"
+const MAGIC: u64 = 0x7461_7065_7374_7233; // "tapestr3"
 
 /// The reductions of one share, decoded from [`StreamReducer::to_bytes`].
 pub struct StreamParts {
@@ -435,6 +442,7 @@ impl StreamParts {
             events: get()?,
             collectives: get()?,
             communicators: get()?,
+            counter_samples: get()?,
         };
         let ns = get()? as usize;
         let bins = ne.saturating_sub(1);
@@ -707,12 +715,39 @@ impl IntervalSink for StreamReducer<'_> {
         Ok(())
     }
 
+    fn messages(
+        &mut self,
+        src: LocId,
+        dst: LocId,
+        tally: &crate::model::matching::Tally,
+    ) -> std::result::Result<(), String> {
+        if tally.messages == 0 {
+            return Ok(());
+        }
+        self.counts.messages += tally.messages;
+        self.counts.bytes_sent = self.counts.bytes_sent.saturating_add(tally.bytes);
+        self.end = self.end.max(tally.last);
+        if self.spec.comm && tally.in_window > 0 {
+            self.add_pair(
+                (src as u64) << 32 | dst as u64,
+                tally.in_window,
+                tally.window_bytes,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn window(&self) -> (Time, Time) {
+        self.window
+    }
+
     fn counted(&mut self, what: Counted, n: u64, last: Time) {
         let c = &mut self.counts;
         match what {
             Counted::Events => c.events += n,
             Counted::Collectives => c.collectives += n,
             Counted::Communicators => c.communicators += n,
+            Counted::CounterSamples => c.counter_samples += n,
         }
         if n > 0 {
             self.end = self.end.max(last);

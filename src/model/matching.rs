@@ -52,6 +52,142 @@ pub fn match_in_order<K: Ord + Copy + Send>(
     (out, unmatched)
 }
 
+/// Times kept of the last events of a side, to know the time of the last
+/// matched one when the other side has fewer.
+pub const TAIL: usize = 4;
+
+/// One side (the sends or the receives) of one key, counted while a
+/// stream reads it instead of kept: how many, the bytes of each in order
+/// (run-length encoded: `(bytes, count)` runs, one run when every message
+/// of the key has one size), how many came before a window's start and
+/// before its end, and the times of the last [`TAIL`]. Events must come in
+/// time order (a stream checks it), so the `n`-th counted is the `n`-th
+/// [`match_in_order`] pairs, and two sides give the matched messages'
+/// counts and bytes exactly ([`match_sides`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Side {
+    pub n: u64,
+    pub runs: Vec<(u64, u64)>,
+    /// Events before the window's start.
+    pub before: u64,
+    /// Events before the window's end.
+    pub before_end: u64,
+    /// Time of event `i` at `tail[i % TAIL]`, for the last `TAIL`.
+    pub tail: [u64; TAIL],
+}
+
+impl Side {
+    /// Counts one event at `time` of `bytes`, with the window `[t0, t1)`.
+    pub fn push(&mut self, time: u64, bytes: u64, (t0, t1): (u64, u64)) {
+        match self.runs.last_mut() {
+            Some((b, c)) if *b == bytes => *c += 1,
+            _ => self.runs.push((bytes, 1)),
+        }
+        if time < t0 {
+            self.before += 1;
+        }
+        if time < t1 {
+            self.before_end += 1;
+        }
+        self.tail[(self.n % TAIL as u64) as usize] = time;
+        self.n += 1;
+    }
+
+    /// The time of event `i`, when it is among the last [`TAIL`].
+    fn time_of(&self, i: u64) -> Option<u64> {
+        (i < self.n && self.n - i <= TAIL as u64).then(|| self.tail[(i % TAIL as u64) as usize])
+    }
+}
+
+/// The messages two sides of a key make, as [`match_in_order`] pairs them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Matched messages, and their bytes (the larger of the two sides').
+    pub messages: u64,
+    pub bytes: u64,
+    /// Those sent in the window, and their bytes.
+    pub in_window: u64,
+    pub window_bytes: u64,
+    /// The later of the last matched send's and receive's times.
+    pub last: u64,
+    /// Whether `last` is exact: false when a side has more than [`TAIL`]
+    /// events past the last matched one (then `last` is the earliest time
+    /// kept, a bound from above).
+    pub last_exact: bool,
+}
+
+/// Pairs the sends and receives of one key: the matched messages and how
+/// many sends or receives found no partner.
+pub fn match_sides(sends: &Side, recvs: &Side) -> (Tally, u64) {
+    let m = sends.n.min(recvs.n);
+    let unmatched = sends.n - m + recvs.n - m;
+    if m == 0 {
+        let none = Tally {
+            last_exact: true,
+            ..Tally::default()
+        };
+        return (none, unmatched);
+    }
+    let (a, b) = (sends.before.min(m), sends.before_end.min(m));
+    let mut exact = true;
+    let mut last = 0;
+    for s in [sends, recvs] {
+        match s.time_of(m - 1) {
+            Some(t) => last = last.max(t),
+            None => {
+                exact = false;
+                let kept = s.tail[..(s.n as usize).min(TAIL)].iter().min();
+                last = last.max(kept.copied().unwrap_or(0));
+            }
+        }
+    }
+    (
+        Tally {
+            messages: m,
+            bytes: max_bytes(&sends.runs, &recvs.runs, 0, m),
+            in_window: b.saturating_sub(a),
+            window_bytes: if b > a {
+                max_bytes(&sends.runs, &recvs.runs, a, b)
+            } else {
+                0
+            },
+            last,
+            last_exact: exact,
+        },
+        unmatched,
+    )
+}
+
+/// The sum over events `lo..hi` of the larger of the two sides' bytes
+/// (saturating), walking both run lists.
+fn max_bytes(x: &[(u64, u64)], y: &[(u64, u64)], lo: u64, hi: u64) -> u64 {
+    let (mut i, mut j) = (0usize, 0usize);
+    // events left in the current run of each side
+    let (mut xl, mut yl) = (x.first().map_or(0, |r| r.1), y.first().map_or(0, |r| r.1));
+    let mut at = 0u64;
+    let mut sum = 0u64;
+    while at < hi && i < x.len() && j < y.len() {
+        let step = xl.min(yl).min(hi - at);
+        let from = at.max(lo);
+        if at + step > from {
+            let n = at + step - from;
+            sum = sum.saturating_add(x[i].0.max(y[j].0).saturating_mul(n));
+        }
+        at += step;
+        xl -= step;
+        yl -= step;
+        if xl == 0 {
+            i += 1;
+            xl = x.get(i).map_or(0, |r| r.1);
+        }
+        if yl == 0 {
+            j += 1;
+            yl = y.get(j).map_or(0, |r| r.1);
+        }
+    }
+    sum
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +212,69 @@ mod tests {
         assert_eq!((m[0].send_time, m[0].recv_time), (5, 9));
         assert_eq!((m[1].send_time, m[1].recv_time), (10, 20));
         assert_eq!(m[2].key, (1, 0));
+    }
+
+    /// Counted sides give what pairing the events gives: the count and
+    /// bytes of the matched messages, those sent in a window, and the time
+    /// of the last matched (random keys, sizes in runs, surpluses on
+    /// either side, windows anywhere).
+    #[test]
+    fn counted_sides_give_what_pairing_gives() {
+        let mut rng = crate::test_rng::XorShift(0x2545f4914f6cdd1d);
+        for round in 0..400 {
+            let ns = rng.next() % 40;
+            let nr = rng.next() % 40;
+            let sizes = 1 + rng.next() % 4;
+            let ev = |n: u64, rng: &mut crate::test_rng::XorShift| {
+                let mut t = 0u64;
+                (0..n)
+                    .map(|_| {
+                        t += rng.next() % 5;
+                        (t, 8 * (rng.next() % sizes))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let sends = ev(ns, &mut rng);
+            let recvs = ev(nr, &mut rng);
+            let t0 = rng.next() % 60;
+            let t1 = t0 + rng.next() % 60;
+            let (mut s, mut r) = (Side::default(), Side::default());
+            for &(t, b) in &sends {
+                s.push(t, b, (t0, t1));
+            }
+            for &(t, b) in &recvs {
+                r.push(t, b, (t0, t1));
+            }
+            let (tally, left) = match_sides(&s, &r);
+            let (pairs, want_left) = match_in_order(
+                sends.iter().map(|&(t, b)| (0u8, t, b)).collect(),
+                recvs.iter().map(|&(t, b)| (0u8, t, b)).collect(),
+            );
+            assert_eq!(left, want_left, "{round}");
+            assert_eq!(tally.messages, pairs.len() as u64, "{round}");
+            let bytes = |m: &Matched<u8>| m.send_bytes.max(m.recv_bytes);
+            assert_eq!(tally.bytes, pairs.iter().map(bytes).sum::<u64>(), "{round}");
+            let win: Vec<_> = pairs
+                .iter()
+                .filter(|m| m.send_time >= t0 && m.send_time < t1)
+                .collect();
+            assert_eq!(tally.in_window, win.len() as u64, "{round}");
+            assert_eq!(
+                tally.window_bytes,
+                win.iter().map(|m| bytes(m)).sum::<u64>(),
+                "{round}"
+            );
+            let last = pairs
+                .iter()
+                .map(|m| m.send_time.max(m.recv_time))
+                .max()
+                .unwrap_or(0);
+            if tally.last_exact {
+                assert_eq!(tally.last, last, "{round}");
+            } else {
+                assert!(tally.last >= last, "{round} {tally:?} {last} {s:?} {r:?}");
+                assert!(ns.abs_diff(nr) >= TAIL as u64, "{round}");
+            }
+        }
     }
 }

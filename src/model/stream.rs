@@ -3,6 +3,7 @@
 //! and what reduces.
 
 use super::builder::RawInterval;
+use super::matching::Tally;
 use super::{LocId, Time};
 
 /// Receives the records of a trace as they are read, in file order.
@@ -31,6 +32,12 @@ pub trait IntervalSink {
         recv: Time,
         bytes: u64,
     ) -> Result<(), String>;
+    /// The messages of one sender–receiver pair counted by a stream that
+    /// matches sends with receives itself (OTF2): as many calls to
+    /// [`IntervalSink::message`] would add.
+    fn messages(&mut self, src: LocId, dst: LocId, tally: &Tally) -> Result<(), String>;
+    /// The window reduced over (after [`IntervalSink::begin`]).
+    fn window(&self) -> (Time, Time);
     /// `n` records of a kind that is only counted, the latest of them at
     /// `last` (ns; communicators have no time: 0).
     fn counted(&mut self, what: Counted, n: u64, last: Time);
@@ -51,4 +58,6 @@ pub enum Counted {
     Collectives,
     /// Communicator definitions.
     Communicators,
+    /// Samples of counters (metrics).
+    CounterSamples,
 }

@@ -99,6 +99,106 @@ impl World {
     }
 }
 
+/// Stops every process when one failed: the error of this one, or that
+/// another one failed (every process must call it).
+fn all_succeed<T>(world: &World, share: tapestry::Result<T>) -> Result<T> {
+    if world.size > 1
+        && let Err(e) = &share
+    {
+        // said now: once one process exits, mpirun stops the others
+        eprintln!("error: {e}");
+    }
+    if world.any_failed(share.is_err()) {
+        if world.size > 1 && share.is_err() {
+            return Err(anyhow::Error::new(crate::cli::Reported));
+        }
+        share?;
+        bail!(
+            "process {} stops: another process failed reading its share (its error is above)",
+            world.rank
+        );
+    }
+    Ok(share?)
+}
+
+type Merged = Option<(tapestry::model::Trace, Vec<(u32, tapestry::model::StateId)>)>;
+
+/// A Paraver trace: process k reads the k-th of N byte ranges of the
+/// records; rank 0 merges and gets the trace without records.
+fn reduce_paraver(
+    path: &std::path::Path,
+    opts: &tapestry::readers::ReadOptions,
+    r: &mut StreamReducer,
+    world: &World,
+) -> Result<Merged> {
+    let share = tapestry::readers::paraver::stream_share(path, opts, r, world.rank, world.size);
+    let (mut seen, skeleton) = all_succeed(world, share)?;
+    if world.rank != 0 {
+        for w in &seen.diagnostics.warnings {
+            eprintln!("warning (process {}): {w}", world.rank);
+        }
+        let mut bytes = seen_bytes(&seen);
+        bytes.extend_from_slice(&r.to_bytes());
+        world.send_to_root(&bytes)?;
+        return Ok(None);
+    }
+    for k in 1..world.size {
+        let bytes = world.receive_from(k)?;
+        let (s, used) = seen_from(&bytes)?;
+        seen.merge(s);
+        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
+            &bytes[used..],
+        )?)?;
+    }
+    Ok(Some(tapestry::readers::paraver::stream_skeleton(
+        skeleton, opts, &seen, r,
+    )?))
+}
+
+/// An OTF2 archive: process k reads the k-th of N runs of locations (about
+/// equal event bytes); rank 0 merges, matches the messages and gets the
+/// trace without records.
+#[cfg(feature = "otf2")]
+fn reduce_otf2(
+    path: &std::path::Path,
+    opts: &tapestry::readers::ReadOptions,
+    r: &mut StreamReducer,
+    world: &World,
+) -> Result<Merged> {
+    use tapestry::readers::otf2::stream::{Otf2Share, Otf2Stream};
+    let opened = Otf2Stream::open(path, opts);
+    let stream = all_succeed(world, opened)?;
+    let share = stream.read_share(r, world.rank, world.size);
+    let mut share = all_succeed(world, share)?;
+    if world.rank != 0 {
+        let mut bytes = share.to_bytes();
+        bytes.extend_from_slice(&r.to_bytes());
+        world.send_to_root(&bytes)?;
+        return Ok(None);
+    }
+    for k in 1..world.size {
+        let bytes = world.receive_from(k)?;
+        let (s, used) = Otf2Share::from_bytes(&bytes)?;
+        share.merge(s)?;
+        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
+            &bytes[used..],
+        )?)?;
+    }
+    Ok(Some(stream.finish(share, r, opts)?))
+}
+
+#[cfg(not(feature = "otf2"))]
+fn reduce_otf2(
+    path: &std::path::Path,
+    opts: &tapestry::readers::ReadOptions,
+    _r: &mut StreamReducer,
+    _world: &World,
+) -> Result<Merged> {
+    // the reader says how to build with OTF2
+    tapestry::readers::read(path, opts)?;
+    bail!("{}: OTF2 support is not built in", path.display())
+}
+
 /// The state values and event types a share saw, as bytes.
 fn seen_bytes(seen: &tapestry::readers::paraver::ShareSeen) -> Vec<u8> {
     let mut w = Vec::new();
@@ -166,10 +266,10 @@ pub(crate) fn reduce<'a>(
         bail!("--stream cannot find phases (they need the events in memory); give --window T0:T1");
     }
     let format = tapestry::readers::detect(path)?;
-    if format != Format::Paraver {
+    if !matches!(format, Format::Paraver | Format::Otf2) {
         bail!(
-            "--stream reads Paraver traces; {} is {} (read it without --stream, or convert it \
-             once with `tapestry convert` and reopen the cache)",
+            "--stream reads Paraver traces and OTF2 archives; {} is {} (read it without \
+             --stream, or convert it once with `tapestry convert` and reopen the cache)",
             path.display(),
             format.name()
         );
@@ -188,50 +288,21 @@ pub(crate) fn reduce<'a>(
         World::single()
     };
     let opts = read.options();
-    let share =
-        tapestry::readers::paraver::stream_share(path, &opts, &mut r, world.rank, world.size);
-    if world.size > 1
-        && let Err(e) = &share
-    {
-        // said now: once one process exits, mpirun stops the others
-        eprintln!("error: {e}");
-    }
-    if world.any_failed(share.is_err()) {
-        if world.size > 1 && share.is_err() {
-            return Err(anyhow::Error::new(crate::cli::Reported));
-        }
-        share?;
-        bail!(
-            "process {} stops: another process failed reading its share (its error is above)",
-            world.rank
-        );
-    }
-    let (mut seen, skeleton) = share?;
-    if world.rank != 0 {
-        for w in &seen.diagnostics.warnings {
-            eprintln!("warning (process {}): {w}", world.rank);
-        }
-        let mut bytes = seen_bytes(&seen);
-        bytes.extend_from_slice(&r.to_bytes());
-        world.send_to_root(&bytes)?;
+    let merged = if format == Format::Otf2 {
+        reduce_otf2(path, &opts, &mut r, &world)?
+    } else {
+        reduce_paraver(path, &opts, &mut r, &world)?
+    };
+    let Some((t, keys)) = merged else {
         return Ok(None);
-    }
-    for k in 1..world.size {
-        let bytes = world.receive_from(k)?;
-        let (s, used) = seen_from(&bytes)?;
-        seen.merge(s);
-        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
-            &bytes[used..],
-        )?)?;
-    }
-    let (t, keys) = tapestry::readers::paraver::stream_skeleton(skeleton, &opts, &seen, &r)?;
+    };
     for w in &t.meta.diagnostics.warnings {
         eprintln!("warning: {w}");
     }
     let (_, t1) = r.window();
     if needs_window && !given && t1 != t.meta.span.max(1) {
         bail!(
-            "records end at {} ns, after the end the header declares ({t1} ns): the default \
+            "records end at {} ns, after the end the trace declares ({t1} ns): the default \
              window cannot be known before reading; give --window 0:{} or read without --stream",
             t.meta.span,
             t.meta.span

@@ -20,6 +20,7 @@
 //! overhead; every other region is busy.
 
 mod ffi;
+pub mod stream;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -102,9 +103,9 @@ struct Events {
     cur_slices: Vec<Closed>,
 }
 
+/// What the definition callbacks fill.
 struct Ctx {
     defs: Defs,
-    ev: Events,
 }
 
 fn ctx<'a>(user: *mut c_void) -> &'a mut Ctx {
@@ -113,22 +114,6 @@ fn ctx<'a>(user: *mut c_void) -> &'a mut Ctx {
     // them serially from that same thread.
     unsafe { &mut *(user as *mut Ctx) }
 }
-
-/// What the event callbacks of one reader fill: its events, with the
-/// global definitions read before (shared by the readers of every thread).
-struct EvCtx<'d> {
-    defs: &'d Defs,
-    ev: Events,
-}
-
-fn evctx<'a, 'd>(user: *mut c_void) -> &'a mut EvCtx<'d> {
-    // SAFETY: every event callback is registered with a pointer to the
-    // `EvCtx` of the thread that reads those locations, which outlives its
-    // reader; one reader's callbacks run serially on that thread.
-    unsafe { &mut *(user as *mut EvCtx<'d>) }
-}
-
-const OK: ffi::OTF2_CallbackCode = ffi::OTF2_CALLBACK_SUCCESS;
 
 // ---- definition callbacks -------------------------------------------------
 
@@ -296,55 +281,93 @@ unsafe extern "C" fn def_metric_instance(
 
 // ---- event callbacks ------------------------------------------------------
 
-fn seen(ev: &mut Events, time: u64) -> u64 {
-    ev.min_time = ev.min_time.min(time);
-    ev.seq += 1;
-    ev.seq
+/// What the event callbacks of one reader fill: the events kept for the
+/// model ([`Events`]) or reduced as they arrive (`stream::StreamEvents`).
+/// Each returns whether to go on (false interrupts the read).
+trait EventSink {
+    /// Before the events of location `loc`, whose event file holds `bytes`.
+    fn start_location(&mut self, loc: u64, bytes: u64);
+    fn enter(&mut self, loc: u64, time: u64, region: u32) -> bool;
+    fn leave(&mut self, loc: u64, time: u64, region: u32) -> bool;
+    /// A send to rank `peer` of `comm`.
+    fn send(&mut self, loc: u64, time: u64, peer: u32, comm: u32, tag: u32, len: u64) -> bool;
+    /// A receive from rank `peer` of `comm`.
+    fn recv(&mut self, loc: u64, time: u64, peer: u32, comm: u32, tag: u32, len: u64) -> bool;
+    /// An event kept only for its time (request completions).
+    fn timed(&mut self, loc: u64, time: u64) -> bool;
+    fn coll_begin(&mut self, loc: u64, time: u64) -> bool;
+    #[allow(clippy::too_many_arguments)]
+    fn coll_end(
+        &mut self,
+        loc: u64,
+        time: u64,
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
+    ) -> bool;
+    /// One value of a metric sample (`member` of the metric class).
+    fn metric(&mut self, loc: u64, time: u64, member: u32, value: f64) -> bool;
+    /// Program begin (`kind` 0) or end (1, `value` its exit status).
+    fn program(&mut self, loc: u64, time: u64, kind: u8, value: i64) -> bool;
+    fn unknown(&mut self, loc: u64, time: u64) -> bool;
 }
 
-unsafe extern "C" fn ev_enter(
+/// What the event callbacks of one reader fill, with the global
+/// definitions read before (shared by the readers of every thread).
+struct EvCtx<'d, S> {
+    defs: &'d Defs,
+    ev: S,
+}
+
+fn evctx<'a, 'd, S>(user: *mut c_void) -> &'a mut EvCtx<'d, S> {
+    // SAFETY: every event callback is registered with a pointer to the
+    // `EvCtx` of the thread that reads those locations, which outlives its
+    // reader; one reader's callbacks run serially on that thread.
+    unsafe { &mut *(user as *mut EvCtx<'d, S>) }
+}
+
+const OK: ffi::OTF2_CallbackCode = ffi::OTF2_CALLBACK_SUCCESS;
+
+fn code(go_on: bool) -> ffi::OTF2_CallbackCode {
+    if go_on {
+        OK
+    } else {
+        ffi::OTF2_CALLBACK_INTERRUPT
+    }
+}
+
+// A location's own event reader calls back with the event's position in
+// its file after the time.
+
+unsafe extern "C" fn on_enter<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     region: u32,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut evctx(user).ev;
-    let seq = seen(ev, time);
-    if ev.cur != Some(loc) {
-        ev.switch_to(loc);
-    }
-    ev.cur_stack.push((time, region, seq));
-    OK
+    code(evctx::<S>(user).ev.enter(loc, time, region))
 }
 
-unsafe extern "C" fn ev_leave(
+unsafe extern "C" fn on_leave<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     region: u32,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut evctx(user).ev;
-    seen(ev, time);
-    if ev.cur != Some(loc) {
-        ev.switch_to(loc);
-    }
-    match ev.cur_stack.pop() {
-        Some((start, r, seq)) => {
-            if r != region {
-                ev.mismatched_leave += 1;
-            }
-            ev.cur_slices.push((start, time, r, seq));
-        }
-        None => ev.mismatched_leave += 1,
-    }
-    OK
+    code(evctx::<S>(user).ev.leave(loc, time, region))
 }
 
-unsafe extern "C" fn ev_send(
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn on_send<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     receiver: u32,
@@ -352,43 +375,41 @@ unsafe extern "C" fn ev_send(
     tag: u32,
     len: u64,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut evctx(user).ev;
-    seen(ev, time);
-    ev.sends.push((time, loc, receiver, comm, tag, len));
-    OK
+    code(evctx::<S>(user).ev.send(loc, time, receiver, comm, tag, len))
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_isend(
+unsafe extern "C" fn on_isend<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
-    a: *mut ffi::OTF2_AttributeList,
+    _a: *mut ffi::OTF2_AttributeList,
     receiver: u32,
     comm: u32,
     tag: u32,
     len: u64,
     _request: u64,
 ) -> ffi::OTF2_CallbackCode {
-    // SAFETY: forwards the library's arguments unchanged.
-    unsafe { ev_send(loc, time, user, a, receiver, comm, tag, len) }
+    code(evctx::<S>(user).ev.send(loc, time, receiver, comm, tag, len))
 }
 
-unsafe extern "C" fn ev_request(
+unsafe extern "C" fn on_request<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     _req: u64,
 ) -> ffi::OTF2_CallbackCode {
-    let _ = loc;
-    seen(&mut evctx(user).ev, time);
-    OK
+    code(evctx::<S>(user).ev.timed(loc, time))
 }
 
-unsafe extern "C" fn ev_recv(
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn on_recv<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     sender: u32,
@@ -396,44 +417,40 @@ unsafe extern "C" fn ev_recv(
     tag: u32,
     len: u64,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut evctx(user).ev;
-    seen(ev, time);
-    ev.recvs.push((time, loc, sender, comm, tag, len));
-    OK
+    code(evctx::<S>(user).ev.recv(loc, time, sender, comm, tag, len))
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_irecv(
+unsafe extern "C" fn on_irecv<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
-    a: *mut ffi::OTF2_AttributeList,
+    _a: *mut ffi::OTF2_AttributeList,
     sender: u32,
     comm: u32,
     tag: u32,
     len: u64,
     _request: u64,
 ) -> ffi::OTF2_CallbackCode {
-    // SAFETY: forwards the library's arguments unchanged.
-    unsafe { ev_recv(loc, time, user, a, sender, comm, tag, len) }
+    code(evctx::<S>(user).ev.recv(loc, time, sender, comm, tag, len))
 }
 
-unsafe extern "C" fn ev_coll_begin(
+unsafe extern "C" fn on_coll_begin<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut evctx(user).ev;
-    seen(ev, time);
-    ev.coll_begin.entry(loc).or_default().push_back(time);
-    OK
+    code(evctx::<S>(user).ev.coll_begin(loc, time))
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_coll_end(
+unsafe extern "C" fn on_coll_end<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     op: ffi::OTF2_CollectiveOp,
@@ -442,24 +459,18 @@ unsafe extern "C" fn ev_coll_end(
     sent: u64,
     received: u64,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut evctx(user).ev;
-    seen(ev, time);
-    let begin = match ev.coll_begin.get_mut(&loc).and_then(|q| q.pop_back()) {
-        Some(b) => b,
-        None => {
-            ev.unmatched_collective += 1;
-            time
-        }
-    };
-    ev.collectives
-        .push((loc, begin, time, op, comm, root, sent, received));
-    OK
+    code(
+        evctx::<S>(user)
+            .ev
+            .coll_end(loc, time, op, comm, root, sent, received),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_metric(
+unsafe extern "C" fn on_metric<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     metric: u32,
@@ -467,10 +478,9 @@ unsafe extern "C" fn ev_metric(
     types: *const ffi::OTF2_Type,
     values: *const ffi::OTF2_MetricValue,
 ) -> ffi::OTF2_CallbackCode {
-    let c = evctx(user);
-    seen(&mut c.ev, time);
+    let c = evctx::<S>(user);
     if types.is_null() || values.is_null() {
-        return OK;
+        return code(c.ev.timed(loc, time));
     }
     // SAFETY: the library passes `n` types and values valid during the call.
     let (types, values) = unsafe {
@@ -485,12 +495,10 @@ unsafe extern "C" fn ev_metric(
         .get(&metric)
         .copied()
         .unwrap_or(metric);
-    let members = c
-        .defs
-        .metric_classes
-        .get(&class)
-        .cloned()
-        .unwrap_or_default();
+    let members: &[u32] = c.defs.metric_classes.get(&class).map_or(&[], |m| m);
+    if types.is_empty() {
+        return code(c.ev.timed(loc, time));
+    }
     for (i, (&ty, v)) in types.iter().zip(values).enumerate() {
         // SAFETY: the type id says which member of the union is set.
         let x = unsafe {
@@ -501,88 +509,151 @@ unsafe extern "C" fn ev_metric(
             }
         };
         let member = members.get(i).copied().unwrap_or(UNDEF32);
-        c.ev.metrics.push((loc, time, member, x));
+        if !c.ev.metric(loc, time, member, x) {
+            return code(false);
+        }
     }
     OK
 }
 
-unsafe extern "C" fn ev_program_begin(
+unsafe extern "C" fn on_program_begin<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     _name: u32,
     _n: u32,
     _args: *const u32,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut evctx(user).ev;
-    seen(ev, time);
-    ev.markers.push((loc, time, 0, 0));
-    OK
+    code(evctx::<S>(user).ev.program(loc, time, 0, 0))
 }
 
-unsafe extern "C" fn ev_program_end(
+unsafe extern "C" fn on_program_end<S: EventSink>(
     loc: u64,
     time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
     status: i64,
 ) -> ffi::OTF2_CallbackCode {
-    let ev = &mut evctx(user).ev;
-    seen(ev, time);
-    ev.markers.push((loc, time, 1, status));
-    OK
+    code(evctx::<S>(user).ev.program(loc, time, 1, status))
 }
 
-unsafe extern "C" fn ev_unknown(
-    _loc: u64,
-    _time: u64,
+unsafe extern "C" fn on_unknown<S: EventSink>(
+    loc: u64,
+    time: u64,
+    _pos: u64,
     user: *mut c_void,
     _a: *mut ffi::OTF2_AttributeList,
 ) -> ffi::OTF2_CallbackCode {
-    evctx(user).ev.unknown += 1;
-    OK
+    code(evctx::<S>(user).ev.unknown(loc, time))
 }
 
-// ---- local event readers --------------------------------------------------
-//
-// A location's own event reader calls back with the event's position in its
-// file after the time; these forward to the callbacks above without it.
+fn seen(ev: &mut Events, time: u64) -> u64 {
+    ev.min_time = ev.min_time.min(time);
+    ev.seq += 1;
+    ev.seq
+}
 
-macro_rules! local_callback {
-    ($name:ident => $global:ident ( $($arg:ident : $ty:ty),* )) => {
-        #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $name(
-            loc: u64,
-            time: u64,
-            _position: u64,
-            user: *mut c_void,
-            a: *mut ffi::OTF2_AttributeList,
-            $($arg: $ty),*
-        ) -> ffi::OTF2_CallbackCode {
-            // SAFETY: forwards the library's arguments unchanged.
-            unsafe { $global(loc, time, user, a, $($arg),*) }
+impl EventSink for Events {
+    fn start_location(&mut self, loc: u64, bytes: u64) {
+        // room for a region per 8 bytes of the location's events (an
+        // event takes at least 3): reserved, not touched, so the regions
+        // do not move as they grow
+        self.switch_to(loc);
+        self.cur_slices.reserve((bytes / 8) as usize);
+    }
+
+    fn enter(&mut self, loc: u64, time: u64, region: u32) -> bool {
+        let seq = seen(self, time);
+        if self.cur != Some(loc) {
+            self.switch_to(loc);
         }
-    };
-}
+        self.cur_stack.push((time, region, seq));
+        true
+    }
 
-local_callback!(local_enter => ev_enter(region: u32));
-local_callback!(local_leave => ev_leave(region: u32));
-local_callback!(local_send => ev_send(receiver: u32, comm: u32, tag: u32, len: u64));
-local_callback!(local_isend => ev_isend(receiver: u32, comm: u32, tag: u32, len: u64, request: u64));
-local_callback!(local_request => ev_request(request: u64));
-local_callback!(local_recv => ev_recv(sender: u32, comm: u32, tag: u32, len: u64));
-local_callback!(local_irecv => ev_irecv(sender: u32, comm: u32, tag: u32, len: u64, request: u64));
-local_callback!(local_coll_begin => ev_coll_begin());
-local_callback!(local_coll_end => ev_coll_end(
-    op: ffi::OTF2_CollectiveOp, comm: u32, root: u32, sent: u64, received: u64
-));
-local_callback!(local_metric => ev_metric(
-    metric: u32, n: u8, types: *const ffi::OTF2_Type, values: *const ffi::OTF2_MetricValue
-));
-local_callback!(local_program_begin => ev_program_begin(name: u32, n: u32, args: *const u32));
-local_callback!(local_program_end => ev_program_end(status: i64));
-local_callback!(local_unknown => ev_unknown());
+    fn leave(&mut self, loc: u64, time: u64, region: u32) -> bool {
+        seen(self, time);
+        if self.cur != Some(loc) {
+            self.switch_to(loc);
+        }
+        match self.cur_stack.pop() {
+            Some((start, r, seq)) => {
+                if r != region {
+                    self.mismatched_leave += 1;
+                }
+                self.cur_slices.push((start, time, r, seq));
+            }
+            None => self.mismatched_leave += 1,
+        }
+        true
+    }
+
+    fn send(&mut self, loc: u64, time: u64, peer: u32, comm: u32, tag: u32, len: u64) -> bool {
+        seen(self, time);
+        self.sends.push((time, loc, peer, comm, tag, len));
+        true
+    }
+
+    fn recv(&mut self, loc: u64, time: u64, peer: u32, comm: u32, tag: u32, len: u64) -> bool {
+        seen(self, time);
+        self.recvs.push((time, loc, peer, comm, tag, len));
+        true
+    }
+
+    fn timed(&mut self, _loc: u64, time: u64) -> bool {
+        seen(self, time);
+        true
+    }
+
+    fn coll_begin(&mut self, loc: u64, time: u64) -> bool {
+        seen(self, time);
+        self.coll_begin.entry(loc).or_default().push_back(time);
+        true
+    }
+
+    fn coll_end(
+        &mut self,
+        loc: u64,
+        time: u64,
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
+    ) -> bool {
+        seen(self, time);
+        let begin = match self.coll_begin.get_mut(&loc).and_then(|q| q.pop_back()) {
+            Some(b) => b,
+            None => {
+                self.unmatched_collective += 1;
+                time
+            }
+        };
+        self.collectives
+            .push((loc, begin, time, op, comm, root, sent, received));
+        true
+    }
+
+    fn metric(&mut self, loc: u64, time: u64, member: u32, value: f64) -> bool {
+        seen(self, time);
+        self.metrics.push((loc, time, member, value));
+        true
+    }
+
+    fn program(&mut self, loc: u64, time: u64, kind: u8, value: i64) -> bool {
+        seen(self, time);
+        self.markers.push((loc, time, kind, value));
+        true
+    }
+
+    fn unknown(&mut self, _loc: u64, _time: u64) -> bool {
+        self.unknown += 1;
+        true
+    }
+}
 
 /// Why reading the events of some locations failed.
 enum GroupError {
@@ -592,26 +663,23 @@ enum GroupError {
     Location(u64, u64, String),
 }
 
-/// Reads the events of `locations` with a reader of its own (one per
-/// thread: the library keeps no state shared between readers), each
+/// Reads the events of `locations` into `ev` with a reader of its own (one
+/// per thread: the library keeps no state shared between readers), each
 /// location through its own event reader, in file order. No global merge
 /// by time: what is built from the events needs only each location's
 /// order (message matching sorts by time within a sender–receiver pair).
-fn read_group(
+/// A sink that interrupts the read fails its location with the library's
+/// "interrupted by callback" (the sink knows why).
+fn read_group<S: EventSink>(
     archive: &CString,
     defs: &Defs,
     locations: &[u64],
     size: impl Fn(u64) -> u64,
-) -> Result<Events, GroupError> {
+    ev: S,
+) -> Result<S, GroupError> {
     let setup = |what: &str, code| GroupError::Setup(what.to_string(), code);
-    let mut c = EvCtx {
-        defs,
-        ev: Events {
-            min_time: u64::MAX,
-            ..Default::default()
-        },
-    };
-    let user = &mut c as *mut EvCtx as *mut c_void;
+    let mut c = EvCtx { defs, ev };
+    let user = &mut c as *mut EvCtx<S> as *mut c_void;
     // SAFETY: the library's documented sequence for local readers; every
     // pointer passed is valid for the call, `user` points to `c`, which
     // outlives the reader (closed on drop of `reader`).
@@ -676,20 +744,20 @@ fn read_group(
                 ffi::OTF2_ERROR_MEM_ALLOC_FAILED,
             ));
         }
-        ffi::OTF2_EvtReaderCallbacks_SetEnterCallback(cb, Some(local_enter));
-        ffi::OTF2_EvtReaderCallbacks_SetLeaveCallback(cb, Some(local_leave));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiSendCallback(cb, Some(local_send));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiIsendCallback(cb, Some(local_isend));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, Some(local_request));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, Some(local_request));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiRecvCallback(cb, Some(local_recv));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cb, Some(local_irecv));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, Some(local_coll_begin));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, Some(local_coll_end));
-        ffi::OTF2_EvtReaderCallbacks_SetMetricCallback(cb, Some(local_metric));
-        ffi::OTF2_EvtReaderCallbacks_SetProgramBeginCallback(cb, Some(local_program_begin));
-        ffi::OTF2_EvtReaderCallbacks_SetProgramEndCallback(cb, Some(local_program_end));
-        ffi::OTF2_EvtReaderCallbacks_SetUnknownCallback(cb, Some(local_unknown));
+        ffi::OTF2_EvtReaderCallbacks_SetEnterCallback(cb, Some(on_enter::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetLeaveCallback(cb, Some(on_leave::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiSendCallback(cb, Some(on_send::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiIsendCallback(cb, Some(on_isend::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, Some(on_request::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, Some(on_request::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiRecvCallback(cb, Some(on_recv::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cb, Some(on_irecv::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, Some(on_coll_begin::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, Some(on_coll_end::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetMetricCallback(cb, Some(on_metric::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetProgramBeginCallback(cb, Some(on_program_begin::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetProgramEndCallback(cb, Some(on_program_end::<S>));
+        ffi::OTF2_EvtReaderCallbacks_SetUnknownCallback(cb, Some(on_unknown::<S>));
         let mut failed = None;
         for &(l, er) in &readers {
             let code = ffi::OTF2_Reader_RegisterEvtCallbacks(r, er, cb, user);
@@ -697,11 +765,7 @@ fn read_group(
                 failed = Some(GroupError::Location(l, 0, describe(code)));
                 break;
             }
-            // room for a region per 8 bytes of the location's events (an
-            // event takes at least 3): reserved, not touched, so the
-            // regions do not move as they grow
-            c.ev.switch_to(l);
-            c.ev.cur_slices.reserve((size(l) / 8) as usize);
+            c.ev.start_location(l, size(l));
             let mut n = 0u64;
             let code = ffi::OTF2_Reader_ReadAllLocalEvents(r, er, &mut n);
             if !ok(code) {
@@ -1041,8 +1105,19 @@ fn overhead(role: u8, paradigm: u8) -> bool {
     )
 }
 
-/// Reads an OTF2 archive from its anchor file.
-pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+/// An archive whose global definitions are read: the anchor (its real
+/// path, for the library), the definitions, the locations to read and the
+/// directory of their event files.
+struct Archive {
+    c_path: CString,
+    defs: Defs,
+    locations: Vec<u64>,
+    evt_dir: PathBuf,
+}
+
+/// Checks the archive and reads its global definitions; every location's
+/// event file must be there (named when missing).
+fn open_archive(path: &Path) -> Result<Archive> {
     let real = check_archive(path)?;
     let fail = |what: &str, code: ffi::OTF2_ErrorCode| {
         Error::parse(
@@ -1055,10 +1130,6 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         .map_err(|_| Error::Invalid(format!("{}: path contains a NUL byte", path.display())))?;
     let mut ctx = Ctx {
         defs: Defs::default(),
-        ev: Events {
-            min_time: u64::MAX,
-            ..Default::default()
-        },
     };
     let user = &mut ctx as *mut Ctx as *mut c_void;
 
@@ -1148,8 +1219,53 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             }
         }
     }
-    ctx.ev = read_events(&c_path, path, &evt_dir, &ctx.defs, &locations)?;
-    assemble(ctx, path, opts)
+    Ok(Archive {
+        c_path,
+        defs: ctx.defs,
+        locations,
+        evt_dir,
+    })
+}
+
+/// Reads an OTF2 archive from its anchor file.
+pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let a = open_archive(path)?;
+    let ev = read_events(&a.c_path, path, &a.evt_dir, &a.defs, &a.locations)?;
+    assemble(a.defs, ev, path, opts)
+}
+
+/// The bytes of location `l`'s event file (1 when unknown).
+fn event_bytes(evt_dir: &Path, l: u64) -> u64 {
+    std::fs::metadata(evt_dir.join(format!("{l}.evt")))
+        .map(|m| m.len())
+        .unwrap_or(1)
+}
+
+/// The error of a group of locations that failed, with the file of the
+/// location that failed.
+fn group_error(path: &Path, evt_dir: &Path, e: GroupError) -> Error {
+    match e {
+        GroupError::Setup(what, code) => Error::parse(
+            path,
+            Position::none(),
+            format!("OTF2 library: {what} failed: {}", describe(code)),
+        ),
+        GroupError::Location(l, n, why) => {
+            let file = evt_dir.join(format!("{l}.evt"));
+            let file = if file.is_file() {
+                file.display().to_string()
+            } else {
+                format!("the events of location {l}")
+            };
+            Error::parse(
+                path,
+                Position::none(),
+                format!(
+                    "OTF2 library: reading the events failed: {file} fails after {n} of its events: {why}"
+                ),
+            )
+        }
+    }
 }
 
 /// Reads the events of every location: the locations split into about
@@ -1162,54 +1278,55 @@ fn read_events(
     defs: &Defs,
     locations: &[u64],
 ) -> Result<Events> {
-    let size = |l: u64| {
-        std::fs::metadata(evt_dir.join(format!("{l}.evt")))
-            .map(|m| m.len())
-            .unwrap_or(1)
-    };
+    let size = |l: u64| event_bytes(evt_dir, l);
     let groups = balance(locations, size, rayon::current_num_threads());
     let parts: Vec<Result<Events, GroupError>> = groups
         .par_iter()
-        .map(|g| read_group(archive, defs, g, size))
+        .map(|g| {
+            let ev = Events {
+                min_time: u64::MAX,
+                ..Default::default()
+            };
+            read_group(archive, defs, g, size, ev)
+        })
         .collect();
     let mut ev = Events {
         min_time: u64::MAX,
         ..Default::default()
     };
     for p in parts {
-        match p {
-            Ok(e) => ev.absorb(e),
-            Err(GroupError::Setup(what, code)) => {
-                return Err(Error::parse(
-                    path,
-                    Position::none(),
-                    format!("OTF2 library: {what} failed: {}", describe(code)),
-                ));
-            }
-            Err(GroupError::Location(l, n, why)) => {
-                let file = evt_dir.join(format!("{l}.evt"));
-                let file = if file.is_file() {
-                    file.display().to_string()
-                } else {
-                    format!("the events of location {l}")
-                };
-                return Err(Error::parse(
-                    path,
-                    Position::none(),
-                    format!(
-                        "OTF2 library: reading the events failed: {file} fails after {n} of its events: {why}"
-                    ),
-                ));
-            }
-        }
+        ev.absorb(p.map_err(|e| group_error(path, evt_dir, e))?);
     }
     Ok(ev)
 }
 
-fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
-    let Ctx { defs, mut ev } = ctx;
-    ev.flush();
-    let name = |id: u32| defs.strings.get(&id).cloned().unwrap_or_default();
+/// Ticks of the archive's timer to nanoseconds after `origin` (ticks).
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    res: u64,
+    origin: u64,
+}
+
+impl Clock {
+    fn ns(&self, t: u64) -> Time {
+        ((t.saturating_sub(self.origin) as u128 * 1_000_000_000) / self.res as u128)
+            .min(u64::MAX as u128) as Time
+    }
+}
+
+/// The trace without its records: the hierarchy of locations, one state
+/// per region name, the communicators, the origin and the declared end;
+/// with the model's location of each OTF2 location and the state of each
+/// region.
+struct Skeleton {
+    b: TraceBuilder,
+    loc_of: HashMap<u64, LocId>,
+    state_of: HashMap<u32, StateId>,
+    clock: Clock,
+}
+
+/// The clock's (resolution, global offset, trace length) in ticks.
+fn clock_of(defs: &Defs, path: &Path) -> Result<(u64, u64, u64)> {
     let (res, offset, length) = defs.clock.unwrap_or((1_000_000_000, 0, 0));
     if res == 0 {
         return Err(Error::parse(
@@ -1218,18 +1335,22 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
             "expected a timer resolution above 0 in the clock properties, found 0",
         ));
     }
+    Ok((res, offset, length))
+}
+
+/// Builds the [`Skeleton`] of the archive with times counted from `origin`
+/// (ticks).
+fn skeleton(defs: &Defs, path: &Path, opts: &ReadOptions, origin: u64) -> Result<Skeleton> {
+    let name = |id: u32| defs.strings.get(&id).cloned().unwrap_or_default();
+    let (res, offset, length) = clock_of(defs, path)?;
     let unit = TimeUnit {
         name: format!("1/{res} s"),
         ns_per_unit: (1_000_000_000 / res).max(1),
     };
     let mut b = TraceBuilder::new(Format::Otf2, path, unit, opts.strict);
-    let origin = offset.min(ev.min_time);
-    let ns = |t: u64| -> Time {
-        ((t.saturating_sub(origin) as u128 * 1_000_000_000) / res as u128).min(u64::MAX as u128)
-            as Time
-    };
+    let clock = Clock { res, origin };
     b.set_origin(((origin as u128 * 1_000_000_000 / res as u128).min(i64::MAX as u128)) as i64);
-    b.set_declared_end(ns(offset.saturating_add(length)));
+    b.set_declared_end(clock.ns(offset.saturating_add(length)));
 
     // hierarchy: system tree nodes, location groups, locations
     let mut node_group: HashMap<u32, u32> = HashMap::default();
@@ -1305,8 +1426,150 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
         b.states.tag(s, "role", role_name(role));
         state_of.insert(*id, s);
     }
-    let mut unknown_region = 0u64;
-    let mut unclosed = 0u64;
+    b.communicators = {
+        let mut v: Vec<_> = defs
+            .comms
+            .iter()
+            .map(|(id, &(n, g))| crate::model::Communicator {
+                id: *id as i64,
+                name: name(n),
+                members: defs
+                    .groups
+                    .get(&g)
+                    .map(|g| g.2.iter().map(|&m| m as i64).collect())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        v.sort_by_key(|c| c.id);
+        v
+    };
+    Ok(Skeleton {
+        b,
+        loc_of,
+        state_of,
+        clock,
+    })
+}
+
+/// The locations of the ranks of each communicator.
+struct Ranks<'d> {
+    defs: &'d Defs,
+    /// per paradigm: the locations of its world (`COMM_LOCATIONS` group)
+    world: HashMap<u8, &'d Vec<u64>>,
+}
+
+impl<'d> Ranks<'d> {
+    fn new(defs: &'d Defs) -> Self {
+        let world = defs
+            .groups
+            .values()
+            .filter(|g| g.0 as u32 == ffi::OTF2_GROUP_TYPE_COMM_LOCATIONS)
+            .map(|g| (g.1, &g.2))
+            .collect();
+        Ranks { defs, world }
+    }
+
+    /// The location of rank `rank` of `comm`, seen from location `me`.
+    fn location(&self, comm: u32, rank: u32, me: u64) -> Option<u64> {
+        let (_, group) = self.defs.comms.get(&comm)?;
+        let (ty, paradigm, members) = self.defs.groups.get(group)?;
+        if *ty as u32 == ffi::OTF2_GROUP_TYPE_COMM_SELF {
+            return Some(me);
+        }
+        let world = self.world.get(paradigm)?;
+        let idx = *members.get(rank as usize)?;
+        world.get(idx as usize).copied()
+    }
+}
+
+/// What reading repaired or left out, reported as the in-memory reader
+/// and a stream report it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Repairs {
+    mismatched_leave: u64,
+    unclosed: u64,
+    clipped: u64,
+    unknown_region: u64,
+    unmatched_message: u64,
+    unmatched_collective: u64,
+    unknown_events: u64,
+}
+
+impl Repairs {
+    fn add(&mut self, o: &Repairs) {
+        self.mismatched_leave += o.mismatched_leave;
+        self.unclosed += o.unclosed;
+        self.clipped += o.clipped;
+        self.unknown_region += o.unknown_region;
+        self.unmatched_message += o.unmatched_message;
+        self.unmatched_collective += o.unmatched_collective;
+        self.unknown_events += o.unknown_events;
+    }
+
+    fn report(&self, b: &mut TraceBuilder, path: &Path) -> Result<()> {
+        if self.unknown_events > 0 {
+            b.ignore(
+                "OTF2 events of unknown or unsupported kinds",
+                self.unknown_events,
+            );
+        }
+        let src = path.to_path_buf();
+        let none = Position::none();
+        let Repairs {
+            mismatched_leave: mismatched,
+            unclosed,
+            clipped,
+            unknown_region,
+            unmatched_message: unmatched,
+            unmatched_collective: uc,
+            ..
+        } = *self;
+        b.diagnostics
+            .repair("unmatched-leave", &src, none, mismatched, || {
+                format!("{mismatched} Leave event(s) without a matching Enter of the same region")
+            })?;
+        b.diagnostics
+            .repair("unclosed-enter", &src, none, unclosed, || {
+                format!(
+                    "{unclosed} region(s) entered and never left; closed at the end of the trace"
+                )
+            })?;
+        b.diagnostics
+            .repair("improper-nesting", &src, none, clipped, || {
+                format!("{clipped} region(s) end after their enclosing region; clipped to it")
+            })?;
+        b.diagnostics
+            .repair("unknown-region", &src, none, unknown_region, || {
+                format!("{unknown_region} Enter/Leave event(s) name an undefined region; ignored")
+            })?;
+        b.diagnostics.repair("unmatched-message", &src, none, unmatched, || {
+            format!("{unmatched} send(s) or receive(s) without a partner (or with an unknown rank); no message for them")
+        })?;
+        b.diagnostics
+            .repair("unmatched-collective", &src, none, uc, || {
+                format!("{uc} collective end(s) without a begin")
+            })?;
+        Ok(())
+    }
+}
+
+fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    ev.flush();
+    let name = |id: u32| defs.strings.get(&id).cloned().unwrap_or_default();
+    let (_, offset, length) = clock_of(&defs, path)?;
+    let Skeleton {
+        mut b,
+        loc_of,
+        state_of,
+        clock,
+    } = skeleton(&defs, path, opts, offset.min(ev.min_time))?;
+    let ns = |t: u64| clock.ns(t);
+    let mut rep = Repairs {
+        mismatched_leave: ev.mismatched_leave,
+        unmatched_collective: ev.unmatched_collective,
+        unknown_events: ev.unknown,
+        ..Default::default()
+    };
     let end_time = ev
         .slices
         .values()
@@ -1363,49 +1626,31 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
             },
         )
         .collect();
-    let mut clipped = 0u64;
     for (raw, u, k, c) in per_loc {
-        unclosed += u;
-        unknown_region += k;
-        clipped += c;
+        rep.unclosed += u;
+        rep.unknown_region += k;
+        rep.clipped += c;
         b.add_interval_block(raw);
     }
 
-    // ranks → locations, per communicator
-    let comm_locations: HashMap<u8, &Vec<u64>> = defs
-        .groups
-        .values()
-        .filter(|g| g.0 as u32 == ffi::OTF2_GROUP_TYPE_COMM_LOCATIONS)
-        .map(|g| (g.1, &g.2))
-        .collect();
-    let rank_loc = |comm: u32, rank: u32, me: u64| -> Option<u64> {
-        let (_, group) = defs.comms.get(&comm)?;
-        let (ty, paradigm, members) = defs.groups.get(group)?;
-        if *ty as u32 == ffi::OTF2_GROUP_TYPE_COMM_SELF {
-            return Some(me);
-        }
-        let world = comm_locations.get(paradigm)?;
-        let idx = *members.get(rank as usize)?;
-        world.get(idx as usize).copied()
-    };
     // (sender, receiver, communicator, tag), time, bytes
-    let mut unmatched = 0u64;
+    let ranks = Ranks::new(&defs);
     let mut sends = Vec::with_capacity(ev.sends.len());
     for &(t, loc, peer, comm, tag, len) in &ev.sends {
-        match rank_loc(comm, peer, loc) {
+        match ranks.location(comm, peer, loc) {
             Some(dst) => sends.push(((loc, dst, comm, tag), t, len)),
-            None => unmatched += 1,
+            None => rep.unmatched_message += 1,
         }
     }
     let mut recvs = Vec::with_capacity(ev.recvs.len());
     for &(t, loc, peer, comm, tag, len) in &ev.recvs {
-        match rank_loc(comm, peer, loc) {
+        match ranks.location(comm, peer, loc) {
             Some(src) => recvs.push(((src, loc, comm, tag), t, len)),
-            None => unmatched += 1,
+            None => rep.unmatched_message += 1,
         }
     }
     let (pairs, left) = match_in_order(sends, recvs);
-    unmatched += left;
+    rep.unmatched_message += left;
     for m in pairs {
         let (src, dst, _, tag) = m.key;
         match (loc_of.get(&src), loc_of.get(&dst)) {
@@ -1417,7 +1662,7 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 m.send_bytes.max(m.recv_bytes),
                 tag as i64,
             ),
-            _ => unmatched += 1,
+            _ => rep.unmatched_message += 1,
         }
     }
 
@@ -1438,77 +1683,39 @@ fn assemble(ctx: Ctx, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     }
     for &(l, t, member, x) in &ev.metrics {
         let Some(&loc) = loc_of.get(&l) else { continue };
-        let (n, u) = defs
-            .metric_members
-            .get(&member)
-            .map_or((format!("metric {member}"), String::new()), |&(n, u)| {
-                (name(n), name(u))
-            });
+        let (n, u) = metric_name(&defs, member, &name);
         let c = b.counter_def(&n, &u);
         b.counter(loc, c, ns(t), x);
     }
     for &(l, t, kind, v) in &ev.markers {
         let Some(&loc) = loc_of.get(&l) else { continue };
-        let k = b.event_types.intern(if kind == 0 {
-            "program begin"
-        } else {
-            "program end"
-        });
+        let k = b.event_types.intern(marker_name(kind));
         b.event(loc, ns(t), k, v);
     }
-    if ev.unknown > 0 {
-        b.ignore("OTF2 events of unknown or unsupported kinds", ev.unknown);
-    }
-    b.communicators = {
-        let mut v: Vec<_> = defs
-            .comms
-            .iter()
-            .map(|(id, &(n, g))| crate::model::Communicator {
-                id: *id as i64,
-                name: name(n),
-                members: defs
-                    .groups
-                    .get(&g)
-                    .map(|g| g.2.iter().map(|&m| m as i64).collect())
-                    .unwrap_or_default(),
-            })
-            .collect();
-        v.sort_by_key(|c| c.id);
-        v
-    };
-
-    let src = path.to_path_buf();
-    let none = Position::none();
-    let mismatched = ev.mismatched_leave;
-    b.diagnostics
-        .repair("unmatched-leave", &src, none, mismatched, || {
-            format!("{mismatched} Leave event(s) without a matching Enter of the same region")
-        })?;
-    b.diagnostics
-        .repair("unclosed-enter", &src, none, unclosed, || {
-            format!("{unclosed} region(s) entered and never left; closed at the end of the trace")
-        })?;
-    b.diagnostics
-        .repair("improper-nesting", &src, none, clipped, || {
-            format!("{clipped} region(s) end after their enclosing region; clipped to it")
-        })?;
-    b.diagnostics
-        .repair("unknown-region", &src, none, unknown_region, || {
-            format!("{unknown_region} Enter/Leave event(s) name an undefined region; ignored")
-        })?;
-    b.diagnostics.repair("unmatched-message", &src, none, unmatched, || {
-        format!("{unmatched} send(s) or receive(s) without a partner (or with an unknown rank); no message for them")
-    })?;
-    let uc = ev.unmatched_collective;
-    b.diagnostics
-        .repair("unmatched-collective", &src, none, uc, || {
-            format!("{uc} collective end(s) without a begin")
-        })?;
+    rep.report(&mut b, path)?;
     let mut t = b.finish(BuildOptions {
         warn_unsorted: false,
     })?;
     t.reclassify(&opts.classes)?;
     Ok(t)
+}
+
+/// A metric member's counter name and unit.
+fn metric_name(defs: &Defs, member: u32, name: &impl Fn(u32) -> String) -> (String, String) {
+    defs.metric_members
+        .get(&member)
+        .map_or((format!("metric {member}"), String::new()), |&(n, u)| {
+            (name(n), name(u))
+        })
+}
+
+/// The event type of a program begin (0) or end (1).
+fn marker_name(kind: u8) -> &'static str {
+    if kind == 0 {
+        "program begin"
+    } else {
+        "program end"
+    }
 }
 
 fn collective_name(op: u8) -> &'static str {
@@ -1604,7 +1811,7 @@ mod region_tests {
             defs: &defs,
             ev: Events::default(),
         };
-        let user = &mut c as *mut EvCtx as *mut c_void;
+        let user = &mut c as *mut EvCtx<Events> as *mut c_void;
         let mut want_open: HashMap<u64, Vec<(u64, u32)>> = HashMap::default();
         let mut want_closed: HashMap<u64, Vec<(u64, u64, u32)>> = HashMap::default();
         let mut rng = crate::test_rng::XorShift(0x853c49e6748fea9bu64);
@@ -1617,10 +1824,10 @@ mod region_tests {
             // SAFETY: `user` points to `c`, alive for the calls.
             unsafe {
                 if enter {
-                    ev_enter(loc, t, user, std::ptr::null_mut(), region);
+                    on_enter::<Events>(loc, t, 0, user, std::ptr::null_mut(), region);
                     want_open.entry(loc).or_default().push((t, region));
                 } else {
-                    ev_leave(loc, t, user, std::ptr::null_mut(), region);
+                    on_leave::<Events>(loc, t, 0, user, std::ptr::null_mut(), region);
                     if let Some((s, r)) = want_open.entry(loc).or_default().pop() {
                         want_closed.entry(loc).or_default().push((s, t, r));
                     }
