@@ -159,3 +159,63 @@ fn a_failing_share_stops_every_process_with_the_files_line() {
     assert_ne!(c, 0);
     assert!(e.contains("cannot be split"), "{e}");
 }
+
+/// An OTF2 archive: each process reads a run of the locations (two per
+/// process of the traced program, messages between them unmatched until
+/// rank 0 merges the counted sides); the result is the single-process
+/// stream's with 1, 2 and 3 processes, and the in-memory reader's.
+#[cfg(feature = "otf2")]
+#[test]
+fn reduce_reads_otf2_locations_in_shares() {
+    if mpirun().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/write_otf2_messy.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(dir.path().join("m"))
+        .args(["5", "80", "2400000000", "1000", "3"])
+        .output()
+        .expect("/usr/bin/python3 with the otf2 module (Debian package python3-otf2)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = dir.path().join("m/traces.otf2");
+    let t = a.to_str().unwrap();
+    let (c, mom1, e) = tapestry(&["analyze", t, "moments", "--stream"]);
+    assert_eq!(c, 0, "{e}");
+    for n in [1, 2, 3] {
+        for args in [
+            vec!["comm-matrix", "--level", "process", "--metric", "bytes"],
+            vec!["comm-matrix"],
+            vec!["summary"],
+            vec!["field", "--bins", "16"],
+        ] {
+            let mut one = vec!["analyze", t];
+            one.extend_from_slice(&args);
+            let (c, mem, e) = tapestry(&one);
+            assert_eq!(c, 0, "{e}");
+            let mut all = vec![t];
+            all.extend_from_slice(&args);
+            let (c, got, e) = reduce(n, &all);
+            assert_eq!(c, 0, "{n} processes: {e}");
+            assert_eq!(rows(&got), rows(&mem), "{args:?} with {n} processes");
+        }
+        let (c, m, e) = reduce(n, &[t, "moments"]);
+        assert_eq!(c, 0, "{n} processes: {e}");
+        let (x, y) = (rows(&mom1), rows(&m));
+        assert_eq!(x.len(), y.len());
+        for (p, q) in x.iter().zip(&y).skip(1) {
+            assert_eq!(p[..3], q[..3], "location, name and m0 with {n} processes");
+            let scale: f64 = p[4].parse::<f64>().unwrap_or(1.0).abs().max(1.0);
+            for k in [3, 4] {
+                let (a, b): (f64, f64) = (p[k].parse().unwrap(), q[k].parse().unwrap());
+                assert!((a - b).abs() <= 1e-9 * scale, "column {k}: {a} vs {b}");
+            }
+        }
+    }
+}

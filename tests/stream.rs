@@ -130,6 +130,78 @@ fn stream_equals_memory_on_real_and_synthetic_traces() {
     assert_field_identical(qsort, &["--bins", "9", "--states", "Running,Idle"]);
 }
 
+/// An OTF2 archive with what real traces hold (two locations per process,
+/// nesting, leaves of the wrong region, regions left open, messages of
+/// changing sizes, unmatched sends and receives, collectives without a
+/// begin, metrics), written by the official Python writer with a timer
+/// finer than a nanosecond and with a coarse one: the stream gives the
+/// in-memory summary, matrix and field exactly and the moments to
+/// rounding, with any number of reading threads.
+#[cfg(feature = "otf2")]
+#[test]
+fn otf2_stream_equals_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/write_otf2_messy.py");
+    let mut archives = Vec::new();
+    for (name, ranks, steps, res, offset, seed) in [
+        ("fine", "6", "120", "2400000000", "1000000", "7"),
+        ("coarse", "5", "90", "1000000", "50", "11"),
+    ] {
+        let out = std::process::Command::new("/usr/bin/python3")
+            .arg(&script)
+            .arg(dir.path().join(name))
+            .args([ranks, steps, res, offset, seed])
+            .output()
+            .expect("/usr/bin/python3 with the otf2 module (Debian package python3-otf2)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        archives.push(dir.path().join(name).join("traces.otf2"));
+    }
+    archives.push(shared_trace("ping-pong-otf2/traces.otf2"));
+    archives.push(shared_trace("ping-pong-otf2-papi/traces.otf2"));
+    for a in &archives {
+        let t = a.to_str().unwrap();
+        let (_, info, _) = tapestry(&["info", t, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&info).unwrap();
+        let span = v["span_ns"].as_u64().unwrap();
+        let w1 = format!("{}:{}", span / 10, span * 6 / 10);
+        assert_moments_agree(t, &[]);
+        assert_moments_agree(t, &["--window", &w1]);
+        assert_moments_agree(t, &["--states", "busy,overhead"]);
+        assert_field_identical(t, &["--bins", "16"]);
+        assert_field_identical(t, &["--bins", "33", "--window", &w1]);
+        assert_comm_and_summary_identical(t, &w1);
+        // the reading threads do not change the result
+        let (c, one, e) = common::tapestry_env(
+            &["info", t, "--json", "--stream"],
+            &[("RAYON_NUM_THREADS", "1")],
+        );
+        assert_eq!(c, 0, "{e}");
+        for threads in ["2", "5"] {
+            let (c, many, e) = common::tapestry_env(
+                &["info", t, "--json", "--stream"],
+                &[("RAYON_NUM_THREADS", threads)],
+            );
+            assert_eq!(c, 0, "{e}");
+            assert_eq!(one, many, "{t} with {threads} threads");
+        }
+    }
+    // the messy archives hold every repair a stream must count
+    let (_, info, _) = tapestry(&["info", archives[0].to_str().unwrap(), "--stream"]);
+    for kind in [
+        "unmatched-leave",
+        "unclosed-enter",
+        "unmatched-message",
+        "unmatched-collective",
+    ] {
+        assert!(info.contains(kind), "{kind}: {info}");
+    }
+}
+
 #[test]
 fn overlapping_records_are_clipped_as_in_memory() {
     let dir = tempfile::tempdir().unwrap();
@@ -235,7 +307,10 @@ fn what_a_stream_cannot_do_is_refused() {
     let chrome = shared_trace("chrome/simple_trace.json");
     let (c, _, e) = tapestry(&["analyze", chrome.to_str().unwrap(), "moments", "--stream"]);
     assert_ne!(c, 0);
-    assert!(e.contains("Paraver") && e.contains("convert"), "{e}");
+    assert!(
+        e.contains("Paraver") && e.contains("OTF2") && e.contains("convert"),
+        "{e}"
+    );
     let (c, _, e) = tapestry(&["info", chrome.to_str().unwrap(), "--stream"]);
     assert_ne!(c, 0);
     assert!(e.contains("Paraver") && e.contains("convert"), "{e}");

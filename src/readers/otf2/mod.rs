@@ -375,7 +375,11 @@ unsafe extern "C" fn on_send<S: EventSink>(
     tag: u32,
     len: u64,
 ) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.send(loc, time, receiver, comm, tag, len))
+    code(
+        evctx::<S>(user)
+            .ev
+            .send(loc, time, receiver, comm, tag, len),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -391,7 +395,11 @@ unsafe extern "C" fn on_isend<S: EventSink>(
     len: u64,
     _request: u64,
 ) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.send(loc, time, receiver, comm, tag, len))
+    code(
+        evctx::<S>(user)
+            .ev
+            .send(loc, time, receiver, comm, tag, len),
+    )
 }
 
 unsafe extern "C" fn on_request<S: EventSink>(

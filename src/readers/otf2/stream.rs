@@ -440,7 +440,8 @@ impl Otf2Stream {
         }
         let mut share = Otf2Share::default();
         for j in joined {
-            let part = j.ok_or_else(|| Error::Invalid("a thread reading OTF2 events failed".into()))?;
+            let part =
+                j.ok_or_else(|| Error::Invalid("a thread reading OTF2 events failed".into()))?;
             share.merge(part.map_err(|e| group_error(&self.path, &a.evt_dir, e))?)?;
         }
         Ok(share)
@@ -460,12 +461,13 @@ impl Otf2Stream {
         let Otf2Stream {
             path,
             archive,
-            skeleton: Skeleton {
-                mut b,
-                loc_of,
-                clock,
-                ..
-            },
+            skeleton:
+                Skeleton {
+                    mut b,
+                    loc_of,
+                    clock,
+                    ..
+                },
             declared,
             ..
         } = self;
@@ -535,14 +537,19 @@ impl Otf2Stream {
         }
         rep.report(&mut b, &path)?;
         let tail = crate::model::matching::TAIL;
-        b.diagnostics
-            .note("stream-span-bound", &path, Position::none(), inexact, || {
+        b.diagnostics.note(
+            "stream-span-bound",
+            &path,
+            Position::none(),
+            inexact,
+            || {
                 format!(
                     "{inexact} pair(s) of ranks have {tail} or more unmatched sends or receives \
                      after their last matched message: the span counts those messages until \
                      the earliest of their last {tail} (in memory: until the last matched one)"
                 )
-            });
+            },
+        );
         b.set_declared_end(clock.ns(declared).max(sink.end_time()));
         let mut t = b.finish(BuildOptions {
             warn_unsorted: false,
@@ -662,8 +669,7 @@ impl Otf2Share {
         };
         let n = count(get()?, 8)?;
         for _ in 0..n {
-            s.members
-                .insert(u32::try_from(get()?).map_err(|_| bad())?);
+            s.members.insert(u32::try_from(get()?).map_err(|_| bad())?);
         }
         let n = count(get()?, 24)?;
         for _ in 0..n {
@@ -695,5 +701,209 @@ impl Otf2Share {
             }
         }
         Ok((s, at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NestedSlice, flatten_nested};
+
+    struct One {
+        loc_of: HashMap<u64, LocId>,
+        state_of: HashMap<u32, StateId>,
+        defs: Defs,
+        failure: Mutex<Vec<(u64, String)>>,
+    }
+
+    fn one() -> One {
+        One {
+            loc_of: [(7u64, 0 as LocId)].into_iter().collect(),
+            // regions 0..4 defined (1 and 3 share a state), 4 undefined
+            state_of: [(0u32, 0 as StateId), (1, 1), (2, 2), (3, 1)]
+                .into_iter()
+                .collect(),
+            defs: Defs::default(),
+            failure: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn events<'a>(
+        o: &'a One,
+        ranks: &'a Ranks<'a>,
+        clock: Clock,
+        tx: SyncSender<Vec<RawInterval>>,
+    ) -> StreamEvents<'a> {
+        StreamEvents {
+            clock,
+            window: (0, u64::MAX),
+            loc_of: &o.loc_of,
+            state_of: &o.state_of,
+            ranks,
+            out: tx,
+            failure: &o.failure,
+            share: Otf2Share::default(),
+            batch: Vec::new(),
+            cur: 0,
+            loc: LocId::MAX,
+            stack: Vec::new(),
+            known: Vec::new(),
+            cursor: 0,
+            last_time: 0,
+            coll_open: 0,
+        }
+    }
+
+    /// Random enters and leaves (undefined regions, leaves of the wrong
+    /// region or of nothing, zero-length regions, several ticks on one
+    /// nanosecond, regions left open) flatten as they come to what the
+    /// in-memory reader's nesting gives from the whole location, with the
+    /// same repairs.
+    #[test]
+    fn flattening_as_events_come_equals_flattening_the_whole_location() {
+        let mut rng = crate::test_rng::XorShift(0x9e3779b97f4a7c15);
+        let mut refused = 0;
+        for round in 0..300 {
+            let o = one();
+            let ranks = Ranks::new(&o.defs);
+            let res = [1_000_000_000u64, 2_400_000_000, 1_000_000][round % 3];
+            let origin = 1000;
+            let clock = Clock { res, origin };
+            let (tx, rx) = sync_channel(4);
+            let mut s = events(&o, &ranks, clock, tx);
+            let mut m = crate::readers::otf2::Events::default();
+            s.start_location(7, 0);
+            m.start_location(7, 0);
+            let mut t = origin;
+            for _ in 0..rng.below(60) {
+                t += rng.below(4);
+                let region = rng.below(5) as u32;
+                if rng.below(2) == 0 {
+                    assert!(s.enter(7, t, region));
+                    m.enter(7, t, region);
+                } else {
+                    assert!(s.leave(7, t, region));
+                    m.leave(7, t, region);
+                }
+            }
+            s.end_location();
+            assert!(s.flush());
+            let share = std::mem::take(&mut s.share);
+            drop(s);
+            let mut got: Vec<(Time, Time, StateId)> = Vec::new();
+            for b in rx.try_iter() {
+                got.extend(b.iter().map(|r| (r.start, r.end, r.state)));
+            }
+            // the open regions close at the end, as `finish` closes them
+            let declared = origin + rng.below(100);
+            let end = share.max_closed_end.max(declared);
+            if share
+                .tails
+                .iter()
+                .any(|&(_, from, _)| clock.ns(from) > clock.ns(end))
+            {
+                // a region entered after the end and never left: refused
+                // by `finish` (the in-memory reader drops it)
+                refused += 1;
+                continue;
+            }
+            for &(_, from, st) in &share.tails {
+                if clock.ns(end) > clock.ns(from) {
+                    got.push((clock.ns(from), clock.ns(end), st));
+                }
+            }
+            // in memory
+            m.flush();
+            let closed = m.slices.remove(&7).unwrap_or_default();
+            let open = m.stacks.remove(&7).unwrap_or_default();
+            let mem_end = closed.iter().map(|c| c.1).max().unwrap_or(0).max(declared);
+            assert_eq!(end, mem_end, "{round}");
+            let mut unknown = 0;
+            let unclosed = open.len() as u64;
+            let mut slices = Vec::new();
+            for (a, b, r, seq) in closed
+                .into_iter()
+                .chain(open.into_iter().map(|(a, r, seq)| (a, mem_end, r, seq)))
+            {
+                match o.state_of.get(&r) {
+                    Some(&st) => slices.push(NestedSlice {
+                        start: clock.ns(a),
+                        end: clock.ns(b),
+                        state: st,
+                        seq,
+                    }),
+                    None => unknown += 1,
+                }
+            }
+            let mut want = Vec::new();
+            assert_eq!(flatten_nested(&mut slices, &mut want), 0, "{round}");
+            assert_eq!(got, want, "{round}");
+            let r = share.repairs;
+            assert_eq!(r.mismatched_leave, m.mismatched_leave, "{round}");
+            assert_eq!(r.unclosed, unclosed, "{round}");
+            assert_eq!(r.unknown_region, unknown, "{round}");
+        }
+        assert!(refused < 100, "{refused}");
+    }
+
+    /// Time going back on a location, or an event before the clock's
+    /// offset, stops the stream with what to do.
+    #[test]
+    fn time_going_back_or_before_the_offset_stops_with_a_reason() {
+        let o = one();
+        let ranks = Ranks::new(&o.defs);
+        let (tx, _rx) = sync_channel(16);
+        let mut s = events(
+            &o,
+            &ranks,
+            Clock {
+                res: 1_000_000_000,
+                origin: 100,
+            },
+            tx,
+        );
+        s.start_location(7, 0);
+        assert!(s.enter(7, 200, 0));
+        assert!(!s.leave(7, 150, 0));
+        assert!(!s.enter(7, 50, 0));
+        let f = o.failure.lock().unwrap().clone();
+        assert_eq!(f.len(), 2);
+        assert!(f[0].1.contains("time order"), "{f:?}");
+        assert!(f[1].1.contains("global offset"), "{f:?}");
+    }
+
+    /// A share survives its bytes; damaged or cut bytes are an error,
+    /// never a panic.
+    #[test]
+    fn shares_as_bytes_round_trip_and_damage_is_an_error() {
+        let mut s = Otf2Share {
+            max_closed_end: 99,
+            collectives: 3,
+            markers: [1, 2],
+            samples: 5,
+            last: [4, 5, 6],
+            ..Default::default()
+        };
+        s.repairs.unclosed = 2;
+        s.members.insert(17);
+        s.tails.push((3, 40, 2));
+        let mut side = Side::default();
+        side.push(10, 8, (0, 20));
+        side.push(30, 64, (0, 20));
+        s.sends.insert((1, 2, 0, 5), side.clone());
+        s.recvs.insert((1, 2, 0, 5), side);
+        let b = s.to_bytes();
+        let (back, used) = Otf2Share::from_bytes(&b).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(used, b.len());
+        for cut in 0..b.len() {
+            assert!(Otf2Share::from_bytes(&b[..cut]).is_err(), "{cut}");
+        }
+        let mut huge = b.clone();
+        // the members' count
+        huge[8 * 16..8 * 17].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(Otf2Share::from_bytes(&huge).is_err());
+        // two shares of one location do not merge
+        assert!(s.clone().merge(s.clone()).is_err());
     }
 }
