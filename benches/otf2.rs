@@ -6,7 +6,9 @@
 //! Criterion times the library's reader (in this process, all cores); a
 //! table then times `tapestry info` (the binary: OTF2 read in a helper
 //! process, and in process with `TAPESTRY_OTF2_IN_PROCESS=1`) at 1, 2 and
-//! all cores against `otf2-print > /dev/null` on one core, best of 3.
+//! all cores against `otf2-print > /dev/null` on one core, best of 3, and
+//! `tapestry info --stream` (reduced while read, no model kept) with its
+//! peak memory.
 //! Run: `cargo bench --features otf2 --bench otf2`.
 
 use std::hint::black_box;
@@ -95,23 +97,39 @@ fn main() {
     cores.retain(|&k| k <= all);
     cores.dedup();
     for &k in &cores {
-        for (name, in_process) in [
-            ("tapestry info (helper)", false),
-            ("tapestry info (in process)", true),
+        for (name, in_process, stream) in [
+            ("tapestry info (helper)", false, false),
+            ("tapestry info (in process)", true, false),
+            ("tapestry info --stream", true, true),
         ] {
+            let peak = std::cell::Cell::new(String::new());
             let s = best(&|| {
                 let mut c = Command::new(env!("CARGO_BIN_EXE_tapestry"));
                 c.args(["info", anchor.to_str().expect("utf-8 path")])
                     .env("RAYON_NUM_THREADS", k.to_string())
-                    .stdout(Stdio::null());
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped());
                 if in_process {
                     c.env("TAPESTRY_OTF2_IN_PROCESS", "1");
                 }
+                if stream {
+                    c.arg("--stream");
+                }
                 let t0 = Instant::now();
-                assert!(c.status().expect("tapestry runs").success());
-                t0.elapsed().as_secs_f64()
+                let out = c.output().expect("tapestry runs");
+                let s = t0.elapsed().as_secs_f64();
+                assert!(out.status.success());
+                let err = String::from_utf8_lossy(&out.stderr);
+                if let Some(p) = err.split("peak memory ").nth(1) {
+                    peak.set(p.split(" MiB").next().unwrap_or("").to_string());
+                }
+                s
             });
             row(name, k, s);
+            let p = peak.take();
+            if !p.is_empty() {
+                println!("{:<31} {k:>5} peak memory {p} MiB", "");
+            }
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Pairing sends with receives. Per key (sender, receiver, communicator,
 //! tag, ...) the n-th send in time order goes with the n-th receive in time
-//! order: MPI's non-overtaking rule, also PICL's.
+//! order: MPI's non-overtaking rule, also PICL's. A stream that keeps no
+//! events counts each side instead ([`Side`]) and pairs the counts
+//! ([`match_sides`]) with the same result.
 
 /// A matched pair: the key, and time and bytes of both sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
