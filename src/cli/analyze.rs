@@ -306,8 +306,8 @@ pub struct AnalyzeArgs {
     /// Reduce while reading, never holding the records (memory grows with
     /// locations × states × bins and the pairs that exchange messages, not
     /// with the trace): moments, the busy field, the communication matrix
-    /// and the summary of Paraver traces whose records are in time order
-    /// per location.
+    /// and the summary of Paraver traces and OTF2 archives whose records
+    /// are in time order per location.
     #[arg(long, conflicts_with_all = ["gpu", "template", "cache"])]
     pub stream: bool,
     #[command(flatten)]

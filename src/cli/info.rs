@@ -28,7 +28,7 @@ pub struct InfoArgs {
     /// Print read time, throughput and peak memory to standard error.
     #[arg(long)]
     pub stats: bool,
-    /// Summarize while reading, never holding the records (Paraver): memory
+    /// Summarize while reading, never holding the records (Paraver, OTF2): memory
     /// grows with locations × states, not with the trace.
     #[arg(long)]
     pub stream: bool,
