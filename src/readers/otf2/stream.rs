@@ -166,14 +166,31 @@ impl StreamEvents<'_> {
         self.known.clear();
     }
 
-    fn side(&mut self, send: bool, key: Key, time: u64, len: u64) {
+    /// Counts a send (or a receive) of `loc` to (from) rank `peer` of
+    /// `comm` on its side of the key (sender, receiver, communicator, tag).
+    fn p2p(
+        &mut self,
+        send: bool,
+        loc: u64,
+        time: u64,
+        (peer, comm, tag): (u32, u32, u32),
+        len: u64,
+    ) -> bool {
+        if !self.at(time) {
+            return false;
+        }
+        let Some(other) = self.ranks.location(comm, peer, loc) else {
+            self.share.repairs.unmatched_message += 1;
+            return true;
+        };
         let t = self.clock.ns(time);
-        let map = if send {
-            &mut self.share.sends
+        let (map, key) = if send {
+            (&mut self.share.sends, (loc, other, comm, tag))
         } else {
-            &mut self.share.recvs
+            (&mut self.share.recvs, (other, loc, comm, tag))
         };
         map.entry(key).or_default().push(t, len, self.window);
+        true
     }
 }
 
@@ -232,25 +249,11 @@ impl EventSink for StreamEvents<'_> {
     }
 
     fn send(&mut self, loc: u64, time: u64, peer: u32, comm: u32, tag: u32, len: u64) -> bool {
-        if !self.at(time) {
-            return false;
-        }
-        match self.ranks.location(comm, peer, loc) {
-            Some(dst) => self.side(true, (loc, dst, comm, tag), time, len),
-            None => self.share.repairs.unmatched_message += 1,
-        }
-        true
+        self.p2p(true, loc, time, (peer, comm, tag), len)
     }
 
     fn recv(&mut self, loc: u64, time: u64, peer: u32, comm: u32, tag: u32, len: u64) -> bool {
-        if !self.at(time) {
-            return false;
-        }
-        match self.ranks.location(comm, peer, loc) {
-            Some(src) => self.side(false, (src, loc, comm, tag), time, len),
-            None => self.share.repairs.unmatched_message += 1,
-        }
-        true
+        self.p2p(false, loc, time, (peer, comm, tag), len)
     }
 
     fn timed(&mut self, _loc: u64, time: u64) -> bool {
