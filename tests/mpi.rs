@@ -163,6 +163,24 @@ fn a_failing_share_stops_every_process_with_the_files_line() {
     let (c, _, e) = reduce(2, &[gz.to_str().unwrap(), "moments"]);
     assert_ne!(c, 0);
     assert!(e.contains("cannot be split"), "{e}");
+    // nor a PICL trace (a processor's begin and end can fall in two shares)
+    let picl = dir.path().join("g.picl");
+    let (c, _, e) = tapestry(&[
+        "synth",
+        "gauss",
+        "--n",
+        "24",
+        "-p",
+        "4",
+        "-o",
+        picl.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
+    let (c, _, e) = reduce(2, &[picl.to_str().unwrap(), "moments"]);
+    assert_ne!(c, 0);
+    assert!(e.contains("PICL trace cannot be split"), "{e}");
+    let (c, _, e) = reduce(1, &[picl.to_str().unwrap(), "moments"]);
+    assert_eq!(c, 0, "{e}");
 }
 
 /// An OTF2 archive: each process reads a run of the locations (two per

@@ -31,7 +31,7 @@ pub use events::{
 };
 pub use intervals::{IntervalSlice, Intervals};
 pub use locations::{Group, GroupKind, Location, LocationKind, Locations};
-pub use nesting::{NestedSlice, flatten_nested};
+pub use nesting::{Flattener, NestedSlice, flatten_nested, sort_nested};
 pub use profile::{Procedure, ProfileMatrix, ProfileMetric, RowKind};
 pub use states::{ClassOverride, MAX_TAGS, State, StateClass, StateTable};
 pub use volume::{LinkSet, Volume, VolumeSet};

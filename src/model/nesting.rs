@@ -22,50 +22,94 @@ pub struct NestedSlice {
 /// starts inside another but ends after it is not properly nested; it is
 /// clipped to its parent's end. Returns the number of regions clipped.
 pub fn flatten_nested(slices: &mut [NestedSlice], out: &mut Vec<(Time, Time, StateId)>) -> u64 {
+    sort_nested(slices);
+    let mut f = Flattener::default();
+    f.feed(slices, out);
+    f.finish(out);
+    f.clipped
+}
+
+/// Sorts regions as [`flatten_nested`] takes them: by start, the longest
+/// first, then by appearance.
+pub fn sort_nested(slices: &mut [NestedSlice]) {
     slices.sort_unstable_by(|a, b| {
         a.start
             .cmp(&b.start)
             .then(b.end.cmp(&a.end))
             .then(a.seq.cmp(&b.seq))
     });
-    let mut clipped = 0u64;
-    // stack of (end, state)
-    let mut stack: Vec<(Time, StateId)> = Vec::new();
-    let mut cursor: Time = 0;
-    let emit = |out: &mut Vec<(Time, Time, StateId)>, a: Time, b: Time, s: StateId| {
-        if b > a {
-            out.push((a, b, s));
-        }
-    };
-    for sl in slices.iter() {
-        if sl.end < sl.start {
-            continue;
-        }
-        // close the regions that ended before this one starts
-        while let Some(&(end, state)) = stack.last() {
-            if end > sl.start {
-                break;
+}
+
+/// [`flatten_nested`] fed in runs: a reader that knows no later region
+/// starts before (or, with a longer extent, at) the end of a run feeds the
+/// run sorted ([`sort_nested`]) and keeps nothing of it; the result is the
+/// whole location's.
+#[derive(Debug, Default, Clone)]
+pub struct Flattener {
+    /// Open regions: (end, state), outermost first.
+    stack: Vec<(Time, StateId)>,
+    cursor: Time,
+    /// Regions clipped to their parent's end so far.
+    pub clipped: u64,
+}
+
+impl Flattener {
+    /// Feeds regions sorted by [`sort_nested`], all after those fed before.
+    pub fn feed(&mut self, slices: &[NestedSlice], out: &mut Vec<(Time, Time, StateId)>) {
+        let emit = |out: &mut Vec<(Time, Time, StateId)>, a: Time, b: Time, s: StateId| {
+            if b > a {
+                out.push((a, b, s));
             }
-            emit(out, cursor, end, state);
-            cursor = cursor.max(end);
-            stack.pop();
-        }
-        let mut end = sl.end;
-        if let Some(&(parent_end, parent_state)) = stack.last() {
-            emit(out, cursor, sl.start, parent_state);
-            if end > parent_end {
-                end = parent_end;
-                clipped += 1;
+        };
+        for sl in slices {
+            if sl.end < sl.start {
+                continue;
             }
+            // close the regions that ended before this one starts
+            while let Some(&(end, state)) = self.stack.last() {
+                if end > sl.start {
+                    break;
+                }
+                emit(out, self.cursor, end, state);
+                self.cursor = self.cursor.max(end);
+                self.stack.pop();
+            }
+            let mut end = sl.end;
+            if let Some(&(parent_end, parent_state)) = self.stack.last() {
+                emit(out, self.cursor, sl.start, parent_state);
+                if end > parent_end {
+                    end = parent_end;
+                    self.clipped += 1;
+                }
+            }
+            self.cursor = sl.start;
+            self.stack.push((end, sl.state));
         }
-        cursor = sl.start;
-        stack.push((end, sl.state));
     }
-    while let Some((end, state)) = stack.pop() {
-        emit(out, cursor, end, state);
-        cursor = cursor.max(end);
+
+    /// The outermost open region, as (end, state).
+    pub fn root(&self) -> Option<(Time, StateId)> {
+        self.stack.first().copied()
     }
-    clipped
+
+    /// Moves the end of the outermost open region to `end` (a region fed
+    /// with an end not known yet, when every region fed since ends before
+    /// `end`).
+    pub fn set_root_end(&mut self, end: Time) {
+        if let Some(r) = self.stack.first_mut() {
+            r.0 = end;
+        }
+    }
+
+    /// Closes the regions still open.
+    pub fn finish(&mut self, out: &mut Vec<(Time, Time, StateId)>) {
+        while let Some((end, state)) = self.stack.pop() {
+            if end > self.cursor {
+                out.push((self.cursor, end, state));
+            }
+            self.cursor = self.cursor.max(end);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -266,10 +266,10 @@ pub(crate) fn reduce<'a>(
         bail!("--stream cannot find phases (they need the events in memory); give --window T0:T1");
     }
     let format = tapestry::readers::detect(path)?;
-    if !matches!(format, Format::Paraver | Format::Otf2) {
+    if !matches!(format, Format::Paraver | Format::Otf2 | Format::Picl) {
         bail!(
-            "--stream reads Paraver traces and OTF2 archives; {} is {} (read it without \
-             --stream, or convert it once with `tapestry convert` and reopen the cache)",
+            "--stream reads Paraver traces, OTF2 archives and PICL traces; {} is {} (read it \
+             without --stream, or convert it once with `tapestry convert` and reopen the cache)",
             path.display(),
             format.name()
         );
@@ -288,10 +288,22 @@ pub(crate) fn reduce<'a>(
         World::single()
     };
     let opts = read.options();
-    let merged = if format == Format::Otf2 {
-        reduce_otf2(path, &opts, &mut r, &world)?
-    } else {
-        reduce_paraver(path, &opts, &mut r, &world)?
+    let merged = match format {
+        Format::Otf2 => reduce_otf2(path, &opts, &mut r, &world)?,
+        Format::Picl => {
+            if world.size > 1 {
+                bail!(
+                    "a PICL trace cannot be split across processes (a processor's begin and \
+                     end records can fall in different shares): run `tapestry analyze {} … \
+                     --stream` in one process",
+                    path.display()
+                );
+            }
+            Some(tapestry::readers::picl::stream::stream(
+                path, &opts, &mut r,
+            )?)
+        }
+        _ => reduce_paraver(path, &opts, &mut r, &world)?,
     };
     let Some((t, keys)) = merged else {
         return Ok(None);

@@ -13,6 +13,8 @@
 //! beginning of the send to the end of the receive. Other begin/end records
 //! and other record types become marker events named after their numbers.
 
+pub mod stream;
+
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -442,6 +444,28 @@ fn proc_run(p: u32, pieces: &[&[Rec]], st: ProcStates, loc: LocId) -> ProcRun {
     out
 }
 
+/// The states of a PICL trace: busy, send and receive.
+fn add_states(b: &mut TraceBuilder) -> ProcStates {
+    let busy = b.states.add("busy", StateClass::Busy, Some([0, 160, 0]), 0);
+    let send = b
+        .states
+        .add("send", StateClass::Overhead, Some([220, 40, 40]), 1);
+    let recv = b
+        .states
+        .add("recv", StateClass::Overhead, Some([240, 160, 20]), 2);
+    ProcStates { busy, send, recv }
+}
+
+/// The event type of records of type `rt` and event `e` that are not
+/// states or messages.
+fn kind_name(rt: i32, e: i32) -> String {
+    match rt {
+        -3 => format!("begin {e}"),
+        -4 => format!("end {e}"),
+        _ => format!("record {rt} event {e}"),
+    }
+}
+
 /// Reads a PICL trace.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut blocks = LineBlocks::new(input::open(path)?);
@@ -497,16 +521,8 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             .add(format!("proc {p}"), LocationKind::Thread, None, *p as i64);
         loc_of.insert(*p, id);
     }
-    let busy = b.states.add("busy", StateClass::Busy, Some([0, 160, 0]), 0);
-    let send = b
-        .states
-        .add("send", StateClass::Overhead, Some([220, 40, 40]), 1);
-    let recv = b
-        .states
-        .add("recv", StateClass::Overhead, Some([240, 160, 20]), 2);
-
     // each processor's records on their own, in parallel
-    let states = ProcStates { busy, send, recv };
+    let states = add_states(&mut b);
     let done: Vec<ProcRun> = runs
         .into_par_iter()
         .map(|(p, pieces)| {
@@ -547,14 +563,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         let loc = loc_of[&d.proc_];
         b.add_interval_block(std::mem::take(&mut d.flat));
         for &(t, rt, e) in &d.events {
-            let kind = *kinds.entry((rt, e)).or_insert_with(|| {
-                let name = match rt {
-                    -3 => format!("begin {e}"),
-                    -4 => format!("end {e}"),
-                    _ => format!("record {rt} event {e}"),
-                };
-                b.event_types.intern(&name)
-            });
+            let kind = *kinds
+                .entry((rt, e))
+                .or_insert_with(|| b.event_types.intern(&kind_name(rt, e)));
             b.event(loc, t, kind, e as i64);
         }
         sends.extend_from_slice(&d.sends);
