@@ -269,6 +269,19 @@ fn picl_stream_equals_memory() {
     let dir = tempfile::tempdir().unwrap();
     let gauss = synth(dir.path(), "g.picl", &["gauss", "--n", "48", "-p", "16"]);
     let mut traces = vec![gauss];
+    // records after the last stop: outside busy, nested among themselves
+    let after = common::write(
+        dir.path(),
+        "after-stop.picl",
+        b"-3 -901 0.000000000 0 0 0\n-3 -901 0.000000000 1 1 0\n\
+          -3 -52 0.000001000 1 1 0\n\
+          -4 -901 0.000010000 0 0 0\n\
+          -3 -21 0.000011000 0 0 4 2 64 1 1 1\n-4 -21 0.000012000 0 0 0\n\
+          -3 -21 0.000013000 0 0 4 2 64 1 1 1\n-3 -10 0.000013500 0 0 0\n\
+          -4 -21 0.000014000 0 0 0\n\
+          -4 -52 0.000015000 1 1 4 2 64 1 0 0\n-4 -901 0.000016000 1 1 0\n",
+    );
+    traces.push(after.to_str().unwrap().to_string());
     for seed in [3u64, 17, 99] {
         let p = common::write(
             dir.path(),
@@ -292,20 +305,30 @@ fn picl_stream_equals_memory() {
         assert_comm_and_summary_identical_at(t, &w1, ["thread", "thread"]);
     }
     // the untidy files hold the repairs a stream must count
-    let (_, info, _) = tapestry(&["info", &traces[1], "--stream"]);
+    let (_, info, _) = tapestry(&["info", &traces[2], "--stream"]);
     for kind in ["unmatched-end", "unclosed-begin", "unmatched-message"] {
         assert!(info.contains(kind), "{kind}: {info}");
     }
-    for (name, text, want) in [
+    for (name, text, line, want) in [
         (
             "late-start.picl",
             "-3 -10 0.000001 0 0 0\n-3 -901 0.000002 0 0 0\n-4 -901 0.000003 0 0 0\n",
+            "line 2",
             "trace start comes after",
         ),
         (
             "unsorted.picl",
             "-3 -901 0.000005 0 0 0\n-3 -10 0.000002 0 0 0\n-4 -901 0.000009 0 0 0\n",
+            "line 2",
             "time order",
+        ),
+        (
+            // a send from the first record past the last stop: in memory
+            // busy nests inside it
+            "outside.picl",
+            "-3 -21 0.000000 0 0 4 2 8 0 0 0\n-4 -901 0.000005 0 0 0\n-4 -21 0.000009 0 0 0\n",
+            "line 3",
+            "past its last trace stop",
         ),
     ] {
         let p = common::write(dir.path(), name, text.as_bytes());
@@ -313,7 +336,7 @@ fn picl_stream_equals_memory() {
         let (c, _, e) = tapestry(&["info", p, "--stream"]);
         assert_ne!(c, 0, "{name}");
         assert!(
-            e.contains(name) && e.contains("line 2") && e.contains(want),
+            e.contains(name) && e.contains(line) && e.contains(want),
             "{name}: {e}"
         );
         // the in-memory reader takes them

@@ -54,6 +54,11 @@ struct Proc {
     /// Regions since the processor last had nothing open.
     run: Vec<NestedSlice>,
     flat: Flattener,
+    /// Busy's end, once the last stop is known.
+    root_end: Option<Time>,
+    /// A send or receive from busy's start past its end (start, line):
+    /// the in-memory nesting puts it outside busy, which a stream cannot.
+    outside: Option<(Time, u64)>,
     unmatched_end: u64,
     unclosed: u64,
     first_bad: Option<u64>,
@@ -151,6 +156,8 @@ impl Proc {
             open: Vec::new(),
             run: Vec::new(),
             flat: Flattener::default(),
+            root_end: None,
+            outside: None,
             unmatched_end: 0,
             unclosed: 0,
             first_bad: None,
@@ -254,6 +261,12 @@ impl Proc {
                 match self.open.iter().rposition(|(oe, _)| *oe == e) {
                     Some(k) => {
                         let (_, bt) = self.open.remove(k);
+                        if self
+                            .root_end
+                            .is_some_and(|re| bt == self.t0 && r.time as Time > re)
+                        {
+                            self.outside.get_or_insert((bt as Time, r.seq));
+                        }
                         self.run.push(NestedSlice {
                             start: bt as Time,
                             end: r.time as Time,
@@ -291,6 +304,10 @@ impl Proc {
             return Ok(());
         }
         let t1 = self.stop.unwrap_or(self.last_time);
+        // busy ends at the last stop: the records after it are cut knowing so
+        let root_end = t1.max(self.t0) as Time;
+        self.flat.set_root_end(root_end);
+        self.root_end = Some(root_end);
         for p in std::mem::take(&mut self.post) {
             self.cut(&p, c);
         }
@@ -304,21 +321,22 @@ impl Proc {
                 seq: u64::MAX,
             });
         }
-        let root_end = t1.max(self.t0) as Time;
         let t0 = self.t0 as Time;
         if let Some(s) = self.run.iter().find(|s| s.start == t0 && s.end > root_end) {
+            self.outside.get_or_insert((s.start, s.seq));
+        }
+        if let Some((start, seq)) = self.outside {
             return Err(refuse(
                 c.path,
-                self.last_seq,
+                seq.min(self.last_seq),
                 format!(
-                    "processor {} has a send or receive from its first record ({} ns) past its \
-                     trace stop ({} ns): the in-memory reader nests busy inside it, a stream \
-                     cannot",
-                    self.proc_, s.start, root_end
+                    "processor {} has a send or receive from its first record ({start} ns) past \
+                     its last trace stop ({root_end} ns): the in-memory reader nests busy inside \
+                     it, a stream cannot",
+                    self.proc_
                 ),
             ));
         }
-        self.flat.set_root_end(root_end);
         sort_nested(&mut self.run);
         self.flat.feed(&self.run, &mut c.scratch);
         self.run.clear();
