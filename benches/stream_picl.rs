@@ -1,5 +1,5 @@
 //! PICL `--stream` against the in-memory read, on a Gaussian elimination
-//! over 512 processors (`tapestry synth gauss -p 512`, about 250 MB,
+//! over 512 processors (`tapestry synth gauss -p 512 --n 600`, about 240 MB,
 //! generated once into `target/bench-data/`).
 //!
 //! Criterion times `picl::stream::stream` (both passes) with a moments +
@@ -21,8 +21,9 @@ use tapestry::analysis::stream::{StreamReducer, StreamSpec};
 use tapestry::readers::{self, ReadOptions};
 
 fn main() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/stream-gauss-512.picl");
-    common::synth(&p, &["gauss", "-p", "512"]);
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/stream-gauss-512x600.picl");
+    common::synth(&p, &["gauss", "-p", "512", "--n", "600"]);
     let bytes = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
     let mut c = Criterion::default()
         .sample_size(10)
