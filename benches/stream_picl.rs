@@ -1,5 +1,5 @@
 //! PICL `--stream` against the in-memory read, on a Gaussian elimination
-//! over 512 processors (`tapestry synth gauss -p 512 --n 600`, about 240 MB,
+//! over 512 processors (`tapestry synth gauss -p 512 --n 600`, about 100 MB,
 //! generated once into `target/bench-data/`).
 //!
 //! Criterion times `picl::stream::stream` (both passes) with a moments +
