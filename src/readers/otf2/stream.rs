@@ -97,7 +97,37 @@ struct StreamEvents<'a> {
     coll_open: u64,
 }
 
-impl StreamEvents<'_> {
+impl<'a> StreamEvents<'a> {
+    /// A reader's sink, before its first location.
+    fn new(
+        clock: Clock,
+        window: (Time, Time),
+        loc_of: &'a HashMap<u64, LocId>,
+        state_of: &'a HashMap<u32, StateId>,
+        ranks: &'a Ranks<'a>,
+        out: SyncSender<Vec<RawInterval>>,
+        failure: &'a Mutex<Vec<(u64, String)>>,
+    ) -> Self {
+        StreamEvents {
+            clock,
+            window,
+            loc_of,
+            state_of,
+            ranks,
+            out,
+            failure,
+            share: Otf2Share::default(),
+            batch: Vec::with_capacity(BATCH),
+            cur: 0,
+            loc: LocId::MAX,
+            stack: Vec::new(),
+            known: Vec::new(),
+            cursor: 0,
+            last_time: 0,
+            coll_open: 0,
+        }
+    }
+
     fn fail(&mut self, why: String) -> bool {
         if let Ok(mut f) = self.failure.lock() {
             f.push((self.cur, why));
@@ -390,24 +420,15 @@ impl Otf2Stream {
                 let handles: Vec<_> = groups
                     .iter()
                     .map(|g| {
-                        let ev = StreamEvents {
-                            clock: self.skeleton.clock,
+                        let ev = StreamEvents::new(
+                            self.skeleton.clock,
                             window,
-                            loc_of: &self.skeleton.loc_of,
-                            state_of: &self.skeleton.state_of,
-                            ranks: &ranks,
-                            out: tx.clone(),
-                            failure: &failure,
-                            share: Otf2Share::default(),
-                            batch: Vec::with_capacity(BATCH),
-                            cur: 0,
-                            loc: LocId::MAX,
-                            stack: Vec::new(),
-                            known: Vec::new(),
-                            cursor: 0,
-                            last_time: 0,
-                            coll_open: 0,
-                        };
+                            &self.skeleton.loc_of,
+                            &self.skeleton.state_of,
+                            &ranks,
+                            tx.clone(),
+                            &failure,
+                        );
                         scope.spawn(move || {
                             read_group(&a.c_path, &a.defs, g, size, ev).map(|mut ev| {
                                 ev.end_location();
@@ -737,24 +758,15 @@ mod tests {
         clock: Clock,
         tx: SyncSender<Vec<RawInterval>>,
     ) -> StreamEvents<'a> {
-        StreamEvents {
+        StreamEvents::new(
             clock,
-            window: (0, u64::MAX),
-            loc_of: &o.loc_of,
-            state_of: &o.state_of,
+            (0, u64::MAX),
+            &o.loc_of,
+            &o.state_of,
             ranks,
-            out: tx,
-            failure: &o.failure,
-            share: Otf2Share::default(),
-            batch: Vec::new(),
-            cur: 0,
-            loc: LocId::MAX,
-            stack: Vec::new(),
-            known: Vec::new(),
-            cursor: 0,
-            last_time: 0,
-            coll_open: 0,
-        }
+            tx,
+            &o.failure,
+        )
     }
 
     /// Random enters and leaves (undefined regions, leaves of the wrong
