@@ -31,7 +31,7 @@ mod read;
 mod write;
 
 pub use read::{is_cache, read};
-pub use write::write;
+pub use write::{write, write_transient};
 
 use std::path::{Path, PathBuf};
 

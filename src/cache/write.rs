@@ -104,17 +104,39 @@ fn table(dir: &Path, name: &str, rows: usize, cols: Vec<Column<'_>>) -> Result<(
     }
     w.finish().map_err(arrow_err)?;
     let f = w.into_inner().map_err(arrow_err)?;
-    let f = f
-        .into_inner()
+    f.into_inner()
         .map_err(|e| Error::io(&path, e.into_error()))?;
-    f.sync_all().map_err(|e| Error::io(&path, e))
+    Ok(())
+}
+
+/// Flushes every file of the directory `dir` to the disk.
+fn sync_files(dir: &Path) -> Result<()> {
+    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let p = e.map_err(|e| Error::io(dir, e))?.path();
+        File::open(&p)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(&p, e))?;
+    }
+    Ok(())
 }
 
 /// Writes `trace` as a cache directory `dest`. The directory is built
 /// beside `dest` under a temporary name and renamed into place when
 /// complete; an existing cache at `dest` is replaced, anything else there
 /// is refused. `inputs` are the trace's files, which are never written.
+/// The files are flushed to the disk before the rename.
 pub fn write(trace: &Trace, dest: &Path, inputs: &[&Path]) -> Result<()> {
+    write_with(trace, dest, inputs, true)
+}
+
+/// [`write`] without flushing to the disk: for a cache read back at once
+/// and then removed (the isolated OTF2 reader's hand-over), where the
+/// flush is most of the writing's wall time and buys nothing.
+pub fn write_transient(trace: &Trace, dest: &Path, inputs: &[&Path]) -> Result<()> {
+    write_with(trace, dest, inputs, false)
+}
+
+fn write_with(trace: &Trace, dest: &Path, inputs: &[&Path], flush: bool) -> Result<()> {
     crate::export::refuse_inputs(dest, inputs)?;
     let (parent, name, tmp) = crate::export::temporary_beside(dest, "trace.tapestry");
     for inp in inputs {
@@ -141,6 +163,9 @@ pub fn write(trace: &Trace, dest: &Path, inputs: &[&Path]) -> Result<()> {
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     let guard = TmpDir(Some(tmp.clone()));
     write_tables(trace, &tmp)?;
+    if flush {
+        sync_files(&tmp)?;
+    }
     // replace an older cache: move it aside, move the new one in, remove it
     let old = parent.join(format!(".{name}.old-{}", std::process::id()));
     let had_old = dest.exists();

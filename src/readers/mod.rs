@@ -245,7 +245,7 @@ pub fn otf2_helper_main(anchor: &Path, out: &Path, strict: bool) -> Result<()> {
         ..Default::default()
     };
     let t = otf2::read(anchor, &opts)?;
-    crate::cache::write(&t, out, &[anchor])
+    crate::cache::write_transient(&t, out, &[anchor])
 }
 
 /// What a file holds: a trace (timelines) or a profile (a matrix).
