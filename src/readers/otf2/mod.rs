@@ -719,34 +719,30 @@ fn read_group<S: EventSink>(
         if !ok(code) {
             return Err(setup("opening the event files", code));
         }
-        let mut readers = Vec::with_capacity(locations.len());
-        for &l in locations {
-            if defs_open {
+        // every location's local definitions first (each def reader has a
+        // chunk-sized buffer, 4 MiB in Score-P's archives, filled at
+        // creation), then each location's events through a reader of its
+        // own, closed before the next is opened: one chunk buffer (1 MiB)
+        // per thread at a time instead of one per location of the group
+        if defs_open {
+            for &l in locations {
                 let dr = ffi::OTF2_Reader_GetDefReader(r, l);
                 if !dr.is_null() {
                     let mut n = 0u64;
                     let code = ffi::OTF2_Reader_ReadAllLocalDefinitions(r, dr, &mut n);
                     ffi::OTF2_Reader_CloseDefReader(r, dr);
                     if !ok(code) {
+                        ffi::OTF2_Reader_CloseDefFiles(r);
+                        ffi::OTF2_Reader_CloseEvtFiles(r);
                         return Err(GroupError::Location(l, 0, describe(code)));
                     }
                 }
             }
-            let er = ffi::OTF2_Reader_GetEvtReader(r, l);
-            if er.is_null() {
-                return Err(GroupError::Location(
-                    l,
-                    0,
-                    describe(ffi::OTF2_ERROR_INVALID_DATA),
-                ));
-            }
-            readers.push((l, er));
-        }
-        if defs_open {
             ffi::OTF2_Reader_CloseDefFiles(r);
         }
         let cb = ffi::OTF2_EvtReaderCallbacks_New();
         if cb.is_null() {
+            ffi::OTF2_Reader_CloseEvtFiles(r);
             return Err(setup(
                 "allocating callbacks",
                 ffi::OTF2_ERROR_MEM_ALLOC_FAILED,
@@ -767,24 +763,32 @@ fn read_group<S: EventSink>(
         ffi::OTF2_EvtReaderCallbacks_SetProgramEndCallback(cb, Some(on_program_end::<S>));
         ffi::OTF2_EvtReaderCallbacks_SetUnknownCallback(cb, Some(on_unknown::<S>));
         let mut failed = None;
-        for &(l, er) in &readers {
+        for &l in locations {
+            let er = ffi::OTF2_Reader_GetEvtReader(r, l);
+            if er.is_null() {
+                failed = Some(GroupError::Location(
+                    l,
+                    0,
+                    describe(ffi::OTF2_ERROR_INVALID_DATA),
+                ));
+                break;
+            }
             let code = ffi::OTF2_Reader_RegisterEvtCallbacks(r, er, cb, user);
             if !ok(code) {
+                ffi::OTF2_Reader_CloseEvtReader(r, er);
                 failed = Some(GroupError::Location(l, 0, describe(code)));
                 break;
             }
             c.ev.start_location(l, size(l));
             let mut n = 0u64;
             let code = ffi::OTF2_Reader_ReadAllLocalEvents(r, er, &mut n);
+            ffi::OTF2_Reader_CloseEvtReader(r, er);
             if !ok(code) {
                 failed = Some(GroupError::Location(l, n, describe(code)));
                 break;
             }
         }
         ffi::OTF2_EvtReaderCallbacks_Delete(cb);
-        for &(_, er) in &readers {
-            ffi::OTF2_Reader_CloseEvtReader(r, er);
-        }
         ffi::OTF2_Reader_CloseEvtFiles(r);
         if let Some(e) = failed {
             return Err(e);
