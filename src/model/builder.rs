@@ -2,6 +2,7 @@
 //! columnar layout, validation and repair.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::PathBuf;
 
 use rayon::prelude::*;
@@ -571,12 +572,29 @@ impl TraceBuilder {
         for l in 0..=nloc {
             events.offsets[l + 1] += events.offsets[l];
         }
-        into_columns(ev, |i, e| {
-            events.time[i] = e.time;
-            events.kind[i] = e.kind;
-            events.value[i] = e.value;
-            max_time = max_time.max(e.time);
+        // in parallel, each step's records split among the threads
+        let latest = into_columns(ev, |r, at| {
+            (
+                r.par_chunks(COLUMN_CHUNK),
+                events.time[at.clone()].par_chunks_mut(COLUMN_CHUNK),
+                events.kind[at.clone()].par_chunks_mut(COLUMN_CHUNK),
+                events.value[at].par_chunks_mut(COLUMN_CHUNK),
+            )
+                .into_par_iter()
+                .map(|(r, time, kind, value)| {
+                    let mut t = 0;
+                    for (i, e) in r.iter().enumerate() {
+                        time[i] = e.time;
+                        kind[i] = e.kind;
+                        value[i] = e.value;
+                        t = t.max(e.time);
+                    }
+                    t
+                })
+                .max()
+                .unwrap_or(0)
         });
+        max_time = max_time.max(latest);
 
         // messages: by send time, receive time, sender, receiver, bytes,
         // tag (a total order: sorted in place, without a copy)
@@ -593,15 +611,34 @@ impl TraceBuilder {
             bytes: vec![0; ms.len()],
             tag: vec![0; ms.len()],
         };
-        into_columns(ms, |i, m| {
-            messages.sender[i] = m.src;
-            messages.receiver[i] = m.dst;
-            messages.send_time[i] = m.send;
-            messages.recv_time[i] = m.recv;
-            messages.bytes[i] = m.bytes;
-            messages.tag[i] = m.tag;
-            max_time = max_time.max(m.recv).max(m.send);
+        let latest = into_columns(ms, |r, at| {
+            (
+                r.par_chunks(COLUMN_CHUNK),
+                messages.sender[at.clone()].par_chunks_mut(COLUMN_CHUNK),
+                messages.receiver[at.clone()].par_chunks_mut(COLUMN_CHUNK),
+                messages.send_time[at.clone()].par_chunks_mut(COLUMN_CHUNK),
+                messages.recv_time[at.clone()].par_chunks_mut(COLUMN_CHUNK),
+                messages.bytes[at.clone()].par_chunks_mut(COLUMN_CHUNK),
+                messages.tag[at].par_chunks_mut(COLUMN_CHUNK),
+            )
+                .into_par_iter()
+                .map(|(r, src, dst, send, recv, bytes, tag)| {
+                    let mut t = 0;
+                    for (i, m) in r.iter().enumerate() {
+                        src[i] = m.src;
+                        dst[i] = m.dst;
+                        send[i] = m.send;
+                        recv[i] = m.recv;
+                        bytes[i] = m.bytes;
+                        tag[i] = m.tag;
+                        t = t.max(m.recv).max(m.send);
+                    }
+                    t
+                })
+                .max()
+                .unwrap_or(0)
         });
+        max_time = max_time.max(latest);
 
         let mut cs = std::mem::take(&mut self.counters);
         cs.par_sort_by_key(|c| (c.loc, c.counter, c.time));
@@ -663,22 +700,26 @@ impl TraceBuilder {
     }
 }
 
-/// Hands each record of `v` with its index to `put` (which writes it into
-/// columns allocated zeroed), from the last to the first, in steps after
-/// which the records handed over are freed: the records and the columns
-/// they go to do not coexist beyond one step.
-fn into_columns<T>(mut v: Vec<T>, mut put: impl FnMut(usize, &T)) {
+/// Records handed to a thread at a time by the callers of
+/// [`into_columns`].
+const COLUMN_CHUNK: usize = 16 << 10;
+
+/// Hands the records of `v` to `put` with the rows they go to (columns
+/// allocated zeroed), from the last to the first, in steps after which the
+/// records handed over are freed: the records and the columns they go to
+/// do not coexist beyond one step. `put` returns the latest time of its
+/// records; the latest of all is returned.
+fn into_columns<T>(mut v: Vec<T>, mut put: impl FnMut(&[T], Range<usize>) -> Time) -> Time {
     let step = (v.len() / 16).max(1 << 16);
-    let mut hi = v.len();
+    let (mut hi, mut latest) = (v.len(), 0);
     while hi > 0 {
         let lo = hi.saturating_sub(step);
-        for (i, r) in v[lo..hi].iter().enumerate() {
-            put(lo + i, r);
-        }
+        latest = latest.max(put(&v[lo..hi], lo..hi));
         v.truncate(lo);
         v.shrink_to_fit();
         hi = lo;
     }
+    latest
 }
 
 /// What cleaning one location's run of intervals found.
