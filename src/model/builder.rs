@@ -786,16 +786,53 @@ fn clean_run(start: &mut [Time], end: &mut [Time], state: &mut [StateId]) -> Run
 
 /// The raw intervals (blocks of them, in order) as columns grouped by
 /// location (stable within a location): CSR offsets and the start, end and
-/// state columns. The blocks are copied in batches of consecutive blocks,
-/// each batch counted and scattered in parallel parts and then freed: the
-/// columns' pages become resident as they are written (they are allocated
-/// zeroed, untouched), so the raw records and the columns do not coexist
-/// beyond one batch (batches of at least `batch_len` records: 1/32 of
-/// them when building).
+/// state columns. The columns are allocated zeroed (untouched: their pages
+/// become resident as they are written) and the blocks freed as they are
+/// copied, so that the raw records and the columns do not coexist: see
+/// [`bucket`] (batches of at least `batch_len` records: 1/32 of them when
+/// building).
 fn bucket_by_location(
     blocks: Vec<IntervalBlock>,
     nloc: usize,
     batch_len: usize,
+) -> (Vec<u64>, Vec<Time>, Vec<Time>, Vec<StateId>) {
+    let n: usize = blocks.iter().map(IntervalBlock::len).sum();
+    // locations of few records each (a location's run of a column within
+    // a few pages) go through slabs
+    let slabs = if nloc >= 64 && n / nloc < SLAB_BELOW {
+        SLABS
+    } else {
+        1
+    };
+    bucket(blocks, nloc, batch_len, slabs)
+}
+
+/// Locations with fewer records than this on average are bucketed through
+/// [`SLABS`] slabs.
+const SLAB_BELOW: usize = 4096;
+/// Slabs of locations, when bucketing goes through them.
+const SLABS: usize = 32;
+
+/// [`bucket_by_location`] with `slabs` slabs of locations (1: none).
+///
+/// Without slabs the blocks are copied straight to the columns in batches
+/// of consecutive blocks, each counted and scattered in parallel parts and
+/// then freed. That keeps the columns' resident part in step with the
+/// records freed only while a batch writes a small part of each
+/// location's run: with many locations of few records each (65,536 of
+/// 384 intervals: 3 KiB of a column), the first batch already touches
+/// every page of the columns, which are then resident beside nearly all
+/// the raw records (1.7× the model at the peak). With slabs, the records
+/// are first moved, batch by batch, into pieces per slab of consecutive
+/// locations of about equal records (the blocks freed as they go); then
+/// each slab is scattered to its own range of the columns and its pieces
+/// freed, so the columns become resident a slab at a time, as the records
+/// leave.
+fn bucket(
+    blocks: Vec<IntervalBlock>,
+    nloc: usize,
+    batch_len: usize,
+    slabs: usize,
 ) -> (Vec<u64>, Vec<Time>, Vec<Time>, Vec<StateId>) {
     let n: usize = blocks.iter().map(IntervalBlock::len).sum();
     let counts = blocks
@@ -843,7 +880,7 @@ fn bucket_by_location(
         state: state.as_mut_ptr(),
     };
     let mut blocks = std::collections::VecDeque::from(blocks);
-    while !blocks.is_empty() {
+    let mut next_batch = || {
         let mut batch = Vec::new();
         let mut len = 0usize;
         while len < batch_len
@@ -851,6 +888,50 @@ fn bucket_by_location(
         {
             len += b.len();
             batch.push(b);
+        }
+        batch
+    };
+    if slabs > 1 {
+        // a location's slab: its first record's position over the
+        // records per slab (consecutive locations, about equal records)
+        let per = n.div_ceil(slabs).max(1) as u64;
+        let slab_of: Vec<u16> = offsets[..nloc]
+            .iter()
+            .map(|&o| (o / per).min(slabs as u64 - 1) as u16)
+            .collect();
+        let mut pieces: Vec<Vec<Vec<RawInterval>>> = vec![Vec::new(); slabs];
+        loop {
+            let batch = next_batch();
+            if batch.is_empty() {
+                break;
+            }
+            let split: Vec<Vec<Vec<RawInterval>>> = batch
+                .into_par_iter()
+                .map(|b| split_into_slabs(b, &slab_of, slabs))
+                .collect();
+            for per_block in split {
+                for (s, v) in per_block.into_iter().enumerate() {
+                    if !v.is_empty() {
+                        pieces[s].push(v);
+                    }
+                }
+            }
+            crate::memory::return_freed_memory();
+        }
+        for slab in &mut pieces {
+            let slab = std::mem::take(slab);
+            let refs: Vec<&[RawInterval]> = slab.iter().map(Vec::as_slice).collect();
+            scatter_batch(&refs, nloc, &mut next, &dst);
+            drop(refs);
+            drop(slab);
+            crate::memory::return_freed_memory();
+        }
+        return (offsets, start, end, state);
+    }
+    loop {
+        let batch = next_batch();
+        if batch.is_empty() {
+            break;
         }
         // runs of blocks of one form, in order (each location's records
         // stay in the order of the blocks)
@@ -885,6 +966,48 @@ fn bucket_by_location(
         crate::memory::return_freed_memory();
     }
     (offsets, start, end, state)
+}
+
+/// One block's records split by slab (`slab_of` each location's), in
+/// order within each slab; the block is freed.
+fn split_into_slabs(b: IntervalBlock, slab_of: &[u16], slabs: usize) -> Vec<Vec<RawInterval>> {
+    let mut count = vec![0usize; slabs];
+    match &b {
+        IntervalBlock::Records(rs) => {
+            for r in rs {
+                count[slab_of[r.loc as usize] as usize] += 1;
+            }
+        }
+        IntervalBlock::Grouped(g) => {
+            for &(l, k) in &g.runs {
+                count[slab_of[l as usize] as usize] += k as usize;
+            }
+        }
+    }
+    let mut out: Vec<Vec<RawInterval>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
+    match b {
+        IntervalBlock::Records(rs) => {
+            for r in rs {
+                out[slab_of[r.loc as usize] as usize].push(r);
+            }
+        }
+        IntervalBlock::Grouped(g) => {
+            let mut i = 0usize;
+            for &(loc, k) in &g.runs {
+                let o = &mut out[slab_of[loc as usize] as usize];
+                for j in i..i + k as usize {
+                    o.push(RawInterval {
+                        loc,
+                        state: g.state[j],
+                        start: g.start[j],
+                        end: g.end[j],
+                    });
+                }
+                i += k as usize;
+            }
+        }
+    }
+    out
 }
 
 /// Copies grouped blocks (in order) to the columns: each run to where its
@@ -1116,7 +1239,10 @@ mod tests {
                 .collect();
             let mut want: Vec<RawInterval> = blocks.iter().flatten().copied().collect();
             want.sort_by_key(|r| r.loc);
-            for batch_len in [1, 7, 250, 1000, usize::MAX] {
+            for (batch_len, slabs) in [1, 7, 250, 1000, usize::MAX]
+                .into_iter()
+                .flat_map(|b| [(b, 1usize), (b, 3), (b, SLABS)])
+            {
                 // as records, grouped where the blocks allow, and mixed
                 let forms: [Vec<IntervalBlock>; 3] = [
                     blocks.iter().cloned().map(IntervalBlock::Records).collect(),
@@ -1138,7 +1264,7 @@ mod tests {
                 ];
                 for (form, blocks) in forms.into_iter().enumerate() {
                     let (offsets, start, end, state) =
-                        pool.install(|| bucket_by_location(blocks, nloc, batch_len));
+                        pool.install(|| bucket(blocks, nloc, batch_len, slabs));
                     assert_eq!(offsets.len(), nloc + 1);
                     for l in 0..nloc {
                         let a = offsets[l] as usize;
@@ -1152,7 +1278,7 @@ mod tests {
                         want.iter().map(|r| (r.start, r.end, r.state)).collect();
                     assert_eq!(
                         got, expect,
-                        "{nloc} locations, batches of {batch_len}, form {form}"
+                        "{nloc} locations, batches of {batch_len}, {slabs} slabs, form {form}"
                     );
                 }
             }
