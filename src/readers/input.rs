@@ -173,6 +173,9 @@ pub struct Input {
     /// Where the gzip stream broke off, once it has (the reader then ends
     /// there instead of failing).
     pub damage: DamageHandle,
+    /// The file itself, for reads at positions, when the stream is its
+    /// bytes as they are (not gzip, not a share of it).
+    positional: Option<std::sync::Arc<File>>,
 }
 
 /// Opens `path`, decompressing gzip transparently.
@@ -193,6 +196,11 @@ pub fn open(path: &Path) -> Result<Input> {
     let compressed = n == 2 && magic == [0x1f, 0x8b];
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
     let damage = DamageHandle::default();
+    let positional = if compressed {
+        None
+    } else {
+        f.try_clone().ok().map(std::sync::Arc::new)
+    };
     let reader: Box<dyn Read + Send> = if compressed {
         let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         Box::new(TolerantGz {
@@ -215,6 +223,7 @@ pub fn open(path: &Path) -> Result<Input> {
         compressed,
         file_len: meta.len(),
         damage,
+        positional,
     })
 }
 
@@ -258,6 +267,7 @@ pub fn open_share(path: &Path, from: u64, to: u64) -> Result<LineBlocks> {
         compressed: false,
         file_len: input.file_len,
         damage: DamageHandle::default(),
+        positional: None,
     });
     lb.next_byte = start;
     Ok(lb)
@@ -685,10 +695,159 @@ impl LineBlocks {
         Ok(v)
     }
 
+    /// Parses all remaining blocks in parallel with `parse` and hands each
+    /// block with its result to `consume` in file order. A plain file is
+    /// read at positions by all the threads (no thread reads for the
+    /// others: one thread copies from the page cache at about 3 GB/s,
+    /// which would cap the parsing of many cores); a compressed input, a
+    /// share or bare-CR line ends are read by one thread, a batch ahead of
+    /// the parsing.
+    pub fn for_each_parallel<T, P, C>(&mut self, parse: P, consume: C) -> Result<()>
+    where
+        T: Send,
+        P: Fn(&Block) -> T + Sync,
+        C: FnMut(&Block, T) -> Result<()>,
+    {
+        match self.positional_file() {
+            Some(file) => self.for_each_positional(&file, parse, consume),
+            None => self.for_each_serial(parse, consume),
+        }
+    }
+
+    /// The file to read the rest of the input from at positions, when it
+    /// can be: a plain file whose line ends are LFs (or CRLFs), decided
+    /// from the first line end (bare CRs are rewritten as they are read).
+    fn positional_file(&mut self) -> Option<std::sync::Arc<File>> {
+        let file = self.input.positional.clone()?;
+        if self.bare_cr.is_none() && !self.eof && self.fill(64 << 10).is_err() {
+            return None; // the serial reader meets the error again and says it
+        }
+        (self.bare_cr == Some(false)).then_some(file)
+    }
+
+    /// [`Self::for_each_parallel`] on a plain file: batches of a block per
+    /// thread, each cut after the first line end past its nominal start,
+    /// read and its lines counted in parallel, then parsed in parallel,
+    /// then consumed in order. A line longer than [`MAX_LINE`] hands the
+    /// rest to the serial reader, which reports it.
+    fn for_each_positional<T, P, C>(&mut self, file: &File, parse: P, mut consume: C) -> Result<()>
+    where
+        T: Send,
+        P: Fn(&Block) -> T + Sync,
+        C: FnMut(&Block, T) -> Result<()>,
+    {
+        let path = self.input.path.clone();
+        let io = |e: std::io::Error, at: u64| {
+            Error::io(
+                &path,
+                std::io::Error::new(e.kind(), format!("{e} (at byte {at})")),
+            )
+        };
+        let end = file.metadata().map_err(|e| io(e, 0))?.len();
+        // the bytes already read ahead are read again at their positions
+        self.carry.clear();
+        let k = rayon::current_num_threads().max(2);
+        let size = self.block_size as u64;
+        let (mut pos, mut line) = (self.next_byte, self.next_line);
+        let mut bufs: Vec<Vec<u8>> = std::mem::take(&mut self.spare);
+        while pos < end {
+            let cuts: Vec<Option<u64>> = (1..=k as u64)
+                .into_par_iter()
+                .map(|i| line_start_from(file, pos + i * size, end).map_err(|(e, at)| io(e, at)))
+                .collect::<Result<_>>()?;
+            let mut bounds = vec![pos];
+            for c in cuts {
+                let Some(c) = c else { break };
+                let last = bounds[bounds.len() - 1];
+                bounds.push(c.max(last));
+            }
+            if bounds.len() == 1 {
+                // no line end within MAX_LINE of the next cut
+                return self.serial_from(file, pos, line, parse, consume);
+            }
+            let ranges: Vec<(u64, u64)> = bounds
+                .windows(2)
+                .filter(|w| w[1] > w[0])
+                .map(|w| (w[0], w[1]))
+                .collect();
+            // the buffers are sized here, on one thread: allocated from
+            // the parsing threads, they would spread over their heaps
+            let spare: Vec<Vec<u8>> = ranges
+                .iter()
+                .map(|&(a, z)| {
+                    let mut v = bufs.pop().unwrap_or_default();
+                    v.clear();
+                    v.reserve_exact((z - a) as usize);
+                    v
+                })
+                .collect();
+            let read: Vec<(Vec<u8>, u64)> = ranges
+                .par_iter()
+                .zip(spare)
+                .map(|(&(a, z), mut data)| {
+                    use std::os::unix::fs::FileExt;
+                    data.clear();
+                    data.resize((z - a) as usize, 0);
+                    file.read_exact_at(&mut data, a).map_err(|e| io(e, a))?;
+                    let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+                    Ok((data, lines))
+                })
+                .collect::<Result<_>>()?;
+            let mut blocks = Vec::with_capacity(read.len());
+            for (&(a, z), (data, lines)) in ranges.iter().zip(read) {
+                BYTES_READ.fetch_add(z - a, std::sync::atomic::Ordering::Relaxed);
+                blocks.push(Block {
+                    data,
+                    first_line: line,
+                    first_byte: a,
+                    last: z == end,
+                });
+                line += lines;
+            }
+            let parsed: Vec<T> = blocks.par_iter().map(&parse).collect();
+            for (b, p) in blocks.into_iter().zip(parsed) {
+                consume(&b, p)?;
+                bufs.push(b.data);
+            }
+            pos = bounds[bounds.len() - 1];
+        }
+        bufs.truncate(k);
+        self.spare = bufs;
+        (self.next_byte, self.next_line, self.eof) = (pos, line, true);
+        Ok(())
+    }
+
+    /// Goes on from byte `pos` (line `line`) with the serial reader.
+    fn serial_from<T, P, C>(
+        &mut self,
+        file: &File,
+        pos: u64,
+        line: u64,
+        parse: P,
+        consume: C,
+    ) -> Result<()>
+    where
+        T: Send,
+        P: Fn(&Block) -> T + Sync,
+        C: FnMut(&Block, T) -> Result<()>,
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut f = file
+            .try_clone()
+            .map_err(|e| Error::io(&self.input.path, e))?;
+        f.seek(SeekFrom::Start(pos))
+            .map_err(|e| Error::io(&self.input.path, e))?;
+        self.input.reader = Box::new(Counting(f));
+        self.input.positional = None;
+        self.carry.clear();
+        (self.next_byte, self.next_line, self.eof) = (pos, line, false);
+        self.for_each_serial(parse, consume)
+    }
+
     /// Parses all remaining blocks in parallel with `parse`, reading the next
     /// batch while the current one is parsed, and hands each block with its
     /// result to `consume` in file order.
-    pub fn for_each_parallel<T, P, C>(&mut self, parse: P, mut consume: C) -> Result<()>
+    fn for_each_serial<T, P, C>(&mut self, parse: P, mut consume: C) -> Result<()>
     where
         T: Send,
         P: Fn(&Block) -> T + Sync,
@@ -713,6 +872,35 @@ impl LineBlocks {
         }
         Ok(())
     }
+}
+
+/// Where the first line that starts at or after byte `at` starts: just
+/// past the first LF at or after `at - 1`, or `end`; `None` when no LF
+/// comes within [`MAX_LINE`] bytes. An error comes with its position.
+fn line_start_from(
+    file: &File,
+    at: u64,
+    end: u64,
+) -> std::result::Result<Option<u64>, (std::io::Error, u64)> {
+    use std::os::unix::fs::FileExt;
+    if at >= end {
+        return Ok(Some(end));
+    }
+    let mut buf = vec![0u8; 64 << 10];
+    let mut from = at - 1;
+    while from < end {
+        let want = buf.len().min((end - from) as usize);
+        file.read_exact_at(&mut buf[..want], from)
+            .map_err(|e| (e, from))?;
+        if let Some(k) = memchr::memchr(b'\n', &buf[..want]) {
+            return Ok(Some(from + k as u64 + 1));
+        }
+        from += want as u64;
+        if from - at > MAX_LINE as u64 {
+            return Ok(None);
+        }
+    }
+    Ok(Some(end))
 }
 
 #[cfg(test)]
@@ -786,6 +974,87 @@ mod tests {
         )
         .unwrap();
         assert_eq!(seen, (0..5000).collect::<Vec<_>>());
+    }
+
+    /// Reading at positions in parallel (plain files) gives the lines,
+    /// line numbers, byte offsets and last block of the serial reader:
+    /// LF and CRLF ends, bare CRs (read serially), an unterminated last
+    /// line, lines longer than a block, a header read first, gzip.
+    #[test]
+    fn parallel_reading_equals_the_serial_blocks() {
+        type Line = (u64, u64, Vec<u8>);
+        let serial = |p: &Path, size: usize, header: usize| -> (Vec<Line>, bool) {
+            let mut lb = LineBlocks::with_block_size(open(p).unwrap(), size);
+            for _ in 0..header {
+                lb.read_line().unwrap();
+            }
+            let (mut out, mut last) = (Vec::new(), false);
+            while let Some(b) = lb.next_block().unwrap() {
+                out.extend(b.lines().map(|(n, o, l)| (n, o, l.to_vec())));
+                last = b.ends_unterminated();
+            }
+            (out, last)
+        };
+        let parallel = |p: &Path, size: usize, header: usize| -> (Vec<Line>, bool) {
+            let mut lb = LineBlocks::with_block_size(open(p).unwrap(), size);
+            for _ in 0..header {
+                lb.read_line().unwrap();
+            }
+            let (mut out, mut last) = (Vec::new(), false);
+            lb.for_each_parallel(
+                |b| {
+                    let v: Vec<Line> = b.lines().map(|(n, o, l)| (n, o, l.to_vec())).collect();
+                    (v, b.ends_unterminated(), b.last)
+                },
+                |_, (v, unterminated, is_last)| {
+                    out.extend(v);
+                    if is_last {
+                        last = unterminated;
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+            (out, last)
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        let mut t = Vec::new();
+        for i in 0..700 {
+            write!(t, "rec {i} {}\n", "y".repeat((i * 37) % 230)).unwrap();
+        }
+        texts.push(t.clone());
+        t.extend_from_slice(b"unterminated tail");
+        texts.push(t.clone());
+        texts.push(
+            String::from_utf8(t.clone())
+                .unwrap()
+                .replace('\n', "\r\n")
+                .into_bytes(),
+        );
+        texts.push(
+            String::from_utf8(t.clone())
+                .unwrap()
+                .replace('\n', "\r")
+                .into_bytes(),
+        );
+        texts.push(b"\n\n\nx\n\n".to_vec());
+        texts.push(Vec::new());
+        for text in &texts {
+            for gz in [false, true] {
+                let (_d, p) = input_from(text, gz);
+                for size in [1usize, 7, 100, 1000, 1 << 20] {
+                    for header in [0usize, 3] {
+                        let want = serial(&p, size, header);
+                        let got = pool.install(|| parallel(&p, size, header));
+                        assert_eq!(got, want, "block size {size}, header {header}, gz {gz}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
