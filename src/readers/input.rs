@@ -1024,7 +1024,7 @@ mod tests {
         let mut texts: Vec<Vec<u8>> = Vec::new();
         let mut t = Vec::new();
         for i in 0..700 {
-            write!(t, "rec {i} {}\n", "y".repeat((i * 37) % 230)).unwrap();
+            writeln!(t, "rec {i} {}", "y".repeat((i * 37) % 230)).unwrap();
         }
         texts.push(t.clone());
         t.extend_from_slice(b"unterminated tail");
