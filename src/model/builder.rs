@@ -918,10 +918,18 @@ fn bucket(
             }
             crate::memory::return_freed_memory();
         }
-        for slab in &mut pieces {
+        // slab s holds the locations from the first of slab s on
+        let mut first = vec![nloc; slabs + 1];
+        for (l, &s) in slab_of.iter().enumerate().rev() {
+            first[s as usize] = l;
+        }
+        for s in (0..slabs).rev() {
+            first[s] = first[s].min(first[s + 1]);
+        }
+        for (s, slab) in pieces.iter_mut().enumerate() {
             let slab = std::mem::take(slab);
             let refs: Vec<&[RawInterval]> = slab.iter().map(Vec::as_slice).collect();
-            scatter_batch(&refs, nloc, &mut next, &dst);
+            scatter_batch(&refs, first[s]..first[s + 1], &mut next, &dst);
             drop(refs);
             drop(slab);
             crate::memory::return_freed_memory();
@@ -950,7 +958,7 @@ fn bucket(
                         IntervalBlock::Grouped(_) => None,
                     })
                     .collect();
-                scatter_batch(&recs, nloc, &mut next, &dst);
+                scatter_batch(&recs, 0..nloc, &mut next, &dst);
             } else {
                 let groups: Vec<&GroupedIntervals> = seg
                     .iter()
@@ -1053,7 +1061,10 @@ fn copy_groups(groups: &[&GroupedIntervals], next: &mut [u64], dst: &Columns) {
 /// Copies a run of raw blocks to the columns, each
 /// location's records from `next[l]` on (advanced past them): parts of
 /// the batch are counted, given their positions and copied in parallel.
-fn scatter_batch(batch: &[&[RawInterval]], nloc: usize, next: &mut [u64], dst: &Columns) {
+/// Every record's location lies in `locs` (the counts span it alone).
+fn scatter_batch(batch: &[&[RawInterval]], locs: Range<usize>, next: &mut [u64], dst: &Columns) {
+    let nloc = locs.len();
+    let base = locs.start;
     let len: usize = batch.iter().map(|b| b.len()).sum();
     // at most one count per record in the per-part tables
     let parts = rayon::current_num_threads()
@@ -1083,27 +1094,27 @@ fn scatter_batch(batch: &[&[RawInterval]], nloc: usize, next: &mut [u64], dst: &
         .map(|g| {
             let mut v = vec![0u64; nloc];
             for r in g.iter().flat_map(|c| c.iter()) {
-                v[r.loc as usize] += 1;
+                v[r.loc as usize - base] += 1;
             }
             v
         })
         .collect();
     for l in 0..nloc {
         // each part's first position in location l's run
-        let mut pos = next[l];
+        let mut pos = next[base + l];
         for c in cursors.iter_mut() {
             let k = c[l];
             c[l] = pos;
             pos += k;
         }
-        next[l] = pos;
+        next[base + l] = pos;
     }
     groups
         .par_iter()
         .zip(cursors.par_iter_mut())
         .for_each(|(g, cur)| {
             for r in g.iter().flat_map(|c| c.iter()) {
-                let k = &mut cur[r.loc as usize];
+                let k = &mut cur[r.loc as usize - base];
                 // SAFETY: part p of this batch writes location l's records
                 // at [cursor(p, l), cursor(p, l) + count(p, l)): ranges
                 // disjoint across parts, locations and batches (each
