@@ -4,6 +4,10 @@
 //! events counts each side instead ([`Side`]) and pairs the counts
 //! ([`match_sides`]) with the same result.
 
+use std::hash::Hash;
+
+use rustc_hash::FxHashMap;
+
 /// A matched pair: the key, and time and bytes of both sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Matched<K> {
@@ -15,12 +19,16 @@ pub struct Matched<K> {
 }
 
 /// Matches `sends` with `recvs` (`(key, time, bytes)` each); returns the
-/// pairs and how many sends or receives found no partner.
-pub fn match_in_order<K: Ord + Copy + Send>(
+/// pairs, by key and then in time order, and how many sends or receives
+/// found no partner.
+pub fn match_in_order<K: Ord + Hash + Copy + Send>(
     mut sends: Vec<(K, u64, u64)>,
     mut recvs: Vec<(K, u64, u64)>,
 ) -> (Vec<Matched<K>>, u64) {
     use rayon::slice::ParallelSliceMut;
+    if let Some(done) = match_by_key(&sends, &recvs) {
+        return done;
+    }
     // stable: sends (receives) of one key at one time keep their order
     sends.par_sort_by_key(|a| (a.0, a.1));
     recvs.par_sort_by_key(|a| (a.0, a.1));
@@ -52,6 +60,106 @@ pub fn match_in_order<K: Ord + Copy + Send>(
     }
     unmatched += (sends.len() - i + recvs.len() - j) as u64;
     (out, unmatched)
+}
+
+/// [`match_in_order`] without sorting the events, when their keys are few
+/// (at most one per 16 sends, as in MPI traces: a key per pair of ranks,
+/// communicator and tag): each event's key gets an id (a hash lookup, none
+/// while the key repeats), the events' indices are grouped by id in file
+/// order (a counting sort), and each group is sorted by time only when it
+/// is out of order. The pairs are those sorting gives, in the same order.
+/// `None` when the keys are many.
+fn match_by_key<K: Ord + Hash + Copy>(
+    sends: &[(K, u64, u64)],
+    recvs: &[(K, u64, u64)],
+) -> Option<(Vec<Matched<K>>, u64)> {
+    const NONE: u32 = u32::MAX;
+    if sends.len().max(recvs.len()) >= NONE as usize {
+        return None;
+    }
+    let limit = (sends.len() / 16).max(64);
+    let mut ids: FxHashMap<K, u32> = FxHashMap::default();
+    let mut last: Option<(K, u32)> = None;
+    let mut send_id = Vec::with_capacity(sends.len());
+    for s in sends {
+        let id = match last {
+            Some((k, id)) if k == s.0 => id,
+            _ => {
+                let n = ids.len() as u32;
+                let id = *ids.entry(s.0).or_insert(n);
+                if ids.len() > limit {
+                    return None;
+                }
+                last = Some((s.0, id));
+                id
+            }
+        };
+        send_id.push(id);
+    }
+    // a receive whose key no send has stays unmatched
+    last = None;
+    let mut recv_id = Vec::with_capacity(recvs.len());
+    for r in recvs {
+        let id = match last {
+            Some((k, id)) if k == r.0 => id,
+            _ => {
+                let id = ids.get(&r.0).copied().unwrap_or(NONE);
+                last = Some((r.0, id));
+                id
+            }
+        };
+        recv_id.push(id);
+    }
+    let keys = ids.len();
+    // the indices of each id's events, in file order
+    let group = |id: &[u32]| {
+        let mut at = vec![0usize; keys + 1];
+        for &i in id.iter().filter(|&&i| i != NONE) {
+            at[i as usize + 1] += 1;
+        }
+        for k in 0..keys {
+            at[k + 1] += at[k];
+        }
+        let mut idx = vec![0u32; at[keys]];
+        let mut next = at.clone();
+        for (e, &i) in id.iter().enumerate() {
+            if i != NONE {
+                idx[next[i as usize]] = e as u32;
+                next[i as usize] += 1;
+            }
+        }
+        (at, idx)
+    };
+    let (s_at, mut s_idx) = group(&send_id);
+    let (r_at, mut r_idx) = group(&recv_id);
+    let mut unmatched = (recvs.len() - r_idx.len()) as u64;
+    let mut by_key: Vec<(K, u32)> = ids.into_iter().collect();
+    by_key.sort_unstable_by_key(|k| k.0);
+    let mut out = Vec::with_capacity(s_idx.len().min(r_idx.len()));
+    for (key, id) in by_key {
+        let id = id as usize;
+        let s = &mut s_idx[s_at[id]..s_at[id + 1]];
+        let r = &mut r_idx[r_at[id]..r_at[id + 1]];
+        // stable: events of one key at one time keep their file order
+        if !s.is_sorted_by_key(|&i| sends[i as usize].1) {
+            s.sort_by_key(|&i| sends[i as usize].1);
+        }
+        if !r.is_sorted_by_key(|&i| recvs[i as usize].1) {
+            r.sort_by_key(|&i| recvs[i as usize].1);
+        }
+        for (&si, &ri) in s.iter().zip(r.iter()) {
+            let (a, b) = (&sends[si as usize], &recvs[ri as usize]);
+            out.push(Matched {
+                key,
+                send_time: a.1,
+                send_bytes: a.2,
+                recv_time: b.1,
+                recv_bytes: b.2,
+            });
+        }
+        unmatched += s.len().abs_diff(r.len()) as u64;
+    }
+    Some((out, unmatched))
 }
 
 /// Times kept of the last events of a side, to know the time of the last
@@ -214,6 +322,67 @@ mod tests {
         assert_eq!((m[0].send_time, m[0].recv_time), (5, 9));
         assert_eq!((m[1].send_time, m[1].recv_time), (10, 20));
         assert_eq!(m[2].key, (1, 0));
+    }
+
+    /// Grouping by key gives what sorting gives, pairs in the same order:
+    /// few and many keys, times out of order and tied, keys on one side
+    /// only.
+    #[test]
+    fn grouping_by_key_equals_sorting() {
+        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
+        for round in 0..300 {
+            let keys = 1 + rng.next() % 12;
+            let n = |rng: &mut crate::test_rng::XorShift| (rng.next() % 3000) as usize;
+            let (ns, nr) = (n(&mut rng), n(&mut rng));
+            let spread = 1 + rng.next() % 50;
+            let mut ev = |len: usize| -> Vec<((u32, u32), u64, u64)> {
+                let mut t = 0u64;
+                (0..len)
+                    .map(|_| {
+                        // mostly rising times, some going back, many ties
+                        t = (t + rng.next() % 3).saturating_sub(rng.next() % spread / 40);
+                        let k = (rng.next() % keys) as u32;
+                        ((k, k % 3), t, rng.next() % 4)
+                    })
+                    .collect()
+            };
+            let sends = ev(ns);
+            let recvs = ev(nr);
+            let sorted = {
+                use rayon::slice::ParallelSliceMut;
+                let (mut s, mut r) = (sends.clone(), recvs.clone());
+                s.par_sort_by_key(|a| (a.0, a.1));
+                r.par_sort_by_key(|a| (a.0, a.1));
+                // the sort path on its own (match_in_order would group)
+                let (mut i, mut j, mut u, mut out) = (0, 0, 0u64, Vec::new());
+                while i < s.len() && j < r.len() {
+                    match s[i].0.cmp(&r[j].0) {
+                        std::cmp::Ordering::Less => (u, i) = (u + 1, i + 1),
+                        std::cmp::Ordering::Greater => (u, j) = (u + 1, j + 1),
+                        std::cmp::Ordering::Equal => {
+                            out.push(Matched {
+                                key: s[i].0,
+                                send_time: s[i].1,
+                                send_bytes: s[i].2,
+                                recv_time: r[j].1,
+                                recv_bytes: r[j].2,
+                            });
+                            (i, j) = (i + 1, j + 1);
+                        }
+                    }
+                }
+                u += (s.len() - i + r.len() - j) as u64;
+                (out, u)
+            };
+            let grouped = match_by_key(&sends, &recvs);
+            if ns / 16 >= 64 || keys <= 64 {
+                assert_eq!(grouped.as_ref(), Some(&sorted), "round {round}");
+            }
+            assert_eq!(match_in_order(sends, recvs), sorted, "round {round}");
+        }
+        // many keys: left to sorting
+        let many: Vec<((u32, u32), u64, u64)> = (0..5000).map(|i| ((i, 0), 1, 1)).collect();
+        assert!(match_by_key(&many, &many).is_none());
     }
 
     /// Counted sides give what pairing the events gives: the count and
