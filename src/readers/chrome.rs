@@ -476,15 +476,25 @@ struct ProcAcc {
 /// one block of their own.
 const GROUPED_THREAD: usize = 1024;
 
+/// A flow event in 40 bytes (every one is held until the end).
 struct Flow {
-    key: u32,
-    ph: u8,
     ts: i64,
-    thread: u32,
-    seq: u64,
+    /// The event's sequence number times 4 plus its phase (0 `s`, 1 `t`,
+    /// 2 `f`): sorting by it sorts by the sequence number.
+    seq_ph: u64,
     bytes: u64,
     /// The message tag: the event's `args.tag`, or the flow's key.
     tag: i64,
+    key: u32,
+    thread: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Flow>() == 40);
+
+impl Flow {
+    fn ph(&self) -> u8 {
+        [b's', b't', b'f', b'f'][(self.seq_ph & 3) as usize]
+    }
 }
 
 struct AsyncEv {
@@ -506,9 +516,15 @@ struct Acc {
     counters: Vec<(i64, u32, u32, f64)>,
     flows: Vec<Flow>,
     flow_keys: FxHashMap<String, u32>,
-    /// Flow keys whose id is a plain decimal number: (category, id),
-    /// numbered with those of `flow_keys` in order of first appearance.
+    /// Flow keys whose id is a plain decimal number: per category, each
+    /// id's key + 1 (0: none yet), for ids up to about twice the keys so
+    /// far (tools number their flows from 0 or 1: 4 bytes an id where a
+    /// hash map takes some 50); ids beyond in `flow_num_keys` as
+    /// (category, id). All keys are numbered in order of first appearance.
+    flow_tables: Vec<Vec<u32>>,
     flow_num_keys: FxHashMap<(u32, u64), u32>,
+    /// Flow keys so far.
+    flow_count: u32,
     flow_cats: FxHashMap<String, u32>,
     asyncs: Vec<AsyncEv>,
     async_keys: FxHashMap<String, u32>,
@@ -549,10 +565,31 @@ impl Acc {
                     c
                 }
             };
-            let next = (self.flow_keys.len() + self.flow_num_keys.len()) as u32;
-            return *self.flow_num_keys.entry((c, n)).or_insert(next);
+            if self.flow_tables.len() <= c as usize {
+                self.flow_tables.resize_with(c as usize + 1, Vec::new);
+            }
+            let table = &mut self.flow_tables[c as usize];
+            if let Some(&k) = usize::try_from(n).ok().and_then(|i| table.get(i))
+                && k != 0
+            {
+                return k - 1;
+            }
+            if let Some(&k) = self.flow_num_keys.get(&(c, n)) {
+                return k;
+            }
+            let next = self.flow_count;
+            self.flow_count += 1;
+            if n <= 2 * u64::from(self.flow_count) + 1024 {
+                let i = n as usize;
+                if i >= table.len() {
+                    table.resize(i + 1, 0);
+                }
+                table[i] = next + 1;
+            } else {
+                self.flow_num_keys.insert((c, n), next);
+            }
+            return next;
         }
-        let next = (self.flow_keys.len() + self.flow_num_keys.len()) as u32;
         self.key_buf.clear();
         self.key_buf.push_str(cat);
         self.key_buf.push('\u{1}');
@@ -560,6 +597,8 @@ impl Acc {
         if let Some(&k) = self.flow_keys.get(self.key_buf.as_str()) {
             return k;
         }
+        let next = self.flow_count;
+        self.flow_count += 1;
         self.flow_keys.insert(self.key_buf.clone(), next);
         next
     }
@@ -727,14 +766,18 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             let key = acc.flow_key(&ev.cat, id);
             let bytes = ev.lite.bytes.unwrap_or(0);
             let tag = ev.lite.tag.unwrap_or(key as i64);
+            let ph = match ev.ph {
+                b's' => 0,
+                b't' => 1,
+                _ => 2,
+            };
             acc.flows.push(Flow {
-                key,
-                ph: ev.ph,
                 ts,
-                thread: t,
-                seq,
+                seq_ph: (seq << 2) | ph,
                 bytes,
                 tag,
+                key,
+                thread: t,
             });
         }
         b'b' | b'e' | b'S' | b'F' => {
@@ -1074,7 +1117,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     }
 
     // flows: each step to the next, per (category, id)
-    acc.flows.sort_by_key(|f| (f.key, f.ts, f.seq));
+    acc.flows.sort_by_key(|f| (f.key, f.ts, f.seq_ph));
     let mut orphans = 0u64;
     let mut k = 0;
     while k < acc.flows.len() {
@@ -1082,7 +1125,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
         let mut prev: Option<&Flow> = None;
         while k < acc.flows.len() && acc.flows[k].key == key {
             let f = &acc.flows[k];
-            match (prev, f.ph) {
+            match (prev, f.ph()) {
                 (None, b's') => prev = Some(f),
                 (None, _) => orphans += 1,
                 (Some(_), b's') => {
@@ -1187,6 +1230,23 @@ mod tests {
         ];
         let got: Vec<u32> = ids.iter().map(|(c, i)| acc.flow_key(c, i)).collect();
         assert_eq!(got, [0, 1, 2, 3, 0, 4, 5, 1, 6, 7]);
+        // numeric ids in tables and beyond them, as one numbering: against
+        // a map of every (category, id) seen
+        let mut acc = Acc::default();
+        let mut want: HashMap<(String, String), u32> = HashMap::new();
+        let mut rng = crate::test_rng::XorShift(0x51_7cc1_b727_220a);
+        for i in 0..40_000u64 {
+            let cat = ["a", "b", "c"][(rng.next() % 3) as usize];
+            let id = match rng.next() % 6 {
+                0 => format!("{}", rng.next() % 100_000),
+                1 => format!("{}", u64::MAX - rng.next() % 50),
+                2 => format!("x{}", rng.next() % 500),
+                _ => format!("{}", i / 2 + rng.next() % 64),
+            };
+            let n = want.len() as u32;
+            let k = *want.entry((cat.to_string(), id.clone())).or_insert(n);
+            assert_eq!(acc.flow_key(cat, &id), k, "{cat} {id}");
+        }
         assert_eq!(
             plain_decimal("1234567890123456789"),
             Some(1234567890123456789)
