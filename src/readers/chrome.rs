@@ -534,6 +534,11 @@ struct Acc {
     min_ts: i64,
     max_ts: i64,
     seq: u64,
+    /// The last thread with numeric ids looked up: (pid, tid, thread).
+    last_thread: Option<(i64, i64, u32)>,
+    /// The last slice's name and category and its state (interned and
+    /// tagged): consecutive slices often share them.
+    last_state: Option<(String, String, StateId)>,
 }
 
 impl Acc {
@@ -614,7 +619,17 @@ impl Acc {
     }
 
     fn thread_of(&mut self, pid: &Ident, tid: &Ident) -> u32 {
+        let nums = match (pid, tid) {
+            (Ident::Num(p), Ident::Num(t)) => Some((*p, *t)),
+            _ => None,
+        };
+        if let (Some((p, t)), Some((lp, lt, i))) = (nums, self.last_thread)
+            && (p, t) == (lp, lt)
+        {
+            return i;
+        }
         if let Some(&i) = self.thread_idx.get(&(pid.clone(), tid.clone())) {
+            self.last_thread = nums.map(|(p, t)| (p, t, i));
             return i;
         }
         self.proc_of(pid);
@@ -622,7 +637,33 @@ impl Acc {
         self.threads
             .push((pid.owned(), tid.owned(), ThreadAcc::default()));
         self.thread_idx.insert((pid.owned(), tid.owned()), i);
+        self.last_thread = nums.map(|(p, t)| (p, t, i));
         i
+    }
+
+    /// The state of a slice named `name` in category `cat`: interned
+    /// (its class from the category when new) and tagged with the
+    /// category, or the last slice's when both are the same.
+    fn state_of(&mut self, b: &mut TraceBuilder, name: &str, cat: &str) -> StateId {
+        if let Some((n, c, st)) = &self.last_state
+            && n == name
+            && c == cat
+        {
+            return *st;
+        }
+        let st = b.states.intern(name, class_of(cat));
+        b.states.tag(st, "cat", cat);
+        match &mut self.last_state {
+            Some((n, c, s)) => {
+                n.clear();
+                n.push_str(name);
+                c.clear();
+                c.push_str(cat);
+                *s = st;
+            }
+            None => self.last_state = Some((name.to_string(), cat.to_string(), st)),
+        }
+        st
     }
 }
 
@@ -680,8 +721,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
     match ev.ph {
         b'B' => {
             let t = thread(acc);
-            let st = b.states.intern(&ev.name, class_of(&ev.cat));
-            b.states.tag(st, "cat", &ev.cat);
+            let st = acc.state_of(b, &ev.name, &ev.cat);
             acc.threads[t as usize].2.be.push((ts, seq, true, st));
         }
         b'E' => {
@@ -690,8 +730,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         }
         b'X' => {
             let t = thread(acc);
-            let st = b.states.intern(&ev.name, class_of(&ev.cat));
-            b.states.tag(st, "cat", &ev.cat);
+            let st = acc.state_of(b, &ev.name, &ev.cat);
             let dur = match ev.dur {
                 Some(d) => d,
                 None => {
