@@ -1,8 +1,11 @@
 //! Reader throughput on synthetic traces of at least 200 MB.
 //!
 //! Inputs are generated once with the synthetic workload generator into
-//! `target/bench-data/`, and the Paraver input is converted once into its
-//! columnar cache (`gauss.prv.tapestry/`, the `cache` row: re-opening).
+//! `target/bench-data/` (Gaussian elimination on 512 processors in each
+//! format, and a broadcast on 65,536 processors in Paraver: many
+//! locations of few intervals each), and the Paraver input is converted
+//! once into its columnar cache (`gauss.prv.tapestry/`, the `cache` row:
+//! re-opening).
 //! Criterion measures each reader with all cores; afterwards a table gives
 //! MB/s at 1, 2 and all cores, records/s, and the peak resident memory of
 //! each read beside the size of the model it builds.
@@ -64,6 +67,40 @@ fn input(format: OutputFormat, name: &str) -> PathBuf {
             return path;
         }
         n = (n as f64 * (want as f64 / len as f64).sqrt() * 1.05).ceil() as u64 + 1;
+    }
+}
+
+/// Generates (once) a hypercube broadcast on 65,536 processors of at least
+/// the target size, as Paraver: few intervals per location (about 65 at
+/// 220 MB), where the model is built through slabs of locations.
+fn wide_input(name: &str) -> PathBuf {
+    let path = data_dir().join(name);
+    let want = target_bytes();
+    if std::fs::metadata(&path)
+        .map(|m| m.len() >= want)
+        .unwrap_or(false)
+    {
+        return path;
+    }
+    let mut reps = 16u32;
+    loop {
+        let cfg = SynthConfig {
+            workload: Workload::Broadcast {
+                bytes: 4096,
+                reps,
+                work: 20_000.0,
+            },
+            procs: 65_536,
+            procs_per_node: 16,
+            model: MachineModel::default(),
+            seed: 1,
+        };
+        synth::write(&cfg, OutputFormat::Paraver, &path, None).expect("synthesize bench input");
+        let len = std::fs::metadata(&path).expect("bench input").len();
+        if len >= want {
+            return path;
+        }
+        reps = (reps as f64 * want as f64 / len as f64 * 1.05).ceil() as u32 + 1;
     }
 }
 
@@ -150,6 +187,7 @@ fn main() {
     let cache = cache_of(&prv);
     let inputs = [
         ("paraver", prv),
+        ("paraver-65536", wide_input("bcast-65536.prv")),
         ("chrome-json", input(OutputFormat::ChromeJson, "gauss.json")),
         ("picl", input(OutputFormat::Picl, "gauss.trf")),
         ("cache", cache),
