@@ -38,8 +38,16 @@ fn target_bytes() -> u64 {
         << 20
 }
 
-/// Generates (once) a synthetic trace of at least the target size.
-fn input(format: OutputFormat, name: &str) -> PathBuf {
+/// Generates (once) `name` as `format`, with `cfg(k)` for a growing `k`
+/// until the file is at least the target size; `grow(k, want / len)` is
+/// the next `k`.
+fn sized_input(
+    name: &str,
+    format: OutputFormat,
+    mut k: u64,
+    cfg: impl Fn(u64) -> SynthConfig,
+    grow: impl Fn(u64, f64) -> u64,
+) -> PathBuf {
     let path = data_dir().join(name);
     let want = target_bytes();
     if std::fs::metadata(&path)
@@ -48,60 +56,52 @@ fn input(format: OutputFormat, name: &str) -> PathBuf {
     {
         return path;
     }
-    // Gaussian elimination on 512 processors: grow n until the file is big enough
-    let mut n = 256u64;
     loop {
-        let cfg = SynthConfig {
-            workload: Workload::Gauss {
-                n,
-                dist: Distribution::Cyclic,
-            },
-            procs: 512,
-            procs_per_node: 16,
-            model: MachineModel::default(),
-            seed: 1,
-        };
-        synth::write(&cfg, format, &path, None).expect("synthesize bench input");
+        synth::write(&cfg(k), format, &path, None).expect("synthesize bench input");
         let len = std::fs::metadata(&path).expect("bench input").len();
         if len >= want {
             return path;
         }
-        n = (n as f64 * (want as f64 / len as f64).sqrt() * 1.05).ceil() as u64 + 1;
+        k = grow(k, want as f64 / len as f64);
     }
 }
 
-/// Generates (once) a hypercube broadcast on 65,536 processors of at least
-/// the target size, as Paraver: few intervals per location (about 65 at
-/// 220 MB), where the model is built through slabs of locations.
+/// Gaussian elimination on 512 processors of at least the target size.
+fn input(format: OutputFormat, name: &str) -> PathBuf {
+    let gauss = |n| SynthConfig {
+        workload: Workload::Gauss {
+            n,
+            dist: Distribution::Cyclic,
+        },
+        procs: 512,
+        procs_per_node: 16,
+        model: MachineModel::default(),
+        seed: 1,
+    };
+    // the file grows with n squared
+    sized_input(name, format, 256, gauss, |n, r| {
+        (n as f64 * r.sqrt() * 1.05).ceil() as u64 + 1
+    })
+}
+
+/// A hypercube broadcast on 65,536 processors of at least the target
+/// size, as Paraver: few intervals per location (about 65 at 220 MB),
+/// where the model is built through slabs of locations.
 fn wide_input(name: &str) -> PathBuf {
-    let path = data_dir().join(name);
-    let want = target_bytes();
-    if std::fs::metadata(&path)
-        .map(|m| m.len() >= want)
-        .unwrap_or(false)
-    {
-        return path;
-    }
-    let mut reps = 16u32;
-    loop {
-        let cfg = SynthConfig {
-            workload: Workload::Broadcast {
-                bytes: 4096,
-                reps,
-                work: 20_000.0,
-            },
-            procs: 65_536,
-            procs_per_node: 16,
-            model: MachineModel::default(),
-            seed: 1,
-        };
-        synth::write(&cfg, OutputFormat::Paraver, &path, None).expect("synthesize bench input");
-        let len = std::fs::metadata(&path).expect("bench input").len();
-        if len >= want {
-            return path;
-        }
-        reps = (reps as f64 * want as f64 / len as f64 * 1.05).ceil() as u32 + 1;
-    }
+    let bcast = |reps: u64| SynthConfig {
+        workload: Workload::Broadcast {
+            bytes: 4096,
+            reps: u32::try_from(reps).unwrap_or(u32::MAX),
+            work: 20_000.0,
+        },
+        procs: 65_536,
+        procs_per_node: 16,
+        model: MachineModel::default(),
+        seed: 1,
+    };
+    sized_input(name, OutputFormat::Paraver, 16, bcast, |reps, r| {
+        (reps as f64 * r * 1.05).ceil() as u64 + 1
+    })
 }
 
 struct Row {

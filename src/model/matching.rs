@@ -22,13 +22,22 @@ pub struct Matched<K> {
 /// pairs, by key and then in time order, and how many sends or receives
 /// found no partner.
 pub fn match_in_order<K: Ord + Hash + Copy + Send>(
+    sends: Vec<(K, u64, u64)>,
+    recvs: Vec<(K, u64, u64)>,
+) -> (Vec<Matched<K>>, u64) {
+    match match_by_key(&sends, &recvs) {
+        Some(done) => done,
+        None => match_sorted(sends, recvs),
+    }
+}
+
+/// [`match_in_order`] by sorting every event by (key, time), then walking
+/// both sides by key.
+fn match_sorted<K: Ord + Copy + Send>(
     mut sends: Vec<(K, u64, u64)>,
     mut recvs: Vec<(K, u64, u64)>,
 ) -> (Vec<Matched<K>>, u64) {
     use rayon::slice::ParallelSliceMut;
-    if let Some(done) = match_by_key(&sends, &recvs) {
-        return done;
-    }
     // stable: sends (receives) of one key at one time keep their order
     sends.par_sort_by_key(|a| (a.0, a.1));
     recvs.par_sort_by_key(|a| (a.0, a.1));
@@ -348,32 +357,7 @@ mod tests {
             };
             let sends = ev(ns);
             let recvs = ev(nr);
-            let sorted = {
-                use rayon::slice::ParallelSliceMut;
-                let (mut s, mut r) = (sends.clone(), recvs.clone());
-                s.par_sort_by_key(|a| (a.0, a.1));
-                r.par_sort_by_key(|a| (a.0, a.1));
-                // the sort path on its own (match_in_order would group)
-                let (mut i, mut j, mut u, mut out) = (0, 0, 0u64, Vec::new());
-                while i < s.len() && j < r.len() {
-                    match s[i].0.cmp(&r[j].0) {
-                        std::cmp::Ordering::Less => (u, i) = (u + 1, i + 1),
-                        std::cmp::Ordering::Greater => (u, j) = (u + 1, j + 1),
-                        std::cmp::Ordering::Equal => {
-                            out.push(Matched {
-                                key: s[i].0,
-                                send_time: s[i].1,
-                                send_bytes: s[i].2,
-                                recv_time: r[j].1,
-                                recv_bytes: r[j].2,
-                            });
-                            (i, j) = (i + 1, j + 1);
-                        }
-                    }
-                }
-                u += (s.len() - i + r.len() - j) as u64;
-                (out, u)
-            };
+            let sorted = match_sorted(sends.clone(), recvs.clone());
             let grouped = match_by_key(&sends, &recvs);
             if ns / 16 >= 64 || keys <= 64 {
                 assert_eq!(grouped.as_ref(), Some(&sorted), "round {round}");

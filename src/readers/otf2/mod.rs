@@ -732,8 +732,6 @@ fn read_group<S: EventSink>(
                     let code = ffi::OTF2_Reader_ReadAllLocalDefinitions(r, dr, &mut n);
                     ffi::OTF2_Reader_CloseDefReader(r, dr);
                     if !ok(code) {
-                        ffi::OTF2_Reader_CloseDefFiles(r);
-                        ffi::OTF2_Reader_CloseEvtFiles(r);
                         return Err(GroupError::Location(l, 0, describe(code)));
                     }
                 }
@@ -742,7 +740,6 @@ fn read_group<S: EventSink>(
         }
         let cb = ffi::OTF2_EvtReaderCallbacks_New();
         if cb.is_null() {
-            ffi::OTF2_Reader_CloseEvtFiles(r);
             return Err(setup(
                 "allocating callbacks",
                 ffi::OTF2_ERROR_MEM_ALLOC_FAILED,
