@@ -786,7 +786,6 @@ impl LineBlocks {
                 .zip(spare)
                 .map(|(&(a, z), mut data)| {
                     use std::os::unix::fs::FileExt;
-                    data.clear();
                     data.resize((z - a) as usize, 0);
                     file.read_exact_at(&mut data, a).map_err(|e| io(e, a))?;
                     let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
