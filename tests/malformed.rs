@@ -7,7 +7,7 @@ mod common;
 use std::io::Write;
 use std::path::Path;
 
-use common::{tapestry, write};
+use common::{gzip, messy_picl, tapestry, write};
 use tapestry::readers::{self, ReadOptions};
 
 const PRV_HEAD: &str = "#Paraver (01/01/70 at 00:00):1000_ns:1(2):1:2(1:1,1:1)\n";
@@ -387,6 +387,85 @@ fn picl_exact_model() {
     assert_eq!((t.messages.bytes[0], t.messages.tag[0]), (1024, 7));
     assert_eq!(t.events.len(), 1);
     assert_eq!(t.meta.span, 50_000);
+}
+
+/// The in-memory PICL reader cuts each processor's records as they come,
+/// in one pass, and gives exactly the model of the reader that holds every
+/// record: on synthetic runs, on untidy files (several blocks, cut in
+/// parallel shares), gzip; a file a cut cannot take is read again holding
+/// the records, even when that shows only near its end; `--strict` refuses
+/// the same repairs.
+#[test]
+fn picl_one_pass_equals_holding() {
+    let d = tempfile::tempdir().unwrap();
+    let model = |p: &Path, o: &ReadOptions| {
+        let one = readers::picl::read(p, o).map(|t| format!("{t:?}"));
+        let held = readers::picl::read_holding(p, o).map(|t| format!("{t:?}"));
+        (
+            one.map_err(|e| e.to_string()),
+            held.map_err(|e| e.to_string()),
+        )
+    };
+    let same = |p: &Path| {
+        let (one, held) = model(p, &ReadOptions::default());
+        let one = one.unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(one == held.unwrap(), "{}", p.display());
+        one
+    };
+    let gauss = d.path().join("g.picl");
+    let (c, _, e) = tapestry(&[
+        "synth",
+        "gauss",
+        "--n",
+        "64",
+        "-p",
+        "16",
+        "-o",
+        gauss.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
+    same(&gauss);
+    same(&write(d.path(), "exact.trf", PICL.as_bytes()));
+    for (seed, procs, steps) in [(3u64, 6, 300), (17, 6, 300), (99, 40, 2500), (5, 300, 40)] {
+        let text = messy_picl(seed, procs, steps);
+        let p = write(d.path(), &format!("messy{seed}.picl"), text.as_bytes());
+        let m = same(&p);
+        for kind in ["unmatched-end", "unclosed-begin", "unmatched-message"] {
+            assert!(m.contains(kind), "{seed} {kind}");
+        }
+        let z = write(
+            d.path(),
+            &format!("messy{seed}.picl.gz"),
+            &gzip(text.as_bytes()),
+        );
+        let (one, held) = model(&z, &ReadOptions::default());
+        assert!(one.unwrap() == held.unwrap(), "{seed} gzip");
+        // strict: the same repair refused, at the same line
+        let (one, held) = model(&p, &strict());
+        assert_eq!(one.unwrap_err(), held.unwrap_err(), "{seed} strict");
+    }
+    // read again holding the records: an unsorted record (near the end of
+    // a file of several blocks), a late trace start, a send from the first
+    // record past the last stop
+    let mut late = messy_picl(99, 40, 2500);
+    late.push_str("-3 -10 0.000000001 7 7 0\n");
+    for (name, text) in [
+        ("unsorted-late.picl", late.as_str()),
+        (
+            "late-start.picl",
+            "-3 -10 0.000001 0 0 0\n-3 -901 0.000002 0 0 0\n-4 -901 0.000003 0 0 0\n",
+        ),
+        (
+            "outside.picl",
+            "-3 -21 0.000000 0 0 4 2 8 0 0 0\n-4 -901 0.000005 0 0 0\n-4 -21 0.000009 0 0 0\n",
+        ),
+    ] {
+        let p = write(d.path(), name, text.as_bytes());
+        let m = same(&p);
+        if name == "unsorted-late.picl" {
+            assert_eq!(m.matches("unsorted-records").count(), 1, "{m}");
+        }
+    }
 }
 
 #[test]

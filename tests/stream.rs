@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{shared_trace, tapestry};
+use common::{messy_picl, shared_trace, tapestry};
 
 /// The data rows of a CSV output (the `#` metadata line dropped).
 fn rows(out: &str) -> Vec<Vec<String>> {
@@ -206,59 +206,6 @@ fn otf2_stream_equals_memory() {
     ] {
         assert!(info.contains(kind), "{kind}: {info}");
     }
-}
-
-/// A PICL file with what hand-made and damaged traces hold, written in
-/// time order like a merged PICL trace: processors with and without a
-/// trace start, several trace stops, records after the last stop, sends
-/// nested in receives that end out of order, ends without a begin, begins
-/// never ended, equal times, other events, messages to processors that do
-/// not exist.
-fn messy_picl(seed: u64, procs: u32, steps: u32) -> String {
-    let mut x = seed;
-    let mut rnd = |m: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % m
-    };
-    // (time in ns, processor, order on the processor, line)
-    let mut lines: Vec<(u64, u32, u32, String)> = Vec::new();
-    for p in 0..procs {
-        let mut t = rnd(3);
-        let mut k = 0u32;
-        let mut push = |t: u64, text: String| {
-            lines.push((t, p, k, text));
-            k += 1;
-        };
-        let sec = |t: u64| format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000);
-        if rnd(10) < 8 {
-            push(t, format!("-3 -901 {} {p} {p} 0", sec(t)));
-        }
-        for _ in 0..steps {
-            t += rnd(3) * 1000;
-            let peer = rnd(procs as u64 + 1);
-            let tag = rnd(3);
-            let bytes = [8, 64, 4096][rnd(3) as usize];
-            let line = match rnd(11) {
-                0..=2 => format!("-3 -21 {} {p} {p} 4 2 {bytes} {tag} {peer} {peer}", sec(t)),
-                3..=4 => format!("-4 -21 {} {p} {p} 0", sec(t)),
-                5 => format!("-3 -52 {} {p} {p} 0", sec(t)),
-                6..=7 => format!("-4 -52 {} {p} {p} 4 2 {bytes} {tag} {peer} {peer}", sec(t)),
-                8 => format!("-3 -10 {} {p} {p} 0", sec(t)),
-                9 => format!("7 3 {} {p} {p} 0", sec(t)),
-                _ if rnd(4) == 0 => format!("-4 -901 {} {p} {p} 0", sec(t)),
-                _ => format!("-4 -10 {} {p} {p} 0", sec(t)),
-            };
-            push(t, line);
-        }
-        if rnd(3) > 0 {
-            t += 1000;
-            push(t, format!("-4 -901 {} {p} {p} 0", sec(t)));
-        }
-    }
-    lines.sort_by_key(|l| (l.0, l.1, l.2));
-    lines.into_iter().map(|l| l.3 + "\n").collect()
 }
 
 /// PICL streams equal the in-memory reader (two passes: the processors

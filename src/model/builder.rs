@@ -96,6 +96,30 @@ impl IntervalBlock {
         IntervalBlock::Grouped(g)
     }
 
+    /// A copy of `v`, of exactly its size, as runs of consecutive records
+    /// of one location (which need not be sorted or distinct) where these
+    /// average at least 4 records; otherwise as records.
+    pub(crate) fn of_runs(v: &[RawInterval]) -> IntervalBlock {
+        let mut runs: Vec<(LocId, u32)> = Vec::new();
+        for r in v {
+            match runs.last_mut() {
+                Some((l, k)) if *l == r.loc && *k < u32::MAX => *k += 1,
+                _ => {
+                    if (runs.len() + 1) * 4 > v.len() {
+                        return IntervalBlock::Records(v.to_vec());
+                    }
+                    runs.push((r.loc, 1));
+                }
+            }
+        }
+        IntervalBlock::Grouped(GroupedIntervals {
+            runs,
+            start: v.iter().map(|r| r.start).collect(),
+            end: v.iter().map(|r| r.end).collect(),
+            state: v.iter().map(|r| r.state).collect(),
+        })
+    }
+
     /// The intervals `(start, end, state)` of one location, as one run.
     pub(crate) fn of_location(loc: LocId, flat: &[(Time, Time, StateId)]) -> IntervalBlock {
         if flat.len() > u32::MAX as usize {
@@ -443,8 +467,9 @@ impl TraceBuilder {
             .chain(self.intervals.iter().map(|r| r.loc))
     }
 
-    /// Renumbers the location of every raw interval with `f`, which must
-    /// keep the order of locations (runs of grouped blocks stay sorted).
+    /// Renumbers the location of every raw record (intervals, events but
+    /// the global ones, messages, counters, collectives) with `f` (the
+    /// runs of a grouped block need not stay in the order of locations).
     pub(crate) fn renumber_raw_locations(&mut self, f: impl Fn(&mut LocId) + Sync) {
         for b in &mut self.interval_chunks {
             match b {
@@ -453,6 +478,16 @@ impl TraceBuilder {
             }
         }
         self.intervals.par_iter_mut().for_each(|r| f(&mut r.loc));
+        self.events
+            .par_iter_mut()
+            .filter(|r| r.loc != GLOBAL)
+            .for_each(|r| f(&mut r.loc));
+        self.messages.par_iter_mut().for_each(|m| {
+            f(&mut m.src);
+            f(&mut m.dst);
+        });
+        self.counters.par_iter_mut().for_each(|c| f(&mut c.loc));
+        self.collectives.par_iter_mut().for_each(|c| f(&mut c.loc));
     }
 
     /// Maps the state of every raw interval with `f`.

@@ -1199,15 +1199,6 @@ fn make_locations(
             }
         };
         b.renumber_raw_locations(at);
-        b.events
-            .iter_mut()
-            .filter(|r| r.loc != GLOBAL)
-            .for_each(|r| at(&mut r.loc));
-        b.messages.iter_mut().for_each(|m| {
-            at(&mut m.src);
-            at(&mut m.dst);
-        });
-        b.collectives.iter_mut().for_each(|c| at(&mut c.loc));
         let src = b.source.clone();
         b.diagnostics.note(
             "declared-threads",

@@ -13,6 +13,7 @@
 //! beginning of the send to the end of the receive. Other begin/end records
 //! and other record types become marker events named after their numbers.
 
+mod cut;
 pub mod stream;
 
 use std::collections::HashMap;
@@ -31,6 +32,7 @@ use crate::model::{
     BuildOptions, Format, LocId, LocationKind, NestedSlice, StateClass, StateId, Time, TimeUnit,
     Trace, TraceBuilder, flatten_nested,
 };
+use cut::{Ctx, Matcher, Proc, Refusal};
 
 /// The largest processor number accepted.
 pub const MAX_PROC: i64 = 1 << 24;
@@ -444,6 +446,66 @@ fn proc_run(p: u32, pieces: &[&[Rec]], st: ProcStates, loc: LocId) -> ProcRun {
     out
 }
 
+/// A block's parse error: repaired when a gzip stream that broke off
+/// truncated its last record, an error otherwise.
+fn repair_truncated(
+    b: &mut TraceBuilder,
+    damage: &input::DamageHandle,
+    path: &Path,
+    truncated: bool,
+    pos: Position,
+    msg: String,
+) -> Result<()> {
+    if !truncated {
+        return Err(Error::parse(path, pos, msg));
+    }
+    // a gzip stream that broke off is the cause: said first
+    damage.report(&mut b.diagnostics, path, "records")?;
+    b.diagnostics.repair("truncated-record", path, pos, 1, || {
+        format!("the last record is incomplete ({msg}); skipped")
+    })
+}
+
+/// The repairs of cutting the processors' records: ends without a begin
+/// and begins never ended, from each processor's (unmatched ends,
+/// unclosed begins, first such line), in processor order.
+fn report_cut(
+    b: &mut TraceBuilder,
+    path: &Path,
+    procs: impl IntoIterator<Item = (u64, u64, Option<u64>)>,
+) -> Result<()> {
+    let (mut unmatched_end, mut unclosed, mut first_bad) = (0u64, 0u64, None);
+    for (u, c, f) in procs {
+        unmatched_end += u;
+        unclosed += c;
+        first_bad = first_bad.or(f);
+    }
+    let pos = first_bad.map_or(Position::none(), Position::line);
+    b.diagnostics
+        .repair("unmatched-end", path, pos, unmatched_end, || {
+            format!("{unmatched_end} end record(s) of a send or receive without a begin; ignored")
+        })?;
+    b.diagnostics
+        .repair("unclosed-begin", path, pos, unclosed, || {
+            format!("{unclosed} send or receive begin record(s) never ended; closed at trace stop")
+        })
+}
+
+/// The repair of sends and receives left without a partner.
+fn report_unmatched_messages(b: &mut TraceBuilder, path: &Path, unmatched: u64) -> Result<()> {
+    b.diagnostics.repair(
+        "unmatched-message",
+        path,
+        Position::none(),
+        unmatched,
+        || {
+            format!(
+                "{unmatched} send(s) or receive(s) without a partner; no message recorded for them"
+            )
+        },
+    )
+}
+
 /// The states of a PICL trace: busy, send and receive.
 fn add_states(b: &mut TraceBuilder) -> ProcStates {
     let busy = b.states.add("busy", StateClass::Busy, Some([0, 160, 0]), 0);
@@ -467,7 +529,229 @@ fn kind_name(rt: i32, e: i32) -> String {
 }
 
 /// Reads a PICL trace.
+/// Reads the PICL trace at `path`. A file is read once, each processor's
+/// records cut into states as they come ([`cut`]), so that the records
+/// are never held; a file whose records a cut cannot take (a processor's
+/// records out of time order, its trace start after other records of it,
+/// a send or receive from its first record past its last trace stop,
+/// times before 0) is read again by [`read_holding`], as is anything that
+/// cannot be read twice (a pipe).
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if regular && let Some(t) = read_cutting(path, opts)? {
+        return Ok(t);
+    }
+    read_holding(path, opts)
+}
+
+/// [`read`] in one pass; `None` when a processor's records cannot be cut
+/// as they come. Each block's processors are cut in parallel, in shares of
+/// about equal records, one [`Ctx`] per thread; what the shares give is
+/// then taken in order (intervals, events, sends and receives to match).
+fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
+    let mut blocks = LineBlocks::new(input::open(path)?);
+    let damage = blocks.damage_handle();
+    let mut b = TraceBuilder::new(Format::Picl, path, TimeUnit::seconds(), opts.strict);
+    let st = add_states(&mut b);
+    let states = [st.busy, st.send, st.recv];
+    let mut ctxs: Vec<Ctx> = (0..rayon::current_num_threads().max(1))
+        .map(|_| Ctx::new(states, true))
+        .collect();
+    let mut matcher = Matcher::default();
+    // the processors as they first come: their locations, and the event
+    // kinds, are numbered so until the end
+    let mut procs: Vec<Proc> = Vec::new();
+    let mut index: HashMap<u32, usize> = HashMap::new();
+    let mut kinds: Vec<(i32, i32)> = Vec::new();
+    let mut kind_of: HashMap<(i32, i32), u32> = HashMap::new();
+    let mut refused = false;
+    {
+        let b = &mut b;
+        let procs = &mut procs;
+        let refused = &mut refused;
+        blocks.for_each_parallel(parse_block, |_blk, chunk| {
+            if let Some((pos, msg)) = chunk.error {
+                repair_truncated(b, &damage, path, chunk.truncated, pos, msg)?;
+            }
+            let mut runs: Vec<(usize, &[Rec])> = chunk
+                .recs
+                .chunk_by(|a, b| a.proc_ == b.proc_)
+                .map(|run| {
+                    let i = *index.entry(run[0].proc_).or_insert_with(|| {
+                        procs.push(Proc::new(procs.len() as LocId, run[0].proc_));
+                        procs.len() - 1
+                    });
+                    (i, run)
+                })
+                .collect();
+            let Ok(cut) = cut_block(procs, &mut runs, &mut ctxs) else {
+                *refused = true;
+                // ends the reading: the file is read again
+                return Err(Error::Invalid(String::new()));
+            };
+            for (c, intervals) in ctxs.iter_mut().zip(cut) {
+                b.add_interval_block(intervals);
+                take_cut(b, c, &mut matcher, &index, &mut kinds, &mut kind_of);
+            }
+            Ok(())
+        })
+    }
+    .or_else(|e| if refused { Ok(()) } else { Err(e) })?;
+    if refused {
+        return Ok(None);
+    }
+    damage.report(&mut b.diagnostics, path, "records")?;
+    if procs.is_empty() {
+        return Err(Error::parse(
+            path,
+            Position::line(1),
+            "expected PICL records, found none",
+        ));
+    }
+    // processor order from here on
+    procs.sort_unstable_by_key(|p| p.proc_);
+    {
+        let c = &mut ctxs[0];
+        for p in &mut procs {
+            if p.finish(c).is_err() {
+                return Ok(None);
+            }
+        }
+        b.add_interval_block(IntervalBlock::of_runs(&c.out));
+        c.out.clear();
+        take_cut(&mut b, c, &mut matcher, &index, &mut kinds, &mut kind_of);
+    }
+    let mut final_loc = vec![0 as LocId; procs.len()];
+    for p in &procs {
+        final_loc[p.loc as usize] = b.locations.add(
+            format!("proc {}", p.proc_),
+            LocationKind::Thread,
+            None,
+            p.proc_ as i64,
+        );
+    }
+    b.renumber_raw_locations(|l| *l = final_loc[*l as usize]);
+    // the event kinds numbered as the reader that holds the records
+    // numbers them: by processor, then in order
+    let mut first = vec![(u32::MAX, usize::MAX); kinds.len()];
+    for (i, e) in b.events.iter().enumerate() {
+        let p = procs[e.loc as usize].proc_;
+        let f = &mut first[e.kind as usize];
+        *f = (*f).min((p, i));
+    }
+    let mut order: Vec<usize> = (0..kinds.len()).collect();
+    order.sort_unstable_by_key(|&k| first[k]);
+    let mut kind = vec![0u32; kinds.len()];
+    for k in order {
+        kind[k] = b.event_types.intern(&kind_name(kinds[k].0, kinds[k].1));
+    }
+    b.events
+        .par_iter_mut()
+        .for_each(|e| e.kind = kind[e.kind as usize]);
+    report_cut(
+        &mut b,
+        path,
+        procs
+            .iter()
+            .map(|p| (p.unmatched_end, p.unclosed, p.first_bad)),
+    )?;
+    report_unmatched_messages(&mut b, path, matcher.unmatched())?;
+    let mut t = b.finish(BuildOptions {
+        warn_unsorted: false,
+    })?;
+    t.reclassify(&opts.classes)?;
+    Ok(Some(t))
+}
+
+/// Cuts one block's runs (a processor's records each, by processor index
+/// `i`, sorted here) in parallel: in as many shares of about equal records
+/// as there are `ctxs`, where the block is large enough. The intervals of
+/// each share, in the order of `ctxs` (a block each, of exactly their
+/// size: a context's buffer is kept for the next block).
+fn cut_block(
+    procs: &mut [Proc],
+    runs: &mut [(usize, &[Rec])],
+    ctxs: &mut [Ctx],
+) -> std::result::Result<Vec<IntervalBlock>, Refusal> {
+    runs.sort_unstable_by_key(|r| r.0);
+    // each run with its processor (the indices are distinct and sorted)
+    let mut work: Vec<(&mut Proc, &[Rec])> = Vec::with_capacity(runs.len());
+    let (mut rest, mut base) = (procs, 0usize);
+    for &(i, run) in runs.iter() {
+        let Some((p, tail)) = std::mem::take(&mut rest)[i - base..].split_first_mut() else {
+            break;
+        };
+        work.push((p, run));
+        (rest, base) = (tail, i + 1);
+    }
+    let records: usize = runs.iter().map(|r| r.1.len()).sum();
+    let shares = ctxs.len().min(records / 4096).clamp(1, work.len().max(1));
+    let mut parts: Vec<Vec<(&mut Proc, &[Rec])>> = Vec::with_capacity(shares);
+    let mut part = Vec::new();
+    let mut done = 0usize;
+    for w in work {
+        done += w.1.len();
+        part.push(w);
+        if parts.len() + 1 < shares && done * shares >= records * (parts.len() + 1) {
+            parts.push(std::mem::take(&mut part));
+        }
+    }
+    parts.push(part);
+    let cut = |(part, c): (Vec<(&mut Proc, &[Rec])>, &mut Ctx)| {
+        for (p, run) in part {
+            for r in run {
+                p.take(r, c)?;
+            }
+        }
+        let block = IntervalBlock::of_runs(&c.out);
+        c.out.clear();
+        Ok(block)
+    };
+    if parts.len() == 1 {
+        parts.into_iter().zip(ctxs.iter_mut()).map(cut).collect()
+    } else {
+        parts
+            .into_par_iter()
+            .zip(ctxs.par_iter_mut())
+            .map(cut)
+            .collect()
+    }
+}
+
+/// Takes what `c` cut besides the intervals into the builder (locations
+/// and event kinds still numbered as they first came): its other records
+/// as events, its sends and receives through `matcher`, the matched
+/// messages.
+fn take_cut(
+    b: &mut TraceBuilder,
+    c: &mut Ctx,
+    matcher: &mut Matcher,
+    index: &HashMap<u32, usize>,
+    kinds: &mut Vec<(i32, i32)>,
+    kind_of: &mut HashMap<(i32, i32), u32>,
+) {
+    if let Some(kept) = &mut c.kept {
+        for (loc, t, rt, e) in kept.drain(..) {
+            let k = *kind_of.entry((rt, e)).or_insert_with(|| {
+                kinds.push((rt, e));
+                kinds.len() as u32 - 1
+            });
+            b.event(loc, t, k, e as i64);
+        }
+    }
+    matcher.apply(&mut c.ops);
+    for ((s, d, tag), st, rt, bytes) in matcher.matched.drain(..) {
+        // both have records (a send, a receive): they have locations
+        if let (Some(&s), Some(&d)) = (index.get(&s), index.get(&d)) {
+            b.message(s as LocId, d as LocId, st, rt, bytes, tag);
+        }
+    }
+}
+
+/// Reads the PICL trace at `path` holding every record until each
+/// processor's are cut (sorted by time where they are not in order): what
+/// [`read`] does with files a cut as they come cannot take.
+pub fn read_holding(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let mut blocks = LineBlocks::new(input::open(path)?);
     let damage = blocks.damage_handle();
     let mut b = TraceBuilder::new(Format::Picl, path, TimeUnit::seconds(), opts.strict);
@@ -479,15 +763,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         let chunks = &mut chunks;
         blocks.for_each_parallel(parse_block, |_blk, chunk| {
             if let Some((pos, msg)) = chunk.error {
-                if chunk.truncated {
-                    // a gzip stream that broke off is the cause: said first
-                    damage.report(&mut b.diagnostics, &src, "records")?;
-                    b.diagnostics.repair("truncated-record", &src, pos, 1, || {
-                        format!("the last record is incomplete ({msg}); skipped")
-                    })?;
-                } else {
-                    return Err(Error::parse(&src, pos, msg));
-                }
+                repair_truncated(b, &damage, &src, chunk.truncated, pos, msg)?;
             }
             if !chunk.recs.is_empty() {
                 chunks.push(chunk.recs);
@@ -553,9 +829,10 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             )
         },
     )?;
-    let unmatched_end: u64 = done.iter().map(|d| d.unmatched_end).sum();
-    let unclosed: u64 = done.iter().map(|d| d.unclosed).sum();
-    let first_bad = done.iter().find_map(|d| d.first_bad);
+    let ends: Vec<_> = done
+        .iter()
+        .map(|d| (d.unmatched_end, d.unclosed, d.first_bad))
+        .collect();
     let mut sends = Vec::with_capacity(done.iter().map(|d| d.sends.len()).sum());
     let mut recvs = Vec::with_capacity(done.iter().map(|d| d.recvs.len()).sum());
     let mut kinds: HashMap<(i32, i32), u32> = HashMap::new();
@@ -571,15 +848,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         sends.extend_from_slice(&d.sends);
         recvs.extend_from_slice(&d.recvs);
     }
-    let pos = first_bad.map_or(Position::none(), Position::line);
-    b.diagnostics
-        .repair("unmatched-end", &src, pos, unmatched_end, || {
-            format!("{unmatched_end} end record(s) of a send or receive without a begin; ignored")
-        })?;
-    b.diagnostics
-        .repair("unclosed-begin", &src, pos, unclosed, || {
-            format!("{unclosed} send or receive begin record(s) never ended; closed at trace stop")
-        })?;
+    report_cut(&mut b, &src, ends)?;
 
     let (pairs, mut unmatched_msgs) = match_in_order(sends, recvs);
     for m in pairs {
@@ -596,9 +865,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             _ => unmatched_msgs += 1,
         }
     }
-    b.diagnostics.repair("unmatched-message", &src, Position::none(), unmatched_msgs, || {
-        format!("{unmatched_msgs} send(s) or receive(s) without a partner; no message recorded for them")
-    })?;
+    report_unmatched_messages(&mut b, &src, unmatched_msgs)?;
 
     let mut t = b.finish(BuildOptions {
         warn_unsorted: false,
