@@ -2,6 +2,7 @@
 //! columnar layout, validation and repair.
 
 use std::collections::HashMap;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::path::PathBuf;
 
@@ -595,33 +596,31 @@ impl TraceBuilder {
         if !ev.is_sorted_by_key(|e| (key(e.loc), e.time)) {
             ev.par_sort_by_key(|e| (key(e.loc), e.time));
         }
-        let mut events = Events {
-            offsets: vec![0; nloc + 2],
-            time: vec![0; ev.len()],
-            kind: vec![0; ev.len()],
-            value: vec![0; ev.len()],
-        };
+        let n = ev.len();
+        let mut offsets = vec![0; nloc + 2];
         for e in &ev {
-            events.offsets[key(e.loc) + 1] += 1;
+            offsets[key(e.loc) + 1] += 1;
         }
         for l in 0..=nloc {
-            events.offsets[l + 1] += events.offsets[l];
+            offsets[l + 1] += offsets[l];
         }
+        let (mut time, mut kind, mut value) =
+            (Unfilled::new(n), Unfilled::new(n), Unfilled::new(n));
         // in parallel, each step's records split among the threads
         let latest = into_columns(ev, |r, at| {
             (
                 r.par_chunks(COLUMN_CHUNK),
-                events.time[at.clone()].par_chunks_mut(COLUMN_CHUNK),
-                events.kind[at.clone()].par_chunks_mut(COLUMN_CHUNK),
-                events.value[at].par_chunks_mut(COLUMN_CHUNK),
+                time.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                kind.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                value.rows(at).par_chunks_mut(COLUMN_CHUNK),
             )
                 .into_par_iter()
                 .map(|(r, time, kind, value)| {
                     let mut t = 0;
                     for (i, e) in r.iter().enumerate() {
-                        time[i] = e.time;
-                        kind[i] = e.kind;
-                        value[i] = e.value;
+                        time[i].write(e.time);
+                        kind[i].write(e.kind);
+                        value[i].write(e.value);
                         t = t.max(e.time);
                     }
                     t
@@ -629,6 +628,17 @@ impl TraceBuilder {
                 .max()
                 .unwrap_or(0)
         });
+        // SAFETY: `into_columns` hands every row of 0..n over once, and
+        // every row handed over is written in each column (the chunks of
+        // records and of rows have one length)
+        let events = unsafe {
+            Events {
+                offsets,
+                time: time.filled(),
+                kind: kind.filled(),
+                value: value.filled(),
+            }
+        };
         max_time = max_time.max(latest);
 
         // messages: by send time, receive time, sender, receiver, bytes,
@@ -638,34 +648,30 @@ impl TraceBuilder {
         if !ms.is_sorted_by_key(by) {
             ms.par_sort_unstable_by_key(by);
         }
-        let mut messages = Messages {
-            sender: vec![0; ms.len()],
-            receiver: vec![0; ms.len()],
-            send_time: vec![0; ms.len()],
-            recv_time: vec![0; ms.len()],
-            bytes: vec![0; ms.len()],
-            tag: vec![0; ms.len()],
-        };
+        let n = ms.len();
+        let (mut sender, mut receiver) = (Unfilled::new(n), Unfilled::new(n));
+        let (mut send_time, mut recv_time) = (Unfilled::new(n), Unfilled::new(n));
+        let (mut bytes, mut tag) = (Unfilled::new(n), Unfilled::new(n));
         let latest = into_columns(ms, |r, at| {
             (
                 r.par_chunks(COLUMN_CHUNK),
-                messages.sender[at.clone()].par_chunks_mut(COLUMN_CHUNK),
-                messages.receiver[at.clone()].par_chunks_mut(COLUMN_CHUNK),
-                messages.send_time[at.clone()].par_chunks_mut(COLUMN_CHUNK),
-                messages.recv_time[at.clone()].par_chunks_mut(COLUMN_CHUNK),
-                messages.bytes[at.clone()].par_chunks_mut(COLUMN_CHUNK),
-                messages.tag[at].par_chunks_mut(COLUMN_CHUNK),
+                sender.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                receiver.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                send_time.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                recv_time.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                bytes.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                tag.rows(at).par_chunks_mut(COLUMN_CHUNK),
             )
                 .into_par_iter()
                 .map(|(r, src, dst, send, recv, bytes, tag)| {
                     let mut t = 0;
                     for (i, m) in r.iter().enumerate() {
-                        src[i] = m.src;
-                        dst[i] = m.dst;
-                        send[i] = m.send;
-                        recv[i] = m.recv;
-                        bytes[i] = m.bytes;
-                        tag[i] = m.tag;
+                        src[i].write(m.src);
+                        dst[i].write(m.dst);
+                        send[i].write(m.send);
+                        recv[i].write(m.recv);
+                        bytes[i].write(m.bytes);
+                        tag[i].write(m.tag);
                         t = t.max(m.recv).max(m.send);
                     }
                     t
@@ -673,6 +679,17 @@ impl TraceBuilder {
                 .max()
                 .unwrap_or(0)
         });
+        // SAFETY: as for the events, every row of 0..n was written
+        let messages = unsafe {
+            Messages {
+                sender: sender.filled(),
+                receiver: receiver.filled(),
+                send_time: send_time.filled(),
+                recv_time: recv_time.filled(),
+                bytes: bytes.filled(),
+                tag: tag.filled(),
+            }
+        };
         max_time = max_time.max(latest);
 
         let mut cs = std::mem::take(&mut self.counters);
@@ -732,6 +749,39 @@ impl TraceBuilder {
             collectives,
             communicators: self.communicators,
         })
+    }
+}
+
+/// A column of `n` rows, each written once before it is read
+/// ([`into_columns`]). Not zeroed first: a zeroed allocation carved out of
+/// freed heap memory is written through at once (resident beside the
+/// records it is to be filled from); this one becomes resident as it is
+/// written.
+struct Unfilled<T> {
+    v: Vec<T>,
+    n: usize,
+}
+
+impl<T> Unfilled<T> {
+    fn new(n: usize) -> Self {
+        Unfilled {
+            v: Vec::with_capacity(n),
+            n,
+        }
+    }
+
+    /// Rows `at`, to be written.
+    fn rows(&mut self, at: Range<usize>) -> &mut [MaybeUninit<T>] {
+        &mut self.v.spare_capacity_mut()[at]
+    }
+
+    /// The column.
+    ///
+    /// # Safety
+    /// Every row of `0..n` was written through [`Self::rows`].
+    unsafe fn filled(mut self) -> Vec<T> {
+        unsafe { self.v.set_len(self.n) };
+        self.v
     }
 }
 
@@ -906,9 +956,10 @@ fn bucket(
     drop(counts);
     // where each location's next record goes
     let mut next: Vec<u64> = offsets[..nloc].to_vec();
-    let mut start = vec![0 as Time; n];
-    let mut end = vec![0 as Time; n];
-    let mut state = vec![0 as StateId; n];
+    // not zeroed: each becomes resident as it is written
+    let mut start: Vec<Time> = Vec::with_capacity(n);
+    let mut end: Vec<Time> = Vec::with_capacity(n);
+    let mut state: Vec<StateId> = Vec::with_capacity(n);
     let dst = Columns {
         start: start.as_mut_ptr(),
         end: end.as_mut_ptr(),
@@ -969,6 +1020,10 @@ fn bucket(
             drop(slab);
             crate::memory::return_freed_memory();
         }
+        // SAFETY: every row of 0..n was written: each record went to the
+        // next row of its location's range, and the ranges (from the
+        // counts of the records) partition 0..n
+        unsafe { dst.filled(n, &mut start, &mut end, &mut state) };
         return (offsets, start, end, state);
     }
     loop {
@@ -1008,6 +1063,8 @@ fn bucket(
         drop(batch);
         crate::memory::return_freed_memory();
     }
+    // SAFETY: as above, every row of 0..n was written
+    unsafe { dst.filled(n, &mut start, &mut end, &mut state) };
     (offsets, start, end, state)
 }
 
@@ -1174,6 +1231,30 @@ unsafe impl Sync for Columns {}
 unsafe impl Send for Columns {}
 
 impl Columns {
+    /// Gives the three columns (allocated for `n` rows, this one's
+    /// pointers) their length `n`.
+    ///
+    /// # Safety
+    /// Every row of `0..n` of the three was written.
+    unsafe fn filled(
+        &self,
+        n: usize,
+        start: &mut Vec<Time>,
+        end: &mut Vec<Time>,
+        state: &mut Vec<StateId>,
+    ) {
+        debug_assert!(
+            std::ptr::eq(start.as_ptr(), self.start)
+                && std::ptr::eq(end.as_ptr(), self.end)
+                && std::ptr::eq(state.as_ptr(), self.state)
+        );
+        unsafe {
+            start.set_len(n);
+            end.set_len(n);
+            state.set_len(n);
+        }
+    }
+
     /// # Safety
     /// `i` is in bounds of the three columns and written by one thread only.
     unsafe fn write(&self, i: usize, r: &RawInterval) {
