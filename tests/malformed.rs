@@ -306,6 +306,49 @@ fn chrome_repairs() {
     repairs(&p, "unterminated-flow", 1);
 }
 
+/// Flows: per (category, id) in time order, each step to the next: a
+/// start through a step to a finish, an id used again, a finish before
+/// any start and a start replaced by a later one (orphans), a start never
+/// finished; the message order is the model's whatever order the keys are
+/// taken in.
+#[test]
+fn chrome_flow_steps_and_orphans() {
+    let d = tempfile::tempdir().unwrap();
+    let ev = |ph: &str, tid: u32, ts: u32, id: u32| {
+        format!(r#"{{"ph":"{ph}","pid":1,"tid":{tid},"ts":{ts},"id":"{id}","cat":"c","name":"m"}}"#)
+    };
+    let events = [
+        ev("f", 1, 5, 2),
+        ev("s", 1, 10, 1),
+        ev("t", 2, 20, 1),
+        ev("s", 2, 6, 2),
+        ev("f", 3, 30, 1),
+        ev("s", 3, 7, 2),
+        ev("s", 1, 40, 1),
+        ev("f", 1, 8, 2),
+        ev("f", 2, 50, 1),
+        ev("s", 1, 1, 3),
+    ];
+    let text = format!("[{}]", events.join(","));
+    let p = write(d.path(), "flows.json", text.as_bytes());
+    let t = repairs(&p, "unterminated-flow", 3);
+    let m = &t.messages;
+    let got: Vec<_> = (0..m.len())
+        .map(|i| (m.sender[i], m.receiver[i], m.send_time[i], m.recv_time[i]))
+        .collect();
+    // threads 1, 2, 3 are locations 0, 1, 2; times from the 1 µs origin
+    let us = |x: u64| (x - 1) * 1000;
+    assert_eq!(
+        got,
+        vec![
+            (2, 0, us(7), us(8)),
+            (0, 1, us(10), us(20)),
+            (1, 2, us(20), us(30)),
+            (0, 1, us(40), us(50)),
+        ]
+    );
+}
+
 #[test]
 fn chrome_exact_large_timestamps_and_escapes() {
     let d = tempfile::tempdir().unwrap();

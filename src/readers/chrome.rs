@@ -976,9 +976,18 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let mut unclosed = 0u64;
     let mut clipped = 0u64;
     let mut flat = Vec::new();
+    let mut freed = 0usize;
     for (t, (_, _, ta)) in acc.threads.iter_mut().enumerate() {
         let loc = loc_of_thread[t];
-        // each thread's records leave as its intervals come
+        // each thread's records leave as its intervals come (and leave
+        // the process every 16 MiB: the threads' blocks are small, and
+        // glibc keeps them)
+        if freed >= 16 << 20 {
+            crate::memory::return_freed_memory();
+            freed = 0;
+        }
+        freed +=
+            std::mem::size_of_val(ta.slices.as_slice()) + std::mem::size_of_val(ta.be.as_slice());
         let x_slices = std::mem::take(&mut ta.slices);
         let mut slices: Vec<NestedSlice> = Vec::with_capacity(x_slices.len() + ta.be.len() / 2);
         slices.extend(x_slices.iter().map(|&(s, e, st, seq)| NestedSlice {
@@ -1155,15 +1164,21 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
         b.counter(loc_of_thread[t as usize], c, rel(ts), v);
     }
 
-    // flows: each step to the next, per (category, id)
-    acc.flows.sort_by_key(|f| (f.key, f.ts, f.seq_ph));
+    // flows: each step to the next, per (category, id); the sequence
+    // number makes the order total (a sort in place gives the one order)
+    acc.flows.sort_unstable_by_key(|f| (f.key, f.ts, f.seq_ph));
+    // a message per step at most, in one allocation; the keys are taken
+    // from the last, the flows freed as they go (the builder orders the
+    // messages itself)
+    let steps = acc.flows.iter().filter(|f| f.ph() != b's').count();
+    b.messages.reserve_exact(steps);
     let mut orphans = 0u64;
-    let mut k = 0;
-    while k < acc.flows.len() {
-        let key = acc.flows[k].key;
+    let mut freed = acc.flows.len();
+    while let Some(last) = acc.flows.last() {
+        let key = last.key;
+        let first = acc.flows.partition_point(|f| f.key < key);
         let mut prev: Option<&Flow> = None;
-        while k < acc.flows.len() && acc.flows[k].key == key {
-            let f = &acc.flows[k];
+        for f in &acc.flows[first..] {
             match (prev, f.ph()) {
                 (None, b's') => prev = Some(f),
                 (None, _) => orphans += 1,
@@ -1183,10 +1198,14 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
                     prev = if ph == b'f' { None } else { Some(f) };
                 }
             }
-            k += 1;
         }
         if prev.is_some() {
             orphans += 1;
+        }
+        acc.flows.truncate(first);
+        if freed - first >= 1 << 16 {
+            acc.flows.shrink_to_fit();
+            freed = first;
         }
     }
     b.diagnostics.repair("unterminated-flow", &src, Position::none(), orphans, || {
