@@ -674,7 +674,9 @@ fn cut_block(
     ctxs: &mut [Ctx],
 ) -> std::result::Result<Vec<IntervalBlock>, Refusal> {
     runs.sort_unstable_by_key(|r| r.0);
-    // each run with its processor (the indices are distinct and sorted)
+    // each run with its processor: the indices are distinct (a parsed
+    // block is grouped by processor, a run each) and now sorted
+    debug_assert!(runs.windows(2).all(|w| w[0].0 < w[1].0));
     let mut work: Vec<(&mut Proc, &[Rec])> = Vec::with_capacity(runs.len());
     let (mut rest, mut base) = (procs, 0usize);
     for &(i, run) in runs.iter() {
