@@ -528,14 +528,13 @@ fn kind_name(rt: i32, e: i32) -> String {
     }
 }
 
-/// Reads a PICL trace.
 /// Reads the PICL trace at `path`. A file is read once, each processor's
 /// records cut into states as they come ([`cut`]), so that the records
 /// are never held; a file whose records a cut cannot take (a processor's
 /// records out of time order, its trace start after other records of it,
-/// a send or receive from its first record past its last trace stop,
-/// times before 0) is read again by [`read_holding`], as is anything that
-/// cannot be read twice (a pipe).
+/// a send or receive from its first record past its last trace stop) is
+/// read again by [`read_holding`], as is anything that cannot be read
+/// twice (a pipe).
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
     if regular && let Some(t) = read_cutting(path, opts)? {
