@@ -207,8 +207,14 @@ fn parse_block(block: &Block) -> Chunk {
         recs: Vec::with_capacity(memchr::memchr_iter(b'\n', &block.data).count() + 1),
         ..Default::default()
     };
+    // the block checked as text at once (lines are cut at ASCII bytes, so
+    // each is then a slice of it); line by line only when it is not text,
+    // to say where
+    let whole = std::str::from_utf8(&block.data).ok();
     for (line_no, byte, line) in block.lines() {
-        let text = match std::str::from_utf8(line) {
+        let at = (byte - block.first_byte) as usize;
+        let text = whole.and_then(|w| w.get(at..at + line.len()));
+        let text = match text.map_or_else(|| std::str::from_utf8(line), Ok) {
             Ok(t) => t,
             Err(_) => {
                 out.error = Some((
@@ -950,6 +956,37 @@ mod tests {
             let e = parse_line(l, 1).unwrap_err();
             assert!(e.contains(want), "{l}: {e}");
         }
+    }
+
+    /// A block is checked as text at once; a line that is not text is
+    /// refused at its own line and byte, and the lines before it are
+    /// parsed (CRLF line ends too).
+    #[test]
+    fn invalid_text_is_refused_at_its_line() {
+        let mut data = b"-3 -901 0.5 0 0 0\r\n-3 -10 0.6 0 0 0\n".to_vec();
+        let bad_at = data.len() as u64;
+        data.extend_from_slice(b"-4 -10 0.7 \xff 0 0\n-4 -901 0.9 0 0 0\n");
+        let block = Block {
+            data,
+            first_line: 11,
+            first_byte: 1000,
+            last: true,
+        };
+        let c = parse_block(&block);
+        assert_eq!(c.recs.len(), 2);
+        let (pos, msg) = c.error.unwrap();
+        assert_eq!((pos.line, pos.byte), (Some(13), Some(1000 + bad_at)));
+        assert!(msg.contains("UTF-8"), "{msg}");
+        // all text: every line parsed
+        let block = Block {
+            data: b"-3 -901 0.5 0 0 0\r\n-4 -901 0.9 0 0 0".to_vec(),
+            first_line: 1,
+            first_byte: 0,
+            last: true,
+        };
+        let c = parse_block(&block);
+        assert!(c.error.is_none());
+        assert_eq!(c.recs.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2]);
     }
 
     /// A trace of several blocks: 8 processors passing messages round a
