@@ -38,6 +38,10 @@ pub enum Error {
     /// A parameter given by the user is not acceptable.
     #[error("{0}")]
     Invalid(String),
+    /// Another process of the job reading the trace together failed and
+    /// said why ([`crate::readers::exchange`]); this one stops.
+    #[error("another process failed reading its share of the trace (its error is above)")]
+    OtherProcess,
 }
 
 impl Error {

@@ -477,3 +477,153 @@ fn many_state_values_cannot_grow_the_accumulators_past_the_memory_limit() {
     let (c, _, e) = common::tapestry_env(&args, &[("TAPESTRY_MEMORY_LIMIT", "64M")]);
     assert_eq!(c, 0, "{e}");
 }
+
+/// What a PICL stream reduced, as comparable text: the summary, the busy
+/// field, the communication matrix and the moments.
+fn picl_outputs(
+    r: &tapestry::analysis::stream::StreamReducer,
+    t: &tapestry::model::Trace,
+    keys: &[(u32, tapestry::model::StateId)],
+) -> [String; 4] {
+    use tapestry::analysis::{comm::Level, summary::summarize_from};
+    let per_loc = r.state_time_per_location(keys, t.states.len());
+    let summary = summarize_from(t, &per_loc, r.totals());
+    let mask = t.states.select(&["busy".to_string()]).unwrap();
+    let field = r.busy_field(&mask, keys).unwrap();
+    let comm = r.comm_matrix(t, Level::Thread).unwrap();
+    [
+        serde_json::to_string(&summary).unwrap(),
+        format!("{:?} {:?}", field.values, field.edges),
+        format!("{:?} {:?}", comm.edges, comm.windows),
+        format!("{:?}", r.moments(&mask, keys)),
+    ]
+}
+
+fn picl_reducer<'a>() -> tapestry::analysis::stream::StreamReducer<'a> {
+    use tapestry::analysis::stream::{StreamReducer, StreamSpec};
+    StreamReducer::new(
+        StreamSpec {
+            bins: Some(13),
+            comm: true,
+        },
+        Box::new(|span| Ok((0, span.max(1)))),
+    )
+}
+
+/// A PICL trace reduced by `n` processes (threads of this one) reading
+/// stripes of `stripe` bytes, merged on rank 0 as `reduce` merges them: the
+/// outputs, or the one error a process met (the others stop quietly).
+fn picl_shared(
+    path: &std::path::Path,
+    opts: &tapestry::readers::ReadOptions,
+    n: usize,
+    stripe: u64,
+) -> Result<[String; 4], String> {
+    use tapestry::analysis::stream::StreamParts;
+    use tapestry::readers::exchange::ThreadExchange;
+    use tapestry::readers::picl::share::{PiclShare, read_share};
+    let ends = ThreadExchange::group(n);
+    let done: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = ends
+            .into_iter()
+            .map(|mut ex| {
+                s.spawn(move || {
+                    let mut r = picl_reducer();
+                    read_share(path, opts, &mut r, &mut ex, stripe).map(|sh| (sh, r))
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let errors: Vec<String> = done
+        .iter()
+        .filter_map(|d| match d {
+            Err(tapestry::Error::OtherProcess) | Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        })
+        .collect();
+    if !errors.is_empty() {
+        assert_eq!(errors.len(), 1, "one process says why: {errors:?}");
+        assert!(done.iter().all(|d| d.is_err()), "every process stops");
+        return Err(errors[0].clone());
+    }
+    let mut done = done.into_iter().map(|d| d.unwrap());
+    let (mut share, mut r) = done.next().unwrap();
+    for (s, rk) in done {
+        let bytes = s.to_bytes();
+        let (s, used) = PiclShare::from_bytes(&bytes).unwrap();
+        assert_eq!(used, bytes.len());
+        share.merge(s).unwrap();
+        r.merge(StreamParts::from_bytes(&rk.to_bytes()).unwrap())
+            .unwrap();
+    }
+    let (t, keys) = share.finish(&r, opts).map_err(|e| e.to_string())?;
+    Ok(picl_outputs(&r, &t, &keys))
+}
+
+/// The same PICL trace read alone by `--stream`'s reader.
+fn picl_alone(
+    path: &std::path::Path,
+    opts: &tapestry::readers::ReadOptions,
+) -> Result<[String; 4], String> {
+    let mut r = picl_reducer();
+    let (t, keys) =
+        tapestry::readers::picl::stream::stream(path, opts, &mut r).map_err(|e| e.to_string())?;
+    Ok(picl_outputs(&r, &t, &keys))
+}
+
+/// `reduce` on a PICL trace: processes reading stripes dealt in turn, each
+/// record sent to the process that cuts its processor, give the
+/// single-process stream's summary, field, matrix and moments exactly, and
+/// its errors at the same line; with 1 to 5 processes and stripes from a
+/// few lines to the whole file.
+#[test]
+fn picl_shares_equal_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let gauss = synth(dir.path(), "g.picl", &["gauss", "--n", "40", "-p", "12"]);
+    let mut traces = vec![std::path::PathBuf::from(gauss)];
+    for (seed, procs) in [(3u64, 6u32), (17, 40), (99, 3)] {
+        traces.push(common::write(
+            dir.path(),
+            &format!("messy{seed}.picl"),
+            messy_picl(seed, procs, 200).as_bytes(),
+        ));
+    }
+    // the last record broken off (repaired), a malformed record in the
+    // middle, and what a stream refuses
+    let messy = messy_picl(5, 4, 120);
+    let cut = &messy[..messy.len() - 7];
+    traces.push(common::write(dir.path(), "cut.picl", cut.as_bytes()));
+    let mid = messy.match_indices('\n').nth(300).unwrap().0 + 1;
+    let mut bad = messy.clone();
+    bad.insert_str(mid, "-3 -21 oops 1 1 0\n");
+    traces.push(common::write(dir.path(), "bad.picl", bad.as_bytes()));
+    let mut late = messy.clone();
+    late.push_str("-3 -901 0.000000001 2 2 0\n");
+    traces.push(common::write(dir.path(), "late.picl", late.as_bytes()));
+    let opts = tapestry::readers::ReadOptions::default();
+    let strict = tapestry::readers::ReadOptions {
+        strict: true,
+        ..Default::default()
+    };
+    let mut failures = 0;
+    for t in &traces {
+        for o in [&opts, &strict] {
+            let want = picl_alone(t, o);
+            failures += usize::from(want.is_err());
+            for (n, stripe) in [(1, 1 << 20), (2, 61), (3, 700), (5, 4096), (4, 1 << 20)] {
+                let got = picl_shared(t, o, n, stripe);
+                assert_eq!(
+                    got,
+                    want,
+                    "{}: {n} processes, stripes of {stripe} bytes, strict {}",
+                    t.display(),
+                    o.strict
+                );
+            }
+        }
+    }
+    // the cut, bad and late files fail (cut only when strict), and the
+    // untidy ones when strict
+    assert!(failures >= 6, "{failures}");
+}

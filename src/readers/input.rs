@@ -608,6 +608,12 @@ impl LineBlocks {
         self.next_line
     }
 
+    /// Numbers the lines from `line` on (a share whose lines before are
+    /// counted elsewhere).
+    pub fn set_next_line_number(&mut self, line: u64) {
+        self.next_line = line;
+    }
+
     fn too_long(&self) -> Error {
         Error::parse(
             &self.input.path,

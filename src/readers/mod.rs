@@ -17,6 +17,7 @@
 pub mod boxfish;
 pub mod chrome;
 pub mod decimal;
+pub mod exchange;
 pub mod input;
 mod json_split;
 pub mod line_profile;

@@ -99,6 +99,70 @@ impl World {
     }
 }
 
+impl tapestry::readers::exchange::Exchange for World {
+    fn rank(&self) -> usize {
+        self.rank as usize
+    }
+
+    fn size(&self) -> usize {
+        self.size as usize
+    }
+
+    fn all_to_all(&mut self, out: Vec<Vec<u8>>) -> tapestry::Result<Vec<Vec<u8>>> {
+        #[cfg(feature = "mpi")]
+        if let Some(u) = &self.universe {
+            use mpi::datatype::{Partition, PartitionMut};
+            use mpi::traits::CommunicatorCollectives;
+            let w = u.world();
+            let too_big = || {
+                tapestry::Error::Invalid(
+                    "a process's exchange exceeds 2 GiB; use more processes".into(),
+                )
+            };
+            // the counts and offsets of MPI are 32-bit: every process
+            // learns together that one message or total would not fit
+            let counts: Vec<i32> = out
+                .iter()
+                .map(|m| i32::try_from(m.len()).unwrap_or(-1))
+                .collect();
+            let total: usize = out.iter().map(Vec::len).sum();
+            if self.any_failed(counts.contains(&-1) || total > i32::MAX as usize) {
+                return Err(too_big());
+            }
+            let mut got = vec![0i32; out.len()];
+            w.all_to_all_into(&counts[..], &mut got[..]);
+            let received: u64 = got.iter().map(|&c| c.max(0) as u64).sum();
+            if self.any_failed(received > i32::MAX as u64) {
+                return Err(too_big());
+            }
+            let offsets = |c: &[i32]| -> Vec<i32> {
+                c.iter()
+                    .scan(0i32, |at, &x| {
+                        let o = *at;
+                        *at += x.max(0);
+                        Some(o)
+                    })
+                    .collect()
+            };
+            let (sd, rd) = (offsets(&counts), offsets(&got));
+            let send: Vec<u8> = out.concat();
+            let mut recv = vec![0u8; received as usize];
+            {
+                let p = Partition::new(&send[..], &counts[..], &sd[..]);
+                let mut q = PartitionMut::new(&mut recv[..], &got[..], &rd[..]);
+                w.all_to_all_varcount_into(&p, &mut q);
+            }
+            return Ok(rd
+                .iter()
+                .zip(&got)
+                .map(|(&o, &c)| recv[o as usize..(o + c.max(0)) as usize].to_vec())
+                .collect());
+        }
+        // this process alone
+        Ok(out)
+    }
+}
+
 /// Stops every process when one failed: the error of this one, or that
 /// another one failed (every process must call it).
 fn all_succeed<T>(world: &World, share: tapestry::Result<T>) -> Result<T> {
@@ -153,6 +217,46 @@ fn reduce_paraver(
     Ok(Some(tapestry::readers::paraver::stream_skeleton(
         skeleton, opts, &seen, r,
     )?))
+}
+
+/// A PICL trace: the file in stripes dealt to the processes in turn, each
+/// record sent to the process that cuts its processor
+/// ([`tapestry::readers::picl::share`]); rank 0 merges and gets the trace
+/// without records.
+fn reduce_picl(
+    path: &std::path::Path,
+    opts: &tapestry::readers::ReadOptions,
+    r: &mut StreamReducer,
+    world: &mut World,
+) -> Result<Merged> {
+    use tapestry::readers::picl::share::{PiclShare, read_share, stripe_for};
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let stripe = stripe_for(len, world.size as usize);
+    let share = match read_share(path, opts, r, world, stripe) {
+        Ok(s) => s,
+        // the process that failed said why; the others stop quietly
+        Err(tapestry::Error::OtherProcess) => return Err(anyhow::Error::new(crate::cli::Reported)),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(anyhow::Error::new(crate::cli::Reported));
+        }
+    };
+    if world.rank != 0 {
+        let mut bytes = share.to_bytes();
+        bytes.extend_from_slice(&r.to_bytes());
+        world.send_to_root(&bytes)?;
+        return Ok(None);
+    }
+    let mut share = share;
+    for k in 1..world.size {
+        let bytes = world.receive_from(k)?;
+        let (s, used) = PiclShare::from_bytes(&bytes)?;
+        share.merge(s)?;
+        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
+            &bytes[used..],
+        )?)?;
+    }
+    Ok(Some(share.finish(r, opts)?))
 }
 
 /// An OTF2 archive: process k reads the k-th of N runs of locations (about
@@ -282,7 +386,7 @@ pub(crate) fn reduce<'a>(
                 .map_err(|e| tapestry::Error::Invalid(format!("{e:#}")))
         }),
     );
-    let world = if distributed {
+    let mut world = if distributed {
         World::join()?
     } else {
         World::single()
@@ -290,19 +394,10 @@ pub(crate) fn reduce<'a>(
     let opts = read.options();
     let merged = match format {
         Format::Otf2 => reduce_otf2(path, &opts, &mut r, &world)?,
-        Format::Picl => {
-            if world.size > 1 {
-                bail!(
-                    "a PICL trace cannot be split across processes (a processor's begin and \
-                     end records can fall in different shares): run `tapestry analyze {} … \
-                     --stream` in one process",
-                    path.display()
-                );
-            }
-            Some(tapestry::readers::picl::stream::stream(
-                path, &opts, &mut r,
-            )?)
-        }
+        Format::Picl if world.size > 1 => reduce_picl(path, &opts, &mut r, &mut world)?,
+        Format::Picl => Some(tapestry::readers::picl::stream::stream(
+            path, &opts, &mut r,
+        )?),
         _ => reduce_paraver(path, &opts, &mut r, &world)?,
     };
     let Some((t, keys)) = merged else {

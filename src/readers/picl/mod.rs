@@ -14,6 +14,7 @@
 //! and other record types become marker events named after their numbers.
 
 mod cut;
+pub mod share;
 pub mod stream;
 
 use std::collections::HashMap;
@@ -55,9 +56,11 @@ pub fn looks_like_picl(head: &[u8]) -> bool {
         && t[5].parse::<i64>().is_ok()
 }
 
-/// One record, in 48 bytes (every record of the file is held until each
-/// processor's run is cut into intervals).
-#[derive(Debug, Clone, Copy)]
+/// One record, in 48 bytes (the holding reader keeps every record of the
+/// file until each processor's run is cut into intervals; `reduce` sends
+/// them, as bytes, to the process that cuts their processor).
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
 struct Rec {
     time: i64,
     seq: u64,

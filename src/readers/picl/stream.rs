@@ -25,7 +25,7 @@ use crate::readers::ReadOptions;
 use crate::readers::input::{self, LineBlocks};
 
 /// What a stream cannot cut, as an error at its line.
-fn refused(path: &Path, r: Refusal) -> Error {
+pub(super) fn refused(path: &Path, r: Refusal) -> Error {
     Error::parse(
         path,
         Position::line(r.seq),

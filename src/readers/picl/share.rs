@@ -1,0 +1,626 @@
+//! PICL traces reduced by the processes of a job together (`mpirun …
+//! tapestry reduce`), each reading a share of the file's bytes.
+//!
+//! A processor's records must be cut in file order ([`super::cut`]), and
+//! its begin and end records can lie in any two shares. So the file is cut
+//! into stripes of whole lines, dealt to the processes in turn (stripe `j`
+//! to process `j mod N`), and read in rounds: in round `i` every process
+//! parses its stripe `i·N + rank` with all its threads and sends each
+//! record, as bytes, to the process that owns the record's processor (the
+//! processors are dealt in N runs of about equal count). An owner cuts what
+//! it received in rank order, which is file order: stripe after stripe,
+//! each processor's records come in the order of the file, and the cut is
+//! the stream's, record for record. The sends and receives it cuts go, in
+//! the next exchange, to the owner of the receiving processor, which
+//! matches them (the n-th send of a (source, destination, tag) with its
+//! n-th receive). A process holds one round's records and the messages in
+//! flight: memory is flat in the file's size, as for `--stream`.
+//!
+//! A first pass, in the same stripes, finds the processors, the last time
+//! and how many lines each stripe has (so that every process names the
+//! file's own line in what it reports). Every exchange carries whether its
+//! sender failed ([`crate::readers::exchange`]), so every process stops
+//! together, the one that met the error saying it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::cut::{Ctx, Key, Matcher, P2p, Proc};
+use super::stream::refused;
+use super::{Chunk, Rec, parse_block};
+use crate::diagnostics::Position;
+use crate::error::{Error, Result};
+use crate::model::stream::{Counted, IntervalSink};
+use crate::model::{
+    BuildOptions, Format, LocId, LocationKind, StateId, Time, TimeUnit, Trace, TraceBuilder,
+};
+use crate::readers::ReadOptions;
+use crate::readers::exchange::{Exchange, all_gather, exchange_checked};
+use crate::readers::input::{self, DamageHandle};
+
+/// The largest stripe: 32 MiB of the file, about 700,000 records (34 MB
+/// as sent), per process and round.
+pub const MAX_STRIPE: u64 = 32 << 20;
+
+/// The stripe for a file of `len` bytes read by `n` processes: about four
+/// rounds, at least 4 KiB and at most [`MAX_STRIPE`].
+pub fn stripe_for(len: u64, n: usize) -> u64 {
+    len.div_ceil((n as u64).max(1) * 4)
+        .clamp(4 << 10, MAX_STRIPE)
+}
+
+/// What one process's share of a PICL trace leaves besides its reductions
+/// (which its sink holds): what it cut's repairs, the sends and receives
+/// it could not match, the kinds of other records it saw, and the last
+/// record when it was incomplete. Rank 0 merges every process's in rank
+/// order and [`PiclShare::finish`]es.
+pub struct PiclShare {
+    path: PathBuf,
+    /// The trace's processors (every process has them all).
+    procs: Vec<u32>,
+    /// The first processor (index in `procs`) this share cut.
+    first: usize,
+    /// Each processor cut: (ends without a begin, begins never ended,
+    /// first such line).
+    cut: Vec<(u64, u64, Option<u64>)>,
+    unmatched: u64,
+    kinds: BTreeSet<(i32, i32)>,
+    truncated: Option<(Position, String)>,
+    /// The builder with the locations and states (rank 0's is finished).
+    builder: Option<TraceBuilder>,
+}
+
+/// Fails on rank 0 alone when every process fails alike (they read the
+/// same file), else on the processes that failed; the others stop with
+/// [`Error::OtherProcess`].
+fn agree<T>(ex: &mut dyn Exchange, r: Result<T>) -> Result<T> {
+    let failed = r.is_err();
+    let got = ex.all_to_all(vec![vec![u8::from(failed)]; ex.size()])?;
+    let all = got.iter().all(|m| m.first() == Some(&1));
+    match r {
+        Ok(_) if got.iter().any(|m| m.first() != Some(&0)) => Err(Error::OtherProcess),
+        Err(_) if all && ex.rank() != 0 => Err(Error::OtherProcess),
+        r => r,
+    }
+}
+
+/// The stripes of process `k` of `n`: `k`, `k + n`, …
+fn stripes_of(k: usize, n: usize, stripes: u64) -> impl Iterator<Item = u64> {
+    (k as u64..stripes).step_by(n.max(1))
+}
+
+/// What the first pass of one process found.
+#[derive(Default)]
+struct Survey {
+    procs: Vec<u32>,
+    max_time: i64,
+    /// Lines in each of its stripes, in order.
+    lines: Vec<u64>,
+    /// Its first malformed record: (stripe, position in the stripe's own
+    /// numbering, what is wrong).
+    error: Option<(u64, Position, String)>,
+}
+
+impl Survey {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Vec::new();
+        put(&mut w, self.procs.len() as u64);
+        for &p in &self.procs {
+            w.extend_from_slice(&p.to_le_bytes());
+        }
+        put(&mut w, self.max_time as u64);
+        put(&mut w, self.lines.len() as u64);
+        for &l in &self.lines {
+            put(&mut w, l);
+        }
+        put(&mut w, self.error.as_ref().map_or(u64::MAX, |e| e.0));
+        w
+    }
+
+    fn from_bytes(b: &[u8]) -> Result<Survey> {
+        let mut r = Bytes { b, at: 0 };
+        let n = r.count(4)?;
+        let mut procs = Vec::with_capacity(n);
+        for _ in 0..n {
+            procs.push(u32::from_le_bytes(
+                r.take(4)?.try_into().map_err(|_| bad())?,
+            ));
+        }
+        let max_time = r.u64()? as i64;
+        let n = r.count(8)?;
+        let lines = (0..n).map(|_| r.u64()).collect::<Result<_>>()?;
+        let e = r.u64()?;
+        Ok(Survey {
+            procs,
+            max_time,
+            lines,
+            error: (e != u64::MAX).then(|| (e, Position::none(), String::new())),
+        })
+    }
+}
+
+/// The first pass over this process's stripes.
+fn survey(path: &Path, ex: &dyn Exchange, stripe: u64, len: u64, stripes: u64) -> Result<Survey> {
+    let mut s = Survey::default();
+    for j in stripes_of(ex.rank(), ex.size(), stripes) {
+        let mut blocks = input::open_share(path, j * stripe, ((j + 1) * stripe).min(len))?;
+        blocks.for_each_parallel(
+            |blk| {
+                let c = parse_block(blk);
+                let mut ps: Vec<u32> = c
+                    .recs
+                    .chunk_by(|a, b| a.proc_ == b.proc_)
+                    .map(|r| r[0].proc_)
+                    .collect();
+                ps.dedup();
+                let mt = c.recs.iter().map(|r| r.time).max().unwrap_or(0);
+                (ps, mt, if c.truncated { None } else { c.error })
+            },
+            |_, (ps, mt, err)| {
+                if let Some((pos, msg)) = err
+                    && s.error.is_none()
+                {
+                    s.error = Some((j, pos, msg));
+                }
+                s.procs.extend(ps);
+                s.max_time = s.max_time.max(mt);
+                Ok(())
+            },
+        )?;
+        s.lines.push(blocks.next_line_number() - 1);
+        s.procs.sort_unstable();
+        s.procs.dedup();
+    }
+    Ok(s)
+}
+
+fn bad() -> Error {
+    Error::Invalid("damaged PICL share received from another process".into())
+}
+
+fn put(w: &mut Vec<u8>, x: u64) {
+    w.extend_from_slice(&x.to_le_bytes());
+}
+
+/// Little-endian reading of bytes received.
+struct Bytes<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Bytes<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let s = self
+            .b
+            .get(self.at..self.at.checked_add(n).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
+        self.at += n;
+        Ok(s)
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().map_err(|_| bad())?,
+        ))
+    }
+
+    /// A count of items of `size` bytes that must follow.
+    fn count(&mut self, size: usize) -> Result<usize> {
+        let n = self.u64()?;
+        if n > (self.b.len() / size.max(1)) as u64 {
+            return Err(bad());
+        }
+        Ok(n as usize)
+    }
+
+    fn rest(&self) -> &[u8] {
+        &self.b[self.at.min(self.b.len())..]
+    }
+}
+
+/// A send or receive as sent to its matcher: 40 bytes.
+fn put_op(w: &mut Vec<u8>, (send, (s, d, tag), time, bytes): &P2p) {
+    w.extend_from_slice(&s.to_le_bytes());
+    w.extend_from_slice(&d.to_le_bytes());
+    put(w, *tag as u64);
+    put(w, *time);
+    put(w, *bytes as u64);
+    put(w, u64::from(*send));
+}
+
+fn get_ops(b: &[u8], ops: &mut Vec<P2p>) -> Result<()> {
+    if !b.len().is_multiple_of(40) {
+        return Err(bad());
+    }
+    for c in b.chunks_exact(40) {
+        let u = |i: usize| u64::from_le_bytes(c[i..i + 8].try_into().unwrap_or_default());
+        let s = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        let d = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+        ops.push((u(32) != 0, (s, d, u(8) as i64), u(16), u(24) as i64));
+    }
+    Ok(())
+}
+
+/// The processors' owners: process `r` cuts processors `bounds[r]..bounds[r + 1]`.
+struct Owners {
+    bounds: Vec<usize>,
+}
+
+impl Owners {
+    fn new(procs: usize, n: usize) -> Owners {
+        Owners {
+            bounds: (0..=n).map(|r| procs * r / n.max(1)).collect(),
+        }
+    }
+
+    fn of(&self, i: usize) -> usize {
+        self.bounds.partition_point(|&b| b <= i).saturating_sub(1)
+    }
+}
+
+/// Reads process `ex.rank()`'s share of the PICL trace at `path` into
+/// `sink`, taking part in every exchange of the job (every process of `ex`
+/// calls it at once). `stripe`: the bytes of each stripe
+/// ([`stripe_for`]). The share to merge on rank 0, or the error: this
+/// process's, or [`Error::OtherProcess`] when another failed.
+pub fn read_share(
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn IntervalSink,
+    ex: &mut dyn Exchange,
+    stripe: u64,
+) -> Result<PiclShare> {
+    let (k, n) = (ex.rank(), ex.size());
+    let len = std::fs::metadata(path)
+        .map_err(|e| Error::io(path, e))
+        .and_then(|m| {
+            if !m.is_file() {
+                return Err(Error::Invalid(format!(
+                    "{} is not a regular file, which cannot be split among processes",
+                    path.display()
+                )));
+            }
+            // refuses a compressed file
+            input::open_share(path, 0, 0)?;
+            Ok(m.len())
+        });
+    let len = agree(ex, len)?;
+    let stripe = stripe.max(1);
+    let stripes = len.div_ceil(stripe).max(1);
+
+    // first pass: processors, last time, lines per stripe
+    let surveyed = survey(path, &*ex, stripe, len, stripes);
+    let (mine, failed) = match surveyed {
+        Ok(s) => (s, None),
+        Err(e) => (Survey::default(), Some(e)),
+    };
+    let all = all_gather(ex, mine.to_bytes(), failed)?;
+    let mut procs: Vec<u32> = Vec::new();
+    let mut max_time = 0i64;
+    let mut lines = vec![0u64; stripes as usize];
+    let mut first_error: Option<(u64, usize)> = None;
+    for (s, m) in all.iter().enumerate() {
+        let sv = Survey::from_bytes(m)?;
+        procs.extend(&sv.procs);
+        max_time = max_time.max(sv.max_time);
+        for (j, l) in stripes_of(s, n, stripes).zip(&sv.lines) {
+            lines[j as usize] = *l;
+        }
+        if let Some((j, ..)) = sv.error
+            && first_error.is_none_or(|(f, _)| j < f)
+        {
+            first_error = Some((j, s));
+        }
+    }
+    // each stripe's first line in the file
+    let mut first_line = Vec::with_capacity(lines.len());
+    let mut at = 1u64;
+    for l in &lines {
+        first_line.push(at);
+        at += l;
+    }
+    if let Some((j, s)) = first_error {
+        if s != k {
+            return Err(Error::OtherProcess);
+        }
+        let (_, mut pos, msg) = mine.error.ok_or_else(bad)?;
+        pos.line = pos.line.map(|l| l + first_line[j as usize] - 1);
+        return Err(Error::parse(path, pos, msg));
+    }
+    procs.sort_unstable();
+    procs.dedup();
+    if procs.is_empty() {
+        return Err(if k == 0 {
+            Error::parse(path, Position::line(1), "expected PICL records, found none")
+        } else {
+            Error::OtherProcess
+        });
+    }
+
+    let mut b = TraceBuilder::new(Format::Picl, path, TimeUnit::seconds(), opts.strict);
+    let locs: Vec<LocId> = procs
+        .iter()
+        .map(|&p| {
+            b.locations
+                .add(format!("proc {p}"), LocationKind::Thread, None, p as i64)
+        })
+        .collect();
+    let st = super::add_states(&mut b);
+    let owners = Owners::new(procs.len(), n);
+    let (lo, hi) = (owners.bounds[k], owners.bounds[k + 1]);
+    let mut state: Vec<Proc> = (lo..hi).map(|i| Proc::new(locs[i], procs[i])).collect();
+    sink.begin(procs.len(), max_time.max(0) as Time)?;
+
+    let mut c = Ctx::new([st.busy, st.send, st.recv], false);
+    let mut m = Matcher::default();
+    let mut failed: Option<Error> = None;
+    let mut truncated: Option<(Position, String)> = None;
+    // the sends and receives cut, by the process that matches them
+    let mut ops_out: Vec<Vec<u8>> = vec![Vec::new(); n];
+    let mut ops_in: Vec<P2p> = Vec::new();
+    let sink_err = |e: String| Error::parse(path, Position::none(), e);
+    let rounds = stripes.div_ceil(n as u64);
+    // the last exchange carries the sends and receives of the processors' ends
+    for round in 0..=rounds {
+        let mut recs_out: Vec<Vec<u8>> = vec![Vec::new(); n];
+        let j = round * n as u64 + k as u64;
+        if failed.is_none() && round < rounds && j < stripes {
+            let from = j * stripe;
+            let read =
+                input::open_share(path, from, (from + stripe).min(len)).and_then(|mut bl| {
+                    bl.set_next_line_number(first_line[j as usize]);
+                    bl.for_each_parallel(parse_block, |_, chunk: Chunk| {
+                        if let Some((pos, msg)) = chunk.error {
+                            if chunk.truncated && !opts.strict {
+                                truncated = Some((pos, msg));
+                            } else {
+                                let damage = DamageHandle::default();
+                                super::repair_truncated(
+                                    &mut b,
+                                    &damage,
+                                    path,
+                                    chunk.truncated,
+                                    pos,
+                                    msg,
+                                )?;
+                            }
+                        }
+                        for run in chunk.recs.chunk_by(|a, b| a.proc_ == b.proc_) {
+                            let i = procs.binary_search(&run[0].proc_).map_err(|_| {
+                                Error::Invalid(format!(
+                                    "{}: the file changed while it was read (processor {} is new)",
+                                    path.display(),
+                                    run[0].proc_
+                                ))
+                            })?;
+                            recs_out[owners.of(i)].extend_from_slice(bytemuck::cast_slice(run));
+                        }
+                        Ok(())
+                    })
+                });
+            if let Err(e) = read {
+                failed = Some(e);
+            }
+        }
+        if round == rounds && failed.is_none() {
+            let ended = state.iter_mut().try_for_each(|p| {
+                p.finish(&mut c).map_err(|e| refused(path, e))?;
+                sink.intervals(&c.out).map_err(sink_err)?;
+                c.out.clear();
+                Ok(())
+            });
+            if let Err(e) = ended {
+                failed = Some(e);
+            }
+            route(&mut c.ops, &procs, &owners, k, &mut ops_out);
+        }
+        let out: Vec<Vec<u8>> = recs_out
+            .into_iter()
+            .zip(&mut ops_out)
+            .map(|(recs, ops)| {
+                let mut w = Vec::with_capacity(8 + recs.len() + ops.len());
+                put(&mut w, (recs.len() / std::mem::size_of::<Rec>()) as u64);
+                w.extend_from_slice(&recs);
+                w.append(ops);
+                w
+            })
+            .collect();
+        let got = exchange_checked(ex, out, failed.take())?;
+        // the records in rank order, which is file order; then the sends
+        // and receives to match, each sender's in its order
+        let cut = (|| -> Result<()> {
+            for msg in &got {
+                let mut r = Bytes { b: msg, at: 0 };
+                let nr = r.count(std::mem::size_of::<Rec>())?;
+                let recs: Vec<Rec> =
+                    bytemuck::pod_collect_to_vec(r.take(nr * std::mem::size_of::<Rec>())?);
+                for run in recs.chunk_by(|a, b| a.proc_ == b.proc_) {
+                    let i = procs.binary_search(&run[0].proc_).map_err(|_| bad())?;
+                    let p = i
+                        .checked_sub(lo)
+                        .and_then(|x| state.get_mut(x))
+                        .ok_or_else(bad)?;
+                    for rec in run {
+                        p.take(rec, &mut c).map_err(|e| refused(path, e))?;
+                    }
+                }
+                sink.intervals(&c.out).map_err(sink_err)?;
+                c.out.clear();
+                get_ops(r.rest(), &mut ops_in)?;
+            }
+            m.apply(&mut ops_in);
+            for &((s, d, _), st, rt, bytes) in &m.matched {
+                if let (Ok(s), Ok(d)) = (procs.binary_search(&s), procs.binary_search(&d)) {
+                    sink.message(locs[s], locs[d], st, rt, bytes)
+                        .map_err(sink_err)?;
+                }
+            }
+            m.matched.clear();
+            route(&mut c.ops, &procs, &owners, k, &mut ops_out);
+            Ok(())
+        })();
+        if let Err(e) = cut {
+            failed = Some(e);
+        }
+    }
+    // a failure after the last exchange stops every process too
+    exchange_checked(ex, vec![Vec::new(); n], failed)?;
+    sink.counted(Counted::Events, c.events, c.last_event);
+    Ok(PiclShare {
+        path: path.to_path_buf(),
+        procs,
+        first: lo,
+        cut: state
+            .iter()
+            .map(|p| (p.unmatched_end, p.unclosed, p.first_bad))
+            .collect(),
+        unmatched: m.unmatched(),
+        kinds: std::mem::take(&mut c.kinds),
+        truncated,
+        builder: (k == 0).then_some(b),
+    })
+}
+
+/// Sends `ops` (emptied) to the processes that match them: the owner of
+/// the receiving processor (this one when there is none).
+fn route(ops: &mut Vec<P2p>, procs: &[u32], owners: &Owners, me: usize, out: &mut [Vec<u8>]) {
+    for op in ops.drain(..) {
+        let key: Key = op.1;
+        let to = procs.binary_search(&key.1).map_or(me, |i| owners.of(i));
+        put_op(&mut out[to], &op);
+    }
+}
+
+impl PiclShare {
+    /// This share as bytes, for sending to rank 0 ([`PiclShare::from_bytes`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Vec::new();
+        put(&mut w, self.first as u64);
+        put(&mut w, self.cut.len() as u64);
+        for &(u, c, f) in &self.cut {
+            put(&mut w, u);
+            put(&mut w, c);
+            put(&mut w, f.unwrap_or(u64::MAX));
+        }
+        put(&mut w, self.unmatched);
+        put(&mut w, self.kinds.len() as u64);
+        for &(rt, e) in &self.kinds {
+            w.extend_from_slice(&rt.to_le_bytes());
+            w.extend_from_slice(&e.to_le_bytes());
+        }
+        match &self.truncated {
+            Some((pos, msg)) => {
+                put(&mut w, 1);
+                put(&mut w, pos.line.unwrap_or(u64::MAX));
+                put(&mut w, pos.byte.unwrap_or(u64::MAX));
+                put(&mut w, msg.len() as u64);
+                w.extend_from_slice(msg.as_bytes());
+            }
+            None => put(&mut w, 0),
+        }
+        w
+    }
+
+    /// Another process's share received as bytes, and how many bytes it
+    /// took: to [`PiclShare::merge`] into rank 0's.
+    pub fn from_bytes(b: &[u8]) -> Result<(PiclShareBytes, usize)> {
+        let mut r = Bytes { b, at: 0 };
+        let first = r.u64()? as usize;
+        let n = r.count(24)?;
+        let mut cut = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (u, c, f) = (r.u64()?, r.u64()?, r.u64()?);
+            cut.push((u, c, (f != u64::MAX).then_some(f)));
+        }
+        let unmatched = r.u64()?;
+        let n = r.count(8)?;
+        let mut kinds = BTreeSet::new();
+        for _ in 0..n {
+            let x = r.take(8)?;
+            let rt = i32::from_le_bytes([x[0], x[1], x[2], x[3]]);
+            let e = i32::from_le_bytes([x[4], x[5], x[6], x[7]]);
+            kinds.insert((rt, e));
+        }
+        let truncated = match r.u64()? {
+            0 => None,
+            _ => {
+                let opt = |x: u64| (x != u64::MAX).then_some(x);
+                let pos = Position {
+                    line: opt(r.u64()?),
+                    byte: opt(r.u64()?),
+                };
+                let l = r.count(1)?;
+                let msg = String::from_utf8_lossy(r.take(l)?).into_owned();
+                Some((pos, msg))
+            }
+        };
+        Ok((
+            PiclShareBytes {
+                first,
+                cut,
+                unmatched,
+                kinds,
+                truncated,
+            },
+            r.at,
+        ))
+    }
+
+    /// Adds the share of the next process (merged in rank order).
+    pub fn merge(&mut self, o: PiclShareBytes) -> Result<()> {
+        if o.first != self.first + self.cut.len() {
+            return Err(Error::Invalid(
+                "PICL shares must be merged in the order of the processes".into(),
+            ));
+        }
+        self.cut.extend(o.cut);
+        self.unmatched += o.unmatched;
+        self.kinds.extend(o.kinds);
+        // only the file's last stripe can end in an incomplete record
+        self.truncated = self.truncated.take().or(o.truncated);
+        Ok(())
+    }
+
+    /// The trace without records (locations, states, span, repairs) on
+    /// rank 0, once every share is merged here and their reductions into
+    /// `sink`; with the state of each key (the keys are the states).
+    pub fn finish(
+        self,
+        sink: &dyn IntervalSink,
+        opts: &ReadOptions,
+    ) -> Result<(Trace, Vec<(u32, StateId)>)> {
+        let path = &self.path;
+        let mut b = self.builder.ok_or_else(|| {
+            Error::Invalid("only the first process's PICL share can be finished".into())
+        })?;
+        if self.first != 0 || self.cut.len() != self.procs.len() {
+            return Err(Error::Invalid(
+                "a PICL share is finished before every process's is merged".into(),
+            ));
+        }
+        if let Some((pos, msg)) = self.truncated {
+            super::repair_truncated(&mut b, &DamageHandle::default(), path, true, pos, msg)?;
+        }
+        super::report_cut(&mut b, path, self.cut)?;
+        super::report_unmatched_messages(&mut b, path, self.unmatched)?;
+        for &(rt, e) in &self.kinds {
+            b.event_types.intern(&super::kind_name(rt, e));
+        }
+        b.set_declared_end(sink.end_time());
+        let mut t = b.finish(BuildOptions {
+            warn_unsorted: false,
+        })?;
+        t.reclassify(&opts.classes)?;
+        let keys = t.states.iter().map(|(id, _)| (id, id)).collect();
+        Ok((t, keys))
+    }
+}
+
+/// Another process's [`PiclShare`], as received.
+pub struct PiclShareBytes {
+    first: usize,
+    cut: Vec<(u64, u64, Option<u64>)>,
+    unmatched: u64,
+    kinds: BTreeSet<(i32, i32)>,
+    truncated: Option<(Position, String)>,
+}
