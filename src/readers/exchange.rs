@@ -12,52 +12,132 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 
 use crate::error::{Error, Result};
 
-/// The processes reading one trace, as one of them sees them.
+/// The processes reading one trace, as one of them sees them. Messages are
+/// 64-bit words (records go as they lie in memory, and arrive aligned).
 pub trait Exchange {
     /// This process's number, `0..size()`.
     fn rank(&self) -> usize;
     /// How many processes.
     fn size(&self) -> usize;
-    /// Sends `out[j]` to process `j` (`out.len() == size()`) and returns
-    /// what every process sent to this one, by rank. Every process calls
-    /// it the same number of times, in the same order.
-    fn all_to_all(&mut self, out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>>;
+    /// Sends process `j` the `counts[j]` words of `words` that follow the
+    /// messages for processes before it (`counts.len() == size()`), and
+    /// returns what every process sent to this one, one after the other
+    /// by rank, with their lengths. Every process calls it the same number
+    /// of times, in the same order.
+    fn all_to_all(&mut self, words: &[u64], counts: &[usize]) -> Result<(Vec<u64>, Vec<usize>)>;
 }
 
-/// Exchanges `out` as [`Exchange::all_to_all`] does, each message led by
-/// whether this process failed (`failed`, its error). Returns what the
-/// others sent when no process failed; this process's error when it did;
-/// [`Error::OtherProcess`] when only another did.
+/// Messages to every process, built one after the other in rank order in
+/// one buffer, each led by a word the exchange uses ([`exchange_checked`]).
+#[derive(Default)]
+pub struct Outbox {
+    pub words: Vec<u64>,
+    counts: Vec<usize>,
+    start: usize,
+}
+
+impl Outbox {
+    /// An outbox whose messages take about `words` words in all.
+    pub fn with_capacity(words: usize) -> Outbox {
+        Outbox {
+            words: Vec::with_capacity(words),
+            ..Default::default()
+        }
+    }
+
+    /// Begins the message to the next process: push its words to `words`.
+    pub fn begin(&mut self) {
+        self.start = self.words.len();
+        self.words.push(0);
+    }
+
+    /// Ends the message begun last.
+    pub fn end(&mut self) {
+        self.counts.push(self.words.len() - self.start);
+    }
+
+    /// The same `message` to every one of `n` processes.
+    pub fn to_all(n: usize, message: &[u64]) -> Outbox {
+        let mut o = Outbox::with_capacity(n * (message.len() + 1));
+        for _ in 0..n {
+            o.begin();
+            o.words.extend_from_slice(message);
+            o.end();
+        }
+        o
+    }
+}
+
+/// What every process sent to this one.
+pub struct Inbox {
+    words: Vec<u64>,
+    starts: Vec<usize>,
+}
+
+impl Inbox {
+    /// The message from process `s` (without the exchange's word).
+    pub fn from(&self, s: usize) -> &[u64] {
+        &self.words[self.starts[s] + 1..self.starts[s + 1]]
+    }
+
+    /// How many processes sent.
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Exchanges `out` (one message per process, in rank order) as
+/// [`Exchange::all_to_all`] does, each message led by whether this process
+/// failed (`failed`, its error). Returns what the others sent when no
+/// process failed; this process's error when it did; [`Error::OtherProcess`]
+/// when only another did.
 pub fn exchange_checked(
     ex: &mut dyn Exchange,
-    mut out: Vec<Vec<u8>>,
+    mut out: Outbox,
     failed: Option<Error>,
-) -> Result<Vec<Vec<u8>>> {
-    let flag = u8::from(failed.is_some());
-    for m in &mut out {
-        m.insert(0, flag);
+) -> Result<Inbox> {
+    if out.counts.len() != ex.size() {
+        return Err(Error::Invalid(format!(
+            "{} messages for {} processes",
+            out.counts.len(),
+            ex.size()
+        )));
     }
-    let mut got = ex.all_to_all(out)?;
-    let other = got.iter().any(|m| m.first() != Some(&0));
+    let flag = u64::from(failed.is_some());
+    let mut at = 0;
+    for &c in &out.counts {
+        if c > 0 {
+            out.words[at] = flag;
+        }
+        at += c;
+    }
+    let (words, counts) = ex.all_to_all(&out.words, &out.counts)?;
+    drop(out);
+    let mut starts = Vec::with_capacity(counts.len() + 1);
+    let mut at = 0;
+    starts.push(0);
+    let mut other = false;
+    for &c in &counts {
+        other |= c == 0 || words.get(at) != Some(&0);
+        at += c;
+        starts.push(at);
+    }
     if let Some(e) = failed {
         return Err(e);
     }
-    if other {
+    if other || at != words.len() {
         return Err(Error::OtherProcess);
     }
-    for m in &mut got {
-        m.remove(0);
-    }
-    Ok(got)
+    Ok(Inbox { words, starts })
 }
 
-/// Every process's `bytes`, by rank (each sends the same to all).
-pub fn all_gather(
-    ex: &mut dyn Exchange,
-    bytes: Vec<u8>,
-    failed: Option<Error>,
-) -> Result<Vec<Vec<u8>>> {
-    let out = vec![bytes; ex.size()];
+/// Every process's `message`, by rank (each sends the same to all).
+pub fn all_gather(ex: &mut dyn Exchange, message: &[u64], failed: Option<Error>) -> Result<Inbox> {
+    let out = Outbox::to_all(ex.size(), message);
     exchange_checked(ex, out, failed)
 }
 
@@ -65,8 +145,8 @@ pub fn all_gather(
 /// `n` ends, one for each thread.
 pub struct ThreadExchange {
     rank: usize,
-    to: Vec<Sender<Vec<u8>>>,
-    from: Vec<Receiver<Vec<u8>>>,
+    to: Vec<Sender<Vec<u64>>>,
+    from: Vec<Receiver<Vec<u64>>>,
 }
 
 impl ThreadExchange {
@@ -74,8 +154,8 @@ impl ThreadExchange {
     pub fn group(n: usize) -> Vec<ThreadExchange> {
         // one channel from each process to each: messages of one sender
         // arrive in order, and a receiver takes its senders' in rank order
-        let mut senders: Vec<Vec<Sender<Vec<u8>>>> = (0..n).map(|_| Vec::new()).collect();
-        let mut receivers: Vec<Vec<Receiver<Vec<u8>>>> = (0..n).map(|_| Vec::new()).collect();
+        let mut senders: Vec<Vec<Sender<Vec<u64>>>> = (0..n).map(|_| Vec::new()).collect();
+        let mut receivers: Vec<Vec<Receiver<Vec<u64>>>> = (0..n).map(|_| Vec::new()).collect();
         for dst in receivers.iter_mut() {
             for src in senders.iter_mut() {
                 let (s, r) = channel();
@@ -101,22 +181,26 @@ impl Exchange for ThreadExchange {
         self.to.len()
     }
 
-    fn all_to_all(&mut self, out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>> {
-        if out.len() != self.to.len() {
-            return Err(Error::Invalid(format!(
-                "{} messages for {} processes",
-                out.len(),
-                self.to.len()
-            )));
+    fn all_to_all(&mut self, words: &[u64], counts: &[usize]) -> Result<(Vec<u64>, Vec<usize>)> {
+        if counts.len() != self.to.len() || counts.iter().sum::<usize>() != words.len() {
+            return Err(Error::Invalid(
+                "messages that do not fill the words sent".into(),
+            ));
         }
         let gone = || Error::Invalid("another thread of the exchange has gone".into());
-        for (s, m) in self.to.iter().zip(out) {
-            s.send(m).map_err(|_| gone())?;
+        let mut at = 0;
+        for (s, &c) in self.to.iter().zip(counts) {
+            s.send(words[at..at + c].to_vec()).map_err(|_| gone())?;
+            at += c;
         }
-        self.from
-            .iter()
-            .map(|r| r.recv().map_err(|_| gone()))
-            .collect()
+        let mut got = Vec::new();
+        let mut lens = Vec::with_capacity(self.from.len());
+        for r in &self.from {
+            let m = r.recv().map_err(|_| gone())?;
+            lens.push(m.len());
+            got.extend_from_slice(&m);
+        }
+        Ok((got, lens))
     }
 }
 
@@ -132,12 +216,20 @@ mod tests {
                 .into_iter()
                 .map(|mut ex| {
                     s.spawn(move || {
-                        let r = ex.rank() as u8;
-                        let out = (0..3u8).map(|j| vec![r, j]).collect();
-                        let first = exchange_checked(&mut ex, out, None).unwrap();
+                        let r = ex.rank() as u64;
+                        let mut out = Outbox::default();
+                        for j in 0..3u64 {
+                            out.begin();
+                            // messages of different lengths, one empty
+                            out.words.extend((0..j).map(|k| 10 * r + k));
+                            out.end();
+                        }
+                        let inbox = exchange_checked(&mut ex, out, None).unwrap();
+                        let first: Vec<Vec<u64>> =
+                            (0..inbox.len()).map(|s| inbox.from(s).to_vec()).collect();
                         // process 1 fails in the second exchange
                         let failed = (r == 1).then(|| Error::Invalid("mine".into()));
-                        let second = all_gather(&mut ex, vec![r], failed);
+                        let second = all_gather(&mut ex, &[r], failed).map(|i| i.len());
                         (first, second)
                     })
                 })
@@ -145,7 +237,9 @@ mod tests {
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for (r, (first, second)) in got.into_iter().enumerate() {
-            let want: Vec<Vec<u8>> = (0..3u8).map(|s| vec![s, r as u8]).collect();
+            let want: Vec<Vec<u64>> = (0..3u64)
+                .map(|s| (0..r as u64).map(|k| 10 * s + k).collect())
+                .collect();
             assert_eq!(first, want);
             match (r, second) {
                 (1, Err(Error::Invalid(m))) => assert_eq!(m, "mine"),

@@ -108,7 +108,11 @@ impl tapestry::readers::exchange::Exchange for World {
         self.size as usize
     }
 
-    fn all_to_all(&mut self, out: Vec<Vec<u8>>) -> tapestry::Result<Vec<Vec<u8>>> {
+    fn all_to_all(
+        &mut self,
+        words: &[u64],
+        counts: &[usize],
+    ) -> tapestry::Result<(Vec<u64>, Vec<usize>)> {
         #[cfg(feature = "mpi")]
         if let Some(u) = &self.universe {
             use mpi::datatype::{Partition, PartitionMut};
@@ -116,23 +120,20 @@ impl tapestry::readers::exchange::Exchange for World {
             let w = u.world();
             let too_big = || {
                 tapestry::Error::Invalid(
-                    "a process's exchange exceeds 2 GiB; use more processes".into(),
+                    "a process's exchange exceeds 16 GiB; use more processes".into(),
                 )
             };
-            // the counts and offsets of MPI are 32-bit: every process
-            // learns together that one message or total would not fit
-            let counts: Vec<i32> = out
-                .iter()
-                .map(|m| i32::try_from(m.len()).unwrap_or(-1))
-                .collect();
-            let total: usize = out.iter().map(Vec::len).sum();
-            if self.any_failed(counts.contains(&-1) || total > i32::MAX as usize) {
+            // MPI's counts and offsets are 32-bit: every process learns
+            // together that what one sends or receives would not fit
+            let max = i32::MAX as usize;
+            let counts: Vec<i32> = counts.iter().map(|&c| c.min(max) as i32).collect();
+            if self.any_failed(words.len() > max) {
                 return Err(too_big());
             }
-            let mut got = vec![0i32; out.len()];
+            let mut got = vec![0i32; counts.len()];
             w.all_to_all_into(&counts[..], &mut got[..]);
-            let received: u64 = got.iter().map(|&c| c.max(0) as u64).sum();
-            if self.any_failed(received > i32::MAX as u64) {
+            let received: usize = got.iter().map(|&c| c.max(0) as usize).sum();
+            if self.any_failed(received > max) {
                 return Err(too_big());
             }
             let offsets = |c: &[i32]| -> Vec<i32> {
@@ -145,21 +146,16 @@ impl tapestry::readers::exchange::Exchange for World {
                     .collect()
             };
             let (sd, rd) = (offsets(&counts), offsets(&got));
-            let send: Vec<u8> = out.concat();
-            let mut recv = vec![0u8; received as usize];
+            let mut recv = vec![0u64; received];
             {
-                let p = Partition::new(&send[..], &counts[..], &sd[..]);
+                let p = Partition::new(words, &counts[..], &sd[..]);
                 let mut q = PartitionMut::new(&mut recv[..], &got[..], &rd[..]);
                 w.all_to_all_varcount_into(&p, &mut q);
             }
-            return Ok(rd
-                .iter()
-                .zip(&got)
-                .map(|(&o, &c)| recv[o as usize..(o + c.max(0)) as usize].to_vec())
-                .collect());
+            return Ok((recv, got.iter().map(|&c| c.max(0) as usize).collect()));
         }
         // this process alone
-        Ok(out)
+        Ok((words.to_vec(), counts.to_vec()))
     }
 }
 

@@ -35,17 +35,17 @@ use crate::model::{
     BuildOptions, Format, LocId, LocationKind, StateId, Time, TimeUnit, Trace, TraceBuilder,
 };
 use crate::readers::ReadOptions;
-use crate::readers::exchange::{Exchange, all_gather, exchange_checked};
+use crate::readers::exchange::{Exchange, Outbox, all_gather, exchange_checked};
 use crate::readers::input::{self, DamageHandle};
 
-/// The largest stripe: 32 MiB of the file, about 700,000 records (34 MB
-/// as sent), per process and round.
-pub const MAX_STRIPE: u64 = 32 << 20;
+/// The largest stripe: 8 MiB of the file, about 180,000 records (9 MB as
+/// sent), per process and round.
+pub const MAX_STRIPE: u64 = 8 << 20;
 
-/// The stripe for a file of `len` bytes read by `n` processes: about four
+/// The stripe for a file of `len` bytes read by `n` processes: about eight
 /// rounds, at least 4 KiB and at most [`MAX_STRIPE`].
 pub fn stripe_for(len: u64, n: usize) -> u64 {
-    len.div_ceil((n as u64).max(1) * 4)
+    len.div_ceil((n as u64).max(1) * 8)
         .clamp(4 << 10, MAX_STRIPE)
 }
 
@@ -75,10 +75,10 @@ pub struct PiclShare {
 /// [`Error::OtherProcess`].
 fn agree<T>(ex: &mut dyn Exchange, r: Result<T>) -> Result<T> {
     let failed = r.is_err();
-    let got = ex.all_to_all(vec![vec![u8::from(failed)]; ex.size()])?;
-    let all = got.iter().all(|m| m.first() == Some(&1));
+    let (got, _) = ex.all_to_all(&vec![u64::from(failed); ex.size()], &vec![1; ex.size()])?;
+    let all = got.iter().all(|&m| m == 1);
     match r {
-        Ok(_) if got.iter().any(|m| m.first() != Some(&0)) => Err(Error::OtherProcess),
+        Ok(_) if got.iter().any(|&m| m != 0) => Err(Error::OtherProcess),
         Err(_) if all && ex.rank() != 0 => Err(Error::OtherProcess),
         r => r,
     }
@@ -102,34 +102,29 @@ struct Survey {
 }
 
 impl Survey {
-    fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Vec::new();
-        put(&mut w, self.procs.len() as u64);
-        for &p in &self.procs {
-            w.extend_from_slice(&p.to_le_bytes());
-        }
-        put(&mut w, self.max_time as u64);
-        put(&mut w, self.lines.len() as u64);
-        for &l in &self.lines {
-            put(&mut w, l);
-        }
-        put(&mut w, self.error.as_ref().map_or(u64::MAX, |e| e.0));
+    fn to_words(&self) -> Vec<u64> {
+        let mut w = Vec::with_capacity(4 + self.procs.len() + self.lines.len());
+        w.push(self.procs.len() as u64);
+        w.extend(self.procs.iter().map(|&p| u64::from(p)));
+        w.push(self.max_time as u64);
+        w.push(self.lines.len() as u64);
+        w.extend_from_slice(&self.lines);
+        w.push(self.error.as_ref().map_or(u64::MAX, |e| e.0));
         w
     }
 
-    fn from_bytes(b: &[u8]) -> Result<Survey> {
-        let mut r = Bytes { b, at: 0 };
-        let n = r.count(4)?;
-        let mut procs = Vec::with_capacity(n);
-        for _ in 0..n {
-            procs.push(u32::from_le_bytes(
-                r.take(4)?.try_into().map_err(|_| bad())?,
-            ));
-        }
-        let max_time = r.u64()? as i64;
-        let n = r.count(8)?;
-        let lines = (0..n).map(|_| r.u64()).collect::<Result<_>>()?;
-        let e = r.u64()?;
+    fn from_words(w: &[u64]) -> Result<Survey> {
+        let mut r = Words { w, at: 0 };
+        let n = r.count()?;
+        let procs = r
+            .take(n)?
+            .iter()
+            .map(|&p| u32::try_from(p).map_err(|_| bad()))
+            .collect::<Result<_>>()?;
+        let max_time = r.one()? as i64;
+        let n = r.count()?;
+        let lines = r.take(n)?.to_vec();
+        let e = r.one()?;
         Ok(Survey {
             procs,
             max_time,
@@ -212,31 +207,61 @@ impl Bytes<'_> {
         }
         Ok(n as usize)
     }
+}
 
-    fn rest(&self) -> &[u8] {
-        &self.b[self.at.min(self.b.len())..]
+/// Reading words received.
+struct Words<'a> {
+    w: &'a [u64],
+    at: usize,
+}
+
+impl Words<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u64]> {
+        let s = self
+            .w
+            .get(self.at..self.at.checked_add(n).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
+        self.at += n;
+        Ok(s)
+    }
+
+    fn one(&mut self) -> Result<u64> {
+        Ok(self.take(1)?[0])
+    }
+
+    /// A count of words that must follow.
+    fn count(&mut self) -> Result<usize> {
+        let n = self.one()?;
+        if n > self.w.len() as u64 {
+            return Err(bad());
+        }
+        Ok(n as usize)
     }
 }
 
-/// A send or receive as sent to its matcher: 40 bytes.
-fn put_op(w: &mut Vec<u8>, (send, (s, d, tag), time, bytes): &P2p) {
-    w.extend_from_slice(&s.to_le_bytes());
-    w.extend_from_slice(&d.to_le_bytes());
-    put(w, *tag as u64);
-    put(w, *time);
-    put(w, *bytes as u64);
-    put(w, u64::from(*send));
+/// Words of one record as sent.
+const REC_WORDS: usize = std::mem::size_of::<Rec>() / 8;
+const _: () =
+    assert!(std::mem::size_of::<Rec>().is_multiple_of(8) && std::mem::align_of::<Rec>() <= 8);
+
+/// A send or receive as sent to its matcher: 5 words.
+fn put_op(w: &mut Vec<u64>, (send, (s, d, tag), time, bytes): &P2p) {
+    w.extend_from_slice(&[
+        u64::from(*s) | (u64::from(*d) << 32),
+        *tag as u64,
+        *time,
+        *bytes as u64,
+        u64::from(*send),
+    ]);
 }
 
-fn get_ops(b: &[u8], ops: &mut Vec<P2p>) -> Result<()> {
-    if !b.len().is_multiple_of(40) {
+fn get_ops(w: &[u64], ops: &mut Vec<P2p>) -> Result<()> {
+    if !w.len().is_multiple_of(5) {
         return Err(bad());
     }
-    for c in b.chunks_exact(40) {
-        let u = |i: usize| u64::from_le_bytes(c[i..i + 8].try_into().unwrap_or_default());
-        let s = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        let d = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
-        ops.push((u(32) != 0, (s, d, u(8) as i64), u(16), u(24) as i64));
+    for c in w.chunks_exact(5) {
+        let (s, d) = (c[0] as u32, (c[0] >> 32) as u32);
+        ops.push((c[4] != 0, (s, d, c[1] as i64), c[2], c[3] as i64));
     }
     Ok(())
 }
@@ -294,13 +319,13 @@ pub fn read_share(
         Ok(s) => (s, None),
         Err(e) => (Survey::default(), Some(e)),
     };
-    let all = all_gather(ex, mine.to_bytes(), failed)?;
+    let all = all_gather(ex, &mine.to_words(), failed)?;
     let mut procs: Vec<u32> = Vec::new();
     let mut max_time = 0i64;
     let mut lines = vec![0u64; stripes as usize];
     let mut first_error: Option<(u64, usize)> = None;
-    for (s, m) in all.iter().enumerate() {
-        let sv = Survey::from_bytes(m)?;
+    for s in 0..all.len() {
+        let sv = Survey::from_words(all.from(s))?;
         procs.extend(&sv.procs);
         max_time = max_time.max(sv.max_time);
         for (j, l) in stripes_of(s, n, stripes).zip(&sv.lines) {
@@ -356,13 +381,16 @@ pub fn read_share(
     let mut failed: Option<Error> = None;
     let mut truncated: Option<(Position, String)> = None;
     // the sends and receives cut, by the process that matches them
-    let mut ops_out: Vec<Vec<u8>> = vec![Vec::new(); n];
+    let mut ops_out: Vec<Vec<u64>> = vec![Vec::new(); n];
     let mut ops_in: Vec<P2p> = Vec::new();
     let sink_err = |e: String| Error::parse(path, Position::none(), e);
     let rounds = stripes.div_ceil(n as u64);
     // the last exchange carries the sends and receives of the processors' ends
     for round in 0..=rounds {
-        let mut recs_out: Vec<Vec<u8>> = vec![Vec::new(); n];
+        // this round's records, by chunk, and their runs by owner:
+        // (owner, chunk, first record, records)
+        let mut chunks: Vec<Vec<Rec>> = Vec::new();
+        let mut runs: Vec<(usize, usize, usize, usize)> = Vec::new();
         let j = round * n as u64 + k as u64;
         if failed.is_none() && round < rounds && j < stripes {
             let from = j * stripe;
@@ -385,6 +413,7 @@ pub fn read_share(
                                 )?;
                             }
                         }
+                        let mut at = 0;
                         for run in chunk.recs.chunk_by(|a, b| a.proc_ == b.proc_) {
                             let i = procs.binary_search(&run[0].proc_).map_err(|_| {
                                 Error::Invalid(format!(
@@ -393,8 +422,10 @@ pub fn read_share(
                                     run[0].proc_
                                 ))
                             })?;
-                            recs_out[owners.of(i)].extend_from_slice(bytemuck::cast_slice(run));
+                            runs.push((owners.of(i), chunks.len(), at, run.len()));
+                            at += run.len();
                         }
+                        chunks.push(chunk.recs);
                         Ok(())
                     })
                 });
@@ -414,26 +445,41 @@ pub fn read_share(
             }
             route(&mut c.ops, &procs, &owners, k, &mut ops_out);
         }
-        let out: Vec<Vec<u8>> = recs_out
-            .into_iter()
-            .zip(&mut ops_out)
-            .map(|(recs, ops)| {
-                let mut w = Vec::with_capacity(8 + recs.len() + ops.len());
-                put(&mut w, (recs.len() / std::mem::size_of::<Rec>()) as u64);
-                w.extend_from_slice(&recs);
-                w.append(ops);
-                w
-            })
-            .collect();
+        // one message per process: its records, then the sends and
+        // receives it matches
+        runs.sort_by_key(|r| r.0);
+        let words = runs.iter().map(|r| r.3).sum::<usize>() * REC_WORDS
+            + ops_out.iter().map(Vec::len).sum::<usize>()
+            + 2 * n;
+        let mut out = Outbox::with_capacity(words);
+        let mut runs = runs.iter().peekable();
+        for (d, ops) in ops_out.iter_mut().enumerate() {
+            out.begin();
+            let count_at = out.words.len();
+            out.words.push(0);
+            let mut count = 0;
+            while let Some(&(_, c, a, l)) = runs.next_if(|r| r.0 == d) {
+                out.words
+                    .extend_from_slice(bytemuck::cast_slice(&chunks[c][a..a + l]));
+                count += l;
+            }
+            out.words[count_at] = count as u64;
+            out.words.append(ops);
+            out.end();
+        }
+        drop(chunks);
         let got = exchange_checked(ex, out, failed.take())?;
         // the records in rank order, which is file order; then the sends
         // and receives to match, each sender's in its order
         let cut = (|| -> Result<()> {
-            for msg in &got {
-                let mut r = Bytes { b: msg, at: 0 };
-                let nr = r.count(std::mem::size_of::<Rec>())?;
-                let recs: Vec<Rec> =
-                    bytemuck::pod_collect_to_vec(r.take(nr * std::mem::size_of::<Rec>())?);
+            for src in 0..got.len() {
+                let mut r = Words {
+                    w: got.from(src),
+                    at: 0,
+                };
+                let nr = r.count()?;
+                let recs: &[Rec] =
+                    bytemuck::try_cast_slice(r.take(nr * REC_WORDS)?).map_err(|_| bad())?;
                 for run in recs.chunk_by(|a, b| a.proc_ == b.proc_) {
                     let i = procs.binary_search(&run[0].proc_).map_err(|_| bad())?;
                     let p = i
@@ -446,7 +492,7 @@ pub fn read_share(
                 }
                 sink.intervals(&c.out).map_err(sink_err)?;
                 c.out.clear();
-                get_ops(r.rest(), &mut ops_in)?;
+                get_ops(&r.w[r.at..], &mut ops_in)?;
             }
             m.apply(&mut ops_in);
             for &((s, d, _), st, rt, bytes) in &m.matched {
@@ -464,7 +510,7 @@ pub fn read_share(
         }
     }
     // a failure after the last exchange stops every process too
-    exchange_checked(ex, vec![Vec::new(); n], failed)?;
+    exchange_checked(ex, Outbox::to_all(n, &[]), failed)?;
     sink.counted(Counted::Events, c.events, c.last_event);
     Ok(PiclShare {
         path: path.to_path_buf(),
@@ -483,7 +529,7 @@ pub fn read_share(
 
 /// Sends `ops` (emptied) to the processes that match them: the owner of
 /// the receiving processor (this one when there is none).
-fn route(ops: &mut Vec<P2p>, procs: &[u32], owners: &Owners, me: usize, out: &mut [Vec<u8>]) {
+fn route(ops: &mut Vec<P2p>, procs: &[u32], owners: &Owners, me: usize, out: &mut [Vec<u64>]) {
     for op in ops.drain(..) {
         let key: Key = op.1;
         let to = procs.binary_search(&key.1).map_or(me, |i| owners.of(i));
