@@ -374,7 +374,9 @@ pub fn read_share(
     let owners = Owners::new(procs.len(), n);
     let (lo, hi) = (owners.bounds[k], owners.bounds[k + 1]);
     let mut state: Vec<Proc> = (lo..hi).map(|i| Proc::new(locs[i], procs[i])).collect();
-    sink.begin(procs.len(), max_time.max(0) as Time)?;
+    // (a window that does not fit the trace fails every process alike)
+    let begun = sink.begin(procs.len(), max_time.max(0) as Time);
+    agree(ex, begun)?;
 
     let mut c = Ctx::new([st.busy, st.send, st.recv], false);
     let mut m = Matcher::default();
