@@ -206,50 +206,80 @@ fn parse_line(line: &str, seq: u64) -> std::result::Result<Option<Rec>, String> 
 }
 
 fn parse_block(block: &Block) -> Chunk {
-    let mut out = Chunk {
-        recs: Vec::with_capacity(memchr::memchr_iter(b'\n', &block.data).count() + 1),
-        ..Default::default()
-    };
+    let mut recs = Vec::with_capacity(memchr::memchr_iter(b'\n', &block.data).count() + 1);
+    let (error, truncated) = parse_lines(block, |r| recs.push(r));
+    Chunk {
+        // grouped by processor, in file order within each (lines are unique)
+        recs: group_by_proc(recs),
+        error,
+        truncated,
+    }
+}
+
+/// What the first pass of a stream needs of a block: its processors
+/// (increasing, once each), its latest time, and its first malformed line
+/// unless that is the file's broken-off last one (the second pass repairs
+/// it).
+struct Surveyed {
+    procs: Vec<u32>,
+    max_time: i64,
+    error: Option<(Position, String)>,
+}
+
+/// [`parse_block`] without keeping the records (nor grouping them).
+fn survey_block(block: &Block) -> Surveyed {
+    let mut procs = Vec::new();
+    let mut max_time = 0i64;
+    let (error, truncated) = parse_lines(block, |r| {
+        max_time = max_time.max(r.time);
+        if procs.last() != Some(&r.proc_) {
+            procs.push(r.proc_);
+        }
+    });
+    procs.sort_unstable();
+    procs.dedup();
+    Surveyed {
+        procs,
+        max_time,
+        error: if truncated { None } else { error },
+    }
+}
+
+/// Parses the lines of `block`, handing each record to `each` in file
+/// order: the first malformed line (where, what is wrong), and whether it
+/// is the file's last line broken off.
+fn parse_lines(block: &Block, mut each: impl FnMut(Rec)) -> (Option<(Position, String)>, bool) {
     // the block checked as text at once (lines are cut at ASCII bytes, so
     // each is then a slice of it); line by line only when it is not text,
     // to say where
     let whole = std::str::from_utf8(&block.data).ok();
     for (line_no, byte, line) in block.lines() {
+        let pos = Position {
+            line: Some(line_no),
+            byte: Some(byte),
+        };
         let at = (byte - block.first_byte) as usize;
         let text = whole.and_then(|w| w.get(at..at + line.len()));
         let text = match text.map_or_else(|| std::str::from_utf8(line), Ok) {
             Ok(t) => t,
             Err(_) => {
-                out.error = Some((
-                    Position {
-                        line: Some(line_no),
-                        byte: Some(byte),
-                    },
-                    "expected text, found invalid UTF-8".into(),
-                ));
-                break;
+                return (
+                    Some((pos, "expected text, found invalid UTF-8".into())),
+                    false,
+                );
             }
         };
         match parse_line(text, line_no) {
-            Ok(Some(r)) => out.recs.push(r),
+            Ok(Some(r)) => each(r),
             Ok(None) => {}
             Err(msg) => {
-                out.error = Some((
-                    Position {
-                        line: Some(line_no),
-                        byte: Some(byte),
-                    },
-                    msg,
-                ));
-                out.truncated = block.ends_unterminated()
+                let truncated = block.ends_unterminated()
                     && byte + line.len() as u64 == block.first_byte + block.data.len() as u64;
-                break;
+                return (Some((pos, msg)), truncated);
             }
         }
     }
-    // grouped by processor, in file order within each (lines are unique)
-    out.recs = group_by_proc(std::mem::take(&mut out.recs));
-    out
+    (None, false)
 }
 
 /// `recs` (in file order) grouped by processor in increasing order, file

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use super::cut::{Ctx, Key, Matcher, P2p, Proc};
 use super::stream::refused;
-use super::{Chunk, Rec, parse_block};
+use super::{Chunk, Rec, parse_block, survey_block};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::stream::{Counted, IntervalSink};
@@ -139,29 +139,16 @@ fn survey(path: &Path, ex: &dyn Exchange, stripe: u64, len: u64, stripes: u64) -
     let mut s = Survey::default();
     for j in stripes_of(ex.rank(), ex.size(), stripes) {
         let mut blocks = input::open_share(path, j * stripe, ((j + 1) * stripe).min(len))?;
-        blocks.for_each_parallel(
-            |blk| {
-                let c = parse_block(blk);
-                let mut ps: Vec<u32> = c
-                    .recs
-                    .chunk_by(|a, b| a.proc_ == b.proc_)
-                    .map(|r| r[0].proc_)
-                    .collect();
-                ps.dedup();
-                let mt = c.recs.iter().map(|r| r.time).max().unwrap_or(0);
-                (ps, mt, if c.truncated { None } else { c.error })
-            },
-            |_, (ps, mt, err)| {
-                if let Some((pos, msg)) = err
-                    && s.error.is_none()
-                {
-                    s.error = Some((j, pos, msg));
-                }
-                s.procs.extend(ps);
-                s.max_time = s.max_time.max(mt);
-                Ok(())
-            },
-        )?;
+        blocks.for_each_parallel(survey_block, |_, b| {
+            if let Some((pos, msg)) = b.error
+                && s.error.is_none()
+            {
+                s.error = Some((j, pos, msg));
+            }
+            s.procs.extend(b.procs);
+            s.max_time = s.max_time.max(b.max_time);
+            Ok(())
+        })?;
         s.lines.push(blocks.next_line_number() - 1);
         s.procs.sort_unstable();
         s.procs.dedup();

@@ -14,7 +14,7 @@
 use std::path::Path;
 
 use super::cut::{Ctx, Key, Matcher, Proc, Refusal};
-use super::{Chunk, parse_block};
+use super::{Chunk, parse_block, survey_block};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::stream::{Counted, IntervalSink};
@@ -64,27 +64,14 @@ pub fn stream(
     let mut max_time: i64 = 0;
     {
         let mut blocks = LineBlocks::new(input::open(path)?);
-        blocks.for_each_parallel(
-            |blk| {
-                let c = parse_block(blk);
-                let mut ps: Vec<u32> = c
-                    .recs
-                    .chunk_by(|a, b| a.proc_ == b.proc_)
-                    .map(|r| r[0].proc_)
-                    .collect();
-                ps.dedup();
-                let mt = c.recs.iter().map(|r| r.time).max().unwrap_or(0);
-                (ps, mt, if c.truncated { None } else { c.error })
-            },
-            |_, (ps, mt, err)| {
-                if let Some((pos, msg)) = err {
-                    return Err(Error::parse(path, pos, msg));
-                }
-                procs.extend(ps);
-                max_time = max_time.max(mt);
-                Ok(())
-            },
-        )?;
+        blocks.for_each_parallel(survey_block, |_, s| {
+            if let Some((pos, msg)) = s.error {
+                return Err(Error::parse(path, pos, msg));
+            }
+            procs.extend(s.procs);
+            max_time = max_time.max(s.max_time);
+            Ok(())
+        })?;
     }
     procs.sort_unstable();
     procs.dedup();
