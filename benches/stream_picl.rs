@@ -3,7 +3,9 @@
 //! generated once into `target/bench-data/`).
 //!
 //! Criterion times `picl::stream::stream` (both passes) with a moments +
-//! busy-field reducer, and the in-memory read (`readers::read`). Then a
+//! busy-field reducer, `reduce`'s shares (`picl::share::read_share`) with 2
+//! and 4 processes as threads of this one, merged as rank 0 merges them,
+//! and the in-memory read (`readers::read`). Then a
 //! table runs the binary (`info --stream` and `info --stats`) at 1, 2 and
 //! all cores with each run's peak resident memory.
 //!
@@ -34,19 +36,20 @@ fn main() {
         g.throughput(Throughput::Bytes(bytes));
         g.bench_function("stream moments+field64", |b| {
             b.iter(|| {
-                let mut r = StreamReducer::new(
-                    StreamSpec {
-                        bins: Some(64),
-                        comm: true,
-                    },
-                    Box::new(|span| Ok((0, span.max(1)))),
-                );
+                let mut r = reducer();
                 let out =
                     tapestry::readers::picl::stream::stream(&p, &ReadOptions::default(), &mut r)
                         .expect("stream");
                 black_box((out, r.records()))
             })
         });
+        // `reduce`'s algorithm with its processes as threads of this one
+        // (the exchange without MPI; the threads share one rayon pool)
+        for n in [2usize, 4] {
+            g.bench_function(format!("reduce shares, {n} processes as threads"), |b| {
+                b.iter(|| black_box(shares(&p, n)))
+            });
+        }
         g.bench_function("read in memory", |b| {
             b.iter(|| black_box(readers::read(&p, &ReadOptions::default()).expect("read")))
         });
@@ -86,4 +89,49 @@ fn main() {
             println!("{name:<17} {k:>5} {s:>9.2} {:>8.0} {peak:>14.0}", mb / s);
         }
     }
+}
+
+fn reducer<'a>() -> StreamReducer<'a> {
+    StreamReducer::new(
+        StreamSpec {
+            bins: Some(64),
+            comm: true,
+        },
+        Box::new(|span| Ok((0, span.max(1)))),
+    )
+}
+
+/// `reduce` of `p` by `n` processes as threads, merged: the intervals
+/// reduced.
+fn shares(p: &Path, n: usize) -> u64 {
+    use tapestry::analysis::stream::StreamParts;
+    use tapestry::readers::exchange::ThreadExchange;
+    use tapestry::readers::picl::share::{PiclShare, read_share, stripe_for};
+    let stripe = stripe_for(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0), n);
+    let done: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = ThreadExchange::group(n)
+            .into_iter()
+            .map(|mut ex| {
+                s.spawn(move || {
+                    let mut r = reducer();
+                    let sh = read_share(p, &ReadOptions::default(), &mut r, &mut ex, stripe)
+                        .expect("share");
+                    (sh, r)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("thread")).collect()
+    });
+    let mut done = done.into_iter();
+    let (mut share, mut r) = done.next().expect("rank 0");
+    for (sh, rk) in done {
+        let bytes = sh.to_bytes();
+        share
+            .merge(PiclShare::from_bytes(&bytes).expect("share bytes").0)
+            .expect("merge");
+        r.merge(StreamParts::from_bytes(&rk.to_bytes()).expect("parts"))
+            .expect("merge");
+    }
+    share.finish(&r, &ReadOptions::default()).expect("finish");
+    r.records().0
 }
