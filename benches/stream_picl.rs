@@ -107,7 +107,8 @@ fn shares(p: &Path, n: usize) -> u64 {
     use tapestry::analysis::stream::StreamParts;
     use tapestry::readers::exchange::ThreadExchange;
     use tapestry::readers::picl::share::{PiclShare, read_share, stripe_for};
-    let stripe = stripe_for(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0), n);
+    let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let stripe = stripe_for(len, n, rayon::current_num_threads());
     let done: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = ThreadExchange::group(n)
             .into_iter()

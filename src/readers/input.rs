@@ -608,6 +608,11 @@ impl LineBlocks {
         self.next_line
     }
 
+    /// Cuts the blocks still to be read at about `size` bytes.
+    pub fn set_block_size(&mut self, size: usize) {
+        self.block_size = size.max(1);
+    }
+
     /// Numbers the lines from `line` on (a share whose lines before are
     /// counted elsewhere).
     pub fn set_next_line_number(&mut self, line: u64) {

@@ -227,7 +227,7 @@ fn reduce_picl(
 ) -> Result<Merged> {
     use tapestry::readers::picl::share::{PiclShare, read_share, stripe_for};
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let stripe = stripe_for(len, world.size as usize);
+    let stripe = stripe_for(len, world.size as usize, rayon::current_num_threads());
     let share = match read_share(path, opts, r, world, stripe) {
         Ok(s) => s,
         // the process that failed said why; the others stop quietly
