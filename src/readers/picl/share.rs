@@ -31,9 +31,7 @@ use super::{Chunk, Rec, parse_block, survey_block};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::stream::{Counted, IntervalSink};
-use crate::model::{
-    BuildOptions, Format, LocId, LocationKind, StateId, Time, TimeUnit, Trace, TraceBuilder,
-};
+use crate::model::{Format, LocId, LocationKind, StateId, Time, TimeUnit, Trace, TraceBuilder};
 use crate::readers::ReadOptions;
 use crate::readers::exchange::{Exchange, Outbox, all_gather, exchange_checked};
 use crate::readers::input::{self, DamageHandle};
@@ -162,42 +160,6 @@ fn survey(path: &Path, ex: &dyn Exchange, stripe: u64, len: u64, stripes: u64) -
 
 fn bad() -> Error {
     Error::Invalid("damaged PICL share received from another process".into())
-}
-
-fn put(w: &mut Vec<u8>, x: u64) {
-    w.extend_from_slice(&x.to_le_bytes());
-}
-
-/// Little-endian reading of bytes received.
-struct Bytes<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl Bytes<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8]> {
-        let s = self
-            .b
-            .get(self.at..self.at.checked_add(n).ok_or_else(bad)?)
-            .ok_or_else(bad)?;
-        self.at += n;
-        Ok(s)
-    }
-
-    fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().map_err(|_| bad())?,
-        ))
-    }
-
-    /// A count of items of `size` bytes that must follow.
-    fn count(&mut self, size: usize) -> Result<usize> {
-        let n = self.u64()?;
-        if n > (self.b.len() / size.max(1)) as u64 {
-            return Err(bad());
-        }
-        Ok(n as usize)
-    }
 }
 
 /// Reading words received.
@@ -537,64 +499,75 @@ fn route(ops: &mut Vec<P2p>, procs: &[u32], owners: &Owners, me: usize, out: &mu
 impl PiclShare {
     /// This share as bytes, for sending to rank 0 ([`PiclShare::from_bytes`]).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Vec::new();
-        put(&mut w, self.first as u64);
-        put(&mut w, self.cut.len() as u64);
+        let mut w: Vec<u64> = vec![self.first as u64, self.cut.len() as u64];
         for &(u, c, f) in &self.cut {
-            put(&mut w, u);
-            put(&mut w, c);
-            put(&mut w, f.unwrap_or(u64::MAX));
+            w.extend_from_slice(&[u, c, f.unwrap_or(u64::MAX)]);
         }
-        put(&mut w, self.unmatched);
-        put(&mut w, self.kinds.len() as u64);
-        for &(rt, e) in &self.kinds {
-            w.extend_from_slice(&rt.to_le_bytes());
-            w.extend_from_slice(&e.to_le_bytes());
-        }
+        w.push(self.unmatched);
+        w.push(self.kinds.len() as u64);
+        w.extend(
+            self.kinds
+                .iter()
+                .map(|&(rt, e)| u64::from(rt as u32) | (u64::from(e as u32) << 32)),
+        );
         match &self.truncated {
             Some((pos, msg)) => {
-                put(&mut w, 1);
-                put(&mut w, pos.line.unwrap_or(u64::MAX));
-                put(&mut w, pos.byte.unwrap_or(u64::MAX));
-                put(&mut w, msg.len() as u64);
-                w.extend_from_slice(msg.as_bytes());
+                let text = msg.as_bytes();
+                w.extend_from_slice(&[
+                    1,
+                    pos.line.unwrap_or(u64::MAX),
+                    pos.byte.unwrap_or(u64::MAX),
+                    text.len() as u64,
+                ]);
+                w.extend(text.chunks(8).map(|c| {
+                    let mut x = [0u8; 8];
+                    x[..c.len()].copy_from_slice(c);
+                    u64::from_le_bytes(x)
+                }));
             }
-            None => put(&mut w, 0),
+            None => w.push(0),
         }
-        w
+        bytemuck::cast_slice(&w).to_vec()
     }
 
     /// Another process's share received as bytes, and how many bytes it
     /// took: to [`PiclShare::merge`] into rank 0's.
     pub fn from_bytes(b: &[u8]) -> Result<(PiclShareBytes, usize)> {
-        let mut r = Bytes { b, at: 0 };
-        let first = r.u64()? as usize;
-        let n = r.count(24)?;
-        let mut cut = Vec::with_capacity(n);
-        for _ in 0..n {
-            let (u, c, f) = (r.u64()?, r.u64()?, r.u64()?);
-            cut.push((u, c, (f != u64::MAX).then_some(f)));
-        }
-        let unmatched = r.u64()?;
-        let n = r.count(8)?;
-        let mut kinds = BTreeSet::new();
-        for _ in 0..n {
-            let x = r.take(8)?;
-            let rt = i32::from_le_bytes([x[0], x[1], x[2], x[3]]);
-            let e = i32::from_le_bytes([x[4], x[5], x[6], x[7]]);
-            kinds.insert((rt, e));
-        }
-        let truncated = match r.u64()? {
+        let words: Vec<u64> = b
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect();
+        let mut r = Words { w: &words, at: 0 };
+        let first = r.one()? as usize;
+        let n = r.count()?;
+        let cut = r
+            .take(n.checked_mul(3).ok_or_else(bad)?)?
+            .chunks_exact(3)
+            .map(|x| (x[0], x[1], (x[2] != u64::MAX).then_some(x[2])))
+            .collect();
+        let unmatched = r.one()?;
+        let n = r.count()?;
+        let kinds = r
+            .take(n)?
+            .iter()
+            .map(|&x| (x as u32 as i32, (x >> 32) as u32 as i32))
+            .collect();
+        let truncated = match r.one()? {
             0 => None,
             _ => {
                 let opt = |x: u64| (x != u64::MAX).then_some(x);
                 let pos = Position {
-                    line: opt(r.u64()?),
-                    byte: opt(r.u64()?),
+                    line: opt(r.one()?),
+                    byte: opt(r.one()?),
                 };
-                let l = r.count(1)?;
-                let msg = String::from_utf8_lossy(r.take(l)?).into_owned();
-                Some((pos, msg))
+                let len = r.one()? as usize;
+                let text: Vec<u8> = r
+                    .take(len.div_ceil(8))?
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes())
+                    .take(len)
+                    .collect();
+                Some((pos, String::from_utf8_lossy(&text).into_owned()))
             }
         };
         Ok((
@@ -605,7 +578,7 @@ impl PiclShare {
                 kinds,
                 truncated,
             },
-            r.at,
+            r.at * 8,
         ))
     }
 
@@ -646,16 +619,7 @@ impl PiclShare {
         }
         super::report_cut(&mut b, path, self.cut)?;
         super::report_unmatched_messages(&mut b, path, self.unmatched)?;
-        for &(rt, e) in &self.kinds {
-            b.event_types.intern(&super::kind_name(rt, e));
-        }
-        b.set_declared_end(sink.end_time());
-        let mut t = b.finish(BuildOptions {
-            warn_unsorted: false,
-        })?;
-        t.reclassify(&opts.classes)?;
-        let keys = t.states.iter().map(|(id, _)| (id, id)).collect();
-        Ok((t, keys))
+        super::stream::finish_streamed(b, &self.kinds, sink, opts)
     }
 }
 

@@ -11,6 +11,7 @@
 //! and leaves records before the start outside busy); it says so and stops
 //! otherwise.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::cut::{Ctx, Key, Matcher, Proc, Refusal};
@@ -145,7 +146,19 @@ pub fn stream(
     hand_over(&mut m.matched, &procs, &state, sink, path)?;
     super::report_unmatched_messages(&mut b, path, m.unmatched())?;
     sink.counted(Counted::Events, c.events, c.last_event);
-    for &(rt, e) in &c.kinds {
+    finish_streamed(b, &c.kinds, sink, opts)
+}
+
+/// The trace without records of a stream (or of `reduce`'s merged
+/// shares) whose other records were of `kinds` and whose reductions are
+/// in `sink`; with the state of each key (the keys are the states).
+pub(super) fn finish_streamed(
+    mut b: TraceBuilder,
+    kinds: &BTreeSet<(i32, i32)>,
+    sink: &dyn IntervalSink,
+    opts: &ReadOptions,
+) -> Result<(Trace, Vec<(u32, StateId)>)> {
+    for &(rt, e) in kinds {
         b.event_types.intern(&super::kind_name(rt, e));
     }
     b.set_declared_end(sink.end_time());
