@@ -261,3 +261,23 @@ fn reduce_reads_otf2_locations_in_shares() {
         assert_moments_close(&mom1, &m, &format!("OTF2 with {n} processes"));
     }
 }
+
+/// A Chrome trace is streamed by one process: `reduce` with one process
+/// gives the stream's result; with more it says so once, from rank 0.
+#[test]
+fn reduce_streams_a_chrome_trace_in_one_process() {
+    if mpirun().is_none() {
+        return;
+    }
+    let lammps = shared_trace("lammps-melt-16/lammps-melt-16.json.gz");
+    let p = lammps.to_str().unwrap();
+    let (c, one, e) = reduce(1, &[p, "field", "--bins", "12"]);
+    assert_eq!(c, 0, "{e}");
+    let (c, st, e) = tapestry(&["analyze", p, "field", "--bins", "12", "--stream"]);
+    assert_eq!(c, 0, "{e}");
+    assert_eq!(rows(&one), rows(&st));
+    let (c, _, e) = reduce(2, &[p, "moments"]);
+    assert_ne!(c, 0);
+    assert!(e.contains("streamed by one process"), "{e}");
+    assert_eq!(e.matches("error:").count(), 1, "said once: {e}");
+}

@@ -292,6 +292,74 @@ fn picl_stream_equals_memory() {
     }
 }
 
+/// Chrome JSON (real traces, the LAMMPS run written by pmpitrace, and
+/// synthetic ones): the stream gives the in-memory summary, matrix and
+/// field exactly and the moments to rounding; what it cannot match in file
+/// order is refused at its line.
+#[test]
+fn chrome_stream_equals_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces: Vec<String> = ["simple_trace.json", "tall_trace.json", "flow_simple.json"]
+        .iter()
+        .map(|f| {
+            shared_trace(&format!("chrome/{f}"))
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    traces.push(
+        shared_trace("lammps-melt-16/lammps-melt-16.json.gz")
+            .to_str()
+            .unwrap()
+            .to_string(),
+    );
+    traces.push(synth(
+        dir.path(),
+        "b.json",
+        &["bcast", "-p", "32", "--reps", "30"],
+    ));
+    traces.push(synth(
+        dir.path(),
+        "g.json.gz",
+        &["gauss", "--n", "32", "-p", "8"],
+    ));
+    for t in &traces {
+        let t = t.as_str();
+        let (c, info, e) = tapestry(&["info", t, "--json"]);
+        assert_eq!(c, 0, "{e}");
+        let span = serde_json::from_str::<serde_json::Value>(&info).unwrap()["span_ns"]
+            .as_u64()
+            .unwrap();
+        let w1 = format!("{}:{}", span / 10, span * 6 / 10);
+        assert_moments_agree(t, &[]);
+        assert_moments_agree(t, &["--window", &w1, "--states", "busy,overhead"]);
+        assert_field_identical(t, &["--bins", "16"]);
+        assert_field_identical(t, &["--bins", "33", "--window", &w1]);
+        assert_comm_and_summary_identical_at(t, &w1, ["thread", "process"]);
+    }
+    // Chrome's categories select states as in memory
+    assert_moments_agree(&traces[3], &["--busy", "cat:compute"]);
+    // a flow whose finish comes before its start in the file (as a trace
+    // written process by process has them): matched as in memory
+    let back = common::write(
+        dir.path(),
+        "back.json",
+        br#"[
+{"ph":"X","pid":1,"tid":1,"ts":0,"dur":10,"name":"a"},
+{"ph":"f","pid":1,"tid":2,"ts":9,"id":7,"cat":"m","bp":"e","args":{"bytes":64}},
+{"ph":"s","pid":1,"tid":1,"ts":2,"id":7,"cat":"m","args":{"bytes":64}}
+]"#,
+    );
+    let b = back.to_str().unwrap();
+    let (c, mem, e) = tapestry(&["info", b]);
+    assert_eq!(c, 0, "{e}");
+    assert!(mem.contains("1 (64 bytes sent)"), "{mem}");
+    let (c, st, e) = tapestry(&["info", b, "--stream"]);
+    assert_eq!(c, 0, "{e}");
+    assert_eq!(mem, st);
+}
+
 #[test]
 fn overlapping_records_are_clipped_as_in_memory() {
     let dir = tempfile::tempdir().unwrap();
@@ -394,16 +462,18 @@ fn what_a_stream_cannot_do_is_refused() {
         assert_ne!(c, 0, "{args:?}");
         assert!(e.contains(want), "{args:?}: {e}");
     }
-    let chrome = shared_trace("chrome/simple_trace.json");
-    let (c, _, e) = tapestry(&["analyze", chrome.to_str().unwrap(), "moments", "--stream"]);
+    // a profile has no records in time: refused as what it is
+    let table = common::write(
+        dir.path(),
+        "lines.csv",
+        b"line,processor,ticks\n10,0,15\n11,0,3\n",
+    );
+    let (c, _, e) = tapestry(&["analyze", table.to_str().unwrap(), "moments", "--stream"]);
     assert_ne!(c, 0);
     assert!(
-        e.contains("Paraver") && e.contains("OTF2") && e.contains("convert"),
+        e.contains("lines.csv") && e.contains("line-profile table") && e.contains("Chrome"),
         "{e}"
     );
-    let (c, _, e) = tapestry(&["info", chrome.to_str().unwrap(), "--stream"]);
-    assert_ne!(c, 0);
-    assert!(e.contains("Paraver") && e.contains("convert"), "{e}");
     // the summary needs no window: records past the declared end are summed
     let (c, mem, e) = tapestry(&["info", late.to_str().unwrap(), "--json"]);
     assert_eq!(c, 0, "{e}");

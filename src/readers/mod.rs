@@ -339,6 +339,39 @@ pub fn load(path: &Path, opts: &ReadOptions) -> Result<Loaded> {
     Ok(Loaded::Trace(Box::new(read(path, opts)?)))
 }
 
+/// What `path` is when it is an input [`load`] reads but not a trace
+/// (a profile, volumes, an access tensor), in words; `None` otherwise.
+pub fn non_trace_kind(path: &Path) -> Option<&'static str> {
+    if crate::cache::is_cache(path) {
+        return None;
+    }
+    if path.is_dir() {
+        let tau = std::fs::read_dir(path).ok()?.flatten().any(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("profile.") || n.starts_with("MULTI__")
+        });
+        return tau.then_some("a directory of TAU profiles");
+    }
+    let head = input::peek(path, 4096).ok()?;
+    if detect_bytes(&head).is_some() {
+        return None;
+    }
+    if boxfish::looks_like_boxfish(&head) {
+        Some("a Boxfish table")
+    } else if volume::looks_like_npy(&head) {
+        Some("a NumPy array")
+    } else if tensor::looks_like_access_csv(&head) {
+        Some("an access table")
+    } else if tau::looks_like_tau(&head) {
+        Some("a TAU profile")
+    } else if line_profile::looks_like_line_profile(&head) {
+        Some("a line-profile table")
+    } else {
+        None
+    }
+}
+
 /// Reads a trace, detecting its format.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     read_as(path, detect(path)?, opts)

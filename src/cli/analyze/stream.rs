@@ -365,11 +365,22 @@ pub(crate) fn reduce<'a>(
     if window.as_deref().is_some_and(|w| w.starts_with("phase")) {
         bail!("--stream cannot find phases (they need the events in memory); give --window T0:T1");
     }
-    let format = tapestry::readers::detect(path)?;
-    if !matches!(format, Format::Paraver | Format::Otf2 | Format::Picl) {
+    if let Some(what) = tapestry::readers::non_trace_kind(path) {
         bail!(
-            "--stream reads Paraver traces, OTF2 archives and PICL traces; {} is {} (read it \
-             without --stream, or convert it once with `tapestry convert` and reopen the cache)",
+            "--stream reduces traces (Paraver, OTF2, PICL, Chrome JSON); {} is {what}, which \
+             has no records in time: read it without --stream",
+            path.display()
+        );
+    }
+    let format = tapestry::readers::detect(path)?;
+    if !matches!(
+        format,
+        Format::Paraver | Format::Otf2 | Format::Picl | Format::ChromeJson
+    ) {
+        bail!(
+            "--stream reads Paraver traces, OTF2 archives, PICL traces and Chrome JSON; {} is {} \
+             (read it without --stream, or convert it once with `tapestry convert` and reopen \
+             the cache)",
             path.display(),
             format.name()
         );
@@ -389,6 +400,21 @@ pub(crate) fn reduce<'a>(
     };
     let opts = read.options();
     let merged = match format {
+        Format::ChromeJson if world.size > 1 => {
+            if world.rank != 0 {
+                // rank 0 says why
+                return Err(anyhow::Error::new(crate::cli::Reported));
+            }
+            bail!(
+                "reduce reads Paraver traces, OTF2 archives and PICL traces across processes; \
+                 a Chrome trace is streamed by one process: run `tapestry analyze {} ... \
+                 --stream` (or `mpirun -n 1`)",
+                path.display()
+            )
+        }
+        Format::ChromeJson => Some(tapestry::readers::chrome::stream::stream(
+            path, &opts, &mut r,
+        )?),
         Format::Otf2 => reduce_otf2(path, &opts, &mut r, &world)?,
         Format::Picl if world.size > 1 => reduce_picl(path, &opts, &mut r, &mut world)?,
         Format::Picl => Some(tapestry::readers::picl::stream::stream(

@@ -45,6 +45,8 @@ use crate::model::{
     TimeUnit, Trace, TraceBuilder, flatten_nested,
 };
 
+pub mod stream;
+
 /// A string borrowed from the input unless it has escapes (serde borrows a
 /// `Cow` only when it is not wrapped in an `Option`).
 #[derive(Deserialize)]
@@ -539,6 +541,9 @@ struct Acc {
     /// The last slice's name and category and its state (interned and
     /// tagged): consecutive slices often share them.
     last_state: Option<(String, String, StateId)>,
+    /// In the first pass of a stream ([`stream`]): where each thread's
+    /// slices start, instead of the slices, instants, samples and flows.
+    marks: Option<Box<stream::Marks>>,
 }
 
 impl Acc {
@@ -722,11 +727,17 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         b'B' => {
             let t = thread(acc);
             let st = acc.state_of(b, &ev.name, &ev.cat);
-            acc.threads[t as usize].2.be.push((ts, seq, true, st));
+            match &mut acc.marks {
+                Some(m) => m.slice(t, seq, ts),
+                None => acc.threads[t as usize].2.be.push((ts, seq, true, st)),
+            }
         }
         b'E' => {
             let t = thread(acc);
-            acc.threads[t as usize].2.be.push((ts, seq, false, 0));
+            match &mut acc.marks {
+                Some(m) => m.slice(t, seq, ts),
+                None => acc.threads[t as usize].2.be.push((ts, seq, false, 0)),
+            }
         }
         b'X' => {
             let t = thread(acc);
@@ -739,10 +750,13 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                     0
                 }
             };
-            acc.threads[t as usize]
-                .2
-                .slices
-                .push((ts, ts + dur, st, seq));
+            match &mut acc.marks {
+                Some(m) => m.slice(t, seq, ts),
+                None => acc.threads[t as usize]
+                    .2
+                    .slices
+                    .push((ts, ts + dur, st, seq)),
+            }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
             let loc = if ev.scope == b'g' && ev.ph != b'n' {
@@ -752,7 +766,10 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             };
             let kind = b.event_types.intern(&ev.name);
             let value = ev.lite.value.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
-            acc.instants.push((ts, loc, kind, value));
+            match &mut acc.marks {
+                Some(m) => m.instants.add(ts),
+                None => acc.instants.push((ts, loc, kind, value)),
+            }
         }
         b'C' => {
             let t = thread(acc);
@@ -768,7 +785,10 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                         name = format!("{name}[{id}]");
                     }
                     let c = b.counter_def(&name, "");
-                    acc.counters.push((ts, t, c, x));
+                    match &mut acc.marks {
+                        Some(m) => m.samples.add(ts),
+                        None => acc.counters.push((ts, t, c, x)),
+                    }
                 }
             }
         }
@@ -801,6 +821,11 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         }
         b's' | b't' | b'f' => {
             let t = thread(acc);
+            if let Some(m) = &mut acc.marks {
+                // the stream's second pass matches them
+                m.flow(seq, ts);
+                return Ok(());
+            }
             let id = ev.id.as_deref().unwrap_or("");
             let key = acc.flow_key(&ev.cat, id);
             let bytes = ev.lite.bytes.unwrap_or(0);
@@ -838,26 +863,17 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
     Ok(())
 }
 
-/// Reads a Chrome trace.
-pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
-    let inp = input::open(path)?;
-    let damage = inp.damage.clone();
-    let mut b = TraceBuilder::new(
-        Format::ChromeJson,
-        path,
-        TimeUnit::microseconds(),
-        opts.strict,
-    );
-    let mut acc = Acc {
-        min_ts: i64::MAX,
-        max_ts: i64::MIN,
-        ..Default::default()
-    };
-
-    // Three stages overlap: the splitter reads ahead while one batch is
-    // parsed in parallel and, after it, while its events go through the
-    // serial intake; splitting is then off the serial path.
-    let mut ahead = ReadAhead::new(Splitter::new(path, inp.reader));
+/// Reads the events of the file at `path` in file order: a batch is
+/// parsed in parallel, then its events go to `take` one by one. Three
+/// stages overlap: the splitter reads ahead while one batch is parsed and,
+/// after it, while its events are taken; splitting is then off the serial
+/// path. The splitter at the end (what it found past the last event).
+fn for_each_event(
+    path: &Path,
+    reader: Box<dyn std::io::Read + Send>,
+    mut take: impl FnMut(Ev, &Batch) -> Result<()> + Send,
+) -> Result<Splitter> {
+    let mut ahead = ReadAhead::new(Splitter::new(path, reader));
     while let Some(batch) = ahead.next() {
         let batch = batch?;
         let ((), parsed) = rayon::join(
@@ -875,7 +891,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             || -> Result<()> {
                 for (k, ev) in parsed.into_iter().enumerate() {
                     match ev {
-                        Ok(ev) => intake(ev, &mut acc, &mut b, &batch)?,
+                        Ok(ev) => take(ev, &batch)?,
                         Err(msg) => {
                             let pos = batch.position(batch.spans[k].0 as usize);
                             return Err(Error::parse(path, pos, msg));
@@ -888,7 +904,19 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         taken?;
         ahead.split.recycle(batch.data);
     }
-    let split = ahead.split;
+    Ok(ahead.split)
+}
+
+/// The repairs and ignored events met while the events were taken: the
+/// damaged input, the file cut short, `X` events without a duration, the
+/// phases not shown.
+fn report_intake(
+    acc: &Acc,
+    b: &mut TraceBuilder,
+    path: &Path,
+    damage: &input::DamageHandle,
+    split: &Splitter,
+) -> Result<()> {
     damage.report(&mut b.diagnostics, path, "events")?;
     if let Some(t) = split.truncated.clone() {
         b.diagnostics.repair("truncated-file", path, t.pos, 1, || {
@@ -913,20 +941,52 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     for (ph, n) in ignored {
         b.ignore(&format!("Chrome '{}' events", char::from(ph)), n);
     }
+    Ok(())
+}
+
+/// Reads a Chrome trace.
+pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let inp = input::open(path)?;
+    let damage = inp.damage.clone();
+    let mut b = TraceBuilder::new(
+        Format::ChromeJson,
+        path,
+        TimeUnit::microseconds(),
+        opts.strict,
+    );
+    let mut acc = Acc {
+        min_ts: i64::MAX,
+        max_ts: i64::MIN,
+        ..Default::default()
+    };
+    let split = for_each_event(path, inp.reader, |ev, batch| {
+        intake(ev, &mut acc, &mut b, batch)
+    })?;
+    report_intake(&acc, &mut b, path, &damage, &split)?;
     assemble(acc, b, path, opts)
 }
 
-fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) -> Result<Trace> {
-    let origin = if acc.min_ts == i64::MAX {
-        0
-    } else {
-        acc.min_ts
-    };
-    let end_abs = acc.max_ts.max(origin);
-    b.set_origin(origin);
-    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
+impl Acc {
+    /// The time all others are relative to: the earliest event's (0 when
+    /// none has a time).
+    fn origin(&self) -> i64 {
+        if self.min_ts == i64::MAX {
+            0
+        } else {
+            self.min_ts
+        }
+    }
 
-    // order: processes by (sort index, pid), threads by (sort index, tid)
+    /// The end of the last slice or event, absolute.
+    fn end_abs(&self) -> i64 {
+        self.max_ts.max(self.origin())
+    }
+}
+
+/// The threads' locations in the model's order (processes by (sort index,
+/// pid), threads by (sort index, tid)): each thread's location, and each
+/// process's group so far.
+fn place_threads(acc: &Acc, b: &mut TraceBuilder) -> (Vec<LocId>, HashMap<u32, u32>) {
     let mut order: Vec<u32> = (0..acc.threads.len() as u32).collect();
     let proc_key = |p: u32, acc: &Acc| {
         let (id, pa) = &acc.procs[p as usize];
@@ -935,8 +995,8 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     order.sort_by(|&x, &y| {
         let (px, tx, ax) = &acc.threads[x as usize];
         let (py, ty, ay) = &acc.threads[y as usize];
-        let kx = proc_key(acc.proc_idx[px], &acc);
-        let ky = proc_key(acc.proc_idx[py], &acc);
+        let kx = proc_key(acc.proc_idx[px], acc);
+        let ky = proc_key(acc.proc_idx[py], acc);
         kx.cmp(&ky)
             .then(
                 ax.sort
@@ -947,12 +1007,10 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     });
     let mut group_of_proc: HashMap<u32, u32> = HashMap::new();
     let mut loc_of_thread = vec![0 as LocId; acc.threads.len()];
-    let mut procs_in_order: Vec<u32> = Vec::new();
     for &t in &order {
         let (pid, tid, ta) = &acc.threads[t as usize];
         let p = acc.proc_idx[pid];
         let g = *group_of_proc.entry(p).or_insert_with(|| {
-            procs_in_order.push(p);
             let pa = &acc.procs[p as usize].1;
             let name = pa
                 .name
@@ -970,72 +1028,69 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
         };
         loc_of_thread[t as usize] = b.locations.add(name, LocationKind::Thread, Some(g), ext);
     }
+    (loc_of_thread, group_of_proc)
+}
 
-    // per thread: match B/E, flatten with X
-    let mut unmatched_end = 0u64;
-    let mut unclosed = 0u64;
-    let mut clipped = 0u64;
-    let mut flat = Vec::new();
-    let mut freed = 0usize;
-    for (t, (_, _, ta)) in acc.threads.iter_mut().enumerate() {
-        let loc = loc_of_thread[t];
-        // each thread's records leave as its intervals come (and leave
-        // the process every 16 MiB: the threads' blocks are small, and
-        // glibc keeps them)
-        if freed >= 16 << 20 {
-            crate::memory::return_freed_memory();
-            freed = 0;
-        }
-        freed +=
-            std::mem::size_of_val(ta.slices.as_slice()) + std::mem::size_of_val(ta.be.as_slice());
-        let x_slices = std::mem::take(&mut ta.slices);
-        let mut slices: Vec<NestedSlice> = Vec::with_capacity(x_slices.len() + ta.be.len() / 2);
-        slices.extend(x_slices.iter().map(|&(s, e, st, seq)| NestedSlice {
-            start: rel(s),
-            end: rel(e),
-            state: st,
-            seq,
-        }));
-        drop(x_slices);
-        ta.be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
-        let mut stack: Vec<(i64, u64, StateId)> = Vec::new();
-        for &(ts, seq, begin, st) in &ta.be {
-            if begin {
-                stack.push((ts, seq, st));
-            } else if let Some((bt, bseq, bst)) = stack.pop() {
-                slices.push(NestedSlice {
-                    start: rel(bt),
-                    end: rel(ts),
-                    state: bst,
-                    seq: bseq,
-                });
-            } else {
-                unmatched_end += 1;
-            }
-        }
-        for (bt, bseq, bst) in stack {
-            unclosed += 1;
-            slices.push(NestedSlice {
-                start: rel(bt),
-                end: rel(end_abs),
-                state: bst,
-                seq: bseq,
-            });
-        }
-        ta.be = Vec::new();
-        flat.clear();
-        clipped += flatten_nested(&mut slices, &mut flat);
-        if flat.len() >= GROUPED_THREAD {
-            // one exact block per busy thread (no growth slack, no location
-            // column)
-            b.add_interval_block(IntervalBlock::of_location(loc, &flat));
-        } else {
-            for &(s, e, st) in &flat {
-                b.interval(loc, s, e, st);
-            }
-        }
+/// Repairs of begins and ends, counted over every thread and async slice.
+#[derive(Debug, Default, Clone, Copy)]
+struct Nesting {
+    /// Ends (`E` or async `e`) without a begin.
+    unmatched_end: u64,
+    /// Begins never ended (closed at the end of the trace).
+    unclosed: u64,
+    /// Slices clipped to their enclosing slice.
+    clipped: u64,
+}
+
+impl Nesting {
+    fn report(&self, b: &mut TraceBuilder, src: &Path) -> Result<()> {
+        let Nesting {
+            unmatched_end,
+            unclosed,
+            clipped,
+        } = *self;
+        b.diagnostics.repair(
+            "unmatched-end",
+            src,
+            Position::none(),
+            unmatched_end,
+            || {
+                format!(
+                    "{unmatched_end} end event(s) ('E' or async 'e') without a matching begin; ignored"
+                )
+            },
+        )?;
+        b.diagnostics
+            .repair("unclosed-begin", src, Position::none(), unclosed, || {
+                format!("{unclosed} begin event(s) never ended; closed at the end of the trace")
+            })?;
+        b.diagnostics
+            .repair("improper-nesting", src, Position::none(), clipped, || {
+                format!("{clipped} slice(s) end after their enclosing slice; clipped to it")
+            })
     }
+}
 
+/// Reports the flow events that made no message.
+fn report_orphans(b: &mut TraceBuilder, src: &Path, orphans: u64) -> Result<()> {
+    b.diagnostics.repair("unterminated-flow", src, Position::none(), orphans, || {
+        format!("{orphans} flow event(s) without a start ('s') or a finish ('f'); no message for them")
+    })
+}
+
+/// The async slices, matched by process, category and id and packed into
+/// lanes, a location each (added to `b` after the threads'): the lanes'
+/// intervals `(location, start, end, state)`, each lane's in time order.
+fn pack_async(
+    acc: &mut Acc,
+    b: &mut TraceBuilder,
+    group_of_proc: &mut HashMap<u32, u32>,
+    nesting: &mut Nesting,
+) -> Vec<(LocId, Time, Time, StateId)> {
+    let origin = acc.origin();
+    let end_abs = acc.end_abs();
+    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
+    let mut intervals = Vec::new();
     // async slices: per process and name, packed into lanes
     acc.asyncs.sort_by_key(|a| (a.key, a.ts, a.seq));
     let mut async_slices: Vec<(u32, String, i64, i64)> = Vec::new();
@@ -1071,7 +1126,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
                         open[k].2 = false;
                         async_slices.push((a.pid, open[k].1.clone(), open[k].0, a.ts));
                     }
-                    None => unmatched_end += 1,
+                    None => nesting.unmatched_end += 1,
                 }
             }
             i += 1;
@@ -1079,7 +1134,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
         let pid = acc.asyncs[i - 1].pid;
         for (bt, name, still) in open {
             if still {
-                unclosed += 1;
+                nesting.unclosed += 1;
                 async_slices.push((pid, name, bt, end_abs));
             }
         }
@@ -1126,31 +1181,90 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
             };
             lanes[lane].1 = e;
             busy.push(Reverse((e, lane)));
-            b.interval(lanes[lane].0, rel(s), rel(e), state);
+            intervals.push((lanes[lane].0, rel(s), rel(e), state));
             j += 1;
         }
     }
 
+    intervals
+}
+
+fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let origin = acc.origin();
+    let end_abs = acc.end_abs();
+    b.set_origin(origin);
+    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
+    let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b);
+    let mut nesting = Nesting::default();
+
+    // per thread: match B/E, flatten with X
+    let mut flat = Vec::new();
+    let mut freed = 0usize;
+    for (t, (_, _, ta)) in acc.threads.iter_mut().enumerate() {
+        let loc = loc_of_thread[t];
+        // each thread's records leave as its intervals come (and leave
+        // the process every 16 MiB: the threads' blocks are small, and
+        // glibc keeps them)
+        if freed >= 16 << 20 {
+            crate::memory::return_freed_memory();
+            freed = 0;
+        }
+        freed +=
+            std::mem::size_of_val(ta.slices.as_slice()) + std::mem::size_of_val(ta.be.as_slice());
+        let x_slices = std::mem::take(&mut ta.slices);
+        let mut slices: Vec<NestedSlice> = Vec::with_capacity(x_slices.len() + ta.be.len() / 2);
+        slices.extend(x_slices.iter().map(|&(s, e, st, seq)| NestedSlice {
+            start: rel(s),
+            end: rel(e),
+            state: st,
+            seq,
+        }));
+        drop(x_slices);
+        ta.be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
+        let mut stack: Vec<(i64, u64, StateId)> = Vec::new();
+        for &(ts, seq, begin, st) in &ta.be {
+            if begin {
+                stack.push((ts, seq, st));
+            } else if let Some((bt, bseq, bst)) = stack.pop() {
+                slices.push(NestedSlice {
+                    start: rel(bt),
+                    end: rel(ts),
+                    state: bst,
+                    seq: bseq,
+                });
+            } else {
+                nesting.unmatched_end += 1;
+            }
+        }
+        for (bt, bseq, bst) in stack {
+            nesting.unclosed += 1;
+            slices.push(NestedSlice {
+                start: rel(bt),
+                end: rel(end_abs),
+                state: bst,
+                seq: bseq,
+            });
+        }
+        ta.be = Vec::new();
+        flat.clear();
+        nesting.clipped += flatten_nested(&mut slices, &mut flat);
+        if flat.len() >= GROUPED_THREAD {
+            // one exact block per busy thread (no growth slack, no location
+            // column)
+            b.add_interval_block(IntervalBlock::of_location(loc, &flat));
+        } else {
+            for &(s, e, st) in &flat {
+                b.interval(loc, s, e, st);
+            }
+        }
+    }
+
+    for (l, s, e, st) in pack_async(&mut acc, &mut b, &mut group_of_proc, &mut nesting) {
+        b.interval(l, s, e, st);
+    }
+
     let src = path.to_path_buf();
-    b.diagnostics.repair(
-        "unmatched-end",
-        &src,
-        Position::none(),
-        unmatched_end,
-        || {
-            format!(
-                "{unmatched_end} end event(s) ('E' or async 'e') without a matching begin; ignored"
-            )
-        },
-    )?;
-    b.diagnostics
-        .repair("unclosed-begin", &src, Position::none(), unclosed, || {
-            format!("{unclosed} begin event(s) never ended; closed at the end of the trace")
-        })?;
-    b.diagnostics
-        .repair("improper-nesting", &src, Position::none(), clipped, || {
-            format!("{clipped} slice(s) end after their enclosing slice; clipped to it")
-        })?;
+    nesting.report(&mut b, &src)?;
 
     for &(ts, t, kind, value) in &acc.instants {
         let loc = if t == u32::MAX {
@@ -1208,9 +1322,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
             freed = first;
         }
     }
-    b.diagnostics.repair("unterminated-flow", &src, Position::none(), orphans, || {
-        format!("{orphans} flow event(s) without a start ('s') or a finish ('f'); no message for them")
-    })?;
+    report_orphans(&mut b, &src, orphans)?;
 
     // what is left of the records leaves before the model is built
     let any_ts = acc.min_ts != i64::MAX;

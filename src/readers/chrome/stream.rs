@@ -1,0 +1,1068 @@
+//! Chrome traces reduced while they are read (`--stream`): each thread's
+//! slices are flattened as they come, exactly as the in-memory reader
+//! flattens them, and the intervals and messages handed to the reductions
+//! epoch by epoch.
+//!
+//! A Chrome trace declares neither its threads (nor their order, which
+//! metadata anywhere in the file sets) nor its time origin, and `X` events
+//! need not come in time order (Chrome writes a slice when it ends, after
+//! the slices nested in it). A first pass takes what the model keeps of the
+//! file (threads, processes, states, event and counter names, the span,
+//! repairs, async slices) and marks, per epoch of [`EPOCH`] events, where
+//! each thread's slices start. The second pass holds a thread's slices
+//! until no later epoch holds one that starts earlier, then flattens them
+//! ([`Flattener`]) and hands the intervals over: a file in time order per
+//! thread (as tools write them) is held an epoch at a time, whatever its
+//! size; a slice written long after the slices that start after it holds
+//! its thread's slices until then, as does a `B` never ended.
+//!
+//! Flows are matched as in memory, each id's steps in time order: the
+//! first pass also marks, per epoch, the earliest flow step, and a step is
+//! matched once no later epoch holds an earlier one. A file in time order
+//! holds the steps of an epoch or so; one written process by process (as
+//! `pmpitrace` and other tools that merge per-process buffers write) holds
+//! its flow steps to the end, 40 bytes each, as in memory. Async slices are
+//! held, as in memory: they are packed into lanes, locations the reductions
+//! need first.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
+
+use super::{
+    Acc, Batch, Ev, Flow, Ident, Nesting, input, pack_async, place_threads, report_intake,
+    report_orphans,
+};
+use crate::diagnostics::Position;
+use crate::error::{Error, Result};
+use crate::model::builder::RawInterval;
+use crate::model::stream::{Counted, IntervalSink};
+use crate::model::{
+    BuildOptions, Flattener, Format, LocId, NestedSlice, StateId, Time, TimeUnit, Trace,
+    TraceBuilder, sort_nested,
+};
+use crate::readers::ReadOptions;
+use rustc_hash::FxHashMap;
+
+/// Events per epoch: a thread's slices are held at least until the end of
+/// the epoch they are read in (some 25 MiB of JSON; 8 MiB of slices).
+pub const EPOCH: u64 = 1 << 18;
+
+fn epoch(seq: u64, events: u64) -> u32 {
+    (seq / events.max(1)).min(u32::MAX as u64) as u32
+}
+
+/// Records the first pass counts: how many and the latest time.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Tally {
+    pub n: u64,
+    pub last: i64,
+}
+
+impl Tally {
+    pub fn add(&mut self, ts: i64) {
+        self.n += 1;
+        self.last = self.last.max(ts);
+    }
+}
+
+/// What the first pass keeps instead of the records.
+#[derive(Debug, Default)]
+pub(super) struct Marks {
+    /// Events per epoch.
+    pub epoch_events: u64,
+    /// Per thread: `(epoch, earliest time of a B, E or X event of the
+    /// thread in that epoch)`, the epochs in order.
+    pub per_thread: Vec<Vec<(u32, i64)>>,
+    /// `(epoch, earliest flow step in it)`, the epochs in order.
+    pub flows: Vec<(u32, i64)>,
+    /// Instant events.
+    pub instants: Tally,
+    /// Counter samples.
+    pub samples: Tally,
+}
+
+impl Marks {
+    pub fn slice(&mut self, thread: u32, seq: u64, ts: i64) {
+        let e = epoch(seq, self.epoch_events);
+        let t = thread as usize;
+        if self.per_thread.len() <= t {
+            self.per_thread.resize_with(t + 1, Vec::new);
+        }
+        mark(&mut self.per_thread[t], e, ts);
+    }
+
+    pub fn flow(&mut self, seq: u64, ts: i64) {
+        let e = epoch(seq, self.epoch_events);
+        mark(&mut self.flows, e, ts);
+    }
+}
+
+fn mark(v: &mut Vec<(u32, i64)>, e: u32, ts: i64) {
+    match v.last_mut() {
+        Some(l) if l.0 == e => l.1 = l.1.min(ts),
+        _ => v.push((e, ts)),
+    }
+}
+
+/// Marks as the second pass reads them: for each epoch, the earliest time
+/// in it or any later epoch (relative ns), the epochs in order, and the
+/// first not read yet.
+#[derive(Default)]
+struct Watermarks {
+    marks: Vec<(u32, Time)>,
+    next: usize,
+}
+
+impl Watermarks {
+    fn new(m: &[(u32, i64)], rel: impl Fn(i64) -> Time) -> Self {
+        let mut suffix = Time::MAX;
+        let mut marks: Vec<(u32, Time)> = m.iter().map(|&(e, ts)| (e, rel(ts))).collect();
+        for x in marks.iter_mut().rev() {
+            suffix = suffix.min(x.1);
+            x.1 = suffix;
+        }
+        Watermarks { marks, next: 0 }
+    }
+
+    /// The earliest time marked in epochs after `e`.
+    fn after(&mut self, e: u32) -> Time {
+        while self.marks.get(self.next).is_some_and(|m| m.0 <= e) {
+            self.next += 1;
+        }
+        self.marks.get(self.next).map_or(Time::MAX, |m| m.1)
+    }
+}
+
+/// One thread in the second pass.
+#[derive(Default)]
+struct ThreadStream {
+    /// Where the slices of later epochs start.
+    marks: Watermarks,
+    /// `B`/`E` events not matched yet: (ts, seq, begin?, state).
+    be: Vec<(Time, u64, bool, StateId)>,
+    /// Begins matched with no end yet: (ts, seq, state).
+    stack: Vec<(Time, u64, StateId)>,
+    /// Slices not flattened yet.
+    slices: Vec<NestedSlice>,
+    flat: Flattener,
+    /// Whether the epoch being read has events of this thread.
+    touched: bool,
+}
+
+impl ThreadStream {
+    /// Matches the begins and ends before `w` (every one of them has been
+    /// read) and flattens the slices that start before both `w` and the
+    /// oldest begin still open, into `out`.
+    fn flush(&mut self, w: Time, nesting: &mut Nesting, out: &mut Vec<(Time, Time, StateId)>) {
+        if !self.be.is_empty() {
+            self.be.sort_unstable_by_key(|&(ts, seq, _, _)| (ts, seq));
+            let n = self.be.partition_point(|x| x.0 < w);
+            for &(ts, seq, begin, st) in &self.be[..n] {
+                if begin {
+                    self.stack.push((ts, seq, st));
+                } else if let Some((bt, bseq, bst)) = self.stack.pop() {
+                    self.slices.push(NestedSlice {
+                        start: bt,
+                        end: ts,
+                        state: bst,
+                        seq: bseq,
+                    });
+                } else {
+                    nesting.unmatched_end += 1;
+                }
+            }
+            self.be.drain(..n);
+        }
+        let lim = self.stack.first().map_or(w, |&(bt, _, _)| bt.min(w));
+        self.feed_before(lim, out);
+    }
+
+    /// Flattens the slices that start before `lim`, in the in-memory order.
+    fn feed_before(&mut self, lim: Time, out: &mut Vec<(Time, Time, StateId)>) {
+        if !self.slices.iter().any(|s| s.start < lim) {
+            return;
+        }
+        let mut feed: Vec<NestedSlice>;
+        if self.slices.iter().all(|s| s.start < lim) {
+            feed = std::mem::take(&mut self.slices);
+        } else {
+            let (f, keep) = self.slices.drain(..).partition(|s| s.start < lim);
+            feed = f;
+            self.slices = keep;
+        }
+        sort_nested(&mut feed);
+        self.flat.feed(&feed, out);
+        if self.slices.capacity() > 4 * self.slices.len().max(256) {
+            self.slices.shrink_to_fit();
+        }
+    }
+
+    /// The last flush: every begin and end matched, the begins left open
+    /// closed at `end`, every slice flattened.
+    fn finish(&mut self, end: Time, nesting: &mut Nesting, out: &mut Vec<(Time, Time, StateId)>) {
+        self.flush(Time::MAX, nesting, out);
+        for (bt, bseq, bst) in std::mem::take(&mut self.stack) {
+            nesting.unclosed += 1;
+            self.slices.push(NestedSlice {
+                start: bt,
+                end,
+                state: bst,
+                seq: bseq,
+            });
+        }
+        self.feed_before(Time::MAX, out);
+        self.flat.finish(out);
+        nesting.clipped += self.flat.clipped;
+    }
+}
+
+/// A flow step waiting for the earlier steps of its id, by time and then
+/// file order.
+struct Pending(Flow);
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&o.key())
+    }
+}
+impl Pending {
+    fn key(&self) -> (i64, u64) {
+        (self.0.ts, self.0.seq_ph)
+    }
+}
+
+/// The flows of the second pass: the steps not matched yet, and per id
+/// with a step a message would leave from, that step.
+#[derive(Default)]
+struct Flows {
+    marks: Watermarks,
+    pending: BinaryHeap<Reverse<Pending>>,
+    open: FxHashMap<u32, Flow>,
+    ready: Vec<Flow>,
+    orphans: u64,
+}
+
+impl Flows {
+    /// Matches the steps before `w` (every one of them has been read), as
+    /// the in-memory reader does: per id in time order, each step to the
+    /// next; the messages to `message`.
+    fn match_before(
+        &mut self,
+        w: Time,
+        origin: i64,
+        mut message: impl FnMut(&Flow, &Flow) -> std::result::Result<(), String>,
+    ) -> std::result::Result<(), String> {
+        let rel = |t: i64| (t - origin).max(0) as Time;
+        while let Some(Reverse(p)) = self.pending.peek() {
+            if rel(p.0.ts) >= w {
+                break;
+            }
+            if let Some(Reverse(p)) = self.pending.pop() {
+                self.ready.push(p.0);
+            }
+        }
+        // in time order already; by id, each id's steps keeping that order
+        self.ready.sort_by_key(|f| f.key);
+        for f in std::mem::take(&mut self.ready) {
+            let prev = self.open.remove(&f.key);
+            match (prev, f.ph()) {
+                (None, b's') => {
+                    self.open.insert(f.key, f);
+                }
+                (None, _) => self.orphans += 1,
+                (Some(_), b's') => {
+                    self.orphans += 1;
+                    self.open.insert(f.key, f);
+                }
+                (Some(p), ph) => {
+                    message(&p, &f)?;
+                    if ph != b'f' {
+                        self.open.insert(f.key, f);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The second pass.
+struct Pass<'a> {
+    path: &'a Path,
+    sink: &'a mut (dyn IntervalSink + Send),
+    threads: Vec<ThreadStream>,
+    loc_of_thread: Vec<LocId>,
+    touched: Vec<u32>,
+    epoch: u32,
+    epoch_events: u64,
+    seq: u64,
+    origin: i64,
+    nesting: Nesting,
+    flows: Flows,
+    out: Vec<(Time, Time, StateId)>,
+    batch: Vec<RawInterval>,
+}
+
+impl Pass<'_> {
+    fn rel(&self, t: i64) -> Time {
+        (t - self.origin).max(0) as Time
+    }
+
+    fn sink_error(&self, e: String) -> Error {
+        Error::parse(self.path, Position::none(), e)
+    }
+
+    /// Flattens what the epoch just read lets go.
+    fn end_epoch(&mut self) -> Result<()> {
+        for t in std::mem::take(&mut self.touched) {
+            let th = &mut self.threads[t as usize];
+            th.touched = false;
+            let w = th.marks.after(self.epoch);
+            self.out.clear();
+            th.flush(w, &mut self.nesting, &mut self.out);
+            let loc = self.loc_of_thread[t as usize];
+            self.batch
+                .extend(self.out.iter().map(|&(start, end, state)| RawInterval {
+                    loc,
+                    state,
+                    start,
+                    end,
+                }));
+        }
+        let w = self.flows.marks.after(self.epoch);
+        self.match_flows(w)?;
+        self.hand_over()
+    }
+
+    /// Matches the flow steps before `w`; the messages to the sink.
+    fn match_flows(&mut self, w: Time) -> Result<()> {
+        let (sink, locs, origin) = (&mut *self.sink, &self.loc_of_thread, self.origin);
+        let rel = |t: i64| (t - origin).max(0) as Time;
+        self.flows
+            .match_before(w, origin, |p, f| {
+                sink.message(
+                    locs[p.thread as usize],
+                    locs[f.thread as usize],
+                    rel(p.ts),
+                    rel(f.ts),
+                    p.bytes,
+                )
+            })
+            .map_err(|e| Error::parse(self.path, Position::none(), e))
+    }
+
+    fn hand_over(&mut self) -> Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let r = self.sink.intervals(&self.batch);
+        self.batch.clear();
+        r.map_err(|e| self.sink_error(e))
+    }
+
+    /// The thread of an event, as the first pass numbered it.
+    fn thread(&self, acc: &mut Acc, ev: &Ev, batch: &Batch) -> Result<u32> {
+        let pid = ev.pid.clone().unwrap_or(Ident::Num(0));
+        let tid = ev
+            .tid
+            .clone()
+            .or_else(|| ev.pid.clone())
+            .unwrap_or(Ident::Num(0));
+        let t = acc.thread_of(&pid, &tid);
+        if t as usize >= self.threads.len() {
+            return Err(Error::parse(
+                self.path,
+                batch.position(ev.off),
+                "the file changed while it was read (a thread is new)",
+            ));
+        }
+        Ok(t)
+    }
+
+    fn take(&mut self, ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
+        self.seq += 1;
+        let e = epoch(self.seq, self.epoch_events);
+        if e != self.epoch {
+            self.end_epoch()?;
+            self.epoch = e;
+        }
+        let ts = ev.ts.unwrap_or(0);
+        match ev.ph {
+            b'B' | b'E' | b'X' => {
+                let t = self.thread(acc, &ev, batch)?;
+                let st = match ev.ph {
+                    b'E' => 0,
+                    _ => acc.state_of(b, &ev.name, &ev.cat),
+                };
+                let rel = self.rel(ts);
+                let seq = self.seq;
+                let end = self.rel(ts + ev.dur.unwrap_or(0));
+                let th = &mut self.threads[t as usize];
+                match ev.ph {
+                    b'X' => th.slices.push(NestedSlice {
+                        start: rel,
+                        end,
+                        state: st,
+                        seq,
+                    }),
+                    ph => th.be.push((rel, seq, ph == b'B', st)),
+                }
+                if !th.touched {
+                    th.touched = true;
+                    self.touched.push(t);
+                }
+            }
+            b's' | b't' | b'f' => {
+                let t = self.thread(acc, &ev, batch)?;
+                let key = acc.flow_key(&ev.cat, ev.id.as_deref().unwrap_or(""));
+                let ph = match ev.ph {
+                    b's' => 0,
+                    b't' => 1,
+                    _ => 2,
+                };
+                self.flows.pending.push(Reverse(Pending(Flow {
+                    ts,
+                    seq_ph: (self.seq << 2) | ph,
+                    bytes: ev.lite.bytes.unwrap_or(0),
+                    tag: 0,
+                    key,
+                    thread: t,
+                })));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Streams the Chrome trace at `path` into `sink`: the trace without
+/// records (locations, states, span, repairs) and the state of each key
+/// the sink saw (the keys are the states).
+pub fn stream(
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut (dyn IntervalSink + Send),
+) -> Result<(Trace, Vec<(u32, StateId)>)> {
+    stream_in_epochs(path, opts, sink, EPOCH)
+}
+
+/// [`stream`] with epochs of `epoch_events` events.
+fn stream_in_epochs(
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut (dyn IntervalSink + Send),
+    epoch_events: u64,
+) -> Result<(Trace, Vec<(u32, StateId)>)> {
+    // first pass: everything the model keeps, and where slices start
+    let inp = input::open(path)?;
+    let damage = inp.damage.clone();
+    let mut b = TraceBuilder::new(
+        Format::ChromeJson,
+        path,
+        TimeUnit::microseconds(),
+        opts.strict,
+    );
+    let mut acc = Acc {
+        min_ts: i64::MAX,
+        max_ts: i64::MIN,
+        marks: Some(Box::new(Marks {
+            epoch_events,
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let split = super::for_each_event(path, inp.reader, |ev, batch| {
+        super::intake(ev, &mut acc, &mut b, batch)
+    })?;
+    report_intake(&acc, &mut b, path, &damage, &split)?;
+    drop(split);
+    let marks = *acc.marks.take().unwrap_or_default();
+    let origin = acc.origin();
+    let end_abs = acc.end_abs();
+    let any_ts = acc.min_ts != i64::MAX;
+    b.set_origin(origin);
+    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
+    let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b);
+    let mut nesting = Nesting::default();
+    let lanes = pack_async(&mut acc, &mut b, &mut group_of_proc, &mut nesting);
+    acc.asyncs = Vec::new();
+    let mut threads: Vec<ThreadStream> = Vec::with_capacity(acc.threads.len());
+    let mut per_thread = marks.per_thread;
+    per_thread.resize_with(acc.threads.len(), Vec::new);
+    for m in per_thread {
+        threads.push(ThreadStream {
+            marks: Watermarks::new(&m, rel),
+            ..Default::default()
+        });
+    }
+    sink.begin(b.locations.len(), if any_ts { rel(end_abs) } else { 0 })?;
+    let lane_records: Vec<RawInterval> = lanes
+        .into_iter()
+        .map(|(loc, start, end, state)| RawInterval {
+            loc,
+            state,
+            start,
+            end,
+        })
+        .collect();
+    sink.intervals(&lane_records)
+        .map_err(|e| Error::parse(path, Position::none(), e))?;
+    drop(lane_records);
+
+    // second pass: the slices and flows, in file order
+    let mut pass = Pass {
+        path,
+        sink,
+        threads,
+        loc_of_thread,
+        touched: Vec::new(),
+        epoch: 0,
+        epoch_events,
+        seq: 0,
+        origin,
+        nesting,
+        flows: Flows {
+            marks: Watermarks::new(&marks.flows, rel),
+            ..Default::default()
+        },
+        out: Vec::new(),
+        batch: Vec::new(),
+    };
+    let inp = input::open(path)?;
+    super::for_each_event(path, inp.reader, |ev, batch| {
+        pass.take(ev, &mut acc, &mut b, batch)
+    })?;
+    pass.end_epoch()?;
+    pass.match_flows(Time::MAX)?;
+    let end = rel(end_abs);
+    for t in 0..pass.threads.len() {
+        pass.out.clear();
+        pass.threads[t].finish(end, &mut pass.nesting, &mut pass.out);
+        let loc = pass.loc_of_thread[t];
+        pass.batch
+            .extend(pass.out.iter().map(|&(start, end, state)| RawInterval {
+                loc,
+                state,
+                start,
+                end,
+            }));
+        pass.threads[t] = ThreadStream::default();
+        if pass.batch.len() >= 1 << 16 {
+            pass.hand_over()?;
+        }
+    }
+    pass.hand_over()?;
+    let orphans = pass.flows.orphans + pass.flows.open.len() as u64;
+    let nesting = pass.nesting;
+    let sink = pass.sink;
+
+    let src = path.to_path_buf();
+    nesting.report(&mut b, &src)?;
+    sink.counted(Counted::Events, marks.instants.n, rel(marks.instants.last));
+    sink.counted(
+        Counted::CounterSamples,
+        marks.samples.n,
+        rel(marks.samples.last),
+    );
+    report_orphans(&mut b, &src, orphans)?;
+    b.set_declared_end(if any_ts {
+        sink.end_time().max(rel(end_abs))
+    } else {
+        sink.end_time()
+    });
+    drop(acc);
+    let mut t = b.finish(BuildOptions {
+        warn_unsorted: false,
+    })?;
+    t.reclassify(&opts.classes)?;
+    let keys = t.states.iter().map(|(id, _)| (id, id)).collect();
+    Ok((t, keys))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::model::matching::Tally as PairTally;
+    use crate::test_rng::XorShift;
+
+    /// A sink that keeps what it is handed.
+    #[derive(Default)]
+    pub(crate) struct Collect {
+        pub locations: usize,
+        pub end: Time,
+        pub intervals: Vec<Vec<(Time, Time, u32)>>,
+        pub messages: Vec<(LocId, LocId, Time, Time, u64)>,
+        pub events: u64,
+        pub samples: u64,
+    }
+
+    impl IntervalSink for Collect {
+        fn begin(&mut self, locations: usize, declared_end: Time) -> Result<()> {
+            self.locations = locations;
+            self.intervals = vec![Vec::new(); locations];
+            self.end = declared_end;
+            Ok(())
+        }
+        fn interval(
+            &mut self,
+            loc: LocId,
+            start: Time,
+            end: Time,
+            key: u32,
+        ) -> std::result::Result<(), String> {
+            let v = &mut self.intervals[loc as usize];
+            if let Some(&(s, _, _)) = v.last()
+                && start < s
+            {
+                return Err(format!("location {loc}: {start} after {s}"));
+            }
+            if end > start {
+                v.push((start, end, key));
+            }
+            self.end = self.end.max(end);
+            Ok(())
+        }
+        fn message(
+            &mut self,
+            src: LocId,
+            dst: LocId,
+            send: Time,
+            recv: Time,
+            bytes: u64,
+        ) -> std::result::Result<(), String> {
+            self.messages.push((src, dst, send, recv, bytes));
+            Ok(())
+        }
+        fn messages(
+            &mut self,
+            _: LocId,
+            _: LocId,
+            _: &PairTally,
+        ) -> std::result::Result<(), String> {
+            Err("not expected".into())
+        }
+        fn window(&self) -> (Time, Time) {
+            (0, self.end)
+        }
+        fn counted(&mut self, what: Counted, n: u64, _last: Time) {
+            match what {
+                Counted::Events => self.events += n,
+                Counted::CounterSamples => self.samples += n,
+                _ => {}
+            }
+        }
+        fn end_time(&self) -> Time {
+            self.end
+        }
+        fn overlaps(&self) -> (u64, Option<(LocId, Time)>) {
+            (0, None)
+        }
+    }
+
+    fn us(ns: u64) -> String {
+        let (us, ns) = (ns / 1000, ns % 1000);
+        if ns == 0 {
+            us.to_string()
+        } else {
+            format!("{us}.{ns:03}")
+        }
+    }
+
+    /// A Chrome trace with what real ones hold and then some: threads of
+    /// several processes (string ids too), nested `X` slices written when
+    /// they start or when they end (as Chrome writes them), `B`/`E` pairs,
+    /// ends without a begin, begins never ended, slices that outlive their
+    /// parent, `X` without `dur`, a slice over the whole run written last,
+    /// instants (global too), counters, flows (steps, reused ids, orphans),
+    /// async slices, ignored phases, and metadata last (it reorders the
+    /// threads).
+    /// With `by_process`, the file holds one process after another (as
+    /// tools that merge per-process buffers write it).
+    pub(crate) fn messy_chrome(
+        seed: u64,
+        threads: usize,
+        slices: usize,
+        by_process: bool,
+    ) -> String {
+        let mut rng = XorShift(seed.max(1));
+        let pids = ["1", "2", "\"svc\""];
+        let thread = |k: usize| -> (String, String) {
+            let pid = pids[k % pids.len()].to_string();
+            let tid = if k % 5 == 4 {
+                format!("\"w{k}\"")
+            } else {
+                format!("{}", 10 + k)
+            };
+            (pid, tid)
+        };
+        // (emit key, tie, text)
+        let mut evs: Vec<(u64, u64, String)> = Vec::new();
+        let mut tie = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut push = |evs: &mut Vec<(u64, u64, String)>, key: u64, t: String| {
+            evs.push((key, tie.next(), t));
+        };
+        let names = ["compute", "MPI_Send", "MPI_Recv", "io", "wait"];
+        let cats = ["compute", "mpi overhead", "io", "idle", "compute"];
+        let mut end_all = 0u64;
+        for k in 0..threads {
+            let (pid, tid) = thread(k);
+            let head = |ph: &str| format!(r#"{{"ph":"{ph}","pid":{pid},"tid":{tid}"#);
+            let mut t = 1_000 + rng.below(5_000);
+            let start = t;
+            for _ in 0..slices {
+                // a top slice with up to two levels of children
+                let d = 200 + rng.below(4_000);
+                let mut tree = vec![(t, t + d, 0usize)];
+                let mut c = t + rng.below(50);
+                while c + 60 < t + d && rng.below(3) > 0 {
+                    let cd = 10 + rng.below((t + d - c) / 2);
+                    tree.push((c, c + cd, 1));
+                    if rng.below(3) == 0 && cd > 20 {
+                        tree.push((c + 5, c + 5 + rng.below(cd - 5), 2));
+                    }
+                    if rng.below(9) == 0 {
+                        // outlives its parent: clipped
+                        tree.push((c + 1, t + d + 1 + rng.below(100), 2));
+                    }
+                    c += cd + rng.below(40);
+                }
+                for (s, e, lvl) in tree {
+                    let n = rng.below(names.len() as u64) as usize;
+                    let (name, cat) = (names[n], cats[n]);
+                    match rng.below(10) {
+                        0..=2 => {
+                            push(
+                                &mut evs,
+                                s,
+                                format!(
+                                    r#"{},"ts":{},"name":"{name}","cat":"{cat}"}}"#,
+                                    head("B"),
+                                    us(s)
+                                ),
+                            );
+                            push(&mut evs, e, format!(r#"{},"ts":{}}}"#, head("E"), us(e)));
+                        }
+                        3..=5 => push(
+                            &mut evs,
+                            e,
+                            format!(
+                                r#"{},"ts":{},"dur":{},"name":"{name}","cat":"{cat}"}}"#,
+                                head("X"),
+                                us(s),
+                                us(e - s)
+                            ),
+                        ),
+                        6 if lvl > 0 => push(
+                            &mut evs,
+                            s,
+                            format!(
+                                r#"{},"ts":{},"name":"{name}","cat":"{cat}"}}"#,
+                                head("X"),
+                                us(s)
+                            ),
+                        ),
+                        _ => push(
+                            &mut evs,
+                            s,
+                            format!(
+                                r#"{},"ts":{},"dur":{},"name":"{name}","cat":"{cat}"}}"#,
+                                head("X"),
+                                us(s),
+                                us(e - s)
+                            ),
+                        ),
+                    }
+                }
+                match rng.below(40) {
+                    0 => push(
+                        &mut evs,
+                        t + d,
+                        format!(r#"{},"ts":{}}}"#, head("E"), us(t + d)),
+                    ),
+                    1 => push(
+                        &mut evs,
+                        t,
+                        format!(
+                            r#"{},"ts":{},"name":"open","cat":"compute"}}"#,
+                            head("B"),
+                            us(t)
+                        ),
+                    ),
+                    2 => push(
+                        &mut evs,
+                        t,
+                        format!(
+                            r#"{},"ts":{},"name":"mark","s":"{}","args":{{"value":{}}}}}"#,
+                            head("i"),
+                            us(t),
+                            ["t", "g", "p"][rng.below(3) as usize],
+                            rng.below(9)
+                        ),
+                    ),
+                    3 => push(
+                        &mut evs,
+                        t,
+                        format!(
+                            r#"{},"ts":{},"name":"mem","args":{{"rss":{},"heap":{}}}}}"#,
+                            head("C"),
+                            us(t),
+                            rng.below(1000),
+                            rng.below(50)
+                        ),
+                    ),
+                    4 => push(
+                        &mut evs,
+                        t,
+                        format!(r#"{},"ts":{},"name":"obj","id":"0x1"}}"#, head("O"), us(t)),
+                    ),
+                    _ => {}
+                }
+                t += d + rng.below(300);
+            }
+            end_all = end_all.max(t);
+            if k % 4 == 1 {
+                // one slice over the whole run, written at its end
+                push(
+                    &mut evs,
+                    t,
+                    format!(
+                        r#"{},"ts":{},"dur":{},"name":"main","cat":"compute"}}"#,
+                        head("X"),
+                        us(start - 1),
+                        us(t - start + 1)
+                    ),
+                );
+            }
+        }
+        // flows: ids in order, some reused after their finish, some orphans
+        let mut id = 0u64;
+        for m in 0..threads * slices / 3 {
+            let (a, b) = (
+                rng.below(threads as u64) as usize,
+                rng.below(threads as u64) as usize,
+            );
+            let (pa, ta) = thread(a);
+            let (pb, tb) = thread(b);
+            let s = 1_000 + rng.below(end_all);
+            let r = s + rng.below(3_000);
+            if m % 7 != 3 {
+                id += 1;
+            }
+            let cat = if m % 5 == 0 { "xfer" } else { "message" };
+            let fid = if m % 11 == 0 {
+                format!("\"k{id}\"")
+            } else {
+                format!("{id}")
+            };
+            let reuse = m % 7 == 3;
+            let (s, r) = if reuse {
+                (
+                    end_all + 10_000 + 10 * m as u64,
+                    end_all + 10_005 + 10 * m as u64,
+                )
+            } else {
+                (s, r)
+            };
+            if m % 13 != 5 {
+                push(
+                    &mut evs,
+                    s,
+                    format!(
+                        r#"{{"ph":"s","pid":{pa},"tid":{ta},"ts":{},"name":"m","cat":"{cat}","id":{fid},"args":{{"bytes":{}}}}}"#,
+                        us(s),
+                        8 * rng.below(100)
+                    ),
+                );
+            }
+            if m % 9 == 2 {
+                let mid = s + (r - s) / 2;
+                push(
+                    &mut evs,
+                    mid,
+                    format!(
+                        r#"{{"ph":"t","pid":{pb},"tid":{tb},"ts":{},"name":"m","cat":"{cat}","id":{fid}}}"#,
+                        us(mid)
+                    ),
+                );
+            }
+            if m % 17 != 8 {
+                push(
+                    &mut evs,
+                    r,
+                    format!(
+                        r#"{{"ph":"f","pid":{pb},"tid":{tb},"ts":{},"name":"m","cat":"{cat}","id":{fid},"bp":"e"}}"#,
+                        us(r)
+                    ),
+                );
+            }
+        }
+        // async slices
+        for m in 0..slices {
+            let s = 1_000 + rng.below(end_all);
+            let e = s + rng.below(2_000);
+            let name = ["load", "fetch"][m % 2];
+            push(
+                &mut evs,
+                s,
+                format!(
+                    r#"{{"ph":"b","pid":1,"ts":{},"name":"{name}","cat":"net","id":{}}}"#,
+                    us(s),
+                    m % 5
+                ),
+            );
+            if m % 10 != 7 {
+                push(
+                    &mut evs,
+                    e,
+                    format!(
+                        r#"{{"ph":"e","pid":1,"ts":{},"name":"{name}","cat":"net","id":{}}}"#,
+                        us(e),
+                        m % 5
+                    ),
+                );
+            }
+        }
+        // file order: by emit time, with neighbours of different threads
+        // swapped now and then
+        evs.sort_by_key(|e| (e.0, e.1));
+        if by_process {
+            let pid = |t: &str| {
+                t.split("\"pid\":")
+                    .nth(1)
+                    .and_then(|p| p.split(',').next())
+                    .unwrap_or("")
+                    .to_string()
+            };
+            evs.sort_by_cached_key(|e| pid(&e.2));
+        }
+        for i in 1..evs.len() {
+            if rng.below(6) == 0 && evs[i].0 < evs[i - 1].0 + 50 {
+                evs.swap(i, i - 1);
+            }
+        }
+        let mut out: Vec<String> = evs.into_iter().map(|e| e.2).collect();
+        for k in 0..threads {
+            let (pid, tid) = thread(k);
+            out.push(format!(
+                r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_sort_index","args":{{"sort_index":{}}}}}"#,
+                (k * 7) % threads
+            ));
+            if k % 3 == 0 {
+                out.push(format!(
+                    r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":"worker {k}"}}}}"#
+                ));
+            }
+        }
+        out.push(
+            r#"{"ph":"M","pid":2,"name":"process_sort_index","args":{"sort_index":-1}}"#.into(),
+        );
+        out.push(r#"{"ph":"M","pid":1,"name":"process_name","args":{"name":"main"}}"#.into());
+        format!("{{\"traceEvents\":[\n{}\n]}}\n", out.join(",\n"))
+    }
+
+    /// The stream hands over exactly the intervals and messages of the
+    /// trace in memory, and keeps the same locations, states, span and
+    /// repairs, with epochs of any size.
+    fn assert_stream_equals_memory(path: &Path) {
+        let opts = ReadOptions::default();
+        let mem = super::super::read(path, &opts).unwrap();
+        for events in [1, 5, 64, 1000, EPOCH] {
+            let mut c = Collect::default();
+            let (t, keys) = stream_in_epochs(path, &opts, &mut c, events).unwrap();
+            let what = format!("{} in epochs of {events}", path.display());
+            assert_eq!(c.locations, mem.num_locations(), "{what}");
+            assert_eq!(t.num_locations(), mem.num_locations(), "{what}");
+            for l in 0..mem.num_locations() as LocId {
+                let want: Vec<(Time, Time, u32)> = mem.intervals.of(l).iter().collect();
+                assert_eq!(c.intervals[l as usize], want, "{what}: location {l}");
+                assert_eq!(
+                    t.locations.get(l).map(|x| &x.name),
+                    mem.locations.get(l).map(|x| &x.name)
+                );
+            }
+            assert!(keys.iter().all(|&(k, id)| k == id));
+            let names = |t: &Trace| -> Vec<(String, StateClass)> {
+                t.states
+                    .iter()
+                    .map(|(_, s)| (s.name.clone(), s.class))
+                    .collect()
+            };
+            assert_eq!(names(&t), names(&mem), "{what}");
+            let m = &mem.messages;
+            let mut want: Vec<_> = (0..m.len())
+                .map(|i| {
+                    (
+                        m.sender[i],
+                        m.receiver[i],
+                        m.send_time[i],
+                        m.recv_time[i],
+                        m.bytes[i],
+                    )
+                })
+                .collect();
+            let mut got = c.messages.clone();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "{what}");
+            assert_eq!(c.events as usize, mem.events.len(), "{what}");
+            assert_eq!(c.samples as usize, mem.counters.len(), "{what}");
+            assert_eq!(t.meta.span, mem.meta.span, "{what}");
+            let warn = |t: &Trace| -> Vec<(String, u64)> {
+                t.meta
+                    .diagnostics
+                    .warnings
+                    .iter()
+                    .map(|w| (w.kind.to_string(), w.count))
+                    .collect()
+            };
+            assert_eq!(warn(&t), warn(&mem), "{what}");
+        }
+    }
+
+    use crate::model::StateClass;
+
+    #[test]
+    fn stream_equals_memory_on_messy_traces_in_epochs_of_any_size() {
+        let d = tempfile::tempdir().unwrap();
+        for (seed, threads, slices, by_process) in [
+            (7u64, 6, 40, false),
+            (99, 11, 25, false),
+            (1234, 3, 120, false),
+            (5, 8, 30, true),
+        ] {
+            let p = d.path().join(format!("messy{seed}.json"));
+            std::fs::write(&p, messy_chrome(seed, threads, slices, by_process)).unwrap();
+            assert_stream_equals_memory(&p);
+            let t = super::super::read(&p, &ReadOptions::default()).unwrap();
+            let kinds: Vec<&str> = t.meta.diagnostics.warnings.iter().map(|w| w.kind).collect();
+            for k in [
+                "missing-duration",
+                "unmatched-end",
+                "unclosed-begin",
+                "improper-nesting",
+                "unterminated-flow",
+            ] {
+                assert!(kinds.contains(&k), "{k} in {kinds:?}");
+            }
+            assert!(t.messages.len() > 10 && !t.events.is_empty() && !t.counters.is_empty());
+        }
+        let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/chrome");
+        if let Ok(dir) = std::fs::read_dir(&shared) {
+            for f in dir.flatten() {
+                assert_stream_equals_memory(&f.path());
+            }
+        }
+    }
+}
