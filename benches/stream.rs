@@ -10,7 +10,14 @@
 //! resident memory, and the in-memory read of the 10^7 trace beside it for
 //! comparison.
 //!
-//! Run: `cargo bench --bench stream`.
+//! Chrome JSON: criterion times `chrome::stream` (moments + busy field, two
+//! passes over the file) on a broadcast of ~1.2·10^6 intervals (P = 1,024,
+//! 210 MB), and a table streams one of `TAPESTRY_STREAM_CHROME_INTERVALS`
+//! (default 10^7, ~1.7 GB) at 1, 2 and all cores against the in-memory
+//! read, with peak memory.
+//!
+//! Run: `cargo bench --bench stream` (`TAPESTRY_STREAM_TABLES=chrome` or
+//! `=paraver` runs one table only).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -39,6 +46,27 @@ fn input(intervals: u64) -> PathBuf {
     p
 }
 
+/// A Chrome broadcast trace of about `intervals` state intervals at P =
+/// 1,024 (three intervals per processor and broadcast).
+fn chrome_input(intervals: u64) -> PathBuf {
+    let p_chrome = 1024u64;
+    let reps = (intervals / (3 * p_chrome)).max(1);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/bench-data")
+        .join(format!("stream-bcast-{p_chrome}x{reps}.json"));
+    common::synth(
+        &p,
+        &[
+            "bcast",
+            "-p",
+            &p_chrome.to_string(),
+            "--reps",
+            &reps.to_string(),
+        ],
+    );
+    p
+}
+
 /// Runs the binary; (wall seconds, peak MiB from its stderr or `info --stats`).
 fn run(args: &[&str], threads: usize) -> (f64, f64) {
     let t0 = Instant::now();
@@ -59,7 +87,10 @@ fn run(args: &[&str], threads: usize) -> (f64, f64) {
 }
 
 fn main() {
+    let tables =
+        std::env::var("TAPESTRY_STREAM_TABLES").unwrap_or_else(|_| "paraver,chrome".into());
     let small = input(10_000_000);
+    let chrome_small = chrome_input(1_200_000);
     let mut c = Criterion::default()
         .sample_size(10)
         .measurement_time(Duration::from_secs(30))
@@ -102,9 +133,80 @@ fn main() {
             })
         });
         g.finish();
+        let mut g = c.benchmark_group("stream-chrome");
+        let bytes = std::fs::metadata(&chrome_small)
+            .map(|m| m.len())
+            .unwrap_or(0);
+        g.throughput(Throughput::Bytes(bytes));
+        g.bench_function("moments+field64", |b| {
+            b.iter(|| {
+                let mut r = StreamReducer::new(
+                    StreamSpec {
+                        bins: Some(64),
+                        comm: false,
+                    },
+                    Box::new(|span| Ok((0, span.max(1)))),
+                );
+                let out = tapestry::readers::chrome::stream::stream(
+                    &chrome_small,
+                    &ReadOptions::default(),
+                    &mut r,
+                )
+                .expect("stream");
+                black_box((out, r.records()))
+            })
+        });
+        g.finish();
     }
     c.final_summary();
+    let all = rayon::current_num_threads();
+    let mut cores = vec![1, 2, all];
+    cores.retain(|&k| k <= all);
+    cores.dedup();
+    if tables.contains("chrome") {
+        chrome_table(&cores);
+    }
+    if tables.contains("paraver") {
+        paraver_table(&small, &cores);
+    }
+}
 
+/// The Chrome table: streamed and in memory, at each core count.
+fn chrome_table(cores: &[usize]) {
+    let n: u64 = std::env::var("TAPESTRY_STREAM_CHROME_INTERVALS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(10_000_000, |v| v as u64);
+    let big = chrome_input(n);
+    let mb = std::fs::metadata(&big).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+    println!();
+    println!(
+        "input: {} ({mb:.0} MB, ~{n} state intervals, P = 1024)",
+        big.display()
+    );
+    println!("mode              cores   seconds     MB/s   M intervals/s   peak RSS MiB");
+    let b = big.to_str().expect("utf-8 path");
+    for &k in cores {
+        for (name, args) in [
+            (
+                "stream field 64",
+                vec!["analyze", b, "field", "--bins", "64", "--stream"],
+            ),
+            ("in memory (info)", vec!["info", b, "--stats"]),
+        ] {
+            let (s, peak) = run(&args, k);
+            println!(
+                "{name:<17} {k:>5} {s:>9.2} {:>8.0} {:>15.2} {peak:>14.0}",
+                mb / s,
+                n as f64 / 1e6 / s
+            );
+        }
+    }
+}
+
+/// The Paraver table: 10^8 intervals streamed at each core count, and the
+/// 10^7 trace in memory and streamed.
+fn paraver_table(small: &Path, cores: &[usize]) {
     let n: u64 = std::env::var("TAPESTRY_STREAM_INTERVALS")
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
@@ -112,9 +214,6 @@ fn main() {
     let big = input(n);
     let mb = std::fs::metadata(&big).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
     let all = rayon::current_num_threads();
-    let mut cores = vec![1, 2, all];
-    cores.retain(|&k| k <= all);
-    cores.dedup();
     println!();
     println!(
         "input: {} ({mb:.0} MB, ~{n} state intervals, P = {P})",
@@ -124,7 +223,7 @@ fn main() {
     let b = big.to_str().expect("utf-8 path");
     let npy = big.with_extension("comm-node.npy");
     let npy = npy.to_str().expect("utf-8 path");
-    for &k in &cores {
+    for &k in cores {
         for (name, args) in [
             ("stream moments", vec!["analyze", b, "moments", "--stream"]),
             (
@@ -155,7 +254,7 @@ fn main() {
         }
     }
     let s = small.to_str().expect("utf-8 path");
-    let smb = std::fs::metadata(&small).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+    let smb = std::fs::metadata(small).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
     for (name, args) in [
         ("10^7 in memory", vec!["info", s, "--stats"]),
         ("10^7 stream", vec!["analyze", s, "moments", "--stream"]),

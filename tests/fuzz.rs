@@ -4,7 +4,9 @@
 //! profiles, line-profile tables, `.npy` volumes and access tensors, access
 //! tables, Boxfish tables) and runs every reader — then `moments`, the busy
 //! field and the state selection on whatever reads — in-process, under a
-//! memory cap, for a bounded time.
+//! memory cap, for a bounded time. A Chrome, Paraver or PICL trace that
+//! reads is also streamed (`--stream`'s readers): when the stream takes it
+//! too, its busy field and message count must equal the in-memory ones.
 //!
 //! Mutations: byte flips, truncation at every 1/16, duplicated, removed and
 //! swapped lines, huge, negative and non-finite numbers (`1e308`, `NaN`,
@@ -29,7 +31,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use tapestry::analysis::stream::{StreamReducer, StreamSpec};
 use tapestry::analysis::{fields, moments};
+use tapestry::model::{Format, Trace};
 use tapestry::readers::{self, Loaded, ReadOptions};
 
 /// The most bytes live at once in this process; past it allocation fails
@@ -502,6 +506,7 @@ fn exercise(path: &Path, strict: bool) -> String {
                     let _ = fields::busy_fraction(&t, &mask, 0, span, 16);
                 }
             }
+            stream_agrees(path, &opts, &t);
             "ok: trace".into()
         }
         Ok(Loaded::Tensor(tf)) => {
@@ -511,6 +516,53 @@ fn exercise(path: &Path, strict: bool) -> String {
         Ok(Loaded::Profile(_)) => "ok: profile".into(),
         Ok(Loaded::Volumes(_)) => "ok: volumes".into(),
     }
+}
+
+/// Streams `path` as `--stream` does, over the in-memory trace's span:
+/// when the stream takes the file, its busy field equals the in-memory
+/// one bit for bit and it counts the same messages.
+fn stream_agrees(path: &Path, opts: &ReadOptions, t: &Trace) {
+    let span = t.meta.span;
+    if span < 16 {
+        return;
+    }
+    let mut r = StreamReducer::new(
+        StreamSpec {
+            bins: Some(16),
+            comm: false,
+        },
+        Box::new(move |_| Ok((0, span))),
+    );
+    let streamed = match t.meta.format {
+        Format::ChromeJson => readers::chrome::stream::stream(path, opts, &mut r),
+        Format::Paraver => readers::paraver::stream(path, opts, &mut r),
+        Format::Picl => readers::picl::stream::stream(path, opts, &mut r),
+        _ => return,
+    };
+    let Ok((st, keys)) = streamed else { return };
+    let (Ok(mask), Ok(smask)) = (
+        t.states.select(&["busy".into()]),
+        st.states.select(&["busy".into()]),
+    ) else {
+        return;
+    };
+    let (Ok(mem), Ok(streamed)) = (
+        fields::busy_fraction(t, &mask, 0, span, 16),
+        r.busy_field(&smask, &keys),
+    ) else {
+        return;
+    };
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(
+        bits(&mem.values),
+        bits(&streamed.values),
+        "the streamed busy field differs from the in-memory one"
+    );
+    assert_eq!(
+        r.totals().messages,
+        t.messages.len(),
+        "the stream counts other messages"
+    );
 }
 
 /// Runs one input under the watchdog and the peak check; `Err` describes

@@ -360,6 +360,33 @@ fn chrome_stream_equals_memory() {
     assert_eq!(mem, st);
 }
 
+/// A `.pcf` that names a state value twice: the value is the first state
+/// of that value in the stream as in memory (found by the fuzz harness).
+#[test]
+fn a_state_value_named_twice_is_its_first_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = common::write(
+        dir.path(),
+        "d.prv",
+        b"#Paraver (01/01/2024 at 00:00):1000_ns:0:1:1(2:0)\n\
+          1:1:1:1:1:0:400:1\n\
+          1:1:1:1:1:400:1000:0\n\
+          1:1:1:1:2:0:700:1\n",
+    );
+    common::write(
+        dir.path(),
+        "d.pcf",
+        b"STATES\n1    Grad. 1/MPI Events\n0    Idle\n1    Running\n",
+    );
+    let p = prv.to_str().unwrap();
+    assert_field_identical(p, &["--bins", "10"]);
+    assert_moments_agree(p, &["--states", "Grad. 1/MPI Events"]);
+    let (_, mem, _) = tapestry(&["info", p, "--json"]);
+    let (_, st, _) = tapestry(&["info", p, "--json", "--stream"]);
+    assert_eq!(mem, st);
+    assert!(mem.contains("Grad. 1/MPI Events"), "{mem}");
+}
+
 #[test]
 fn overlapping_records_are_clipped_as_in_memory() {
     let dir = tempfile::tempdir().unwrap();

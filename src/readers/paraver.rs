@@ -1100,11 +1100,16 @@ pub fn stream_skeleton(
         .extend(seen.diagnostics.warnings.iter().cloned());
     add_states(&mut b, &pcf, seen.state_values.iter().copied().collect());
     add_event_types(&mut b, &pcf, seen.event_types.iter().copied().collect());
-    let keys: Vec<(u32, StateId)> = b
-        .states
-        .iter()
-        .filter_map(|(id, s)| u32::try_from(s.external_id).ok().map(|v| (v, id)))
-        .collect();
+    // a value the `.pcf` names twice is the first state of that value, as
+    // the in-memory reader maps it
+    let mut keys: Vec<(u32, StateId)> = Vec::new();
+    for (id, s) in b.states.iter() {
+        if let Ok(v) = u32::try_from(s.external_id)
+            && b.states.by_external(s.external_id) == Some(id)
+        {
+            keys.push((v, id));
+        }
+    }
     b.set_declared_end(declared_end.max(sink.end_time()));
     let (overlaps, first) = sink.overlaps();
     b.overlaps_clipped(overlaps, first.map(|(l, t)| (l as usize, t)))?;
