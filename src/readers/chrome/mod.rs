@@ -511,7 +511,10 @@ struct AsyncEv {
 #[derive(Default)]
 struct Acc {
     threads: Vec<(Ident<'static>, Ident<'static>, ThreadAcc)>,
+    /// Threads whose process or thread id is a string.
     thread_idx: FxHashMap<(Ident<'static>, Ident<'static>), u32>,
+    /// Threads whose process and thread ids are numbers (most).
+    num_thread_idx: FxHashMap<(i64, i64), u32>,
     procs: Vec<(Ident<'static>, ProcAcc)>,
     proc_idx: FxHashMap<Ident<'static>, u32>,
     instants: Vec<(i64, u32, u32, i64)>,
@@ -633,7 +636,11 @@ impl Acc {
         {
             return i;
         }
-        if let Some(&i) = self.thread_idx.get(&(pid.clone(), tid.clone())) {
+        let known = match nums {
+            Some(k) => self.num_thread_idx.get(&k),
+            None => self.thread_idx.get(&(pid.clone(), tid.clone())),
+        };
+        if let Some(&i) = known {
             self.last_thread = nums.map(|(p, t)| (p, t, i));
             return i;
         }
@@ -641,7 +648,10 @@ impl Acc {
         let i = self.threads.len() as u32;
         self.threads
             .push((pid.owned(), tid.owned(), ThreadAcc::default()));
-        self.thread_idx.insert((pid.owned(), tid.owned()), i);
+        match nums {
+            Some(k) => self.num_thread_idx.insert(k, i),
+            None => self.thread_idx.insert((pid.owned(), tid.owned()), i),
+        };
         self.last_thread = nums.map(|(p, t)| (p, t, i));
         i
     }

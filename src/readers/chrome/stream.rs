@@ -25,8 +25,6 @@
 //! held, as in memory: they are packed into lanes, locations the reductions
 //! need first.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::Path;
 
 use super::{
@@ -217,40 +215,15 @@ impl ThreadStream {
     }
 }
 
-/// A flow step waiting for the earlier steps of its id, by time and then
-/// file order.
-struct Pending(Flow);
-
-impl PartialEq for Pending {
-    fn eq(&self, o: &Self) -> bool {
-        self.key() == o.key()
-    }
-}
-impl Eq for Pending {}
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Pending {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&o.key())
-    }
-}
-impl Pending {
-    fn key(&self) -> (i64, u64) {
-        (self.0.ts, self.0.seq_ph)
-    }
-}
-
 /// The flows of the second pass: the steps not matched yet, and per id
 /// with a step a message would leave from, that step.
 #[derive(Default)]
 struct Flows {
     marks: Watermarks,
-    pending: BinaryHeap<Reverse<Pending>>,
+    /// Steps not matched yet: those left from before in (time, file)
+    /// order, then those read since in file order.
+    pending: Vec<Flow>,
     open: FxHashMap<u32, Flow>,
-    ready: Vec<Flow>,
     orphans: u64,
 }
 
@@ -264,18 +237,19 @@ impl Flows {
         origin: i64,
         mut message: impl FnMut(&Flow, &Flow) -> std::result::Result<(), String>,
     ) -> std::result::Result<(), String> {
-        let rel = |t: i64| (t - origin).max(0) as Time;
-        while let Some(Reverse(p)) = self.pending.peek() {
-            if rel(p.0.ts) >= w {
-                break;
-            }
-            if let Some(Reverse(p)) = self.pending.pop() {
-                self.ready.push(p.0);
-            }
+        if self.pending.is_empty() {
+            return Ok(());
         }
-        // in time order already; by id, each id's steps keeping that order
-        self.ready.sort_by_key(|f| f.key);
-        for f in std::mem::take(&mut self.ready) {
+        // two sorted runs, or nearly sorted: a stable sort merges them in
+        // about linear time
+        self.pending.sort_by_key(|f| (f.ts, f.seq_ph));
+        let n = self
+            .pending
+            .partition_point(|f| ((f.ts - origin).max(0) as Time) < w);
+        let mut ready: Vec<Flow> = self.pending.drain(..n).collect();
+        // by id, each id's steps in time order
+        ready.sort_by_key(|f| f.key);
+        for f in ready {
             let prev = self.open.remove(&f.key);
             match (prev, f.ph()) {
                 (None, b's') => {
@@ -374,13 +348,10 @@ impl Pass<'_> {
 
     /// The thread of an event, as the first pass numbered it.
     fn thread(&self, acc: &mut Acc, ev: &Ev, batch: &Batch) -> Result<u32> {
-        let pid = ev.pid.clone().unwrap_or(Ident::Num(0));
-        let tid = ev
-            .tid
-            .clone()
-            .or_else(|| ev.pid.clone())
-            .unwrap_or(Ident::Num(0));
-        let t = acc.thread_of(&pid, &tid);
+        let zero = Ident::Num(0);
+        let pid = ev.pid.as_ref().unwrap_or(&zero);
+        let tid = ev.tid.as_ref().or(ev.pid.as_ref()).unwrap_or(&zero);
+        let t = acc.thread_of(pid, tid);
         if t as usize >= self.threads.len() {
             return Err(Error::parse(
                 self.path,
@@ -432,14 +403,14 @@ impl Pass<'_> {
                     b't' => 1,
                     _ => 2,
                 };
-                self.flows.pending.push(Reverse(Pending(Flow {
+                self.flows.pending.push(Flow {
                     ts,
                     seq_ph: (self.seq << 2) | ph,
                     bytes: ev.lite.bytes.unwrap_or(0),
                     tag: 0,
                     key,
                     thread: t,
-                })));
+                });
             }
             _ => {}
         }
