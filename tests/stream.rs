@@ -387,6 +387,63 @@ fn a_state_value_named_twice_is_its_first_state() {
     assert!(mem.contains("Grad. 1/MPI Events"), "{mem}");
 }
 
+/// A trace that would take more than half the memory limit in memory is
+/// streamed without `--stream` (saying so), for the analyses a stream
+/// gives; `--no-stream` and the other analyses read it in memory.
+#[test]
+fn a_trace_too_large_for_memory_is_streamed_automatically() {
+    let lammps = shared_trace("lammps-melt-16/lammps-melt-16.json.gz");
+    let l = lammps.to_str().unwrap();
+    // 45 MB of JSON once decompressed (2.4 MB of gzip): ~26 MiB in memory
+    let small = [("TAPESTRY_MEMORY_LIMIT", "16M")];
+    for args in [
+        vec!["analyze", l, "field", "--bins", "12"],
+        vec!["analyze", l, "comm-matrix", "--level", "process"],
+        vec!["info", l, "--json"],
+    ] {
+        let (c, auto, e) = common::tapestry_env(&args, &small);
+        assert_eq!(c, 0, "{e}");
+        assert!(
+            e.contains("note:") && e.contains("26 MiB") && e.contains("streamed"),
+            "{args:?}: {e}"
+        );
+        let (c, mem, e) = tapestry(&args);
+        assert_eq!(c, 0, "{e}");
+        assert!(!e.contains("streamed"), "{e}");
+        assert_eq!(rows(&auto), rows(&mem), "{args:?}");
+        let mut forced = args.clone();
+        forced.push("--no-stream");
+        let (c, _, e) = common::tapestry_env(&forced, &small);
+        assert_eq!(c, 0, "{e}");
+        assert!(!e.contains("streamed"), "{forced:?}: {e}");
+    }
+    // an analysis a stream cannot give reads in memory
+    let (c, _, e) = common::tapestry_env(&["analyze", l, "signal-w", "--period", "1ms"], &small);
+    assert_eq!(c, 0, "{e}");
+    assert!(!e.contains("streamed"), "{e}");
+    // what the stream refuses says how to read in memory
+    let dir = tempfile::tempdir().unwrap();
+    let prv = common::write(
+        dir.path(),
+        "u.prv",
+        b"#Paraver (01/01/2024 at 00:00):1000_ns:0:1:1(1:0)\n\
+          1:1:1:1:1:500:600:1\n\
+          1:1:1:1:1:0:100:1\n",
+    );
+    let p = prv.to_str().unwrap();
+    let (c, _, e) = common::tapestry_env(
+        &["analyze", p, "moments"],
+        &[("TAPESTRY_MEMORY_LIMIT", "100")],
+    );
+    assert_ne!(c, 0);
+    assert!(e.contains("--no-stream") && e.contains("time order"), "{e}");
+    let (c, _, e) = common::tapestry_env(
+        &["analyze", p, "moments", "--no-stream"],
+        &[("TAPESTRY_MEMORY_LIMIT", "100")],
+    );
+    assert_eq!(c, 0, "{e}");
+}
+
 #[test]
 fn overlapping_records_are_clipped_as_in_memory() {
     let dir = tempfile::tempdir().unwrap();

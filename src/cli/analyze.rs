@@ -306,10 +306,15 @@ pub struct AnalyzeArgs {
     /// Reduce while reading, never holding the records (memory grows with
     /// locations × states × bins and the pairs that exchange messages, not
     /// with the trace): moments, the busy field, the communication matrix
-    /// and the summary of Paraver traces and OTF2 archives whose records
-    /// are in time order per location.
+    /// and the summary of Paraver, OTF2, PICL and Chrome traces. Automatic
+    /// for these when the trace would take more than half the memory
+    /// limit in memory.
     #[arg(long, conflicts_with_all = ["gpu", "template", "cache"])]
     pub stream: bool,
+    /// Read the trace in memory even when it would be streamed
+    /// automatically.
+    #[arg(long, conflicts_with = "stream")]
+    pub no_stream: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -1384,6 +1389,20 @@ fn phase_spec(p: &str) -> String {
     }
 }
 
+/// Whether `--stream` can give what `a` asks for, so that a trace too
+/// large for memory may be streamed without being told to.
+fn streamable(a: &AnalyzeArgs) -> bool {
+    !a.gpu
+        && a.template.is_none()
+        && !a.read.cache
+        && !a.window.as_deref().is_some_and(|w| w.starts_with("phase"))
+        && match a.analysis {
+            Analysis::Moments | Analysis::Summary | Analysis::CommMatrix => true,
+            Analysis::Field => a.quantity == "busy",
+            _ => false,
+        }
+}
+
 /// `tapestry reduce`: `analyze --stream` in every process of an MPI world
 /// (`mpirun -n N`), each reading a share of the trace; rank 0 merges and
 /// writes the result.
@@ -1407,8 +1426,23 @@ pub fn run(mut a: AnalyzeArgs) -> Result<()> {
     if let Some(p) = a.template_phase.take() {
         a.template_window = Some(phase_spec(&p));
     }
-    if a.stream {
-        return match stream::run(&a, false)? {
+    let auto = if !a.stream && !a.no_stream && streamable(&a) {
+        stream::auto(&a.trace, &a.read)
+    } else {
+        None
+    };
+    if a.stream || auto.is_some() {
+        if let Some(why) = &auto {
+            eprintln!("note: {why}");
+        }
+        let out = stream::run(&a, false).map_err(|e| match &auto {
+            Some(_) => e.context(
+                "reading the trace as a stream (chosen automatically; --no-stream reads it in \
+                 memory)",
+            ),
+            None => e,
+        })?;
+        return match out {
             Some(out) => write_output(&a, out),
             None => Ok(()),
         };

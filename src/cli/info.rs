@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use tapestry::analysis::summary::{summarize, summarize_profile};
 use tapestry::readers::Loaded;
@@ -28,16 +28,33 @@ pub struct InfoArgs {
     /// Print read time, throughput and peak memory to standard error.
     #[arg(long)]
     pub stats: bool,
-    /// Summarize while reading, never holding the records (Paraver, OTF2): memory
-    /// grows with locations × states, not with the trace.
+    /// Summarize while reading, never holding the records (Paraver, OTF2,
+    /// PICL, Chrome): memory grows with locations × states, not with the
+    /// trace. Automatic when the trace would take more than half the
+    /// memory limit in memory.
     #[arg(long)]
     pub stream: bool,
+    /// Read the trace in memory even when it would be streamed
+    /// automatically.
+    #[arg(long, conflicts_with = "stream")]
+    pub no_stream: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let t0 = Instant::now();
+    let auto = if a.stream || a.no_stream {
+        None
+    } else {
+        super::analyze::stream::auto(&a.trace, &a.read)
+    };
+    if let Some(why) = &auto {
+        eprintln!("note: {why}");
+        return run_stream(&a, t0).context(
+            "reading the trace as a stream (chosen automatically; --no-stream reads it in memory)",
+        );
+    }
     if a.stream {
         return run_stream(&a, t0);
     }

@@ -522,6 +522,27 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
     }))
 }
 
+/// Why the trace at `path` is streamed without `--stream`: when reading it
+/// in memory would take more than half of what this process may use
+/// ([`tapestry::memory::limit`]); `None` to read it in memory.
+pub(crate) fn auto(path: &std::path::Path, read: &crate::cli::ReadArgs) -> Option<String> {
+    if read.cache {
+        return None;
+    }
+    let need = tapestry::readers::in_memory_estimate(path)?;
+    let limit = tapestry::memory::limit();
+    (need > limit / 2).then(|| {
+        format!(
+            "{} would take about {} in memory, more than half of the {} this process may use \
+             (TAPESTRY_MEMORY_LIMIT, or the machine's memory): reduced while reading, as with \
+             --stream (--no-stream reads it in memory)",
+            path.display(),
+            tapestry::memory::human(need),
+            tapestry::memory::human(limit)
+        )
+    })
+}
+
 /// The `info` summary of a streamed trace.
 pub(crate) fn summary_of(
     r: &StreamReducer,
