@@ -999,6 +999,14 @@ pub(crate) mod tests {
                     .collect()
             };
             assert_eq!(warn(&t), warn(&mem), "{what}");
+            assert_eq!(t.meta.ignored, mem.meta.ignored, "{what}");
+            assert_eq!(t.meta.origin_ns, mem.meta.origin_ns, "{what}");
+            let groups = |t: &Trace| -> Vec<Option<u32>> {
+                (0..t.num_locations() as LocId)
+                    .map(|l| t.locations.get(l).and_then(|x| x.group))
+                    .collect()
+            };
+            assert_eq!(groups(&t), groups(&mem), "{what}");
         }
     }
 
@@ -1028,6 +1036,7 @@ pub(crate) mod tests {
                 assert!(kinds.contains(&k), "{k} in {kinds:?}");
             }
             assert!(t.messages.len() > 10 && !t.events.is_empty() && !t.counters.is_empty());
+            assert!(!t.meta.ignored.is_empty());
         }
         let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/chrome");
         if let Ok(dir) = std::fs::read_dir(&shared) {
