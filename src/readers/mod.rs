@@ -135,6 +135,22 @@ pub fn input_size(path: &Path) -> u64 {
     own
 }
 
+/// The trace without records a stream ends with (its locations, states,
+/// span and repairs in `b`), its classes overridden as asked, with the
+/// state of each key the stream handed over, for streams whose keys are
+/// the state ids.
+pub(crate) fn finish_stream_skeleton(
+    b: crate::model::TraceBuilder,
+    opts: &ReadOptions,
+) -> Result<(Trace, Vec<(u32, crate::model::StateId)>)> {
+    let mut t = b.finish(crate::model::BuildOptions {
+        warn_unsorted: false,
+    })?;
+    t.reclassify(&opts.classes)?;
+    let keys = t.states.iter().map(|(id, _)| (id, id)).collect();
+    Ok((t, keys))
+}
+
 /// Peak memory of an in-memory read per byte of (decompressed) input, by
 /// format: measured peaks over file sizes, rounded up (Paraver 0.72–0.87
 /// on broadcasts and Gaussian eliminations, PICL 0.88, Chrome JSON

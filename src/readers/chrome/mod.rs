@@ -958,17 +958,8 @@ fn report_intake(
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let inp = input::open(path)?;
     let damage = inp.damage.clone();
-    let mut b = TraceBuilder::new(
-        Format::ChromeJson,
-        path,
-        TimeUnit::microseconds(),
-        opts.strict,
-    );
-    let mut acc = Acc {
-        min_ts: i64::MAX,
-        max_ts: i64::MIN,
-        ..Default::default()
-    };
+    let mut b = builder(path, opts);
+    let mut acc = Acc::new(None);
     let split = for_each_event(path, inp.reader, |ev, batch| {
         intake(ev, &mut acc, &mut b, batch)
     })?;
@@ -976,7 +967,28 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     assemble(acc, b, path, opts)
 }
 
+/// The builder of a Chrome trace's model.
+fn builder(path: &Path, opts: &ReadOptions) -> TraceBuilder {
+    TraceBuilder::new(
+        Format::ChromeJson,
+        path,
+        TimeUnit::microseconds(),
+        opts.strict,
+    )
+}
+
 impl Acc {
+    /// An accumulator before the first event (with `marks` for a stream's
+    /// first pass).
+    fn new(marks: Option<Box<stream::Marks>>) -> Acc {
+        Acc {
+            min_ts: i64::MAX,
+            max_ts: i64::MIN,
+            marks,
+            ..Default::default()
+        }
+    }
+
     /// The time all others are relative to: the earliest event's (0 when
     /// none has a time).
     fn origin(&self) -> i64 {

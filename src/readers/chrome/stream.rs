@@ -36,8 +36,7 @@ use crate::error::{Error, Result};
 use crate::model::builder::RawInterval;
 use crate::model::stream::{Counted, IntervalSink};
 use crate::model::{
-    BuildOptions, Flattener, Format, LocId, NestedSlice, StateId, Time, TimeUnit, Trace,
-    TraceBuilder, sort_nested,
+    Flattener, LocId, NestedSlice, StateId, Time, Trace, TraceBuilder, sort_nested,
 };
 use crate::readers::ReadOptions;
 use rustc_hash::FxHashMap;
@@ -439,21 +438,11 @@ fn stream_in_epochs(
     // first pass: everything the model keeps, and where slices start
     let inp = input::open(path)?;
     let damage = inp.damage.clone();
-    let mut b = TraceBuilder::new(
-        Format::ChromeJson,
-        path,
-        TimeUnit::microseconds(),
-        opts.strict,
-    );
-    let mut acc = Acc {
-        min_ts: i64::MAX,
-        max_ts: i64::MIN,
-        marks: Some(Box::new(Marks {
-            epoch_events,
-            ..Default::default()
-        })),
+    let mut b = super::builder(path, opts);
+    let mut acc = Acc::new(Some(Box::new(Marks {
+        epoch_events,
         ..Default::default()
-    };
+    })));
     let split = super::for_each_event(path, inp.reader, |ev, batch| {
         super::intake(ev, &mut acc, &mut b, batch)
     })?;
@@ -554,12 +543,7 @@ fn stream_in_epochs(
         sink.end_time()
     });
     drop(acc);
-    let mut t = b.finish(BuildOptions {
-        warn_unsorted: false,
-    })?;
-    t.reclassify(&opts.classes)?;
-    let keys = t.states.iter().map(|(id, _)| (id, id)).collect();
-    Ok((t, keys))
+    crate::readers::finish_stream_skeleton(b, opts)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::model::builder::RawInterval;
 use crate::model::matching::{Side, match_sides};
 use crate::model::stream::{Counted, IntervalSink};
-use crate::model::{BuildOptions, LocId, StateId, Time, Trace};
+use crate::model::{LocId, StateId, Time, Trace};
 use crate::readers::ReadOptions;
 
 /// (sender, receiver, communicator, tag), the locations being OTF2's.
@@ -575,12 +575,7 @@ impl Otf2Stream {
             },
         );
         b.set_declared_end(clock.ns(declared).max(sink.end_time()));
-        let mut t = b.finish(BuildOptions {
-            warn_unsorted: false,
-        })?;
-        t.reclassify(&opts.classes)?;
-        let keys = t.states.iter().map(|(id, _)| (id, id)).collect();
-        Ok((t, keys))
+        crate::readers::finish_stream_skeleton(b, opts)
     }
 }
 

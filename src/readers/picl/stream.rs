@@ -19,9 +19,7 @@ use super::{Chunk, parse_block, survey_block};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::stream::{Counted, IntervalSink};
-use crate::model::{
-    BuildOptions, Format, LocationKind, StateId, Time, TimeUnit, Trace, TraceBuilder,
-};
+use crate::model::{Format, LocationKind, StateId, Time, TimeUnit, Trace, TraceBuilder};
 use crate::readers::ReadOptions;
 use crate::readers::input::{self, LineBlocks};
 
@@ -162,10 +160,5 @@ pub(super) fn finish_streamed(
         b.event_types.intern(&super::kind_name(rt, e));
     }
     b.set_declared_end(sink.end_time());
-    let mut t = b.finish(BuildOptions {
-        warn_unsorted: false,
-    })?;
-    t.reclassify(&opts.classes)?;
-    let keys = t.states.iter().map(|(id, _)| (id, id)).collect();
-    Ok((t, keys))
+    crate::readers::finish_stream_skeleton(b, opts)
 }
