@@ -111,6 +111,25 @@ fn assert_comm_and_summary_identical_at(trace: &str, window: &str, levels: [&str
     assert_eq!(mem, info, "analyze summary prints what info prints");
 }
 
+/// Moments (whole and over a window, with `states` there), the field
+/// (whole and over a window), the matrix at two `levels` and the summary
+/// of `trace`: streamed as in memory.
+fn assert_every_reduction_agrees(trace: &str, states: &[&str], levels: [&str; 2]) {
+    let (c, info, e) = tapestry(&["info", trace, "--json"]);
+    assert_eq!(c, 0, "{e}");
+    let span = serde_json::from_str::<serde_json::Value>(&info).unwrap()["span_ns"]
+        .as_u64()
+        .unwrap();
+    let w1 = format!("{}:{}", span / 10, span * 6 / 10);
+    assert_moments_agree(trace, &[]);
+    let mut windowed = vec!["--window", w1.as_str()];
+    windowed.extend_from_slice(states);
+    assert_moments_agree(trace, &windowed);
+    assert_field_identical(trace, &["--bins", "16"]);
+    assert_field_identical(trace, &["--bins", "33", "--window", &w1]);
+    assert_comm_and_summary_identical_at(trace, &w1, levels);
+}
+
 #[test]
 fn stream_equals_memory_on_real_and_synthetic_traces() {
     let dir = tempfile::tempdir().unwrap();
@@ -238,18 +257,7 @@ fn picl_stream_equals_memory() {
         traces.push(p.to_str().unwrap().to_string());
     }
     for t in &traces {
-        let t = t.as_str();
-        let (c, info, e) = tapestry(&["info", t, "--json"]);
-        assert_eq!(c, 0, "{e}");
-        let span = serde_json::from_str::<serde_json::Value>(&info).unwrap()["span_ns"]
-            .as_u64()
-            .unwrap();
-        let w1 = format!("{}:{}", span / 10, span * 6 / 10);
-        assert_moments_agree(t, &[]);
-        assert_moments_agree(t, &["--window", &w1]);
-        assert_field_identical(t, &["--bins", "16"]);
-        assert_field_identical(t, &["--bins", "33", "--window", &w1]);
-        assert_comm_and_summary_identical_at(t, &w1, ["thread", "thread"]);
+        assert_every_reduction_agrees(t, &[], ["thread", "thread"]);
     }
     // the untidy files hold the repairs a stream must count
     let (_, info, _) = tapestry(&["info", &traces[2], "--stream"]);
@@ -325,18 +333,7 @@ fn chrome_stream_equals_memory() {
         &["gauss", "--n", "32", "-p", "8"],
     ));
     for t in &traces {
-        let t = t.as_str();
-        let (c, info, e) = tapestry(&["info", t, "--json"]);
-        assert_eq!(c, 0, "{e}");
-        let span = serde_json::from_str::<serde_json::Value>(&info).unwrap()["span_ns"]
-            .as_u64()
-            .unwrap();
-        let w1 = format!("{}:{}", span / 10, span * 6 / 10);
-        assert_moments_agree(t, &[]);
-        assert_moments_agree(t, &["--window", &w1, "--states", "busy,overhead"]);
-        assert_field_identical(t, &["--bins", "16"]);
-        assert_field_identical(t, &["--bins", "33", "--window", &w1]);
-        assert_comm_and_summary_identical_at(t, &w1, ["thread", "process"]);
+        assert_every_reduction_agrees(t, &["--states", "busy,overhead"], ["thread", "process"]);
     }
     // Chrome's categories select states as in memory
     assert_moments_agree(&traces[3], &["--busy", "cat:compute"]);
