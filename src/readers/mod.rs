@@ -34,6 +34,7 @@ pub mod volume;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::memory;
 use crate::model::{ClassOverride, Format, ProfileMatrix, Trace};
 
 pub use paraver_pcf::{Pcf, parse_pcf, parse_row};
@@ -472,6 +473,11 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 pub fn read_as(path: &Path, format: Format, opts: &ReadOptions) -> Result<Trace> {
     match format {
         Format::Paraver => paraver::read(path, opts),
+        // a trace whose one-pass read would take more than half the
+        // memory limit is read in two passes, in a third of the memory
+        Format::ChromeJson if in_memory_estimate(path).is_some_and(|m| m > memory::limit() / 2) => {
+            chrome::stream::read_two_pass(path, opts)
+        }
         Format::ChromeJson => chrome::read(path, opts),
         Format::Picl => picl::read(path, opts),
         Format::Otf2 => read_otf2(path, opts),

@@ -713,6 +713,39 @@ fn arg_map(args: Option<&str>) -> Option<serde_json::Map<String, serde_json::Val
     serde_json::from_str(args?).ok()
 }
 
+/// The samples of a counter (`C`) event: each numeric member of `args`
+/// is a series, named after the event for the member `value`,
+/// `name.member` otherwise (with `[id]` when the event has an id).
+fn counter_samples(ev: &Ev) -> Vec<(String, f64)> {
+    let Some(m) = arg_map(ev.args) else {
+        return Vec::new();
+    };
+    m.into_iter()
+        .filter_map(|(k, v)| {
+            let x = v.as_f64()?;
+            let mut name = if k == "value" {
+                ev.name.to_string()
+            } else {
+                format!("{}.{k}", ev.name)
+            };
+            if let Some(id) = ev.id.as_deref() {
+                name = format!("{name}[{id}]");
+            }
+            Some((name, x))
+        })
+        .collect()
+}
+
+/// Where an instant event goes: `u32::MAX` for a global one, else its
+/// thread (`thread` looks it up).
+fn instant_thread(ev: &Ev, thread: impl FnOnce() -> u32) -> u32 {
+    if ev.scope == b'g' && ev.ph != b'n' {
+        u32::MAX
+    } else {
+        thread()
+    }
+}
+
 fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
     acc.seq += 1;
     let seq = acc.seq;
@@ -769,11 +802,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
-            let loc = if ev.scope == b'g' && ev.ph != b'n' {
-                u32::MAX
-            } else {
-                thread(acc)
-            };
+            let loc = instant_thread(&ev, || thread(acc));
             let kind = b.event_types.intern(&ev.name);
             let value = ev.lite.value.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
             match &mut acc.marks {
@@ -783,22 +812,11 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         }
         b'C' => {
             let t = thread(acc);
-            if let Some(m) = arg_map(ev.args) {
-                for (k, v) in m {
-                    let Some(x) = v.as_f64() else { continue };
-                    let mut name = if k == "value" {
-                        ev.name.to_string()
-                    } else {
-                        format!("{}.{k}", ev.name)
-                    };
-                    if let Some(id) = ev.id.as_deref() {
-                        name = format!("{name}[{id}]");
-                    }
-                    let c = b.counter_def(&name, "");
-                    match &mut acc.marks {
-                        Some(m) => m.samples.add(ts),
-                        None => acc.counters.push((ts, t, c, x)),
-                    }
+            for (name, x) in counter_samples(&ev) {
+                let c = b.counter_def(&name, "");
+                match &mut acc.marks {
+                    Some(m) => m.samples.add(ts),
+                    None => acc.counters.push((ts, t, c, x)),
                 }
             }
         }
