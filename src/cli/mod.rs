@@ -41,8 +41,10 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Reduce a trace across processes (`mpirun -n N tapestry reduce TRACE
     /// moments|field|comm-matrix|summary`): each reads a share of the file
-    /// (Paraver) or of the locations (OTF2) and streams it, rank 0 merges
-    /// and writes (build with `--features mpi`).
+    /// (Paraver: byte ranges; PICL: stripes, records sent to their
+    /// processor's owner) or of the locations (OTF2) and streams it, rank 0
+    /// merges and writes (build with `--features mpi`). A Chrome trace is
+    /// streamed by one process (`-n 1`).
     Reduce(Box<analyze::AnalyzeArgs>),
     /// (internal) Reads an OTF2 archive in this process and writes it as a
     /// cache: the isolated OTF2 reader's helper.
