@@ -31,6 +31,11 @@ echo "== 65,536 processors"
 $T synth bcast -p 65536 --reps 2 -o "$OUT/bcast-64k.prv"
 $T info "$OUT/bcast-64k.prv" --locations 4 --stats
 
+echo "== Reduced while reading (--stream): the busy field of the Chrome trace, never holding its records"
+$T analyze "$OUT/gauss.json" field --bins 64 --stream -o "$OUT/gauss-busy-stream.npy"
+$T analyze "$OUT/gauss.json" field --bins 64 -o "$OUT/gauss-busy.npy"
+cmp "$OUT/gauss-busy.npy" "$OUT/gauss-busy-stream.npy" && echo "the streamed field equals the in-memory one byte for byte"
+
 echo "== Views rendered headless (PNG, glTF): the Kiviat tube of the kernel's remote accesses, the moment displays"
 $T render "$OUT/kernel.prv" --view kiviat --quantity tensor:"$OUT/access.npy" --kinds remote --param width=20 --size 1280x720 -o "$OUT/kiviat.png"
 $T render "$OUT/kernel.prv" --view kiviat --quantity tensor:"$OUT/access.npy" --kinds local --frames 8 --size 640x360 -o "$OUT/kiviat-slide.png"
