@@ -6,7 +6,8 @@
 //! field and the state selection on whatever reads — in-process, under a
 //! memory cap, for a bounded time. A Chrome, Paraver or PICL trace that
 //! reads is also streamed (`--stream`'s readers): when the stream takes it
-//! too, its busy field and message count must equal the in-memory ones.
+//! too, its busy field and message count must equal the in-memory ones; a
+//! Chrome trace's two-pass read must build the one-pass read's model.
 //!
 //! Mutations: byte flips, truncation at every 1/16, duplicated, removed and
 //! swapped lines, huge, negative and non-finite numbers (`1e308`, `NaN`,
@@ -522,6 +523,15 @@ fn exercise(path: &Path, strict: bool) -> String {
 /// when the stream takes the file, its busy field equals the in-memory
 /// one bit for bit and it counts the same messages.
 fn stream_agrees(path: &Path, opts: &ReadOptions, t: &Trace) {
+    if t.meta.format == Format::ChromeJson {
+        // the two-pass read (chosen when memory is short) builds the same model
+        let two = readers::chrome::stream::read_two_pass(path, opts)
+            .expect("the two-pass read takes what the one-pass read takes");
+        assert!(
+            serde_json::to_string(&two).ok() == serde_json::to_string(t).ok(),
+            "the two-pass read builds another model"
+        );
+    }
     let span = t.meta.span;
     if span < 16 {
         return;
