@@ -24,6 +24,11 @@
 //! its flow steps to the end, 40 bytes each, as in memory. Async slices are
 //! held, as in memory: they are packed into lanes, locations the reductions
 //! need first.
+//!
+//! The same two passes read a trace into memory ([`read_two_pass`]) when
+//! one pass, which holds every slice and flow step until the end, would
+//! take too much: the second pass then hands its intervals, messages,
+//! instants and samples to the model's builder.
 
 use std::path::Path;
 
