@@ -129,7 +129,7 @@ pub fn write(trace: &Trace, dest: &Path, inputs: &[&Path]) -> Result<()> {
     write_with(trace, dest, inputs, true)
 }
 
-/// [`write`] without flushing to the disk: for a cache read back at once
+/// [`write()`] without flushing to the disk: for a cache read back at once
 /// and then removed (the isolated OTF2 reader's hand-over), where the
 /// flush is most of the writing's wall time and buys nothing.
 pub fn write_transient(trace: &Trace, dest: &Path, inputs: &[&Path]) -> Result<()> {

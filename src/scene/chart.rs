@@ -355,7 +355,7 @@ impl Chart {
     }
 }
 
-/// " [Hz]" after an axis name, unless the name, the unit or the tick
+/// " \[Hz\]" after an axis name, unless the name, the unit or the tick
 /// labels (times) say it already.
 pub fn unit_suffix(u: &Unit, name: &str) -> String {
     if name.contains('[') {

@@ -150,7 +150,7 @@ pub fn to_trace(cfg: &SynthConfig) -> Result<Trace> {
     sink.into_trace()
 }
 
-/// Output formats of [`write`].
+/// Output formats of [`write()`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     Paraver,

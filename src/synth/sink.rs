@@ -52,7 +52,7 @@ impl SimState {
 /// The marker events a simulation produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SimEvent {
-    /// Start of a phase of the algorithm (value: [`Phase`] number).
+    /// Start of a phase of the algorithm (value: the phase number).
     Phase,
     /// Start of an iteration (value: the iteration number), at its root.
     Iteration,

@@ -568,7 +568,7 @@ fn kind_name(rt: i32, e: i32) -> String {
 }
 
 /// Reads the PICL trace at `path`. A file is read once, each processor's
-/// records cut into states as they come ([`cut`]), so that the records
+/// records cut into states as they come (`cut`), so that the records
 /// are never held; a file whose records a cut cannot take (a processor's
 /// records out of time order, its trace start after other records of it,
 /// a send or receive from its first record past its last trace stop) is

@@ -1,7 +1,7 @@
 //! PICL traces reduced by the processes of a job together (`mpirun …
 //! tapestry reduce`), each reading a share of the file's bytes.
 //!
-//! A processor's records must be cut in file order ([`super::cut`]), and
+//! A processor's records must be cut in file order (`super::cut`), and
 //! its begin and end records can lie in any two shares. So the file is cut
 //! into stripes of whole lines, dealt to the processes in turn (stripe `j`
 //! to process `j mod N`), and read in rounds: in round `i` every process

@@ -1,5 +1,5 @@
 //! PICL traces reduced while they are read (`--stream`): each processor's
-//! records are cut into states as they come ([`super::cut`]), exactly as
+//! records are cut into states as they come (`super::cut`), exactly as
 //! the in-memory reader cuts them, and the intervals and matched messages
 //! handed to the reductions block by block.
 //!
