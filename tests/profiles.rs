@@ -195,6 +195,14 @@ fn line_profile_table() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("dimensions 11 lines x 3 processors"), "{out}");
     assert!(out.contains("line 20 [update]"), "{out}");
+    // processors numbered far apart: only the sampled ones are columns
+    // (a dense 16,777,216-column matrix took 1.4 GB; found by the fuzz
+    // harness)
+    let far = "line,processor,ticks\n14,0,14\n14,16777215,17\n15,3,2\n";
+    let f3 = write(d.path(), "far.csv", far.as_bytes());
+    let p3 = line_profile::read(&f3).unwrap();
+    assert_eq!(p3.columns, vec!["0", "3", "16777215"]);
+    assert_eq!(p3.metrics[0].values, vec![14.0, 0.0, 17.0, 0.0, 2.0, 0.0]);
 }
 
 #[test]
@@ -218,8 +226,9 @@ fn line_profile_malformed() {
             &["line 2", "processor number below"],
         ),
         (
-            // 20 lines × 16,000,001 processors
-            "line,processor,ticks\n1,16000000,1\n2,0,1\n3,0,1\n4,0,1\n5,0,1\n6,0,1\n7,0,1\n8,0,1\n9,0,1\n10,0,1\n11,0,1\n12,0,1\n13,0,1\n14,0,1\n15,0,1\n16,0,1\n17,0,1\n18,0,1\n19,0,1\n20,0,1\n",
+            // 65,536 lines × 65,536 processors, dense (processors far
+            // apart are sparse columns: see line_profile_table)
+            "line,processor,ticks\n0,0,1\n65535,65535,1\n",
             &["exceeds"],
         ),
         (

@@ -16,7 +16,9 @@
 //! FIRST LAST` the line range of a procedure. Repeated (line, processor)
 //! pairs add up. Result: a [`ProfileMatrix`] with one row per line from the
 //! first to the last line sampled (so that runs of blank lines can be found)
-//! and one column per processor from 0 to the largest.
+//! and one column per processor from 0 to the largest; where that is far
+//! more than the lines or processors sampled (beyond 65,536 and four times
+//! them), only the sampled ones are rows or columns, named by their numbers.
 
 use std::path::Path;
 
@@ -167,6 +169,17 @@ pub fn read(path: &Path) -> Result<ProfileMatrix> {
     } else {
         (first..=last).collect()
     };
+    // processors likewise: one column each from 0 to the largest, unless a
+    // few processors number far apart (then only the sampled ones)
+    let mut procs: Vec<u64> = samples.iter().map(|s| s.1).collect();
+    procs.sort_unstable();
+    procs.dedup();
+    let col_ids: Vec<u64> = if nc > SPARSE_BEYOND && nc > 4 * procs.len() as u64 {
+        procs
+    } else {
+        (0..nc).collect()
+    };
+    let nc = col_ids.len() as u64;
     let nr = row_ids.len() as u64;
     if nr * nc > MAX_CELLS {
         return Err(Error::parse(
@@ -177,11 +190,17 @@ pub fn read(path: &Path) -> Result<ProfileMatrix> {
             ),
         ));
     }
+    // the ticks and the row and column names
+    crate::memory::guard(nr * nc * 8 + (nr + nc) * 40, || {
+        format!("a line profile of {nr} lines × {nc} processors")
+    })
+    .map_err(|e| Error::parse(path, Position::none(), e.to_string()))?;
     let (nr, nc) = (nr as usize, nc as usize);
     let mut ticks = vec![0.0; nr * nc];
     for &(l, p, t, _) in &samples {
         let r = row_ids.binary_search(&l).unwrap_or(0);
-        ticks[r * nc + p as usize] += t;
+        let c = col_ids.binary_search(&p).unwrap_or(0);
+        ticks[r * nc + c] += t;
     }
     Ok(ProfileMatrix {
         source: path.to_path_buf(),
@@ -191,7 +210,7 @@ pub fn read(path: &Path) -> Result<ProfileMatrix> {
         row_ids,
         callpath: vec![false; nr],
         groups: vec![String::new(); nr],
-        columns: (0..nc).map(|p| p.to_string()).collect(),
+        columns: col_ids.iter().map(|p| p.to_string()).collect(),
         metrics: vec![ProfileMetric {
             name: "ticks".into(),
             unit: "ticks".into(),
