@@ -445,14 +445,14 @@ pub fn non_trace_kind(path: &Path) -> Option<&'static str> {
         });
         return tau.then_some("a directory of TAU profiles");
     }
+    // in the order load tries them
     let head = input::peek(path, 4096).ok()?;
-    if detect_bytes(&head).is_some() {
-        return None;
-    }
     if boxfish::looks_like_boxfish(&head) {
         Some("a Boxfish table")
     } else if volume::looks_like_npy(&head) {
         Some("a NumPy array")
+    } else if detect_bytes(&head).is_some() {
+        None
     } else if tensor::looks_like_access_csv(&head) {
         Some("an access table")
     } else if tau::looks_like_tau(&head) {
