@@ -67,6 +67,15 @@ fn chrome_input(intervals: u64) -> PathBuf {
     p
 }
 
+/// A reducer over the whole trace with `bins` of busy field and, with
+/// `comm`, the communication matrix.
+fn reducer<'a>(bins: Option<usize>, comm: bool) -> StreamReducer<'a> {
+    StreamReducer::new(
+        StreamSpec { bins, comm },
+        Box::new(|span| Ok((0, span.max(1)))),
+    )
+}
+
 /// Runs the binary; (wall seconds, peak MiB from its stderr or `info --stats`).
 fn run(args: &[&str], threads: usize) -> (f64, f64) {
     run_env(args, threads, &[])
@@ -107,13 +116,7 @@ fn main() {
         g.throughput(Throughput::Bytes(bytes));
         g.bench_function("moments+field64", |b| {
             b.iter(|| {
-                let mut r = StreamReducer::new(
-                    StreamSpec {
-                        bins: Some(64),
-                        comm: false,
-                    },
-                    Box::new(|span| Ok((0, span.max(1)))),
-                );
+                let mut r = reducer(Some(64), false);
                 let out =
                     tapestry::readers::paraver::stream(&small, &ReadOptions::default(), &mut r)
                         .expect("stream");
@@ -122,13 +125,7 @@ fn main() {
         });
         g.bench_function("comm-matrix+summary", |b| {
             b.iter(|| {
-                let mut r = StreamReducer::new(
-                    StreamSpec {
-                        bins: None,
-                        comm: true,
-                    },
-                    Box::new(|span| Ok((0, span.max(1)))),
-                );
+                let mut r = reducer(None, true);
                 let (t, _) =
                     tapestry::readers::paraver::stream(&small, &ReadOptions::default(), &mut r)
                         .expect("stream");
@@ -146,13 +143,7 @@ fn main() {
         g.throughput(Throughput::Bytes(bytes));
         g.bench_function("moments+field64", |b| {
             b.iter(|| {
-                let mut r = StreamReducer::new(
-                    StreamSpec {
-                        bins: Some(64),
-                        comm: false,
-                    },
-                    Box::new(|span| Ok((0, span.max(1)))),
-                );
+                let mut r = reducer(Some(64), false);
                 let out = tapestry::readers::chrome::stream::stream(
                     &chrome_small,
                     &ReadOptions::default(),

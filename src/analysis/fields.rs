@@ -107,19 +107,17 @@ pub fn check_bins(t0: Time, t1: Time, bins: usize) -> Result<()> {
     Ok(())
 }
 
-/// Busy time of one location per bin (exact integer overlaps).
+/// Busy time of one location per bin (exact integer overlaps), added to
+/// `out` (ns).
 pub fn busy_per_bin(
     iv: crate::model::IntervalSlice<'_>,
     mask: &[bool],
     edges: &[Time],
-    out: &mut [f64],
+    out: &mut [u64],
 ) {
     let bins = edges.len() - 1;
     let (t0, t1) = (edges[0], edges[bins]);
     let w = iv.window(t0, t1);
-    // busy time summed in integers (exact whatever the span: an f64 sum
-    // rounds past 2^53 ns, about 104 days), as the stream and the GPU sum it
-    let mut sums = vec![0u64; bins];
     // intervals are sorted and disjoint: the bin cursor only moves forward
     let mut k = 0usize;
     for i in 0..w.len() {
@@ -138,16 +136,13 @@ pub fn busy_per_bin(
         let mut j = k;
         loop {
             let e = b.min(edges[j + 1]);
-            sums[j] += e - s;
+            out[j] += e - s;
             if e == b {
                 break;
             }
             s = e;
             j += 1;
         }
-    }
-    for (o, &x) in out.iter_mut().zip(&sums) {
-        *o += x as f64;
     }
 }
 
@@ -166,12 +161,19 @@ pub fn busy_fraction(
     // per location (parallel, location-major), then a tiled transpose to [t][e]
     let inv = inverse_widths(&edges);
     let mut by_loc = vec![0.0; bins * p];
-    by_loc.par_chunks_mut(bins).enumerate().for_each(|(l, v)| {
-        busy_per_bin(trace.intervals.of(l as u32), mask, &edges, v);
-        for (x, s) in v.iter_mut().zip(&inv) {
-            *x *= s;
-        }
-    });
+    // busy time summed in integers (exact whatever the span: an f64 sum
+    // rounds past 2^53 ns, about 104 days), as the stream and the GPU sum
+    // it; one buffer per worker
+    by_loc.par_chunks_mut(bins).enumerate().for_each_init(
+        || vec![0u64; bins],
+        |sums, (l, v)| {
+            sums.fill(0);
+            busy_per_bin(trace.intervals.of(l as u32), mask, &edges, sums);
+            for ((x, &n), s) in v.iter_mut().zip(sums.iter()).zip(&inv) {
+                *x = n as f64 * s;
+            }
+        },
+    );
     Ok(busy_field(transpose(&by_loc, p, bins), edges, p))
 }
 

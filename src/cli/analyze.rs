@@ -1436,10 +1436,7 @@ pub fn run(mut a: AnalyzeArgs) -> Result<()> {
             eprintln!("note: {why}");
         }
         let out = stream::run(&a, false).map_err(|e| match &auto {
-            Some(_) => e.context(
-                "reading the trace as a stream (chosen automatically; --no-stream reads it in \
-                 memory)",
-            ),
+            Some(_) => e.context(stream::AUTO_CONTEXT),
             None => e,
         })?;
         return match out {

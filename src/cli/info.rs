@@ -51,9 +51,7 @@ pub fn run(a: InfoArgs) -> Result<()> {
     };
     if let Some(why) = &auto {
         eprintln!("note: {why}");
-        return run_stream(&a, t0).context(
-            "reading the trace as a stream (chosen automatically; --no-stream reads it in memory)",
-        );
+        return run_stream(&a, t0).context(super::analyze::stream::AUTO_CONTEXT);
     }
     if a.stream {
         return run_stream(&a, t0);

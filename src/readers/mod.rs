@@ -211,6 +211,29 @@ fn gzip_content_estimate(path: &Path) -> Option<u64> {
     Some((out as f64 / consumed as f64 * len as f64) as u64)
 }
 
+/// [`gzip_content_estimate`] once per file (size and modification time):
+/// a command asks first whether to stream, then the reader asks again.
+fn gzip_content_estimate_once(path: &Path) -> Option<u64> {
+    type Seen = (
+        std::path::PathBuf,
+        u64,
+        Option<std::time::SystemTime>,
+        Option<u64>,
+    );
+    static LAST: std::sync::Mutex<Option<Seen>> = std::sync::Mutex::new(None);
+    let meta = std::fs::metadata(path).ok()?;
+    let key = (path.to_path_buf(), meta.len(), meta.modified().ok());
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((p, len, m, est)) = last.as_ref()
+        && (p, *len, *m) == (&key.0, key.1, key.2)
+    {
+        return *est;
+    }
+    let est = gzip_content_estimate(path);
+    *last = Some((key.0, key.1, key.2, est));
+    est
+}
+
 /// What reading the trace at `path` in memory would take at its peak,
 /// estimated from its size and format (a gzip file from the ratio of its
 /// first mebibytes): `None` when `path` is not a trace a stream reads (a
@@ -222,7 +245,7 @@ pub fn in_memory_estimate(path: &Path) -> Option<u64> {
     let format = detect(path).ok()?;
     let bytes = match format {
         Format::Otf2 => input_size(path),
-        _ => gzip_content_estimate(path).unwrap_or_else(|| input_size(path)),
+        _ => gzip_content_estimate_once(path).unwrap_or_else(|| input_size(path)),
     };
     Some((bytes as f64 * peak_per_input_byte(format)) as u64)
 }

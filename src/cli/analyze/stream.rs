@@ -543,6 +543,10 @@ pub(crate) fn auto(path: &std::path::Path, read: &crate::cli::ReadArgs) -> Optio
     })
 }
 
+/// What an error of a stream chosen by [`auto`] says first.
+pub(crate) const AUTO_CONTEXT: &str =
+    "reading the trace as a stream (chosen automatically; --no-stream reads it in memory)";
+
 /// The `info` summary of a streamed trace.
 pub(crate) fn summary_of(
     r: &StreamReducer,

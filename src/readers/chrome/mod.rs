@@ -626,6 +626,15 @@ impl Acc {
         i
     }
 
+    /// The thread of an event: its `pid` and `tid` (the `pid` without
+    /// one; 0 without either).
+    fn thread_of_event(&mut self, ev: &Ev) -> u32 {
+        let zero = Ident::Num(0);
+        let pid = ev.pid.as_ref().unwrap_or(&zero);
+        let tid = ev.tid.as_ref().or(ev.pid.as_ref()).unwrap_or(&zero);
+        self.thread_of(pid, tid)
+    }
+
     fn thread_of(&mut self, pid: &Ident, tid: &Ident) -> u32 {
         let nums = match (pid, tid) {
             (Ident::Num(p), Ident::Num(t)) => Some((*p, *t)),
@@ -736,29 +745,17 @@ fn counter_samples(ev: &Ev) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// Where an instant event goes: `u32::MAX` for a global one, else its
-/// thread (`thread` looks it up).
-fn instant_thread(ev: &Ev, thread: impl FnOnce() -> u32) -> u32 {
-    if ev.scope == b'g' && ev.ph != b'n' {
-        u32::MAX
-    } else {
-        thread()
-    }
+/// Whether an instant event is global (`s: "g"`; not for `n`), on no
+/// thread.
+fn is_global_instant(ev: &Ev) -> bool {
+    ev.scope == b'g' && ev.ph != b'n'
 }
 
 fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
     acc.seq += 1;
     let seq = acc.seq;
-    let zero = Ident::Num(0);
     let pid = ev.pid.clone().unwrap_or(Ident::Num(0));
-    let thread = |acc: &mut Acc| {
-        let tid = ev
-            .tid
-            .clone()
-            .or_else(|| ev.pid.clone())
-            .unwrap_or(zero.clone());
-        acc.thread_of(&pid, &tid)
-    };
+    let thread = |acc: &mut Acc| acc.thread_of_event(&ev);
     if ev.ph != b'M'
         && let Some(ts) = ev.ts
     {
@@ -802,7 +799,11 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
-            let loc = instant_thread(&ev, || thread(acc));
+            let loc = if is_global_instant(&ev) {
+                u32::MAX
+            } else {
+                thread(acc)
+            };
             let kind = b.event_types.intern(&ev.name);
             let value = ev.lite.value.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
             match &mut acc.marks {

@@ -33,8 +33,7 @@
 use std::path::Path;
 
 use super::{
-    Acc, Batch, Ev, Flow, Ident, Nesting, input, pack_async, place_threads, report_intake,
-    report_orphans,
+    Acc, Batch, Ev, Flow, Nesting, input, pack_async, place_threads, report_intake, report_orphans,
 };
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
@@ -56,12 +55,12 @@ fn epoch(seq: u64, events: u64) -> u32 {
 
 /// Records the first pass counts: how many and the latest time.
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Tally {
+pub(super) struct Count {
     pub n: u64,
     pub last: i64,
 }
 
-impl Tally {
+impl Count {
     pub fn add(&mut self, ts: i64) {
         self.n += 1;
         self.last = self.last.max(ts);
@@ -79,9 +78,9 @@ pub(super) struct Marks {
     /// `(epoch, earliest flow step in it)`, the epochs in order.
     pub flows: Vec<(u32, i64)>,
     /// Instant events.
-    pub instants: Tally,
+    pub instants: Count,
     /// Counter samples.
-    pub samples: Tally,
+    pub samples: Count,
 }
 
 impl Marks {
@@ -307,18 +306,24 @@ impl Pass<'_> {
             let w = th.marks.after(self.epoch);
             self.out.clear();
             th.flush(w, &mut self.nesting, &mut self.out);
-            let loc = self.loc_of_thread[t as usize];
-            self.batch
-                .extend(self.out.iter().map(|&(start, end, state)| RawInterval {
-                    loc,
-                    state,
-                    start,
-                    end,
-                }));
+            self.keep_out(t as usize);
         }
         let w = self.flows.marks.after(self.epoch);
         self.match_flows(w, b)?;
         self.hand_over(b)
+    }
+
+    /// Adds what thread `t` just flattened (in `out`) to the batch to hand
+    /// over.
+    fn keep_out(&mut self, t: usize) {
+        let loc = self.loc_of_thread[t];
+        self.batch
+            .extend(self.out.iter().map(|&(start, end, state)| RawInterval {
+                loc,
+                state,
+                start,
+                end,
+            }));
     }
 
     /// Matches the flow steps before `w`; the messages to the sink or the
@@ -360,10 +365,7 @@ impl Pass<'_> {
 
     /// The thread of an event, as the first pass numbered it.
     fn thread(&self, acc: &mut Acc, ev: &Ev, batch: &Batch) -> Result<u32> {
-        let zero = Ident::Num(0);
-        let pid = ev.pid.as_ref().unwrap_or(&zero);
-        let tid = ev.tid.as_ref().or(ev.pid.as_ref()).unwrap_or(&zero);
-        let t = acc.thread_of(pid, tid);
+        let t = acc.thread_of_event(ev);
         if t as usize >= self.threads.len() {
             return Err(Error::parse(
                 self.path,
@@ -426,15 +428,10 @@ impl Pass<'_> {
             }
             // a stream counted them in the first pass; the model keeps them
             b'i' | b'I' | b'R' | b'n' | b'P' if self.sink.is_none() => {
-                let mut thread = Ok(0);
-                let t = super::instant_thread(&ev, || {
-                    thread = self.thread(acc, &ev, batch);
-                    *thread.as_ref().unwrap_or(&0)
-                });
-                thread?;
-                let loc = match t {
-                    u32::MAX => GLOBAL,
-                    t => self.loc_of_thread[t as usize],
+                let loc = if super::is_global_instant(&ev) {
+                    GLOBAL
+                } else {
+                    self.loc_of_thread[self.thread(acc, &ev, batch)? as usize]
                 };
                 let kind = b.event_types.intern(&ev.name);
                 let value = ev.lite.value.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
@@ -592,14 +589,7 @@ fn two_pass<'s>(
     for t in 0..pass.threads.len() {
         pass.out.clear();
         pass.threads[t].finish(end, &mut pass.nesting, &mut pass.out);
-        let loc = pass.loc_of_thread[t];
-        pass.batch
-            .extend(pass.out.iter().map(|&(start, end, state)| RawInterval {
-                loc,
-                state,
-                start,
-                end,
-            }));
+        pass.keep_out(t);
         pass.threads[t] = ThreadStream::default();
         if pass.batch.len() >= 1 << 16 {
             pass.hand_over(&mut b)?;
@@ -628,7 +618,7 @@ fn two_pass<'s>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::model::matching::Tally as PairTally;
+    use crate::model::matching::Tally;
     use crate::test_rng::XorShift;
 
     /// A sink that keeps what it is handed.
@@ -679,12 +669,7 @@ pub(crate) mod tests {
             self.messages.push((src, dst, send, recv, bytes));
             Ok(())
         }
-        fn messages(
-            &mut self,
-            _: LocId,
-            _: LocId,
-            _: &PairTally,
-        ) -> std::result::Result<(), String> {
+        fn messages(&mut self, _: LocId, _: LocId, _: &Tally) -> std::result::Result<(), String> {
             Err("not expected".into())
         }
         fn window(&self) -> (Time, Time) {
@@ -788,16 +773,6 @@ pub(crate) mod tests {
                             );
                             push(&mut evs, e, format!(r#"{},"ts":{}}}"#, head("E"), us(e)));
                         }
-                        3..=5 => push(
-                            &mut evs,
-                            e,
-                            format!(
-                                r#"{},"ts":{},"dur":{},"name":"{name}","cat":"{cat}"}}"#,
-                                head("X"),
-                                us(s),
-                                us(e - s)
-                            ),
-                        ),
                         6 if lvl > 0 => push(
                             &mut evs,
                             s,
@@ -807,9 +782,10 @@ pub(crate) mod tests {
                                 us(s)
                             ),
                         ),
-                        _ => push(
+                        // written when it ends (as Chrome writes) or starts
+                        k => push(
                             &mut evs,
-                            s,
+                            if (3..=5).contains(&k) { e } else { s },
                             format!(
                                 r#"{},"ts":{},"dur":{},"name":"{name}","cat":"{cat}"}}"#,
                                 head("X"),
