@@ -1,5 +1,5 @@
 //! `mpirun -n N tapestry reduce`: each process reads a share of the trace
-//! (Paraver, PICL, OTF2), rank 0 merges; the result is the single-process
+//! (Paraver, PICL, OTF2, Chrome JSON), rank 0 merges; the result is the single-process
 //! stream's (the field bit for bit, moments to rounding), for N = 1, 2 and 4.
 #![cfg(feature = "mpi")]
 
@@ -262,22 +262,74 @@ fn reduce_reads_otf2_locations_in_shares() {
     }
 }
 
-/// A Chrome trace is streamed by one process: `reduce` with one process
-/// gives the stream's result; with more it says so once, from rank 0.
+/// A Chrome trace: every process parses the stripes of events dealt to it
+/// and flattens the threads it owns; the result is the single-process
+/// stream's exactly (moments too: each location is reduced by one process),
+/// on the LAMMPS run (gzip), a synthetic broadcast and the shared flow
+/// trace, for 1, 2 and 3 processes; a malformed event is said once, at its
+/// line.
 #[test]
-fn reduce_streams_a_chrome_trace_in_one_process() {
+fn reduce_shares_a_chrome_trace_among_processes() {
     if mpirun().is_none() {
         return;
     }
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("b.json");
+    let (c, _, e) = tapestry(&[
+        "synth",
+        "bcast",
+        "-p",
+        "32",
+        "--reps",
+        "100",
+        "-o",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{e}");
     let lammps = shared_trace("lammps-melt-16/lammps-melt-16.json.gz");
-    let p = lammps.to_str().unwrap();
-    let (c, one, e) = reduce(1, &[p, "field", "--bins", "12"]);
-    assert_eq!(c, 0, "{e}");
-    let (c, st, e) = tapestry(&["analyze", p, "field", "--bins", "12", "--stream"]);
-    assert_eq!(c, 0, "{e}");
-    assert_eq!(rows(&one), rows(&st));
-    let (c, _, e) = reduce(2, &[p, "moments"]);
+    let flows = shared_trace("chrome/flow_simple.json");
+    for t in [
+        lammps.to_str().unwrap(),
+        b.to_str().unwrap(),
+        flows.to_str().unwrap(),
+    ] {
+        for args in [
+            vec!["field", "--bins", "12"],
+            vec!["moments"],
+            vec!["comm-matrix", "--level", "process", "--metric", "bytes"],
+            vec!["summary"],
+        ] {
+            let mut one = vec!["analyze", t];
+            one.extend_from_slice(&args);
+            one.push("--stream");
+            let (c, want, e) = tapestry(&one);
+            assert_eq!(c, 0, "{e}");
+            for n in [1, 2, 3] {
+                let mut all = vec![t];
+                all.extend_from_slice(&args);
+                let (c, got, e) = reduce(n, &all);
+                assert_eq!(c, 0, "{n} processes: {e}");
+                assert_eq!(rows(&got), rows(&want), "{t}: {args:?} with {n} processes");
+            }
+        }
+    }
+    // an event broken in the middle of the file
+    let text = std::fs::read_to_string(&b).unwrap();
+    let at = text.match_indices("\"ts\":").nth(2000).unwrap().0;
+    let bad = common::write(
+        dir.path(),
+        "bad.json",
+        format!("{}\"ts\":-5,\"x\":{}", &text[..at], &text[at + 5..]).as_bytes(),
+    );
+    let (c, _, want) = tapestry(&["analyze", bad.to_str().unwrap(), "moments", "--stream"]);
     assert_ne!(c, 0);
-    assert!(e.contains("streamed by one process"), "{e}");
+    let (c, _, e) = reduce(3, &[bad.to_str().unwrap(), "moments"]);
+    assert_ne!(c, 0);
     assert_eq!(e.matches("error:").count(), 1, "said once: {e}");
+    let line = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("error:"))
+            .map(str::to_string)
+    };
+    assert_eq!(line(&e), line(&want), "{e}");
 }

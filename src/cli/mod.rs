@@ -42,9 +42,9 @@ enum Command {
     /// Reduce a trace across processes (`mpirun -n N tapestry reduce TRACE
     /// moments|field|comm-matrix|summary`): each reads a share of the file
     /// (Paraver: byte ranges; PICL: stripes, records sent to their
-    /// processor's owner) or of the locations (OTF2) and streams it, rank 0
-    /// merges and writes (build with `--features mpi`). A Chrome trace is
-    /// streamed by one process (`-n 1`).
+    /// processor's owner; Chrome JSON: stripes of events, slices sent to
+    /// their thread's owner) or of the locations (OTF2) and streams it,
+    /// rank 0 merges and writes (build with `--features mpi`).
     Reduce(Box<analyze::AnalyzeArgs>),
     /// (internal) Reads an OTF2 archive in this process and writes it as a
     /// cache: the isolated OTF2 reader's helper.

@@ -255,6 +255,40 @@ fn reduce_picl(
     Ok(Some(share.finish(r, opts)?))
 }
 
+/// A Chrome trace: every process splits the whole file into its events and
+/// parses the stripes of events dealt to it in turn, each slice sent to
+/// the process that owns its thread and each flow step to the one that
+/// owns its id ([`tapestry::readers::chrome::share`]); rank 0 merges and
+/// gets the trace without records.
+fn reduce_chrome(
+    path: &std::path::Path,
+    opts: &tapestry::readers::ReadOptions,
+    r: &mut StreamReducer,
+    world: &mut World,
+) -> Result<Merged> {
+    use tapestry::readers::chrome::share::{read_share, stripe_for};
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let stripe = stripe_for(len, world.size as usize);
+    let share = match read_share(path, opts, r, world, stripe) {
+        Ok(s) => s,
+        // the process that failed said why; the others stop quietly
+        Err(tapestry::Error::OtherProcess) => return Err(anyhow::Error::new(crate::cli::Reported)),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(anyhow::Error::new(crate::cli::Reported));
+        }
+    };
+    if world.rank != 0 {
+        world.send_to_root(&r.to_bytes())?;
+        return Ok(None);
+    }
+    for k in 1..world.size {
+        let bytes = world.receive_from(k)?;
+        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(&bytes)?)?;
+    }
+    Ok(Some(share.finish(r, opts)?))
+}
+
 /// An OTF2 archive: process k reads the k-th of N runs of locations (about
 /// equal event bytes); rank 0 merges, matches the messages and gets the
 /// trace without records.
@@ -400,18 +434,7 @@ pub(crate) fn reduce<'a>(
     };
     let opts = read.options();
     let merged = match format {
-        Format::ChromeJson if world.size > 1 => {
-            if world.rank != 0 {
-                // rank 0 says why
-                return Err(anyhow::Error::new(crate::cli::Reported));
-            }
-            bail!(
-                "reduce reads Paraver traces, OTF2 archives and PICL traces across processes; \
-                 a Chrome trace is streamed by one process: run `tapestry analyze {} ... \
-                 --stream` (or `mpirun -n 1`)",
-                path.display()
-            )
-        }
+        Format::ChromeJson if world.size > 1 => reduce_chrome(path, &opts, &mut r, &mut world)?,
         Format::ChromeJson => Some(tapestry::readers::chrome::stream::stream(
             path, &opts, &mut r,
         )?),

@@ -45,6 +45,7 @@ use crate::model::{
     TimeUnit, Trace, TraceBuilder, flatten_nested,
 };
 
+pub mod share;
 pub mod stream;
 
 /// A string borrowed from the input unless it has escapes (serde borrows a

@@ -49,7 +49,7 @@ use rustc_hash::FxHashMap;
 /// the epoch they are read in (some 25 MiB of JSON; 8 MiB of slices).
 pub const EPOCH: u64 = 1 << 18;
 
-fn epoch(seq: u64, events: u64) -> u32 {
+pub(super) fn epoch(seq: u64, events: u64) -> u32 {
     (seq / events.max(1)).min(u32::MAX as u64) as u32
 }
 
@@ -110,13 +110,13 @@ fn mark(v: &mut Vec<(u32, i64)>, e: u32, ts: i64) {
 /// in it or any later epoch (relative ns), the epochs in order, and the
 /// first not read yet.
 #[derive(Default)]
-struct Watermarks {
+pub(super) struct Watermarks {
     marks: Vec<(u32, Time)>,
     next: usize,
 }
 
 impl Watermarks {
-    fn new(m: &[(u32, i64)], rel: impl Fn(i64) -> Time) -> Self {
+    pub(super) fn new(m: &[(u32, i64)], rel: impl Fn(i64) -> Time) -> Self {
         let mut suffix = Time::MAX;
         let mut marks: Vec<(u32, Time)> = m.iter().map(|&(e, ts)| (e, rel(ts))).collect();
         for x in marks.iter_mut().rev() {
@@ -127,7 +127,7 @@ impl Watermarks {
     }
 
     /// The earliest time marked in epochs after `e`.
-    fn after(&mut self, e: u32) -> Time {
+    pub(super) fn after(&mut self, e: u32) -> Time {
         while self.marks.get(self.next).is_some_and(|m| m.0 <= e) {
             self.next += 1;
         }
@@ -137,25 +137,38 @@ impl Watermarks {
 
 /// One thread in the second pass.
 #[derive(Default)]
-struct ThreadStream {
+pub(super) struct ThreadStream {
     /// Where the slices of later epochs start.
-    marks: Watermarks,
+    pub marks: Watermarks,
     /// `B`/`E` events not matched yet: (ts, seq, begin?, state).
-    be: Vec<(Time, u64, bool, StateId)>,
+    pub be: Vec<(Time, u64, bool, StateId)>,
     /// Begins matched with no end yet: (ts, seq, state).
     stack: Vec<(Time, u64, StateId)>,
     /// Slices not flattened yet.
-    slices: Vec<NestedSlice>,
+    pub slices: Vec<NestedSlice>,
     flat: Flattener,
     /// Whether the epoch being read has events of this thread.
-    touched: bool,
+    pub touched: bool,
 }
 
 impl ThreadStream {
+    /// A thread whose slices of later epochs start at `marks`.
+    pub(super) fn new(marks: Watermarks) -> Self {
+        ThreadStream {
+            marks,
+            ..Default::default()
+        }
+    }
+
     /// Matches the begins and ends before `w` (every one of them has been
     /// read) and flattens the slices that start before both `w` and the
     /// oldest begin still open, into `out`.
-    fn flush(&mut self, w: Time, nesting: &mut Nesting, out: &mut Vec<(Time, Time, StateId)>) {
+    pub(super) fn flush(
+        &mut self,
+        w: Time,
+        nesting: &mut Nesting,
+        out: &mut Vec<(Time, Time, StateId)>,
+    ) {
         if !self.be.is_empty() {
             self.be.sort_unstable_by_key(|&(ts, seq, _, _)| (ts, seq));
             let n = self.be.partition_point(|x| x.0 < w);
@@ -201,7 +214,12 @@ impl ThreadStream {
 
     /// The last flush: every begin and end matched, the begins left open
     /// closed at `end`, every slice flattened.
-    fn finish(&mut self, end: Time, nesting: &mut Nesting, out: &mut Vec<(Time, Time, StateId)>) {
+    pub(super) fn finish(
+        &mut self,
+        end: Time,
+        nesting: &mut Nesting,
+        out: &mut Vec<(Time, Time, StateId)>,
+    ) {
         self.flush(Time::MAX, nesting, out);
         for (bt, bseq, bst) in std::mem::take(&mut self.stack) {
             nesting.unclosed += 1;
@@ -221,20 +239,20 @@ impl ThreadStream {
 /// The flows of the second pass: the steps not matched yet, and per id
 /// with a step a message would leave from, that step.
 #[derive(Default)]
-struct Flows {
-    marks: Watermarks,
+pub(super) struct Flows {
+    pub marks: Watermarks,
     /// Steps not matched yet: those left from before in (time, file)
     /// order, then those read since in file order.
-    pending: Vec<Flow>,
-    open: FxHashMap<u32, Flow>,
-    orphans: u64,
+    pub pending: Vec<Flow>,
+    pub open: FxHashMap<u32, Flow>,
+    pub orphans: u64,
 }
 
 impl Flows {
     /// Matches the steps before `w` (every one of them has been read), as
     /// the in-memory reader does: per id in time order, each step to the
     /// next; the messages to `message`.
-    fn match_before(
+    pub(super) fn match_before(
         &mut self,
         w: Time,
         origin: i64,
@@ -542,10 +560,7 @@ fn two_pass<'s>(
     let mut per_thread = marks.per_thread;
     per_thread.resize_with(acc.threads.len(), Vec::new);
     for m in per_thread {
-        threads.push(ThreadStream {
-            marks: Watermarks::new(&m, rel),
-            ..Default::default()
-        });
+        threads.push(ThreadStream::new(Watermarks::new(&m, rel)));
     }
     if let Some(sink) = &mut sink {
         sink.begin(b.locations.len(), if any_ts { rel(end_abs) } else { 0 })?;
