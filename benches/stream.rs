@@ -12,7 +12,9 @@
 //!
 //! Chrome JSON: criterion times `chrome::stream` (moments + busy field, two
 //! passes over the file) on a broadcast of ~1.2·10^6 intervals (P = 1,024,
-//! 210 MB), and a table streams one of `TAPESTRY_STREAM_CHROME_INTERVALS`
+//! 210 MB) and `reduce`'s shares of it (`chrome::share::read_share`) with 2
+//! and 4 processes as threads of this one, merged as rank 0 merges them,
+//! and a table streams one of `TAPESTRY_STREAM_CHROME_INTERVALS`
 //! (default 10^7, ~1.7 GB) at 1, 2 and all cores against the in-memory
 //! read, with peak memory.
 //!
@@ -153,6 +155,11 @@ fn main() {
                 black_box((out, r.records()))
             })
         });
+        for n in [2, 4] {
+            g.bench_function(format!("reduce shares x{n} moments+field64"), |b| {
+                b.iter(|| black_box(chrome_shared(&chrome_small, n)))
+            });
+        }
         g.finish();
     }
     c.final_summary();
@@ -166,6 +173,41 @@ fn main() {
     if tables.contains("paraver") {
         paraver_table(&small, &cores);
     }
+}
+
+/// `reduce`'s read of a Chrome trace by `n` processes (threads of this one,
+/// in the stripes `reduce` takes), merged as rank 0 merges them: the
+/// records reduced.
+fn chrome_shared(p: &Path, n: usize) -> (u64, u64, u64) {
+    use tapestry::analysis::stream::StreamParts;
+    use tapestry::readers::chrome::share::{read_share, stripe_for};
+    use tapestry::readers::exchange::ThreadExchange;
+    let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let stripe = stripe_for(len, n);
+    let done: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = ThreadExchange::group(n)
+            .into_iter()
+            .map(|mut ex| {
+                s.spawn(move || {
+                    let mut r = reducer(Some(64), false);
+                    let sh = read_share(p, &ReadOptions::default(), &mut r, &mut ex, stripe)
+                        .expect("share");
+                    (sh, r)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("share")).collect()
+    });
+    let mut done = done.into_iter();
+    let (share, mut r) = done.next().expect("rank 0");
+    for (_, rk) in done {
+        r.merge(StreamParts::from_bytes(&rk.to_bytes()).expect("parts"))
+            .expect("merge");
+    }
+    share
+        .finish(&mut r, &ReadOptions::default())
+        .expect("finish");
+    r.records()
 }
 
 /// The Chrome table: streamed and in memory, at each core count.

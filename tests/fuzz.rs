@@ -7,7 +7,8 @@
 //! memory cap, for a bounded time. A Chrome, Paraver or PICL trace that
 //! reads is also streamed (`--stream`'s readers): when the stream takes it
 //! too, its busy field and message count must equal the in-memory ones; a
-//! Chrome trace's two-pass read must build the one-pass read's model.
+//! Chrome trace's two-pass read must build the one-pass read's model, and
+//! three processes sharing it as `reduce` does must give the stream's field.
 //!
 //! Mutations: byte flips, truncation at every 1/16, duplicated, removed and
 //! swapped lines, huge, negative and non-finite numbers (`1e308`, `NaN`,
@@ -573,6 +574,73 @@ fn stream_agrees(path: &Path, opts: &ReadOptions, t: &Trace) {
         t.messages.len(),
         "the stream counts other messages"
     );
+    if t.meta.format == Format::ChromeJson {
+        let shared = chrome_shared(path, opts, span, &smask, &keys);
+        assert_eq!(
+            shared.as_ref().map(|(v, _)| bits(v)).ok(),
+            Some(bits(&streamed.values)),
+            "three processes sharing the Chrome trace ({:?}) differ from the stream",
+            shared.as_ref().err()
+        );
+        assert_eq!(
+            shared.ok().map(|(_, m)| m),
+            Some(t.messages.len()),
+            "three processes sharing the Chrome trace count other messages"
+        );
+    }
+}
+
+/// `reduce`'s read of a Chrome trace by three processes (threads here) in
+/// stripes of 7 events: the busy field and the message count, as merged on
+/// rank 0.
+fn chrome_shared(
+    path: &Path,
+    opts: &ReadOptions,
+    span: u64,
+    mask: &[bool],
+    keys: &[(u32, tapestry::model::StateId)],
+) -> Result<(Vec<f64>, usize), String> {
+    use tapestry::analysis::stream::StreamParts;
+    use tapestry::readers::exchange::ThreadExchange;
+    let reducer = move || {
+        StreamReducer::new(
+            StreamSpec {
+                bins: Some(16),
+                comm: false,
+            },
+            Box::new(move |_| Ok((0, span))),
+        )
+    };
+    let done: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = ThreadExchange::group(3)
+            .into_iter()
+            .map(|mut ex| {
+                s.spawn(move || {
+                    let mut r = reducer();
+                    readers::chrome::share::read_share(path, opts, &mut r, &mut ex, 7)
+                        .map(|sh| (sh, r))
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().map_err(|_| "a share panicked".to_string()))
+            .collect()
+    });
+    let mut first = None;
+    for d in done {
+        let (share, r) = d?.map_err(|e| e.to_string())?;
+        match &mut first {
+            None => first = Some((share, r)),
+            Some((_, r0)) => {
+                r0.merge(StreamParts::from_bytes(&r.to_bytes()).map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    let (share, mut r) = first.ok_or("no share")?;
+    share.finish(&mut r, opts).map_err(|e| e.to_string())?;
+    let field = r.busy_field(mask, keys).map_err(|e| e.to_string())?;
+    Ok((field.values, r.totals().messages))
 }
 
 /// Runs one input under the watchdog and the peak check; `Err` describes

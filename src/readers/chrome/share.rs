@@ -114,13 +114,13 @@ fn stripe_of(seq: u64, stripe: u64) -> u32 {
 }
 
 /// What [`for_each_own`] hands over: one of this process's events (its
-/// number in the file from 1, the event, its batch and its text), or the
-/// end of a round.
+/// number in the file from 1, the event or why it is malformed, its batch
+/// and its text), or the end of a round.
 // handed over by value and never stored: boxing the event would cost an
 // allocation per event
 #[allow(clippy::large_enum_variant)]
 enum Step<'a> {
-    Event(u64, Ev<'a>, &'a Batch, &'a [u8]),
+    Event(u64, Result<Ev<'a>>, &'a Batch, &'a [u8]),
     Round(u64),
 }
 
@@ -170,8 +170,7 @@ fn for_each_own(
                 && let Some((_, ev)) = parsed.next()
             {
                 let (s, e) = batch.spans[k];
-                let ev =
-                    ev.map_err(|msg| (seq, Error::parse(path, batch.position(s as usize), msg)))?;
+                let ev = ev.map_err(|msg| Error::parse(path, batch.position(s as usize), msg));
                 let text = &batch.data[s as usize..e as usize];
                 on(Step::Event(seq, ev, &batch, text)).map_err(|e| (seq, e))?;
             }
@@ -479,7 +478,7 @@ pub fn read_share(
         missing_seq: u64::MAX,
     };
     let split = for_each_own(path, inp.reader, (stripe, rank, n), |step| match step {
-        Step::Event(seq, ev, batch, text) => survey.take(seq, ev, batch, text),
+        Step::Event(seq, ev, batch, text) => survey.take(seq, ev?, batch, text),
         Step::Round(_) => Ok(()),
     });
     let local_marks = *survey.acc.marks.take().unwrap_or_default();
@@ -620,8 +619,10 @@ pub fn read_share(
     let inp = input::open(path)?;
     let read = for_each_own(path, inp.reader, (stripe, rank, n), |step| match step {
         Step::Event(seq, ev, batch, _) => {
+            // an error is said at the next exchange, which every process
+            // waits in
             if second.failed.is_none()
-                && let Err(e) = second.route(seq, ev, batch)
+                && let Err(e) = ev.and_then(|ev| second.route(seq, ev, batch))
             {
                 second.failed = Some(e);
             }
