@@ -2,13 +2,14 @@
 //! tapestry reduce`), each parsing a share of the file's events.
 //!
 //! A JSON array cannot be cut at a byte without knowing whether that byte
-//! lies in a string, so every process splits the whole file into its event
-//! objects (the splitter only scans brackets and strings: a gzip file is
-//! decompressed by each) and parses only its own: the events are numbered
-//! in file order and cut into stripes of `stripe` events, dealt to the
-//! processes in turn (stripe `j` to process `j mod N`). The parse (two
-//! thirds of a stream's time) and the reductions are shared; the scan is
-//! not.
+//! lies in a string, so in the first pass every process splits the whole
+//! file into its event objects (the splitter only scans brackets and
+//! strings: a gzip file is decompressed by each) and parses only its own:
+//! the events are numbered in file order and cut into stripes of `stripe`
+//! events, dealt to the processes in turn (stripe `j` to process `j mod
+//! N`). The first pass notes where its stripes lie; the second reads only
+//! those bytes. The parse (two thirds of a stream's time) and the
+//! reductions are shared; the first pass's scan is not.
 //!
 //! The stream's two passes ([`super::stream`]) are kept:
 //!
@@ -24,7 +25,7 @@
 //!   model's threads, states, tags and names come out in the order one
 //!   process reading the whole file gives them.
 //! * Second pass, in rounds of N stripes (a contiguous run of the file):
-//!   each process parses its stripe of the round and sends each `B`, `E`
+//!   each process reads and parses its stripe of the round and sends each `B`, `E`
 //!   and `X` event to the process that owns its thread (thread `t` to
 //!   process `t mod N`), each flow step to the process that owns its id (by
 //!   a hash of category and id). An owner takes what it received in rank
@@ -134,8 +135,9 @@ fn for_each_own(
     path: &Path,
     reader: Box<dyn std::io::Read + Send>,
     (stripe, rank, n): (u64, usize, usize),
+    own_bytes: &mut Vec<StripeBytes>,
     mut on: impl FnMut(Step) -> Result<()>,
-) -> std::result::Result<Splitter, (u64, Error)> {
+) -> std::result::Result<(Splitter, u64), (u64, Error)> {
     let n64 = n.max(1) as u64;
     let mine = |seq: u64| u64::from(stripe_of(seq, stripe)) % n64 == rank as u64;
     let round_of = |seq: u64| u64::from(stripe_of(seq, stripe)) / n64;
@@ -171,6 +173,21 @@ fn for_each_own(
             {
                 let (s, e) = batch.spans[k];
                 let ev = ev.map_err(|msg| Error::parse(path, batch.position(s as usize), msg));
+                let (at, to) = (batch.base + u64::from(s), batch.base + u64::from(e));
+                match own_bytes.last_mut() {
+                    Some(b) if b.stripe == stripe_of(seq, stripe) => {
+                        b.end = to;
+                        b.events += 1;
+                    }
+                    _ => own_bytes.push(StripeBytes {
+                        stripe: stripe_of(seq, stripe),
+                        first: seq,
+                        start: at,
+                        end: to,
+                        line: batch.position(s as usize).line.unwrap_or(1),
+                        events: 1,
+                    }),
+                }
                 let text = &batch.data[s as usize..e as usize];
                 on(Step::Event(seq, ev, &batch, text)).map_err(|e| (seq, e))?;
             }
@@ -179,7 +196,129 @@ fn for_each_own(
         ahead.split.recycle(batch.data);
     }
     on(Step::Round(current)).map_err(|e| (before + 1, e))?;
-    Ok(ahead.split)
+    Ok((ahead.split, before))
+}
+
+/// Where one of this process's stripes lies in the (decompressed) file, as
+/// the first pass found it.
+#[derive(Debug, Clone, Copy)]
+struct StripeBytes {
+    stripe: u32,
+    /// The number of its first event in the file.
+    first: u64,
+    /// Its bytes: from its first event's start to its last one's end.
+    start: u64,
+    end: u64,
+    /// The line its first event starts on.
+    line: u64,
+    events: u64,
+}
+
+/// The second pass's read: only this process's stripes (`own`, in file
+/// order, as the first pass found them), the bytes between them skipped
+/// without a look; each event to `on`, and [`Step::Round`] for each of the
+/// file's `rounds` rounds, as [`for_each_own`] hands them over. A stripe
+/// that no longer holds its events (the file changed) is an error handed
+/// to `on` as its first event's.
+fn for_each_own_stripe(
+    path: &Path,
+    mut reader: Box<dyn std::io::Read + Send>,
+    own: &[StripeBytes],
+    (rounds, n): (u64, usize),
+    mut on: impl FnMut(Step) -> Result<()>,
+) -> Result<()> {
+    use std::io::Read;
+    let changed = |pos: Position| {
+        Error::parse(
+            path,
+            pos,
+            "the file changed while it was read (a stripe moved)",
+        )
+    };
+    let mut own = own.iter().peekable();
+    // bytes read so far, and whether the file still holds what it held
+    let mut at = 0u64;
+    let mut intact = true;
+    let mut data = Vec::new();
+    for r in 0..rounds {
+        if let Some(sb) = own.next_if(|sb| u64::from(sb.stripe) / n.max(1) as u64 == r) {
+            let pos = Position {
+                line: Some(sb.line),
+                byte: Some(sb.start),
+            };
+            let mut batch = Batch {
+                data: std::mem::take(&mut data),
+                spans: Vec::new(),
+                base: sb.start,
+                base_line: sb.line,
+            };
+            batch.data.clear();
+            let len = sb.end.saturating_sub(sb.start);
+            intact = intact
+                && sb.start >= at
+                && std::io::copy(&mut (&mut reader).take(sb.start - at), &mut std::io::sink())
+                    .is_ok_and(|k| k == sb.start - at)
+                && (&mut reader)
+                    .take(len)
+                    .read_to_end(&mut batch.data)
+                    .is_ok_and(|k| k as u64 == len);
+            at = sb.end;
+            if intact {
+                intact = split_events(&batch.data, &mut batch.spans)
+                    && batch.spans.len() as u64 == sb.events;
+            }
+            if !intact {
+                on(Step::Event(sb.first, Err(changed(pos)), &batch, &[]))?;
+            } else {
+                // parsed some 10,000 events at a time, as a batch of the
+                // splitter is (a parsed event takes some 300 bytes)
+                for (c, chunk) in batch.spans.chunks(1 << 13).enumerate() {
+                    let parsed: Vec<_> = chunk
+                        .par_iter()
+                        .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
+                        .collect();
+                    for (k, (ev, &(s, e))) in parsed.into_iter().zip(chunk).enumerate() {
+                        let ev =
+                            ev.map_err(|msg| Error::parse(path, batch.position(s as usize), msg));
+                        let text = &batch.data[s as usize..e as usize];
+                        let seq = sb.first + (c << 13) as u64 + k as u64;
+                        on(Step::Event(seq, ev, &batch, text))?;
+                    }
+                }
+            }
+            data = batch.data;
+        }
+        on(Step::Round(r))?;
+    }
+    Ok(())
+}
+
+/// The spans of the event objects of a stripe's bytes (objects separated
+/// by commas and white space); `false` when they are not that.
+fn split_events(b: &[u8], spans: &mut Vec<(u32, u32)>) -> bool {
+    use crate::readers::json_split::{Scan, scan_value};
+    let mut i = 0;
+    loop {
+        while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t' | b',') {
+            i += 1;
+        }
+        if i == b.len() {
+            return true;
+        }
+        if b[i] != b'{' {
+            return false;
+        }
+        match scan_value(b, i) {
+            Scan::Complete(e) => {
+                let (Ok(s), Ok(e32)) = (u32::try_from(i), u32::try_from(e)) else {
+                    return false;
+                };
+                spans.push((s, e32));
+                i = e;
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// Words that carry bytes: their length, then the bytes, eight a word.
@@ -477,17 +616,30 @@ pub fn read_share(
         last_pair: None,
         missing_seq: u64::MAX,
     };
-    let split = for_each_own(path, inp.reader, (stripe, rank, n), |step| match step {
-        Step::Event(seq, ev, batch, text) => survey.take(seq, ev?, batch, text),
-        Step::Round(_) => Ok(()),
-    });
+    let mut own_bytes = Vec::new();
+    let split = for_each_own(
+        path,
+        inp.reader,
+        (stripe, rank, n),
+        &mut own_bytes,
+        |step| match step {
+            Step::Event(seq, ev, batch, text) => survey.take(seq, ev?, batch, text),
+            Step::Round(_) => Ok(()),
+        },
+    );
     let local_marks = *survey.acc.marks.take().unwrap_or_default();
     let (split, failed) = match split {
         Ok(s) => (Some(s), None),
         Err(e) => (None, Some(e)),
     };
     let inbox = gather_first_error(ex, survey.to_words(&local_marks), failed)?;
-    let split = split.ok_or_else(|| Error::Invalid("the first pass lost its input".into()))?;
+    let (split, events) =
+        split.ok_or_else(|| Error::Invalid("the first pass lost its input".into()))?;
+    // the rounds the first pass went through: every process's the same
+    let rounds = match events {
+        0 => 1,
+        _ => u64::from(stripe_of(events, stripe)) / n as u64 + 1,
+    };
     let messages: Vec<&[u64]> = (0..inbox.len())
         .map(|s| inbox.from(s).get(1..).unwrap_or_default())
         .collect();
@@ -617,22 +769,26 @@ pub fn read_share(
 
     // second pass: each event to the owner of its thread or flow
     let inp = input::open(path)?;
-    let read = for_each_own(path, inp.reader, (stripe, rank, n), |step| match step {
-        Step::Event(seq, ev, batch, _) => {
-            // an error is said at the next exchange, which every process
-            // waits in
-            if second.failed.is_none()
-                && let Err(e) = ev.and_then(|ev| second.route(seq, ev, batch))
-            {
-                second.failed = Some(e);
+    let read = for_each_own_stripe(
+        path,
+        inp.reader,
+        &own_bytes,
+        (rounds, n),
+        |step| match step {
+            Step::Event(seq, ev, batch, _) => {
+                // an error is said at the next exchange, which every process
+                // waits in
+                if second.failed.is_none()
+                    && let Err(e) = ev.and_then(|ev| second.route(seq, ev, batch))
+                {
+                    second.failed = Some(e);
+                }
+                Ok(())
             }
-            Ok(())
-        }
-        Step::Round(r) => second.round(r, ex, sink),
-    });
-    if let Err((_, e)) = read {
-        return Err(e);
-    }
+            Step::Round(r) => second.round(r, ex, sink),
+        },
+    );
+    read?;
     let end = rel(end_abs);
     let last = match second.failed.take() {
         Some(e) => Err(e),
