@@ -55,6 +55,25 @@ fn reduce(n: usize, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// What `analyze TRACE ARGS --stream` writes.
+fn streamed(t: &str, args: &[&str]) -> String {
+    let mut one = vec!["analyze", t];
+    one.extend_from_slice(args);
+    one.push("--stream");
+    let (c, out, e) = tapestry(&one);
+    assert_eq!(c, 0, "{e}");
+    out
+}
+
+/// What `reduce TRACE ARGS` writes with `n` processes.
+fn reduced(n: usize, t: &str, args: &[&str]) -> String {
+    let mut all = vec![t];
+    all.extend_from_slice(args);
+    let (c, out, e) = reduce(n, &all);
+    assert_eq!(c, 0, "{n} processes: {e}");
+    out
+}
+
 fn rows(out: &str) -> Vec<Vec<String>> {
     out.lines()
         .filter(|l| !l.starts_with('#'))
@@ -150,15 +169,8 @@ fn reduce_equals_the_single_process_stream() {
                 vec!["comm-matrix"],
                 vec!["summary"],
             ] {
-                let mut one = vec!["analyze", t];
-                one.extend_from_slice(&args);
-                one.push("--stream");
-                let (c, want, e) = tapestry(&one);
-                assert_eq!(c, 0, "{e}");
-                let mut all = vec![t];
-                all.extend_from_slice(&args);
-                let (c, got, e) = reduce(n, &all);
-                assert_eq!(c, 0, "{n} processes: {e}");
+                let want = streamed(t, &args);
+                let got = reduced(n, t, &args);
                 assert_eq!(got, want, "{t}: {args:?} with {n} processes");
             }
             let (c, m, e) = reduce(n, &[t, "moments"]);
@@ -299,16 +311,9 @@ fn reduce_shares_a_chrome_trace_among_processes() {
             vec!["comm-matrix", "--level", "process", "--metric", "bytes"],
             vec!["summary"],
         ] {
-            let mut one = vec!["analyze", t];
-            one.extend_from_slice(&args);
-            one.push("--stream");
-            let (c, want, e) = tapestry(&one);
-            assert_eq!(c, 0, "{e}");
+            let want = streamed(t, &args);
             for n in [1, 2, 3] {
-                let mut all = vec![t];
-                all.extend_from_slice(&args);
-                let (c, got, e) = reduce(n, &all);
-                assert_eq!(c, 0, "{n} processes: {e}");
+                let got = reduced(n, t, &args);
                 assert_eq!(rows(&got), rows(&want), "{t}: {args:?} with {n} processes");
             }
         }

@@ -215,6 +215,20 @@ fn reduce_paraver(
     )?))
 }
 
+/// A share read with the other processes, whose exchanges carry their
+/// failures: the error said by the process that met it (now: once one
+/// process exits, mpirun stops the others), the others stop quietly.
+fn said_once<T>(share: tapestry::Result<T>) -> Result<T> {
+    match share {
+        Ok(s) => Ok(s),
+        Err(tapestry::Error::OtherProcess) => Err(anyhow::Error::new(crate::cli::Reported)),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(anyhow::Error::new(crate::cli::Reported))
+        }
+    }
+}
+
 /// A PICL trace: the file in stripes dealt to the processes in turn, each
 /// record sent to the process that cuts its processor
 /// ([`tapestry::readers::picl::share`]); rank 0 merges and gets the trace
@@ -228,15 +242,7 @@ fn reduce_picl(
     use tapestry::readers::picl::share::{PiclShare, read_share, stripe_for};
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let stripe = stripe_for(len, world.size as usize, rayon::current_num_threads());
-    let share = match read_share(path, opts, r, world, stripe) {
-        Ok(s) => s,
-        // the process that failed said why; the others stop quietly
-        Err(tapestry::Error::OtherProcess) => return Err(anyhow::Error::new(crate::cli::Reported)),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Err(anyhow::Error::new(crate::cli::Reported));
-        }
-    };
+    let share = said_once(read_share(path, opts, r, world, stripe))?;
     if world.rank != 0 {
         let mut bytes = share.to_bytes();
         bytes.extend_from_slice(&r.to_bytes());
@@ -269,15 +275,7 @@ fn reduce_chrome(
     use tapestry::readers::chrome::share::{read_share, stripe_for};
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let stripe = stripe_for(len, world.size as usize);
-    let share = match read_share(path, opts, r, world, stripe) {
-        Ok(s) => s,
-        // the process that failed said why; the others stop quietly
-        Err(tapestry::Error::OtherProcess) => return Err(anyhow::Error::new(crate::cli::Reported)),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Err(anyhow::Error::new(crate::cli::Reported));
-        }
-    };
+    let share = said_once(read_share(path, opts, r, world, stripe))?;
     if world.rank != 0 {
         world.send_to_root(&r.to_bytes())?;
         return Ok(None);

@@ -42,10 +42,9 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::stream::{Count, Flows, Marks, ThreadStream, Watermarks, epoch};
+use super::stream::{Count, Flows, Marks, Placed, ThreadStream, Watermarks, epoch, place};
 use super::{
-    Acc, Batch, Ev, Flow, Nesting, input, intake, pack_async, parse_event, place_threads,
-    report_intake, report_orphans,
+    Acc, Batch, Ev, Flow, Nesting, input, intake, parse_event, report_intake, report_orphans,
 };
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
@@ -679,15 +678,15 @@ pub fn read_share(
     acc.marks = None;
     alike(rank, report_intake(&acc, &mut b, path, &damage, &split))?;
     drop(split);
-    let origin = acc.origin();
-    let end_abs = acc.end_abs();
-    let any_ts = acc.min_ts != i64::MAX;
-    b.set_origin(origin);
-    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
-    let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b);
     let mut async_nesting = Nesting::default();
-    let lanes = pack_async(&mut acc, &mut b, &mut group_of_proc, &mut async_nesting);
-    acc.asyncs = Vec::new();
+    let Placed {
+        origin,
+        end_abs,
+        any_ts,
+        loc_of_thread,
+        lanes,
+    } = place(&mut acc, &mut b, &mut async_nesting);
+    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
     let threads = acc.threads.len();
 
     // the slice marks of this share's threads, to their owners

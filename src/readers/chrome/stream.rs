@@ -518,6 +518,39 @@ fn read_two_pass_in_epochs(path: &Path, opts: &ReadOptions, epoch_events: u64) -
     Ok(t)
 }
 
+/// What the first pass's accumulator places in the model's builder.
+pub(super) struct Placed {
+    /// The time the others are relative to (absolute ns).
+    pub origin: i64,
+    /// The end of the last slice or event (absolute ns).
+    pub end_abs: i64,
+    /// Whether any event has a time.
+    pub any_ts: bool,
+    /// Each thread's location.
+    pub loc_of_thread: Vec<LocId>,
+    /// The async slices packed into lanes: `(location, start, end, state)`.
+    pub lanes: Vec<(LocId, Time, Time, StateId)>,
+}
+
+/// Sets the origin, adds the threads' locations in the model's order and
+/// packs the async slices into lanes (their repairs counted in `nesting`).
+pub(super) fn place(acc: &mut Acc, b: &mut TraceBuilder, nesting: &mut Nesting) -> Placed {
+    let origin = acc.origin();
+    let end_abs = acc.end_abs();
+    let any_ts = acc.min_ts != i64::MAX;
+    b.set_origin(origin);
+    let (loc_of_thread, mut group_of_proc) = place_threads(acc, b);
+    let lanes = pack_async(acc, b, &mut group_of_proc, nesting);
+    acc.asyncs = Vec::new();
+    Placed {
+        origin,
+        end_abs,
+        any_ts,
+        loc_of_thread,
+        lanes,
+    }
+}
+
 /// The two passes: into `sink` (a stream: instants and counter samples
 /// counted) or, without one, into the builder returned (the model's
 /// records). The builder with the locations, states, repairs and origin,
@@ -547,15 +580,15 @@ fn two_pass<'s>(
     report_intake(&acc, &mut b, path, &damage, &split)?;
     drop(split);
     let marks = *acc.marks.take().unwrap_or_default();
-    let origin = acc.origin();
-    let end_abs = acc.end_abs();
-    let any_ts = acc.min_ts != i64::MAX;
-    b.set_origin(origin);
-    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
-    let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b);
     let mut nesting = Nesting::default();
-    let lanes = pack_async(&mut acc, &mut b, &mut group_of_proc, &mut nesting);
-    acc.asyncs = Vec::new();
+    let Placed {
+        origin,
+        end_abs,
+        any_ts,
+        loc_of_thread,
+        lanes,
+    } = place(&mut acc, &mut b, &mut nesting);
+    let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
     let mut threads: Vec<ThreadStream> = Vec::with_capacity(acc.threads.len());
     let mut per_thread = marks.per_thread;
     per_thread.resize_with(acc.threads.len(), Vec::new);
