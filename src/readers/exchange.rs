@@ -10,6 +10,7 @@
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 
+use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 
 /// The processes reading one trace, as one of them sees them. Messages are
@@ -139,6 +140,95 @@ pub fn exchange_checked(
 pub fn all_gather(ex: &mut dyn Exchange, message: &[u64], failed: Option<Error>) -> Result<Inbox> {
     let out = Outbox::to_all(ex.size(), message);
     exchange_checked(ex, out, failed)
+}
+
+/// A message that came damaged from another process.
+pub fn damaged() -> Error {
+    Error::Invalid("a damaged message was received from another process".into())
+}
+
+/// Bytes as words: their length, then the bytes, eight a word
+/// ([`Words::bytes`] reads them).
+pub fn put_bytes(w: &mut Vec<u64>, b: &[u8]) {
+    w.push(b.len() as u64);
+    w.extend(b.chunks(8).map(|c| {
+        let mut x = [0u8; 8];
+        x[..c.len()].copy_from_slice(c);
+        u64::from_le_bytes(x)
+    }));
+}
+
+/// A position as two words, `u64::MAX` for what it lacks
+/// ([`Words::position`] reads it).
+pub fn put_position(w: &mut Vec<u64>, p: Position) {
+    w.push(p.line.unwrap_or(u64::MAX));
+    w.push(p.byte.unwrap_or(u64::MAX));
+}
+
+/// Reads the words another process sent, checking every length against
+/// what came ([`damaged`] when it does not fit).
+pub struct Words<'a> {
+    w: &'a [u64],
+    /// Words read so far.
+    pub at: usize,
+}
+
+impl<'a> Words<'a> {
+    pub fn new(w: &'a [u64]) -> Self {
+        Words { w, at: 0 }
+    }
+
+    pub fn one(&mut self) -> Result<u64> {
+        let x = *self.w.get(self.at).ok_or_else(damaged)?;
+        self.at += 1;
+        Ok(x)
+    }
+
+    pub fn take(&mut self, n: usize) -> Result<&'a [u64]> {
+        let end = self.at.checked_add(n).ok_or_else(damaged)?;
+        let s = self.w.get(self.at..end).ok_or_else(damaged)?;
+        self.at = end;
+        Ok(s)
+    }
+
+    /// A count of items of `size` words each that the message can hold.
+    pub fn count(&mut self, size: usize) -> Result<usize> {
+        let n = usize::try_from(self.one()?).map_err(|_| damaged())?;
+        if n.checked_mul(size.max(1)).is_none_or(|x| x > self.w.len()) {
+            return Err(damaged());
+        }
+        Ok(n)
+    }
+
+    /// Bytes written by [`put_bytes`].
+    pub fn bytes(&mut self) -> Result<Vec<u8>> {
+        let len = usize::try_from(self.one()?).map_err(|_| damaged())?;
+        let words = self.take(len.div_ceil(8))?;
+        Ok(words
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .take(len)
+            .collect())
+    }
+
+    /// A position written by [`put_position`].
+    pub fn position(&mut self) -> Result<Position> {
+        let opt = |x: u64| (x != u64::MAX).then_some(x);
+        Ok(Position {
+            line: opt(self.one()?),
+            byte: opt(self.one()?),
+        })
+    }
+
+    /// The words not read yet.
+    pub fn rest(&self) -> &'a [u64] {
+        self.w.get(self.at..).unwrap_or_default()
+    }
+
+    /// Whether every word is read.
+    pub fn done(&self) -> bool {
+        self.at == self.w.len()
+    }
 }
 
 /// Processes as threads of this one: [`ThreadExchange::group`] makes the

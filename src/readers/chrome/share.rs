@@ -52,7 +52,9 @@ use crate::model::builder::RawInterval;
 use crate::model::stream::{Counted, IntervalSink};
 use crate::model::{LocId, NestedSlice, StateId, Time, Trace, TraceBuilder};
 use crate::readers::ReadOptions;
-use crate::readers::exchange::{Exchange, Inbox, Outbox, all_gather, exchange_checked};
+use crate::readers::exchange::{
+    Exchange, Inbox, Outbox, Words, all_gather, damaged, exchange_checked, put_bytes, put_position,
+};
 use crate::readers::json_split::{ReadAhead, Splitter};
 
 /// The largest stripe: 65,536 events (some 6 MiB of JSON) per process and
@@ -113,37 +115,23 @@ fn stripe_of(seq: u64, stripe: u64) -> u32 {
     epoch(seq, stripe)
 }
 
-/// What [`for_each_own`] hands over: one of this process's events (its
-/// number in the file from 1, the event or why it is malformed, its batch
-/// and its text), or the end of a round.
-// handed over by value and never stored: boxing the event would cost an
-// allocation per event
-#[allow(clippy::large_enum_variant)]
-enum Step<'a> {
-    Event(u64, Result<Ev<'a>>, &'a Batch, &'a [u8]),
-    Round(u64),
-}
-
-/// Reads the events of the file in file order, every process splitting all
-/// of them and parsing those of its own stripes, each to `on`; and once the
-/// events of round `r` (stripes `r·n .. r·n + n`) are all read,
-/// [`Step::Round`]`(r)`. Every process hands over the same rounds, the last
-/// one after the file's last event. The splitter at the end, or the error
-/// and the number of the event it was met at.
+/// The first pass's read: every process splits the whole file and parses
+/// the events of its own stripes, each to `take` with its number in the
+/// file (from 1), its batch and its text; the bytes of each of its
+/// stripes to `own_bytes`. The splitter at the end and the file's number
+/// of events, or the error and the number of the event it was met at.
 fn for_each_own(
     path: &Path,
     reader: Box<dyn std::io::Read + Send>,
     (stripe, rank, n): (u64, usize, usize),
     own_bytes: &mut Vec<StripeBytes>,
-    mut on: impl FnMut(Step) -> Result<()>,
+    mut take: impl FnMut(u64, Ev, &Batch, &[u8]) -> Result<()>,
 ) -> std::result::Result<(Splitter, u64), (u64, Error)> {
     let n64 = n.max(1) as u64;
     let mine = |seq: u64| u64::from(stripe_of(seq, stripe)) % n64 == rank as u64;
-    let round_of = |seq: u64| u64::from(stripe_of(seq, stripe)) / n64;
     let mut ahead = ReadAhead::new(Splitter::new(path, reader));
-    // events before the batch, and the round being read
+    // events before the batch
     let mut before = 0u64;
-    let mut current = 0u64;
     while let Some(batch) = ahead.next() {
         let batch = batch.map_err(|e| (before + 1, e))?;
         let own: Vec<usize> = (0..batch.spans.len())
@@ -160,41 +148,32 @@ fn for_each_own(
                     .collect::<Vec<_>>()
             },
         );
-        let mut parsed = own.iter().zip(parsed).peekable();
-        for k in 0..batch.spans.len() {
+        for (&k, ev) in own.iter().zip(parsed) {
             let seq = before + k as u64 + 1;
-            while round_of(seq) > current {
-                on(Step::Round(current)).map_err(|e| (seq, e))?;
-                current += 1;
-            }
-            if parsed.peek().is_some_and(|(j, _)| **j == k)
-                && let Some((_, ev)) = parsed.next()
-            {
-                let (s, e) = batch.spans[k];
-                let ev = ev.map_err(|msg| Error::parse(path, batch.position(s as usize), msg));
-                let (at, to) = (batch.base + u64::from(s), batch.base + u64::from(e));
-                match own_bytes.last_mut() {
-                    Some(b) if b.stripe == stripe_of(seq, stripe) => {
-                        b.end = to;
-                        b.events += 1;
-                    }
-                    _ => own_bytes.push(StripeBytes {
-                        stripe: stripe_of(seq, stripe),
-                        first: seq,
-                        start: at,
-                        end: to,
-                        line: batch.position(s as usize).line.unwrap_or(1),
-                        events: 1,
-                    }),
+            let (s, e) = batch.spans[k];
+            let ev =
+                ev.map_err(|msg| (seq, Error::parse(path, batch.position(s as usize), msg)))?;
+            let (at, to) = (batch.base + u64::from(s), batch.base + u64::from(e));
+            match own_bytes.last_mut() {
+                Some(b) if b.stripe == stripe_of(seq, stripe) => {
+                    b.end = to;
+                    b.events += 1;
                 }
-                let text = &batch.data[s as usize..e as usize];
-                on(Step::Event(seq, ev, &batch, text)).map_err(|e| (seq, e))?;
+                _ => own_bytes.push(StripeBytes {
+                    stripe: stripe_of(seq, stripe),
+                    first: seq,
+                    start: at,
+                    end: to,
+                    line: batch.position(s as usize).line.unwrap_or(1),
+                    events: 1,
+                }),
             }
+            let text = &batch.data[s as usize..e as usize];
+            take(seq, ev, &batch, text).map_err(|e| (seq, e))?;
         }
         before += batch.spans.len() as u64;
         ahead.split.recycle(batch.data);
     }
-    on(Step::Round(current)).map_err(|e| (before + 1, e))?;
     Ok((ahead.split, before))
 }
 
@@ -213,12 +192,24 @@ struct StripeBytes {
     events: u64,
 }
 
+/// What [`for_each_own_stripe`] hands over: one of this process's events
+/// (its number in the file from 1, the event or why it is malformed, and
+/// its batch), or the end of a round.
+// handed over by value and never stored: boxing the event would cost an
+// allocation per event
+#[allow(clippy::large_enum_variant)]
+enum Step<'a> {
+    Event(u64, Result<Ev<'a>>, &'a Batch),
+    Round(u64),
+}
+
 /// The second pass's read: only this process's stripes (`own`, in file
 /// order, as the first pass found them), the bytes between them skipped
-/// without a look; each event to `on`, and [`Step::Round`] for each of the
-/// file's `rounds` rounds, as [`for_each_own`] hands them over. A stripe
-/// that no longer holds its events (the file changed) is an error handed
-/// to `on` as its first event's.
+/// without a look; each event to `on`, and [`Step::Round`]`(r)` once the
+/// events of round `r` (stripes `r·n .. r·n + n`) are all read, for each
+/// of the file's `rounds` rounds (every process the same). A stripe that
+/// no longer holds its events (the file changed) is an error handed to
+/// `on` as its first event's.
 fn for_each_own_stripe(
     path: &Path,
     mut reader: Box<dyn std::io::Read + Send>,
@@ -267,7 +258,7 @@ fn for_each_own_stripe(
                     && batch.spans.len() as u64 == sb.events;
             }
             if !intact {
-                on(Step::Event(sb.first, Err(changed(pos)), &batch, &[]))?;
+                on(Step::Event(sb.first, Err(changed(pos)), &batch))?;
             } else {
                 // parsed some 10,000 events at a time, as a batch of the
                 // splitter is (a parsed event takes some 300 bytes)
@@ -276,12 +267,11 @@ fn for_each_own_stripe(
                         .par_iter()
                         .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
                         .collect();
-                    for (k, (ev, &(s, e))) in parsed.into_iter().zip(chunk).enumerate() {
+                    for (k, (ev, &(s, _))) in parsed.into_iter().zip(chunk).enumerate() {
                         let ev =
                             ev.map_err(|msg| Error::parse(path, batch.position(s as usize), msg));
-                        let text = &batch.data[s as usize..e as usize];
                         let seq = sb.first + (c << 13) as u64 + k as u64;
-                        on(Step::Event(seq, ev, &batch, text))?;
+                        on(Step::Event(seq, ev, &batch))?;
                     }
                 }
             }
@@ -318,78 +308,6 @@ fn split_events(b: &[u8], spans: &mut Vec<(u32, u32)>) -> bool {
             _ => return false,
         }
     }
-}
-
-/// Words that carry bytes: their length, then the bytes, eight a word.
-fn put_bytes(w: &mut Vec<u64>, b: &[u8]) {
-    w.push(b.len() as u64);
-    w.extend(b.chunks(8).map(|c| {
-        let mut x = [0u8; 8];
-        x[..c.len()].copy_from_slice(c);
-        u64::from_le_bytes(x)
-    }));
-}
-
-/// Reads the words another process sent.
-struct Words<'a> {
-    w: &'a [u64],
-    at: usize,
-}
-
-fn damaged() -> Error {
-    Error::Invalid("a damaged Chrome share was received from another process".into())
-}
-
-impl<'a> Words<'a> {
-    fn one(&mut self) -> Result<u64> {
-        let x = *self.w.get(self.at).ok_or_else(damaged)?;
-        self.at += 1;
-        Ok(x)
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u64]> {
-        let end = self.at.checked_add(n).ok_or_else(damaged)?;
-        let s = self.w.get(self.at..end).ok_or_else(damaged)?;
-        self.at = end;
-        Ok(s)
-    }
-
-    /// A count of items of `size` words each that the message can hold.
-    fn count(&mut self, size: usize) -> Result<usize> {
-        let n = usize::try_from(self.one()?).map_err(|_| damaged())?;
-        if n.checked_mul(size.max(1)).is_none_or(|x| x > self.w.len()) {
-            return Err(damaged());
-        }
-        Ok(n)
-    }
-
-    fn bytes(&mut self) -> Result<Vec<u8>> {
-        let len = usize::try_from(self.one()?).map_err(|_| damaged())?;
-        let words = self.take(len.div_ceil(8))?;
-        Ok(words
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .take(len)
-            .collect())
-    }
-
-    fn done(&self) -> bool {
-        self.at == self.w.len()
-    }
-}
-
-/// A position as two words (`u64::MAX`: none).
-fn put_position(w: &mut Vec<u64>, p: Position) {
-    w.push(p.line.unwrap_or(u64::MAX));
-    w.push(p.byte.unwrap_or(u64::MAX));
-}
-
-fn position(r: &mut Words) -> Result<Position> {
-    let opt = |x: u64| (x != u64::MAX).then_some(x);
-    Ok(Position {
-        line: opt(r.one()?),
-        byte: opt(r.one()?),
-    })
 }
 
 /// What one process's first pass found in its events.
@@ -499,11 +417,11 @@ fn merge_surveys(messages: &[&[u64]]) -> Result<Merged> {
         kept: Vec::new(),
     };
     for &w in messages {
-        let mut r = Words { w, at: 0 };
+        let mut r = Words::new(w);
         m.min_ts = m.min_ts.min(r.one()? as i64);
         m.max_ts = m.max_ts.max(r.one()? as i64);
         let (missing, seq) = (r.one()?, r.one()?);
-        let pos = position(&mut r)?;
+        let pos = r.position()?;
         m.missing.0 += missing;
         if missing > 0 && seq < m.missing.1 {
             m.missing = (m.missing.0, seq, pos);
@@ -569,13 +487,11 @@ fn alike<T>(rank: usize, r: Result<T>) -> Result<T> {
     }
 }
 
-/// FNV-1a of a flow's category and id: the same on every process.
+/// The hash of a flow's category and id that picks its owner: the same on
+/// every process (Fx hashing has no random seed).
 fn flow_hash(cat: &str, id: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in cat.bytes().chain([1u8]).chain(id.bytes()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one((cat, id))
 }
 
 /// Kinds of the records of the second pass's exchange (the low two bits
@@ -621,10 +537,7 @@ pub fn read_share(
         inp.reader,
         (stripe, rank, n),
         &mut own_bytes,
-        |step| match step {
-            Step::Event(seq, ev, batch, text) => survey.take(seq, ev?, batch, text),
-            Step::Round(_) => Ok(()),
-        },
+        |seq, ev, batch, text| survey.take(seq, ev, batch, text),
     );
     let local_marks = *survey.acc.marks.take().unwrap_or_default();
     let (split, failed) = match split {
@@ -774,7 +687,7 @@ pub fn read_share(
         &own_bytes,
         (rounds, n),
         |step| match step {
-            Step::Event(seq, ev, batch, _) => {
+            Step::Event(seq, ev, batch) => {
                 // an error is said at the next exchange, which every process
                 // waits in
                 if second.failed.is_none()
@@ -939,10 +852,7 @@ impl Second<'_> {
         let n = self.n;
         // in rank order: the round's stripes in file order
         for s in 0..inbox.len() {
-            let mut w = Words {
-                w: inbox.from(s),
-                at: 0,
-            };
+            let mut w = Words::new(inbox.from(s));
             while !w.done() {
                 let head = w.one()?;
                 let t = (head >> 2) as usize;

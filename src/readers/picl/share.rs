@@ -33,7 +33,9 @@ use crate::error::{Error, Result};
 use crate::model::stream::{Counted, IntervalSink};
 use crate::model::{Format, LocId, LocationKind, StateId, Time, TimeUnit, Trace, TraceBuilder};
 use crate::readers::ReadOptions;
-use crate::readers::exchange::{Exchange, Outbox, all_gather, exchange_checked};
+use crate::readers::exchange::{
+    Exchange, Outbox, Words, all_gather, exchange_checked, put_bytes, put_position,
+};
 use crate::readers::input::{self, DamageHandle};
 
 /// The largest stripe per thread of a process: 1 MiB of the file, about
@@ -116,15 +118,15 @@ impl Survey {
     }
 
     fn from_words(w: &[u64]) -> Result<Survey> {
-        let mut r = Words { w, at: 0 };
-        let n = r.count()?;
+        let mut r = Words::new(w);
+        let n = r.count(1)?;
         let procs = r
             .take(n)?
             .iter()
             .map(|&p| u32::try_from(p).map_err(|_| bad()))
             .collect::<Result<_>>()?;
         let max_time = r.one()? as i64;
-        let n = r.count()?;
+        let n = r.count(1)?;
         let lines = r.take(n)?.to_vec();
         let e = r.one()?;
         Ok(Survey {
@@ -160,36 +162,6 @@ fn survey(path: &Path, ex: &dyn Exchange, stripe: u64, len: u64, stripes: u64) -
 
 fn bad() -> Error {
     Error::Invalid("damaged PICL share received from another process".into())
-}
-
-/// Reading words received.
-struct Words<'a> {
-    w: &'a [u64],
-    at: usize,
-}
-
-impl Words<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u64]> {
-        let s = self
-            .w
-            .get(self.at..self.at.checked_add(n).ok_or_else(bad)?)
-            .ok_or_else(bad)?;
-        self.at += n;
-        Ok(s)
-    }
-
-    fn one(&mut self) -> Result<u64> {
-        Ok(self.take(1)?[0])
-    }
-
-    /// A count of words that must follow.
-    fn count(&mut self) -> Result<usize> {
-        let n = self.one()?;
-        if n > self.w.len() as u64 {
-            return Err(bad());
-        }
-        Ok(n as usize)
-    }
 }
 
 /// Words of one record as sent.
@@ -432,11 +404,8 @@ pub fn read_share(
         // and receives to match, each sender's in its order
         let cut = (|| -> Result<()> {
             for src in 0..got.len() {
-                let mut r = Words {
-                    w: got.from(src),
-                    at: 0,
-                };
-                let nr = r.count()?;
+                let mut r = Words::new(got.from(src));
+                let nr = r.count(1)?;
                 let recs: &[Rec] =
                     bytemuck::try_cast_slice(r.take(nr * REC_WORDS)?).map_err(|_| bad())?;
                 for run in recs.chunk_by(|a, b| a.proc_ == b.proc_) {
@@ -451,7 +420,7 @@ pub fn read_share(
                 }
                 sink.intervals(&c.out).map_err(sink_err)?;
                 c.out.clear();
-                get_ops(&r.w[r.at..], &mut ops_in)?;
+                get_ops(r.rest(), &mut ops_in)?;
             }
             m.apply(&mut ops_in);
             for &((s, d, _), st, rt, bytes) in &m.matched {
@@ -512,18 +481,9 @@ impl PiclShare {
         );
         match &self.truncated {
             Some((pos, msg)) => {
-                let text = msg.as_bytes();
-                w.extend_from_slice(&[
-                    1,
-                    pos.line.unwrap_or(u64::MAX),
-                    pos.byte.unwrap_or(u64::MAX),
-                    text.len() as u64,
-                ]);
-                w.extend(text.chunks(8).map(|c| {
-                    let mut x = [0u8; 8];
-                    x[..c.len()].copy_from_slice(c);
-                    u64::from_le_bytes(x)
-                }));
+                w.push(1);
+                put_position(&mut w, *pos);
+                put_bytes(&mut w, msg.as_bytes());
             }
             None => w.push(0),
         }
@@ -537,16 +497,16 @@ impl PiclShare {
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
             .collect();
-        let mut r = Words { w: &words, at: 0 };
+        let mut r = Words::new(&words);
         let first = r.one()? as usize;
-        let n = r.count()?;
+        let n = r.count(1)?;
         let cut = r
             .take(n.checked_mul(3).ok_or_else(bad)?)?
             .chunks_exact(3)
             .map(|x| (x[0], x[1], (x[2] != u64::MAX).then_some(x[2])))
             .collect();
         let unmatched = r.one()?;
-        let n = r.count()?;
+        let n = r.count(1)?;
         let kinds = r
             .take(n)?
             .iter()
@@ -555,19 +515,8 @@ impl PiclShare {
         let truncated = match r.one()? {
             0 => None,
             _ => {
-                let opt = |x: u64| (x != u64::MAX).then_some(x);
-                let pos = Position {
-                    line: opt(r.one()?),
-                    byte: opt(r.one()?),
-                };
-                let len = r.one()? as usize;
-                let text: Vec<u8> = r
-                    .take(len.div_ceil(8))?
-                    .iter()
-                    .flat_map(|x| x.to_le_bytes())
-                    .take(len)
-                    .collect();
-                Some((pos, String::from_utf8_lossy(&text).into_owned()))
+                let pos = r.position()?;
+                Some((pos, String::from_utf8_lossy(&r.bytes()?).into_owned()))
             }
         };
         Ok((
