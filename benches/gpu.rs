@@ -9,7 +9,8 @@
 //! smallest size from which the GPU is faster, the value to give
 //! `TAPESTRY_GPU_CROSSOVER` for `--gpu auto` on this machine.
 //!
-//! Run: `cargo bench --bench gpu`.
+//! Run: `cargo bench --bench gpu` (`TAPESTRY_GPU_BENCH_CASES=65536x256,1048576x128`
+//! chooses the inputs: locations x intervals per location).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -29,16 +30,25 @@ fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// One input's figures: seconds (best of 3); GPU analyses as (kernel,
-/// submission to results, host share).
+/// Where one analysis of a resident trace spent its time, in seconds (each
+/// the best of 3): the kernels (GPU timestamps), the host's preparation,
+/// start to results mapped (preparation included), the host's share after.
+struct Split {
+    kernel: f64,
+    prepare: f64,
+    run: f64,
+    finish: f64,
+}
+
+/// One input's figures: seconds (best of 3).
 struct Row {
     p: u32,
     n: u64,
     bytes: u64,
     upload: f64,
-    moments: (f64, f64, f64),
+    moments: Split,
     moments_cpu: f64,
-    busy: (f64, f64, f64),
+    busy: Split,
     busy_cpu: f64,
 }
 
@@ -51,7 +61,22 @@ fn main() {
         }
     };
     eprintln!("adapter: {}", ctx.describe());
-    let cases = [(65_536u32, 256u32), (1_048_576, 16)];
+    // `TAPESTRY_GPU_BENCH_CASES=PxN,...` (locations x intervals per
+    // location) replaces the two inputs, e.g. to fill a data-centre GPU
+    let cases = std::env::var("TAPESTRY_GPU_BENCH_CASES")
+        .ok()
+        .map(|v| {
+            v.split(',')
+                .map(|c| {
+                    let (p, n) = c.split_once('x').expect("cases as PxN,PxN");
+                    (
+                        p.trim().parse::<u32>().expect("P"),
+                        n.trim().parse::<u32>().expect("N"),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|| vec![(65_536u32, 256u32), (1_048_576, 16)]);
     let mut c = Criterion::default()
         .sample_size(10)
         .measurement_time(Duration::from_secs(10))
@@ -102,12 +127,20 @@ fn main() {
         }
         let g = g.expect("uploaded");
         let split = |f: &dyn Fn() -> Timing| {
-            let mut best = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+            let mut best = Split {
+                kernel: f64::INFINITY,
+                prepare: f64::INFINITY,
+                run: f64::INFINITY,
+                finish: f64::INFINITY,
+            };
             for _ in 0..3 {
                 let t = f();
-                best.0 = best.0.min(t.kernel.map_or(f64::NAN, |d| d.as_secs_f64()));
-                best.1 = best.1.min(t.run.as_secs_f64());
-                best.2 = best.2.min(t.finish.as_secs_f64());
+                best.kernel = best
+                    .kernel
+                    .min(t.kernel.map_or(f64::NAN, |d| d.as_secs_f64()));
+                best.prepare = best.prepare.min(t.prepare.as_secs_f64());
+                best.run = best.run.min(t.run.as_secs_f64());
+                best.finish = best.finish.min(t.finish.as_secs_f64());
             }
             best
         };
@@ -130,7 +163,7 @@ fn main() {
     println!(
         "P          intervals  upload GB/s | moments (M intervals/s): CPU, GPU kernel, resident, end to end | busy field, 16 bins: CPU, GPU kernel, resident, end to end"
     );
-    for r in rows {
+    for r in &rows {
         let m = |s: f64| r.n as f64 / 1e6 / s;
         println!(
             "{:<10} {:>10} {:>11.2} | {:>9.1} {:>9.1} {:>9.1} {:>9.1} | {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
@@ -138,13 +171,33 @@ fn main() {
             r.n,
             r.bytes as f64 / 1e9 / r.upload,
             m(r.moments_cpu),
-            m(r.moments.0),
-            m(r.moments.1 + r.moments.2),
-            m(r.upload + r.moments.1 + r.moments.2),
+            m(r.moments.kernel),
+            m(r.moments.run + r.moments.finish),
+            m(r.upload + r.moments.run + r.moments.finish),
             m(r.busy_cpu),
-            m(r.busy.0),
-            m(r.busy.1 + r.busy.2),
-            m(r.upload + r.busy.1 + r.busy.2),
+            m(r.busy.kernel),
+            m(r.busy.run + r.busy.finish),
+            m(r.upload + r.busy.run + r.busy.finish),
+        );
+    }
+    println!();
+    println!(
+        "where the time goes (ms): upload | moments: kernel, preparation, start to results, host | busy field: the same"
+    );
+    for r in &rows {
+        let ms = |s: f64| s * 1e3;
+        println!(
+            "P={:<10} {:>9.2} | {:>8.2} {:>8.2} {:>8.2} {:>8.2} | {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+            r.p,
+            ms(r.upload),
+            ms(r.moments.kernel),
+            ms(r.moments.prepare),
+            ms(r.moments.run),
+            ms(r.moments.finish),
+            ms(r.busy.kernel),
+            ms(r.busy.prepare),
+            ms(r.busy.run),
+            ms(r.busy.finish),
         );
     }
     println!(

@@ -531,7 +531,7 @@ fn gpu_timing(g: &tapestry::gpu::GpuTrace, t: &tapestry::gpu::Timing) -> String 
     let up = g.upload_time().as_secs_f64().max(1e-9);
     format!(
         "GPU: upload {:.1} ms ({:.2} GB/s, {} intervals in {} chunk{}), kernel {}, \
-         submission to results {:.1} ms, host {:.1} ms",
+         start to results {:.1} ms (of which preparation {:.1} ms), host {:.1} ms",
         ms(g.upload_time()),
         g.bytes() as f64 / 1e9 / up,
         g.num_intervals(),
@@ -543,6 +543,7 @@ fn gpu_timing(g: &tapestry::gpu::GpuTrace, t: &tapestry::gpu::Timing) -> String 
                 ms(k)
             )),
         ms(t.run),
+        ms(t.prepare),
         ms(t.finish)
     )
 }

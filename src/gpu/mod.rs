@@ -22,13 +22,21 @@ pub enum Compute {
     Gpu,
 }
 
-/// Inputs below this many intervals stay on the CPU in `Auto` mode.
-pub const AUTO_GPU_MIN_INTERVALS: usize = 10_000_000;
+/// Inputs below this many intervals stay on the CPU in `Auto` mode: by
+/// default every input does. Measured on an NVIDIA H200 beside 16 CPU cores
+/// (2026-11-27, `cargo bench --bench gpu`, upload included), the CPU path
+/// was faster end to end for moments at every size up to 134 M intervals.
+/// It was also faster for the busy field at 2^24 and 134 M intervals (two
+/// sweeps disagreed at 2^22, a 10 % margin either way). The upload, at
+/// 6–13 GB/s, costs more than the CPU's whole analysis. Only a trace
+/// already resident on the GPU wins: from 2^18 intervals for the busy
+/// field and 2^22 for moments.
+pub const AUTO_GPU_MIN_INTERVALS: usize = usize::MAX;
 
 /// The input size (intervals) from which `--gpu auto` uses a hardware
 /// adapter: `TAPESTRY_GPU_CROSSOVER` when set (the crossover `cargo bench
 /// --bench gpu` measures and prints for the machine's adapter), else
-/// [`AUTO_GPU_MIN_INTERVALS`]. A software adapter is never chosen by `auto`.
+/// [`AUTO_GPU_MIN_INTERVALS`] (never). A software adapter is never chosen by `auto`.
 pub fn auto_min_intervals() -> usize {
     crossover_of(std::env::var("TAPESTRY_GPU_CROSSOVER").ok().as_deref())
 }
@@ -70,6 +78,18 @@ pub fn map_read_prefix(
     staging: &wgpu::Buffer,
     size: u64,
 ) -> Result<Vec<u8>, GpuError> {
+    map_read_with(ctx, staging, size, |b| b.to_vec())
+}
+
+/// Waits until the first `size` bytes of `staging` (whose copy was
+/// submitted) are mapped, and runs `f` on them in place: results are read
+/// where they landed, not copied out first.
+pub fn map_read_with<R>(
+    ctx: &GpuContext,
+    staging: &wgpu::Buffer,
+    size: u64,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<R, GpuError> {
     let slice = staging.slice(..size.min(staging.size()));
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -81,12 +101,14 @@ pub fn map_read_prefix(
     rx.recv()
         .map_err(|e| GpuError::Other(format!("mapping the results: {e}")))?
         .map_err(|e| GpuError::Other(format!("mapping the results: {e}")))?;
-    let data = slice
-        .get_mapped_range()
-        .map_err(|e| GpuError::Other(format!("reading the results: {e}")))?
-        .to_vec();
+    let r = {
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| GpuError::Other(format!("reading the results: {e}")))?;
+        f(&view)
+    };
     staging.unmap();
-    Ok(data)
+    Ok(r)
 }
 
 impl From<GpuError> for crate::error::Error {

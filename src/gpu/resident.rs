@@ -15,8 +15,6 @@
 
 use std::time::{Duration, Instant};
 
-use wgpu::util::DeviceExt;
-
 use super::kernels::output;
 use super::{GpuContext, GpuError};
 use crate::model::Trace;
@@ -62,10 +60,15 @@ pub struct Timing {
     /// The kernels' own time (GPU timestamps around the passes), where the
     /// adapter has timestamp queries.
     pub kernel: Option<Duration>,
-    /// Submission to results on the host (the kernels, the copy back and
-    /// the mapping), host wall time.
+    /// The host's preparation before the submission (the pipeline, taken
+    /// from the context's cache or compiled the first time, the small
+    /// buffers, the bind groups and the commands), host wall time.
+    pub prepare: Duration,
+    /// Start to results mapped on the host (the preparation, the kernels,
+    /// the copy back and the mapping), host wall time.
     pub run: Duration,
-    /// Turning what came back into the result on the host.
+    /// Turning what came back into the result on the host (read in place
+    /// in the mapped memory).
     pub finish: Duration,
 }
 
@@ -121,6 +124,8 @@ impl GpuTrace {
         // the location of interval `i`: the last `l` with offsets[l] <= i
         let locate = |i: u64| offsets.partition_point(|&o| o <= i).saturating_sub(1);
         let mut chunks = Vec::new();
+        // per chunk, its CSR offsets and origins (made here, uploaded below)
+        let mut made: Vec<(Vec<u32>, Vec<[u32; 2]>)> = Vec::new();
         let mut c0 = 0u64;
         while c0 < n {
             // a chunk of at most `max_iv` intervals and `max_locs` locations;
@@ -141,25 +146,31 @@ impl GpuTrace {
                     [t as u32, (t >> 32) as u32]
                 })
                 .collect();
-            let (a, b) = (c0 as usize, c1 as usize);
+            let len = c1 - c0;
             chunks.push(ResidentChunk {
                 first_loc: l0,
                 first: c0,
                 locs: l1 + 1 - l0,
-                len: c1 - c0,
-                starts: column(ctx, "starts", bytemuck::cast_slice(&all.start[a..b])),
-                ends: column(ctx, "ends", bytemuck::cast_slice(&all.end[a..b])),
-                states: column(ctx, "states", bytemuck::cast_slice(&all.state[a..b])),
-                offsets: column(ctx, "offsets", bytemuck::cast_slice(&local)),
-                origins: column(ctx, "origins", bytemuck::cast_slice(&origins)),
+                len,
+                starts: column(ctx, "starts", len * 8),
+                ends: column(ctx, "ends", len * 8),
+                states: column(ctx, "states", len * 4),
+                offsets: column(ctx, "offsets", local.len() as u64 * 4),
+                origins: column(ctx, "origins", origins.len() as u64 * 8),
             });
+            made.push((local, origins));
             c0 = c1;
         }
-        // the upload is done when the GPU has the data
-        ctx.queue.submit([]);
-        ctx.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Other(format!("waiting for the upload: {e}")))?;
+        let mut pieces = Vec::with_capacity(chunks.len() * 5);
+        for (c, (local, origins)) in chunks.iter().zip(&made) {
+            let (a, b) = (c.first as usize, (c.first + c.len) as usize);
+            pieces.push((bytemuck::cast_slice(&all.start[a..b]), &c.starts));
+            pieces.push((bytemuck::cast_slice(&all.end[a..b]), &c.ends));
+            pieces.push((bytemuck::cast_slice(&all.state[a..b]), &c.states));
+            pieces.push((bytemuck::cast_slice(local.as_slice()), &c.offsets));
+            pieces.push((bytemuck::cast_slice(origins.as_slice()), &c.origins));
+        }
+        upload_columns(ctx, &pieces)?;
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(GpuError::Other(format!(
                 "the GPU has no room for the trace's {} intervals: {e}",
@@ -252,26 +263,164 @@ impl GpuTrace {
     }
 }
 
-/// A read-only storage column (at least 16 bytes: empty bindings are not
-/// allowed).
-fn column(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
-    if bytes.len() >= 16 {
-        return ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: bytes,
-                usage: wgpu::BufferUsages::STORAGE,
-            });
-    }
-    let mut b = bytes.to_vec();
-    b.resize(16, 0);
-    ctx.device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: &b,
-            usage: wgpu::BufferUsages::STORAGE,
+/// A storage column of `bytes` bytes, filled by [`upload_columns`] (at
+/// least 16 bytes: empty bindings are not allowed).
+fn column(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes.max(16),
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+/// Bytes of one staging buffer of an upload. Two alternate: the host fills
+/// one (all cores copying) while the GPU copies the other out, so the
+/// upload runs at the host's copy rate or the bus's, whichever is lower,
+/// and its pinned memory is 2 × this, not the trace's size.
+const STAGE: u64 = 64 << 20;
+
+/// Bytes copied by one task while filling a staging buffer.
+const STAGE_TASK: usize = 1 << 20;
+
+/// One task's share of a mapped staging buffer.
+struct Part(std::ptr::NonNull<[u8]>);
+
+// SAFETY: a `Part` is a range of a mapping that no other `Part` overlaps,
+// written by the one task it is handed to while the mapping is alive
+unsafe impl Send for Part {}
+
+/// Fills each column (`bytes`, destination) through two staging buffers in
+/// turn, and waits until the GPU has it all. A column shorter than its
+/// buffer (at least 16 bytes) is padded with zeros.
+pub(crate) fn upload_columns(
+    ctx: &GpuContext,
+    columns: &[(&[u8], &wgpu::Buffer)],
+) -> Result<(), GpuError> {
+    upload_staged(ctx, columns, STAGE)
+}
+
+/// [`upload_columns`] through staging buffers of `stage` bytes (a multiple
+/// of 4).
+fn upload_staged(
+    ctx: &GpuContext,
+    columns: &[(&[u8], &wgpu::Buffer)],
+    stage: u64,
+) -> Result<(), GpuError> {
+    use rayon::prelude::*;
+    // what goes up: each column's bytes, padded to its buffer's size
+    let padded: Vec<Vec<u8>> = columns
+        .iter()
+        .filter(|(b, dst)| (b.len() as u64) < dst.size())
+        .map(|(b, dst)| {
+            let mut v = b.to_vec();
+            v.resize(dst.size() as usize, 0);
+            v
         })
+        .collect();
+    let mut pad = padded.iter();
+    let sources: Vec<(&[u8], &wgpu::Buffer)> = columns
+        .iter()
+        .map(|&(b, dst)| {
+            if (b.len() as u64) < dst.size() {
+                (pad.next().map_or(b, |v| v.as_slice()), dst)
+            } else {
+                (b, dst)
+            }
+        })
+        .collect();
+    let total: u64 = sources.iter().map(|(b, _)| b.len() as u64).sum();
+    if total == 0 {
+        return Ok(());
+    }
+    let stage = stage.min(total.next_multiple_of(4));
+    let wait = |index: Option<wgpu::SubmissionIndex>| {
+        ctx.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: index,
+                timeout: None,
+            })
+            .map(|_| ())
+            .map_err(|e| GpuError::Other(format!("waiting for the upload: {e}")))
+    };
+    let mut ring: [Option<(wgpu::Buffer, Option<wgpu::SubmissionIndex>)>; 2] = [None, None];
+    // where the upload stands: column `col`, byte `at` of it
+    let (mut col, mut at) = (0usize, 0usize);
+    let mut round = 0usize;
+    while col < sources.len() {
+        let slot = &mut ring[round % 2];
+        round += 1;
+        let buf = match slot.take() {
+            None => ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("upload"),
+                size: stage,
+                usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            }),
+            Some((buf, index)) => {
+                // mapped again once its last copy is done
+                let (tx, rx) = std::sync::mpsc::channel();
+                buf.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+                    let _ = tx.send(r);
+                });
+                wait(index)?;
+                rx.recv()
+                    .map_err(|e| GpuError::Other(format!("mapping the upload: {e}")))?
+                    .map_err(|e| GpuError::Other(format!("mapping the upload: {e}")))?;
+                buf
+            }
+        };
+        // this round's pieces: (staging offset, source bytes, destination, offset there)
+        let mut plan: Vec<(u64, &[u8], &wgpu::Buffer, u64)> = Vec::new();
+        let mut used = 0u64;
+        while col < sources.len() && used < stage {
+            let (src, dst) = sources[col];
+            let take = ((stage - used) as usize).min(src.len() - at);
+            if take > 0 {
+                plan.push((used, &src[at..at + take], dst, at as u64));
+            }
+            used += take as u64;
+            at += take;
+            if at == src.len() {
+                col += 1;
+                at = 0;
+            }
+        }
+        {
+            let view = buf.slice(..used);
+            let mut view = view
+                .get_mapped_range_mut()
+                .map_err(|e| GpuError::Other(format!("filling the upload: {e}")))?;
+            // cut the staging memory into the pieces' tasks, in order
+            let mut rest = view.slice(..);
+            let mut tasks = Vec::new();
+            for &(_, src, _, _) in &plan {
+                for part in src.chunks(STAGE_TASK) {
+                    let (mut head, tail) = rest.split_at(part.len());
+                    tasks.push((Part(head.as_raw_ptr()), part));
+                    rest = tail;
+                }
+            }
+            tasks.into_par_iter().for_each(|(dst, src)| {
+                // SAFETY: the parts are disjoint ranges (split in turn) of
+                // the mapping `view`, which outlives this loop
+                unsafe { wgpu::WriteOnly::new(dst.0) }.copy_from_slice(src)
+            });
+        }
+        buf.unmap();
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("upload"),
+            });
+        for &(from, src, dst, to) in &plan {
+            enc.copy_buffer_to_buffer(&buf, from, dst, to, src.len() as u64);
+        }
+        let index = ctx.queue.submit([enc.finish()]);
+        *slot = Some((buf, Some(index)));
+    }
+    // the upload is done when the GPU has the data
+    wait(None)
 }
 
 /// Timestamps around one compute pass, where the adapter has
@@ -341,4 +490,56 @@ pub(crate) fn staging(ctx: &GpuContext, size: u64) -> wgpu::Buffer {
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Columns of awkward sizes (4 bytes, under 16, over a stage, a stage
+    /// exactly, empty) through stages of 64 bytes to 1 MiB come back as
+    /// sent, padded with zeros.
+    #[test]
+    fn staged_upload_delivers_every_column_whole() {
+        let Ok(ctx) = GpuContext::new() else {
+            eprintln!("no GPU adapter: skipped");
+            return;
+        };
+        let sizes = [4usize, 12, 16, 4096, 100_004, 65_536, 0, 8, 300_004];
+        let data: Vec<Vec<u8>> = sizes
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| (0..n).map(|i| (i * 7 + k * 13 + i / 251) as u8).collect())
+            .collect();
+        for stage in [64u64, 4096, 1 << 20] {
+            let bufs: Vec<wgpu::Buffer> = data
+                .iter()
+                .map(|d| {
+                    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: None,
+                        size: (d.len() as u64).max(16),
+                        usage: wgpu::BufferUsages::STORAGE
+                            | wgpu::BufferUsages::COPY_DST
+                            | wgpu::BufferUsages::COPY_SRC,
+                        mapped_at_creation: false,
+                    })
+                })
+                .collect();
+            let cols: Vec<(&[u8], &wgpu::Buffer)> =
+                data.iter().map(|d| d.as_slice()).zip(&bufs).collect();
+            upload_staged(&ctx, &cols, stage).expect("upload");
+            for (d, b) in data.iter().zip(&bufs) {
+                let back = staging(&ctx, b.size());
+                let mut enc = ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                enc.copy_buffer_to_buffer(b, 0, &back, 0, b.size());
+                ctx.queue.submit([enc.finish()]);
+                let got = crate::gpu::map_read_prefix(&ctx, &back, b.size()).expect("read");
+                let mut want = d.clone();
+                want.resize(b.size() as usize, 0);
+                assert_eq!(got, want, "{} bytes through stages of {stage}", d.len());
+            }
+        }
+    }
 }

@@ -201,37 +201,69 @@ impl GpuTrace {
         if let Some(t) = &timers {
             t.resolve_into(&mut enc, back, padded);
         }
+        let prepare = run.elapsed();
         ctx.queue.submit([enc.finish()]);
-        let bytes = crate::gpu::map_read_prefix(ctx, back, total)?;
-        self.give_back(scratch);
-        let run = run.elapsed();
-        let stamps = padded as usize;
-        let kernel = timers
-            .as_ref()
-            .and_then(|_| PassTimer::duration(ctx, &bytes[stamps..]));
-        let finish = Instant::now();
-        let sums: &[u8] = &bytes[..size as usize];
         let inv = inverse_widths(&edges);
-        let mut values = vec![0f64; bins * p];
-        values
-            .par_chunks_mut(p.max(1))
-            .enumerate()
-            .for_each(|(k, v)| {
-                for (l, x) in v.iter_mut().enumerate() {
-                    let at = (l * bins + k) * 8;
-                    let mut le = [0u8; 8];
-                    le.copy_from_slice(&sums[at..at + 8]);
-                    *x = u64::from_le_bytes(le) as f64 * inv[k];
-                }
-            });
+        let mut finish = Instant::now();
+        let mut ran = Duration::ZERO;
+        let (values, kernel) = crate::gpu::map_read_with(ctx, back, total, |bytes| {
+            ran = run.elapsed();
+            finish = Instant::now();
+            let stamps = padded as usize;
+            let kernel = timers
+                .as_ref()
+                .and_then(|_| PassTimer::duration(ctx, &bytes[stamps..]));
+            (fractions(&bytes[..size as usize], &inv, p), kernel)
+        })?;
+        self.give_back(scratch);
         Ok((
             busy_field(values, edges, p),
             Timing {
                 upload: Duration::ZERO,
                 kernel,
-                run,
+                prepare,
+                run: ran,
                 finish: finish.elapsed(),
             },
         ))
     }
+}
+
+/// Locations per task of [`fractions`].
+const BLOCK: usize = 4096;
+
+/// The field `[bin][location]` from the sums as they come back
+/// (`[location][bin]`, little-endian `u64`): each sum times its bin's
+/// inverse width, as the CPU path computes it. Blocks of locations in
+/// parallel, each reading its sums in order and writing its share of every
+/// bin's row.
+fn fractions(sums: &[u8], inv: &[f64], p: usize) -> Vec<f64> {
+    let bins = inv.len();
+    let mut values = vec![0f64; bins * p];
+    if p == 0 {
+        return values;
+    }
+    let mut blocks: Vec<Vec<&mut [f64]>> = (0..p.div_ceil(BLOCK))
+        .map(|_| Vec::with_capacity(bins))
+        .collect();
+    for row in values.chunks_mut(p) {
+        for (b, part) in row.chunks_mut(BLOCK).enumerate() {
+            blocks[b].push(part);
+        }
+    }
+    blocks
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(b, mut rows)| {
+            let first = b * BLOCK;
+            for l in 0..rows.first().map_or(0, |r| r.len()) {
+                let cell = &sums[(first + l) * bins * 8..(first + l + 1) * bins * 8];
+                for (k, row) in rows.iter_mut().enumerate() {
+                    let mut le = [0u8; 8];
+                    le.copy_from_slice(&cell[k * 8..k * 8 + 8]);
+                    row[l] = u64::from_le_bytes(le) as f64 * inv[k];
+                }
+            }
+        });
+    values
 }

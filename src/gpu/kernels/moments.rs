@@ -217,20 +217,44 @@ impl GpuTrace {
         if let Some(t) = &timers {
             t.resolve_into(&mut enc, back, size);
         }
+        let prepare = run.elapsed();
         ctx.queue.submit([enc.finish()]);
-        let bytes = crate::gpu::map_read_prefix(ctx, back, total)?;
+        let mut finish = Instant::now();
+        let mut ran = Duration::ZERO;
+        let (result, kernel) = crate::gpu::map_read_with(ctx, back, total, |bytes| {
+            ran = run.elapsed();
+            finish = Instant::now();
+            let kernel = timers
+                .as_ref()
+                .and_then(|_| PassTimer::duration(ctx, &bytes[size as usize..]));
+            (self.collect(bytes, &layout), kernel)
+        })?;
         self.give_back(scratch);
-        let run = run.elapsed();
-        let kernel = timers
-            .as_ref()
-            .and_then(|_| PassTimer::duration(ctx, &bytes[size as usize..]));
-        let finish = Instant::now();
-        let mut accs = vec![MomentAcc::default(); p];
-        let mut set = vec![false; p];
-        // the tiles' nodes, merged in order over all chunks (a location may
-        // continue in the next chunk), with global location ids
+        Ok((
+            result,
+            Timing {
+                upload: Duration::ZERO,
+                kernel,
+                prepare,
+                run: ran,
+                finish: finish.elapsed(),
+            },
+        ))
+    }
+
+    /// The moments of every location from what came back: the tiles'
+    /// nodes merged in order, then (in parallel) every location, from the
+    /// nodes where they settled it, else from the chunk that completed it
+    /// on the GPU. `layout` is per chunk (complete locations' offset,
+    /// nodes' offset, tiles).
+    fn collect(&self, bytes: &[u8], layout: &[(u64, u64, u64)]) -> Vec<Moments> {
+        use rayon::prelude::*;
+        let p = self.num_locations();
+        // the locations the nodes settle (those spanning tiles: at most
+        // two per tile), in location order
+        let mut settled: Vec<(usize, [f64; 4])> = Vec::new();
         let mut carry: Option<Node> = None;
-        for (c, &(_, tiles, n_tiles)) in self.chunks.iter().zip(&layout) {
+        for (c, &(_, tiles, n_tiles)) in self.chunks.iter().zip(layout) {
             for t in 0..n_tiles as usize {
                 let at = tiles as usize + t * NODE as usize;
                 let b = &bytes[at..at + NODE as usize];
@@ -249,54 +273,51 @@ impl GpuTrace {
                 };
                 carry = Some(match carry {
                     None => node,
-                    Some(prev) => combine(prev, node, &mut |l, a| {
-                        self.settle(l as usize, a, &mut accs, &mut set)
-                    }),
+                    Some(prev) => combine(prev, node, &mut |l, a| settled.push((l as usize, a))),
                 });
             }
         }
         if let Some(n) = carry
             && n.first != NONE
         {
-            self.settle(n.first as usize, n.fa, &mut accs, &mut set);
+            settled.push((n.first as usize, n.fa));
             if n.last != n.first {
-                self.settle(n.last as usize, n.la, &mut accs, &mut set);
+                settled.push((n.last as usize, n.la));
             }
         }
-        // the locations completed on the GPU (each within one chunk)
-        for (c, &(done, _, _)) in self.chunks.iter().zip(&layout) {
-            for l in 0..c.locs {
-                let g = c.first_loc + l;
-                if !set[g] && self.offsets[g + 1] > self.offsets[g] {
-                    let at = done as usize + l * 32;
-                    self.settle(g, f64s(&bytes[at..at + 32]), &mut accs, &mut set);
-                }
-            }
-        }
-        let result = accs.iter().map(MomentAcc::moments).collect();
-        Ok((
-            result,
-            Timing {
-                upload: Duration::ZERO,
-                kernel,
-                run,
-                finish: finish.elapsed(),
-            },
-        ))
-    }
-
-    /// Records location `g`'s accumulator.
-    fn settle(&self, g: usize, a: [f64; 4], accs: &mut [MomentAcc], set: &mut [bool]) {
-        if let (Some(acc), Some(s)) = (accs.get_mut(g), set.get_mut(g)) {
-            *acc = MomentAcc {
-                origin: self.origins[g],
-                w: a[0],
-                mean: a[1],
-                m2: a[2],
-                m3: a[3],
-            };
-            *s = true;
-        }
+        // a location settled twice keeps the later (none is, by the merge)
+        settled.reverse();
+        settled.sort_by_key(|s| s.0);
+        settled.dedup_by_key(|s| s.0);
+        (0..p)
+            .into_par_iter()
+            .map(|g| {
+                let a = match settled.binary_search_by_key(&g, |s| s.0) {
+                    Ok(k) => Some(settled[k].1),
+                    // completed on the GPU: within one chunk, the last that
+                    // starts at or before it (a location shared by two
+                    // chunks spans tiles, so the nodes settled it)
+                    Err(_) if self.offsets[g + 1] > self.offsets[g] => {
+                        let k = self
+                            .chunks
+                            .partition_point(|c| c.first_loc <= g)
+                            .saturating_sub(1);
+                        let (c, &(done, _, _)) = (&self.chunks[k], &layout[k]);
+                        let at = done as usize + (g - c.first_loc) * 32;
+                        Some(f64s(&bytes[at..at + 32]))
+                    }
+                    Err(_) => None,
+                };
+                a.map_or_else(MomentAcc::default, |a| MomentAcc {
+                    origin: self.origins[g],
+                    w: a[0],
+                    mean: a[1],
+                    m2: a[2],
+                    m3: a[3],
+                })
+                .moments()
+            })
+            .collect()
     }
 }
 
