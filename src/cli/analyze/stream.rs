@@ -72,22 +72,22 @@ impl World {
         failed
     }
 
-    /// Sends `bytes` to rank 0.
-    fn send_to_root(&self, bytes: &[u8]) -> Result<()> {
+    /// Sends `bytes` to rank `to`.
+    fn send_to(&self, to: u64, bytes: &[u8]) -> Result<()> {
         #[cfg(feature = "mpi")]
         if let Some(u) = &self.universe {
             use mpi::traits::{Communicator, Destination};
             if bytes.len() > i32::MAX as usize {
                 bail!("a share's reductions exceed 2 GiB; use fewer --bins or more processes");
             }
-            u.world().process_at_rank(0).send(bytes);
+            u.world().process_at_rank(to as i32).send(bytes);
             return Ok(());
         }
-        let _ = bytes;
+        let _ = (to, bytes);
         Err(anyhow!("no other process to send to"))
     }
 
-    /// What rank `r` sent (rank 0 only).
+    /// What rank `r` sent.
     fn receive_from(&self, r: u64) -> Result<Vec<u8>> {
         #[cfg(feature = "mpi")]
         if let Some(u) = &self.universe {
@@ -96,6 +96,34 @@ impl World {
             return Ok(v);
         }
         Err(anyhow!("no process {r} to receive from"))
+    }
+
+    /// Merges every process's `state` into rank 0's along a binomial tree,
+    /// in rank order. In round k = 1, 2, 4, … a rank r with r mod 2k = k
+    /// sends what it holds (its share and those it merged) to r − k and is
+    /// done; a rank with r mod 2k = 0 receives from r + k, when there is
+    /// one, and merges that after its own: shares [r, r + k) then
+    /// [r + k, r + 2k), the order of a merge one by one. Rank 0 merges
+    /// log2 N times instead of N − 1, and the merges of a round run at the
+    /// same time. True on rank 0, which then holds everything.
+    fn merge_tree<S>(
+        &self,
+        state: &mut S,
+        to_bytes: impl Fn(&S) -> Vec<u8>,
+        merge: impl Fn(&mut S, &[u8]) -> Result<()>,
+    ) -> Result<bool> {
+        let mut k = 1u64;
+        while k < self.size {
+            if self.rank % (2 * k) == k {
+                self.send_to(self.rank - k, &to_bytes(state))?;
+                return Ok(false);
+            }
+            if self.rank + k < self.size {
+                merge(state, &self.receive_from(self.rank + k)?)?;
+            }
+            k *= 2;
+        }
+        Ok(self.rank == 0)
     }
 }
 
@@ -192,24 +220,33 @@ fn reduce_paraver(
     world: &World,
 ) -> Result<Merged> {
     let share = tapestry::readers::paraver::stream_share(path, opts, r, world.rank, world.size);
-    let (mut seen, skeleton) = all_succeed(world, share)?;
+    let (seen, skeleton) = all_succeed(world, share)?;
     if world.rank != 0 {
         for w in &seen.diagnostics.warnings {
             eprintln!("warning (process {}): {w}", world.rank);
         }
-        let mut bytes = seen_bytes(&seen);
-        bytes.extend_from_slice(&r.to_bytes());
-        world.send_to_root(&bytes)?;
+    }
+    let mut state = (seen, r);
+    let root = world.merge_tree(
+        &mut state,
+        |(seen, r)| {
+            let mut bytes = seen_bytes(seen);
+            bytes.extend_from_slice(&r.to_bytes());
+            bytes
+        },
+        |(seen, r), bytes| {
+            let (s, used) = seen_from(bytes)?;
+            seen.merge(s);
+            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
+                &bytes[used..],
+            )?)?;
+            Ok(())
+        },
+    )?;
+    if !root {
         return Ok(None);
     }
-    for k in 1..world.size {
-        let bytes = world.receive_from(k)?;
-        let (s, used) = seen_from(&bytes)?;
-        seen.merge(s);
-        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
-            &bytes[used..],
-        )?)?;
-    }
+    let (seen, r) = state;
     Ok(Some(tapestry::readers::paraver::stream_skeleton(
         skeleton, opts, &seen, r,
     )?))
@@ -243,21 +280,27 @@ fn reduce_picl(
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let stripe = stripe_for(len, world.size as usize, rayon::current_num_threads());
     let share = said_once(read_share(path, opts, r, world, stripe))?;
-    if world.rank != 0 {
-        let mut bytes = share.to_bytes();
-        bytes.extend_from_slice(&r.to_bytes());
-        world.send_to_root(&bytes)?;
+    let mut state = (share, r);
+    let root = world.merge_tree(
+        &mut state,
+        |(share, r)| {
+            let mut bytes = share.to_bytes();
+            bytes.extend_from_slice(&r.to_bytes());
+            bytes
+        },
+        |(share, r), bytes| {
+            let (s, used) = PiclShare::from_bytes(bytes)?;
+            share.merge(s)?;
+            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
+                &bytes[used..],
+            )?)?;
+            Ok(())
+        },
+    )?;
+    if !root {
         return Ok(None);
     }
-    let mut share = share;
-    for k in 1..world.size {
-        let bytes = world.receive_from(k)?;
-        let (s, used) = PiclShare::from_bytes(&bytes)?;
-        share.merge(s)?;
-        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
-            &bytes[used..],
-        )?)?;
-    }
+    let (share, r) = state;
     Ok(Some(share.finish(r, opts)?))
 }
 
@@ -276,13 +319,16 @@ fn reduce_chrome(
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let stripe = stripe_for(len, world.size as usize);
     let share = said_once(read_share(path, opts, r, world, stripe))?;
-    if world.rank != 0 {
-        world.send_to_root(&r.to_bytes())?;
+    let root = world.merge_tree(
+        r,
+        |r| r.to_bytes(),
+        |r, bytes| {
+            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(bytes)?)?;
+            Ok(())
+        },
+    )?;
+    if !root {
         return Ok(None);
-    }
-    for k in 1..world.size {
-        let bytes = world.receive_from(k)?;
-        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(&bytes)?)?;
     }
     Ok(Some(share.finish(r, opts)?))
 }
@@ -301,21 +347,28 @@ fn reduce_otf2(
     let opened = Otf2Stream::open(path, opts);
     let stream = all_succeed(world, opened)?;
     let share = stream.read_share(r, world.rank, world.size);
-    let mut share = all_succeed(world, share)?;
-    if world.rank != 0 {
-        let mut bytes = share.to_bytes();
-        bytes.extend_from_slice(&r.to_bytes());
-        world.send_to_root(&bytes)?;
+    let share = all_succeed(world, share)?;
+    let mut state = (share, r);
+    let root = world.merge_tree(
+        &mut state,
+        |(share, r)| {
+            let mut bytes = share.to_bytes();
+            bytes.extend_from_slice(&r.to_bytes());
+            bytes
+        },
+        |(share, r), bytes| {
+            let (s, used) = Otf2Share::from_bytes(bytes)?;
+            share.merge(s)?;
+            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
+                &bytes[used..],
+            )?)?;
+            Ok(())
+        },
+    )?;
+    if !root {
         return Ok(None);
     }
-    for k in 1..world.size {
-        let bytes = world.receive_from(k)?;
-        let (s, used) = Otf2Share::from_bytes(&bytes)?;
-        share.merge(s)?;
-        r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
-            &bytes[used..],
-        )?)?;
-    }
+    let (share, r) = state;
     Ok(Some(stream.finish(share, r, opts)?))
 }
 
