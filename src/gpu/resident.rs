@@ -4,8 +4,9 @@
 //!
 //! The interval columns go up as they are in the model (`u64` starts and
 //! ends, read by the shaders as `(low, high)` pairs, and `u32` states): no
-//! host-side packing, so the upload is a copy at the bus's speed. They are
-//! cut into chunks, each within one storage binding (a location may span
+//! host-side packing, only copies, through two reused staging buffers that
+//! every core fills in turn while the GPU copies the other out
+//! ([`upload_columns`]). They are cut into chunks, each within one storage binding (a location may span
 //! several); each chunk carries its own `u32` CSR offsets and its
 //! locations' origins. A kernel runs one dispatch
 //! per chunk over all of its intervals, in tiles (see
@@ -291,8 +292,9 @@ struct Part(std::ptr::NonNull<[u8]>);
 unsafe impl Send for Part {}
 
 /// Fills each column (`bytes`, destination) through two staging buffers in
-/// turn, and waits until the GPU has it all. A column shorter than its
-/// buffer (at least 16 bytes) is padded with zeros.
+/// turn, and waits until the GPU has it all. Lengths are multiples of 4
+/// bytes and at most the buffer's size; a column shorter than its buffer
+/// (at least 16 bytes) is padded with zeros.
 pub(crate) fn upload_columns(
     ctx: &GpuContext,
     columns: &[(&[u8], &wgpu::Buffer)],
