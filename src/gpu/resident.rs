@@ -251,6 +251,46 @@ impl GpuTrace {
         }
     }
 
+    /// The end of an analysis: submits `enc`, waits until the first
+    /// `total` bytes of `scratch.back` are mapped (the pass's timestamps at
+    /// byte `stamps`, where `timers` resolved them), turns them into the
+    /// result with `f` in place, keeps the scratch for the next analysis,
+    /// and says where the time went since `start`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn complete<R>(
+        &self,
+        enc: wgpu::CommandEncoder,
+        scratch: Scratch,
+        total: u64,
+        timers: Option<&PassTimer>,
+        stamps: u64,
+        start: Instant,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<(R, Timing), GpuError> {
+        let prepare = start.elapsed();
+        self.ctx.queue.submit([enc.finish()]);
+        let mut run = Duration::ZERO;
+        let mut finish = Instant::now();
+        let (result, kernel) = crate::gpu::map_read_with(&self.ctx, &scratch.back, total, |b| {
+            run = start.elapsed();
+            finish = Instant::now();
+            let kernel =
+                timers.and_then(|_| PassTimer::duration(&self.ctx, b.get(stamps as usize..)?));
+            (f(b), kernel)
+        })?;
+        self.give_back(scratch);
+        Ok((
+            result,
+            Timing {
+                upload: Duration::ZERO,
+                kernel,
+                prepare,
+                run,
+                finish: finish.elapsed(),
+            },
+        ))
+    }
+
     /// Keeps `s` for the next analysis.
     pub(crate) fn give_back(&self, s: Scratch) {
         if let Ok(mut k) = self.scratch.lock() {

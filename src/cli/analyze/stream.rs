@@ -226,27 +226,9 @@ fn reduce_paraver(
             eprintln!("warning (process {}): {w}", world.rank);
         }
     }
-    let mut state = (seen, r);
-    let root = world.merge_tree(
-        &mut state,
-        |(seen, r)| {
-            let mut bytes = seen_bytes(seen);
-            bytes.extend_from_slice(&r.to_bytes());
-            bytes
-        },
-        |(seen, r), bytes| {
-            let (s, used) = seen_from(bytes)?;
-            seen.merge(s);
-            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
-                &bytes[used..],
-            )?)?;
-            Ok(())
-        },
-    )?;
-    if !root {
+    let Some((seen, r)) = merge_shares(world, seen, r)? else {
         return Ok(None);
-    }
-    let (seen, r) = state;
+    };
     Ok(Some(tapestry::readers::paraver::stream_skeleton(
         skeleton, opts, &seen, r,
     )?))
@@ -276,31 +258,13 @@ fn reduce_picl(
     r: &mut StreamReducer,
     world: &mut World,
 ) -> Result<Merged> {
-    use tapestry::readers::picl::share::{PiclShare, read_share, stripe_for};
+    use tapestry::readers::picl::share::{read_share, stripe_for};
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let stripe = stripe_for(len, world.size as usize, rayon::current_num_threads());
     let share = said_once(read_share(path, opts, r, world, stripe))?;
-    let mut state = (share, r);
-    let root = world.merge_tree(
-        &mut state,
-        |(share, r)| {
-            let mut bytes = share.to_bytes();
-            bytes.extend_from_slice(&r.to_bytes());
-            bytes
-        },
-        |(share, r), bytes| {
-            let (s, used) = PiclShare::from_bytes(bytes)?;
-            share.merge(s)?;
-            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
-                &bytes[used..],
-            )?)?;
-            Ok(())
-        },
-    )?;
-    if !root {
+    let Some((share, r)) = merge_shares(world, share, r)? else {
         return Ok(None);
-    }
-    let (share, r) = state;
+    };
     Ok(Some(share.finish(r, opts)?))
 }
 
@@ -319,17 +283,9 @@ fn reduce_chrome(
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let stripe = stripe_for(len, world.size as usize);
     let share = said_once(read_share(path, opts, r, world, stripe))?;
-    let root = world.merge_tree(
-        r,
-        |r| r.to_bytes(),
-        |r, bytes| {
-            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(bytes)?)?;
-            Ok(())
-        },
-    )?;
-    if !root {
+    let Some(((), r)) = merge_shares(world, (), r)? else {
         return Ok(None);
-    }
+    };
     Ok(Some(share.finish(r, opts)?))
 }
 
@@ -343,32 +299,14 @@ fn reduce_otf2(
     r: &mut StreamReducer,
     world: &World,
 ) -> Result<Merged> {
-    use tapestry::readers::otf2::stream::{Otf2Share, Otf2Stream};
+    use tapestry::readers::otf2::stream::Otf2Stream;
     let opened = Otf2Stream::open(path, opts);
     let stream = all_succeed(world, opened)?;
     let share = stream.read_share(r, world.rank, world.size);
     let share = all_succeed(world, share)?;
-    let mut state = (share, r);
-    let root = world.merge_tree(
-        &mut state,
-        |(share, r)| {
-            let mut bytes = share.to_bytes();
-            bytes.extend_from_slice(&r.to_bytes());
-            bytes
-        },
-        |(share, r), bytes| {
-            let (s, used) = Otf2Share::from_bytes(bytes)?;
-            share.merge(s)?;
-            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(
-                &bytes[used..],
-            )?)?;
-            Ok(())
-        },
-    )?;
-    if !root {
+    let Some((share, r)) = merge_shares(world, share, r)? else {
         return Ok(None);
-    }
-    let (share, r) = state;
+    };
     Ok(Some(stream.finish(share, r, opts)?))
 }
 
@@ -382,6 +320,88 @@ fn reduce_otf2(
     // the reader says how to build with OTF2
     tapestry::readers::read(path, opts)?;
     bail!("{}: OTF2 support is not built in", path.display())
+}
+
+/// What a process's share holds besides its reductions (what the reader
+/// needs to finish the trace on rank 0), sent ahead of them along the
+/// merge tree.
+trait Share {
+    /// As bytes.
+    fn put(&self) -> Vec<u8>;
+    /// Merges the share at the front of `b` (the next in rank order) into
+    /// this one; the bytes it took.
+    fn take(&mut self, b: &[u8]) -> Result<usize>;
+}
+
+/// Chrome: every process already holds what rank 0 needs.
+impl Share for () {
+    fn put(&self) -> Vec<u8> {
+        Vec::new()
+    }
+    fn take(&mut self, _: &[u8]) -> Result<usize> {
+        Ok(0)
+    }
+}
+
+impl Share for tapestry::readers::paraver::ShareSeen {
+    fn put(&self) -> Vec<u8> {
+        seen_bytes(self)
+    }
+    fn take(&mut self, b: &[u8]) -> Result<usize> {
+        let (s, used) = seen_from(b)?;
+        self.merge(s);
+        Ok(used)
+    }
+}
+
+impl Share for tapestry::readers::picl::share::PiclShare {
+    fn put(&self) -> Vec<u8> {
+        self.to_bytes()
+    }
+    fn take(&mut self, b: &[u8]) -> Result<usize> {
+        let (s, used) = Self::from_bytes(b)?;
+        self.merge(s)?;
+        Ok(used)
+    }
+}
+
+#[cfg(feature = "otf2")]
+impl Share for tapestry::readers::otf2::stream::Otf2Share {
+    fn put(&self) -> Vec<u8> {
+        self.to_bytes()
+    }
+    fn take(&mut self, b: &[u8]) -> Result<usize> {
+        let (s, used) = Self::from_bytes(b)?;
+        self.merge(s)?;
+        Ok(used)
+    }
+}
+
+/// Every process's share and reductions merged into rank 0's along the
+/// tree ([`World::merge_tree`]): rank 0 gets them back, the others `None`.
+fn merge_shares<'r, 'a, S: Share>(
+    world: &World,
+    share: S,
+    r: &'r mut StreamReducer<'a>,
+) -> Result<Option<(S, &'r mut StreamReducer<'a>)>> {
+    let mut state = (share, r);
+    let root = world.merge_tree(
+        &mut state,
+        |(share, r)| {
+            let mut bytes = share.put();
+            bytes.extend_from_slice(&r.to_bytes());
+            bytes
+        },
+        |(share, r), bytes| {
+            let used = share.take(bytes)?;
+            let rest = bytes
+                .get(used..)
+                .ok_or_else(|| anyhow!("damaged share received"))?;
+            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(rest)?)?;
+            Ok(())
+        },
+    )?;
+    Ok(root.then_some(state))
 }
 
 /// The state values and event types a share saw, as bytes.

@@ -10,7 +10,7 @@
 //! give identical fields (tested bit for bit). The cells come back in one
 //! read-back.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -201,31 +201,12 @@ impl GpuTrace {
         if let Some(t) = &timers {
             t.resolve_into(&mut enc, back, padded);
         }
-        let prepare = run.elapsed();
-        ctx.queue.submit([enc.finish()]);
         let inv = inverse_widths(&edges);
-        let mut finish = Instant::now();
-        let mut ran = Duration::ZERO;
-        let (values, kernel) = crate::gpu::map_read_with(ctx, back, total, |bytes| {
-            ran = run.elapsed();
-            finish = Instant::now();
-            let stamps = padded as usize;
-            let kernel = timers
-                .as_ref()
-                .and_then(|_| PassTimer::duration(ctx, &bytes[stamps..]));
-            (fractions(&bytes[..size as usize], &inv, p), kernel)
-        })?;
-        self.give_back(scratch);
-        Ok((
-            busy_field(values, edges, p),
-            Timing {
-                upload: Duration::ZERO,
-                kernel,
-                prepare,
-                run: ran,
-                finish: finish.elapsed(),
-            },
-        ))
+        let (values, timing) =
+            self.complete(enc, scratch, total, timers.as_ref(), padded, run, |bytes| {
+                fractions(&bytes[..size as usize], &inv, p)
+            })?;
+        Ok((busy_field(values, edges, p), timing))
     }
 }
 

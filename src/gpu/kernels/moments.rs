@@ -23,7 +23,7 @@
 //! of m3 within 1e-9 of the cube of m2 — only the order of the f64 merges
 //! differs.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::{GpuContext, GpuError, grid, pipeline};
 use crate::analysis::moments::{MomentAcc, Moments};
@@ -217,29 +217,9 @@ impl GpuTrace {
         if let Some(t) = &timers {
             t.resolve_into(&mut enc, back, size);
         }
-        let prepare = run.elapsed();
-        ctx.queue.submit([enc.finish()]);
-        let mut finish = Instant::now();
-        let mut ran = Duration::ZERO;
-        let (result, kernel) = crate::gpu::map_read_with(ctx, back, total, |bytes| {
-            ran = run.elapsed();
-            finish = Instant::now();
-            let kernel = timers
-                .as_ref()
-                .and_then(|_| PassTimer::duration(ctx, &bytes[size as usize..]));
-            (self.collect(bytes, &layout), kernel)
-        })?;
-        self.give_back(scratch);
-        Ok((
-            result,
-            Timing {
-                upload: Duration::ZERO,
-                kernel,
-                prepare,
-                run: ran,
-                finish: finish.elapsed(),
-            },
-        ))
+        self.complete(enc, scratch, total, timers.as_ref(), size, run, |bytes| {
+            self.collect(bytes, &layout)
+        })
     }
 
     /// The moments of every location from what came back: the tiles'
