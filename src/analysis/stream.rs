@@ -336,28 +336,42 @@ impl<'a> StreamReducer<'a> {
     /// the process that merges ([`StreamParts::from_bytes`]).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Vec::new();
+        self.write_bytes(&mut w);
+        w
+    }
+
+    /// [`StreamReducer::to_bytes`] appended to `w`, which grows once to
+    /// the size needed (a share's reductions can be hundreds of MB: no
+    /// doubling and copying on the way).
+    pub fn write_bytes(&self, w: &mut Vec<u8>) {
+        let slot = |s: &Slot| 16 + 40 * s.moments.len() + 8 * (s.bins.len() + s.time.len());
+        w.reserve(
+            8 * (16 + self.edges.len())
+                + self.slots.iter().map(slot).sum::<usize>()
+                + 24 * self.pairs.len(),
+        );
         let put = |w: &mut Vec<u8>, x: u64| w.extend_from_slice(&x.to_le_bytes());
         let putf = |w: &mut Vec<u8>, x: f64| w.extend_from_slice(&x.to_le_bytes());
-        put(&mut w, MAGIC);
-        put(&mut w, self.locations as u64);
-        put(&mut w, self.edges.len() as u64);
+        put(w, MAGIC);
+        put(w, self.locations as u64);
+        put(w, self.edges.len() as u64);
         for &e in &self.edges {
-            put(&mut w, e);
+            put(w, e);
         }
-        put(&mut w, self.overlaps);
+        put(w, self.overlaps);
         match self.first_overlap {
             Some((l, t)) => {
-                put(&mut w, 1);
-                put(&mut w, l as u64);
-                put(&mut w, t);
+                put(w, 1);
+                put(w, l as u64);
+                put(w, t);
             }
             None => {
-                put(&mut w, 0);
-                put(&mut w, 0);
-                put(&mut w, 0);
+                put(w, 0);
+                put(w, 0);
+                put(w, 0);
             }
         }
-        put(&mut w, self.end);
+        put(w, self.end);
         let c = &self.counts;
         for x in [
             c.messages,
@@ -367,33 +381,32 @@ impl<'a> StreamReducer<'a> {
             c.communicators,
             c.counter_samples,
         ] {
-            put(&mut w, x);
+            put(w, x);
         }
-        put(&mut w, self.slots.len() as u64);
+        put(w, self.slots.len() as u64);
         for s in &self.slots {
-            put(&mut w, s.key as u64);
-            put(&mut w, s.intervals);
+            put(w, s.key as u64);
+            put(w, s.intervals);
             for m in &s.moments {
-                put(&mut w, m.origin);
-                putf(&mut w, m.w);
-                putf(&mut w, m.mean);
-                putf(&mut w, m.m2);
-                putf(&mut w, m.m3);
+                put(w, m.origin);
+                putf(w, m.w);
+                putf(w, m.mean);
+                putf(w, m.m2);
+                putf(w, m.m3);
             }
             for &b in &s.bins {
-                put(&mut w, b);
+                put(w, b);
             }
             for &t in &s.time {
-                put(&mut w, t);
+                put(w, t);
             }
         }
-        put(&mut w, self.pairs.len() as u64);
+        put(w, self.pairs.len() as u64);
         for (&k, &(n, b)) in &self.pairs {
-            put(&mut w, k);
-            put(&mut w, n);
-            put(&mut w, b);
+            put(w, k);
+            put(w, n);
+            put(w, b);
         }
-        w
     }
 }
 

@@ -389,7 +389,7 @@ fn merge_shares<'r, 'a, S: Share>(
         &mut state,
         |(share, r)| {
             let mut bytes = share.put();
-            bytes.extend_from_slice(&r.to_bytes());
+            r.write_bytes(&mut bytes);
             bytes
         },
         |(share, r), bytes| {
