@@ -271,25 +271,71 @@ impl<'a> StreamReducer<'a> {
     /// counts and repairs added. Merging shares in file order gives the
     /// whole file's field exactly and its moments to rounding.
     pub fn merge(&mut self, other: StreamParts) -> Result<()> {
-        if other.locations != self.locations || other.edges != self.edges {
+        self.check_same(other.locations, &other.edges)?;
+        for o in &other.slots {
+            self.merge_slot(
+                o.key,
+                o.intervals,
+                o.moments.iter().copied(),
+                o.bins.iter().copied(),
+                o.time.iter().copied(),
+            )?;
+        }
+        self.merge_rest(other)
+    }
+
+    /// [`StreamReducer::merge`] of [`StreamParts::from_bytes`]`(b)`, each
+    /// accumulator added where it is decoded: the share's accumulators
+    /// (locations × states × (48 + 8 × bins) bytes) take no memory of their
+    /// own. Damaged bytes are an error, as there; what was merged before
+    /// the damage stays merged.
+    pub fn merge_bytes(&mut self, b: &[u8]) -> Result<()> {
+        let (rest, slots) = StreamParts::head(b)?;
+        self.check_same(rest.locations, &rest.edges)?;
+        let bins = rest.edges.len().saturating_sub(1);
+        for sb in slots.chunks_exact(slot_len(rest.locations, bins)) {
+            let (key, intervals, m, c, t) = decode_slot(sb, rest.locations, bins)?;
+            self.merge_slot(key, intervals, m, c, t)?;
+        }
+        self.merge_rest(rest)
+    }
+
+    /// Refuses a share of another trace, window or bins.
+    fn check_same(&self, locations: usize, edges: &[Time]) -> Result<()> {
+        if locations != self.locations || edges != self.edges {
             return Err(Error::Invalid(
                 "stream shares of different traces, windows or bins cannot be merged".into(),
             ));
         }
-        for o in other.slots {
-            let i = self.slot(o.key).map_err(Error::Invalid)?;
-            let s = &mut self.slots[i];
-            for (a, b) in s.moments.iter_mut().zip(&o.moments) {
-                *a = a.merge(*b);
-            }
-            for (a, b) in s.bins.iter_mut().zip(&o.bins) {
-                *a += b;
-            }
-            for (a, b) in s.time.iter_mut().zip(&o.time) {
-                *a += b;
-            }
-            s.intervals += o.intervals;
+        Ok(())
+    }
+
+    /// Adds one state's accumulators of another share.
+    fn merge_slot(
+        &mut self,
+        key: u32,
+        intervals: u64,
+        moments: impl Iterator<Item = MomentAcc>,
+        bins: impl Iterator<Item = u64>,
+        time: impl Iterator<Item = u64>,
+    ) -> Result<()> {
+        let i = self.slot(key).map_err(Error::Invalid)?;
+        let s = &mut self.slots[i];
+        for (a, b) in s.moments.iter_mut().zip(moments) {
+            *a = a.merge(b);
         }
+        for (a, b) in s.bins.iter_mut().zip(bins) {
+            *a += b;
+        }
+        for (a, b) in s.time.iter_mut().zip(time) {
+            *a += b;
+        }
+        s.intervals += intervals;
+        Ok(())
+    }
+
+    /// Adds what another share holds besides its accumulators.
+    fn merge_rest(&mut self, other: StreamParts) -> Result<()> {
         for (k, (n, b)) in other.pairs {
             self.add_pair(k, n, b).map_err(Error::Invalid)?;
         }
@@ -428,85 +474,133 @@ impl StreamParts {
     /// Decodes the bytes of a share; damaged or truncated bytes are an
     /// error, never a panic or a huge allocation.
     pub fn from_bytes(b: &[u8]) -> Result<StreamParts> {
+        let (mut parts, slots) = Self::head(b)?;
+        let bins = parts.edges.len().saturating_sub(1);
+        parts.slots = slots
+            .chunks_exact(slot_len(parts.locations, bins))
+            .map(|sb| {
+                let (key, intervals, moments, bins, time) = decode_slot(sb, parts.locations, bins)?;
+                Ok(Slot {
+                    key,
+                    moments: moments.collect(),
+                    bins: bins.collect(),
+                    time: time.collect(),
+                    intervals,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(parts)
+    }
+
+    /// Everything of a share's bytes but its accumulators (`slots` left
+    /// empty), and the accumulators' bytes: whole slots of
+    /// [`slot_len`] bytes.
+    fn head(b: &[u8]) -> Result<(StreamParts, &[u8])> {
         let bad = || Error::Invalid("damaged stream reduction received".into());
         let mut at = 0usize;
-        let mut get = || -> Result<u64> {
-            let x = b.get(at..at + 8).ok_or_else(bad)?;
-            at += 8;
+        let get = |at: &mut usize| -> Result<u64> {
+            let x = b.get(*at..*at + 8).ok_or_else(bad)?;
+            *at += 8;
             Ok(u64::from_le_bytes(x.try_into().map_err(|_| bad())?))
         };
-        if get()? != MAGIC {
+        if get(&mut at)? != MAGIC {
             return Err(bad());
         }
-        let locations = get()? as usize;
-        let ne = get()? as usize;
+        let locations = get(&mut at)? as usize;
+        let ne = get(&mut at)? as usize;
         // every count is bounded by the bytes that must follow it
         if ne > b.len() / 8 || locations > b.len() {
             return Err(bad());
         }
-        let edges = (0..ne).map(|_| get()).collect::<Result<Vec<_>>>()?;
-        let overlaps = get()?;
-        let (has, l, t) = (get()?, get()?, get()?);
+        let edges = (0..ne).map(|_| get(&mut at)).collect::<Result<Vec<_>>>()?;
+        let overlaps = get(&mut at)?;
+        let (has, l, t) = (get(&mut at)?, get(&mut at)?, get(&mut at)?);
         let first_overlap = (has == 1).then_some((l as LocId, t));
-        let end = get()?;
+        let end = get(&mut at)?;
         let counts = Counts {
-            messages: get()?,
-            bytes_sent: get()?,
-            events: get()?,
-            collectives: get()?,
-            communicators: get()?,
-            counter_samples: get()?,
+            messages: get(&mut at)?,
+            bytes_sent: get(&mut at)?,
+            events: get(&mut at)?,
+            collectives: get(&mut at)?,
+            communicators: get(&mut at)?,
+            counter_samples: get(&mut at)?,
         };
-        let ns = get()? as usize;
-        let bins = ne.saturating_sub(1);
-        let per_slot = 16 + locations * (SLOT_BYTES as usize + 8 * bins);
-        if ns.saturating_mul(per_slot) > b.len() {
-            return Err(bad());
-        }
-        let mut slots = Vec::with_capacity(ns);
-        for _ in 0..ns {
-            let key = u32::try_from(get()?).map_err(|_| bad())?;
-            let intervals = get()?;
-            let mut moments = Vec::with_capacity(locations);
-            for _ in 0..locations {
-                moments.push(MomentAcc {
-                    origin: get()?,
-                    w: f64::from_bits(get()?),
-                    mean: f64::from_bits(get()?),
-                    m2: f64::from_bits(get()?),
-                    m3: f64::from_bits(get()?),
-                });
-            }
-            let bins = (0..locations * bins)
-                .map(|_| get())
-                .collect::<Result<Vec<_>>>()?;
-            let time = (0..locations).map(|_| get()).collect::<Result<Vec<_>>>()?;
-            slots.push(Slot {
-                key,
-                moments,
-                bins,
-                time,
-                intervals,
-            });
-        }
-        let np = get()? as usize;
+        let ns = get(&mut at)? as usize;
+        let len = ns
+            .checked_mul(slot_len(locations, ne.saturating_sub(1)))
+            .filter(|&n| n <= b.len().saturating_sub(at))
+            .ok_or_else(bad)?;
+        let slots = &b[at..at + len];
+        at += len;
+        let np = get(&mut at)? as usize;
         if np.saturating_mul(24) > b.len() {
             return Err(bad());
         }
         let pairs = (0..np)
-            .map(|_| Ok((get()?, (get()?, get()?))))
+            .map(|_| Ok((get(&mut at)?, (get(&mut at)?, get(&mut at)?))))
             .collect::<Result<Vec<_>>>()?;
-        Ok(StreamParts {
-            locations,
-            edges,
+        Ok((
+            StreamParts {
+                locations,
+                edges,
+                slots: Vec::new(),
+                overlaps,
+                first_overlap,
+                end,
+                counts,
+                pairs,
+            },
             slots,
-            overlaps,
-            first_overlap,
-            end,
-            counts,
-            pairs,
-        })
+        ))
     }
+}
+
+/// Bytes of one state's accumulators as [`StreamReducer::to_bytes`]
+/// writes them: key and intervals, then per location its moments (40
+/// bytes), its bins and its time.
+fn slot_len(locations: usize, bins: usize) -> usize {
+    16 + locations * (SLOT_BYTES as usize + 8 * bins)
+}
+
+fn le(b: &[u8]) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(x)
+}
+
+/// One state's accumulators from their [`slot_len`] bytes: key, intervals,
+/// and the moments, bins and times of its locations, decoded as they are
+/// read.
+#[allow(clippy::type_complexity)]
+fn decode_slot(
+    sb: &[u8],
+    locations: usize,
+    bins: usize,
+) -> Result<(
+    u32,
+    u64,
+    impl Iterator<Item = MomentAcc> + '_,
+    impl Iterator<Item = u64> + '_,
+    impl Iterator<Item = u64> + '_,
+)> {
+    let key = u32::try_from(le(&sb[0..8]))
+        .map_err(|_| Error::Invalid("damaged stream reduction received".into()))?;
+    let intervals = le(&sb[8..16]);
+    let (moments, rest) = sb[16..].split_at(40 * locations);
+    let (cells, time) = rest.split_at(8 * bins * locations);
+    Ok((
+        key,
+        intervals,
+        moments.chunks_exact(40).map(|m| MomentAcc {
+            origin: le(&m[0..]),
+            w: f64::from_bits(le(&m[8..])),
+            mean: f64::from_bits(le(&m[16..])),
+            m2: f64::from_bits(le(&m[24..])),
+            m3: f64::from_bits(le(&m[32..])),
+        }),
+        cells.chunks_exact(8).map(le),
+        time.chunks_exact(8).map(le),
+    ))
 }
 
 impl IntervalSink for StreamReducer<'_> {
@@ -954,6 +1048,11 @@ mod tests {
             first.busy_field(&mask, &keys).unwrap().values,
             whole.busy_field(&mask, &keys).unwrap().values
         );
+        // merged straight from the bytes: the same reductions, byte for byte
+        let mut direct = reducer(true);
+        feed(&mut direct, 0, 2);
+        direct.merge_bytes(&second.to_bytes()).unwrap();
+        assert_eq!(direct.to_bytes(), first.to_bytes());
     }
 
     #[test]
@@ -967,12 +1066,17 @@ mod tests {
                 StreamParts::from_bytes(&bytes[..cut]).is_err(),
                 "cut at {cut}"
             );
+            assert!(
+                reducer(true).merge_bytes(&bytes[..cut]).is_err(),
+                "cut at {cut}"
+            );
         }
         // a huge count never allocates: bounded by the bytes that follow
         let mut huge = bytes.clone();
         let at = bytes.len() - 8 * (1 + 3 * r.pairs.len());
         huge[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(StreamParts::from_bytes(&huge).is_err());
+        assert!(reducer(true).merge_bytes(&huge).is_err());
     }
 
     /// Records of 37 locations in time order per location, with overlaps

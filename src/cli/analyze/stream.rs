@@ -397,7 +397,7 @@ fn merge_shares<'r, 'a, S: Share>(
             let rest = bytes
                 .get(used..)
                 .ok_or_else(|| anyhow!("damaged share received"))?;
-            r.merge(tapestry::analysis::stream::StreamParts::from_bytes(rest)?)?;
+            r.merge_bytes(rest)?;
             Ok(())
         },
     )?;
