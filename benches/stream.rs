@@ -179,7 +179,6 @@ fn main() {
 /// in the stripes `reduce` takes), merged as rank 0 merges them: the
 /// records reduced.
 fn chrome_shared(p: &Path, n: usize) -> (u64, u64, u64) {
-    use tapestry::analysis::stream::StreamParts;
     use tapestry::readers::chrome::share::{read_share, stripe_for};
     use tapestry::readers::exchange::ThreadExchange;
     let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -201,8 +200,7 @@ fn chrome_shared(p: &Path, n: usize) -> (u64, u64, u64) {
     let mut done = done.into_iter();
     let (share, mut r) = done.next().expect("rank 0");
     for (_, rk) in done {
-        r.merge(StreamParts::from_bytes(&rk.to_bytes()).expect("parts"))
-            .expect("merge");
+        r.merge_bytes(&rk.to_bytes()).expect("merge");
     }
     share
         .finish(&mut r, &ReadOptions::default())

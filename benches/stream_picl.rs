@@ -104,7 +104,6 @@ fn reducer<'a>() -> StreamReducer<'a> {
 /// `reduce` of `p` by `n` processes as threads, merged: the intervals
 /// reduced.
 fn shares(p: &Path, n: usize) -> u64 {
-    use tapestry::analysis::stream::StreamParts;
     use tapestry::readers::exchange::ThreadExchange;
     use tapestry::readers::picl::share::{PiclShare, read_share, stripe_for};
     let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -130,8 +129,7 @@ fn shares(p: &Path, n: usize) -> u64 {
         share
             .merge(PiclShare::from_bytes(&bytes).expect("share bytes").0)
             .expect("merge");
-        r.merge(StreamParts::from_bytes(&rk.to_bytes()).expect("parts"))
-            .expect("merge");
+        r.merge_bytes(&rk.to_bytes()).expect("merge");
     }
     share.finish(&r, &ReadOptions::default()).expect("finish");
     r.records().0

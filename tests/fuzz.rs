@@ -600,7 +600,6 @@ fn chrome_shared(
     mask: &[bool],
     keys: &[(u32, tapestry::model::StateId)],
 ) -> Result<(Vec<f64>, usize), String> {
-    use tapestry::analysis::stream::StreamParts;
     use tapestry::readers::exchange::ThreadExchange;
     let reducer = move || {
         StreamReducer::new(
@@ -632,8 +631,7 @@ fn chrome_shared(
         match &mut first {
             None => first = Some((share, r)),
             Some((_, r0)) => {
-                r0.merge(StreamParts::from_bytes(&r.to_bytes()).map_err(|e| e.to_string())?)
-                    .map_err(|e| e.to_string())?;
+                r0.merge_bytes(&r.to_bytes()).map_err(|e| e.to_string())?;
             }
         }
     }

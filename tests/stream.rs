@@ -673,7 +673,6 @@ fn picl_shared(
     n: usize,
     stripe: u64,
 ) -> Result<[String; 4], String> {
-    use tapestry::analysis::stream::StreamParts;
     use tapestry::readers::exchange::ThreadExchange;
     use tapestry::readers::picl::share::{PiclShare, read_share};
     let ends = ThreadExchange::group(n);
@@ -708,8 +707,7 @@ fn picl_shared(
         let (s, used) = PiclShare::from_bytes(&bytes).unwrap();
         assert_eq!(used, bytes.len());
         share.merge(s).unwrap();
-        r.merge(StreamParts::from_bytes(&rk.to_bytes()).unwrap())
-            .unwrap();
+        r.merge_bytes(&rk.to_bytes()).unwrap();
     }
     let (t, keys) = share.finish(&r, opts).map_err(|e| e.to_string())?;
     Ok(picl_outputs(&r, &t, &keys))

@@ -351,23 +351,15 @@ fn upload_staged(
 ) -> Result<(), GpuError> {
     use rayon::prelude::*;
     // what goes up: each column's bytes, padded to its buffer's size
-    let padded: Vec<Vec<u8>> = columns
-        .iter()
-        .filter(|(b, dst)| (b.len() as u64) < dst.size())
-        .map(|(b, dst)| {
-            let mut v = b.to_vec();
-            v.resize(dst.size() as usize, 0);
-            v
-        })
-        .collect();
-    let mut pad = padded.iter();
-    let sources: Vec<(&[u8], &wgpu::Buffer)> = columns
+    let sources: Vec<(std::borrow::Cow<[u8]>, &wgpu::Buffer)> = columns
         .iter()
         .map(|&(b, dst)| {
             if (b.len() as u64) < dst.size() {
-                (pad.next().map_or(b, |v| v.as_slice()), dst)
+                let mut v = b.to_vec();
+                v.resize(dst.size() as usize, 0);
+                (v.into(), dst)
             } else {
-                (b, dst)
+                (b.into(), dst)
             }
         })
         .collect();
@@ -416,7 +408,7 @@ fn upload_staged(
         let mut plan: Vec<(u64, &[u8], &wgpu::Buffer, u64)> = Vec::new();
         let mut used = 0u64;
         while col < sources.len() && used < stage {
-            let (src, dst) = sources[col];
+            let (src, dst) = (&sources[col].0[..], sources[col].1);
             let take = ((stage - used) as usize).min(src.len() - at);
             if take > 0 {
                 plan.push((used, &src[at..at + take], dst, at as u64));
