@@ -739,8 +739,11 @@ impl LineBlocks {
     /// [`Self::for_each_parallel`] on a plain file: batches of a block per
     /// thread, each cut after the first line end past its nominal start,
     /// read and its lines counted in parallel, then parsed in parallel,
-    /// then consumed in order. A line longer than [`MAX_LINE`] hands the
-    /// rest to the serial reader, which reports it.
+    /// then consumed in order. Two batches are in flight: while one is
+    /// consumed (in order, on this thread), the next is read and parsed
+    /// by the others, so the serial consumer is not a barrier every batch
+    /// waits on. A line longer than [`MAX_LINE`] hands the rest to the
+    /// serial reader, which reports it.
     fn for_each_positional<T, P, C>(&mut self, file: &File, parse: P, mut consume: C) -> Result<()>
     where
         T: Send,
@@ -748,78 +751,58 @@ impl LineBlocks {
         C: FnMut(&Block, T) -> Result<()>,
     {
         let path = self.input.path.clone();
-        let io = |e: std::io::Error, at: u64| {
-            Error::io(
-                &path,
-                std::io::Error::new(e.kind(), format!("{e} (at byte {at})")),
-            )
-        };
-        let end = file.metadata().map_err(|e| io(e, 0))?.len();
+        let end = file
+            .metadata()
+            .map_err(|e| positioned_io(&path, e, 0))?
+            .len();
         // the bytes already read ahead are read again at their positions
         self.carry.clear();
         let k = rayon::current_num_threads().max(2);
         let size = self.block_size as u64;
         let (mut pos, mut line) = (self.next_byte, self.next_line);
         let mut bufs: Vec<Vec<u8>> = std::mem::take(&mut self.spare);
-        while pos < end {
-            let cuts: Vec<Option<u64>> = (1..=k as u64)
-                .into_par_iter()
-                .map(|i| line_start_from(file, pos + i * size, end).map_err(|(e, at)| io(e, at)))
-                .collect::<Result<_>>()?;
-            let mut bounds = vec![pos];
-            for c in cuts {
-                let Some(c) = c else { break };
-                let last = bounds[bounds.len() - 1];
-                bounds.push(c.max(last));
+        // the batch read and parsed, waiting to be consumed
+        let mut pending: Option<(Vec<Block>, Vec<T>)> = None;
+        loop {
+            let more = pos < end;
+            let mine: Vec<Vec<u8>> = bufs.drain(bufs.len().saturating_sub(k)..).collect();
+            let mut next = None;
+            let consumed = rayon::in_place_scope(|s| -> Result<Vec<Vec<u8>>> {
+                if more {
+                    let (next, parse, path) = (&mut next, &parse, &path);
+                    s.spawn(move |_| {
+                        *next = Some(read_batch(
+                            file,
+                            path,
+                            (pos, line, end),
+                            (k, size),
+                            mine,
+                            parse,
+                        ));
+                    });
+                }
+                let mut back = Vec::new();
+                if let Some((blocks, parsed)) = pending.take() {
+                    for (b, p) in blocks.into_iter().zip(parsed) {
+                        consume(&b, p)?;
+                        back.push(b.data);
+                    }
+                }
+                Ok(back)
+            });
+            // the consumed batch's faults come first: it is earlier in the file
+            bufs.extend(consumed?);
+            match next {
+                None => break,
+                Some(next) => match next? {
+                    Some(batch) => {
+                        (pos, line) = (batch.pos, batch.line);
+                        pending = Some((batch.blocks, batch.parsed));
+                    }
+                    // no line end within MAX_LINE of the next cut
+                    None => return self.serial_from(file, pos, line, parse, consume),
+                },
             }
-            if bounds.len() == 1 {
-                // no line end within MAX_LINE of the next cut
-                return self.serial_from(file, pos, line, parse, consume);
-            }
-            let ranges: Vec<(u64, u64)> = bounds
-                .windows(2)
-                .filter(|w| w[1] > w[0])
-                .map(|w| (w[0], w[1]))
-                .collect();
-            // the buffers are sized here, on one thread: allocated from
-            // the parsing threads, they would spread over their heaps
-            let spare: Vec<Vec<u8>> = ranges
-                .iter()
-                .map(|&(a, z)| {
-                    let mut v = bufs.pop().unwrap_or_default();
-                    v.clear();
-                    v.reserve_exact((z - a) as usize);
-                    v
-                })
-                .collect();
-            let read: Vec<(Vec<u8>, u64)> = ranges
-                .par_iter()
-                .zip(spare)
-                .map(|(&(a, z), mut data)| {
-                    use std::os::unix::fs::FileExt;
-                    data.resize((z - a) as usize, 0);
-                    file.read_exact_at(&mut data, a).map_err(|e| io(e, a))?;
-                    let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
-                    Ok((data, lines))
-                })
-                .collect::<Result<_>>()?;
-            let mut blocks = Vec::with_capacity(read.len());
-            for (&(a, z), (data, lines)) in ranges.iter().zip(read) {
-                BYTES_READ.fetch_add(z - a, std::sync::atomic::Ordering::Relaxed);
-                blocks.push(Block {
-                    data,
-                    first_line: line,
-                    first_byte: a,
-                    last: z == end,
-                });
-                line += lines;
-            }
-            let parsed: Vec<T> = blocks.par_iter().map(&parse).collect();
-            for (b, p) in blocks.into_iter().zip(parsed) {
-                consume(&b, p)?;
-                bufs.push(b.data);
-            }
-            pos = bounds[bounds.len() - 1];
         }
         bufs.truncate(k);
         self.spare = bufs;
@@ -882,6 +865,103 @@ impl LineBlocks {
         }
         Ok(())
     }
+}
+
+/// An I/O error of `path` with the byte it was met at.
+fn positioned_io(path: &Path, e: std::io::Error, at: u64) -> Error {
+    Error::io(
+        path,
+        std::io::Error::new(e.kind(), format!("{e} (at byte {at})")),
+    )
+}
+
+/// A batch of [`LineBlocks::for_each_positional`]: its blocks, what
+/// `parse` made of them, and the byte and line it ends before.
+struct PositionalBatch<T> {
+    blocks: Vec<Block>,
+    parsed: Vec<T>,
+    pos: u64,
+    line: u64,
+}
+
+/// Reads the batch from byte `pos` (line `line`) of a file of `end`
+/// bytes: `k` blocks of about `size` bytes, each cut after the first line
+/// end past its nominal start, read into the buffers `bufs` (more are
+/// made) and their lines counted in parallel, then parsed in parallel.
+/// `None` when no line end comes within [`MAX_LINE`] of the first cut.
+fn read_batch<T, P>(
+    file: &File,
+    path: &Path,
+    (pos, mut line, end): (u64, u64, u64),
+    (k, size): (usize, u64),
+    mut bufs: Vec<Vec<u8>>,
+    parse: &P,
+) -> Result<Option<PositionalBatch<T>>>
+where
+    T: Send,
+    P: Fn(&Block) -> T + Sync,
+{
+    let cuts: Vec<Option<u64>> = (1..=k as u64)
+        .into_par_iter()
+        .map(|i| {
+            line_start_from(file, pos + i * size, end).map_err(|(e, at)| positioned_io(path, e, at))
+        })
+        .collect::<Result<_>>()?;
+    let mut bounds = vec![pos];
+    for c in cuts {
+        let Some(c) = c else { break };
+        let last = bounds[bounds.len() - 1];
+        bounds.push(c.max(last));
+    }
+    if bounds.len() == 1 {
+        return Ok(None);
+    }
+    let ranges: Vec<(u64, u64)> = bounds
+        .windows(2)
+        .filter(|w| w[1] > w[0])
+        .map(|w| (w[0], w[1]))
+        .collect();
+    // the buffers are sized here, on one thread: allocated from the
+    // parsing threads, they would spread over their heaps
+    let spare: Vec<Vec<u8>> = ranges
+        .iter()
+        .map(|&(a, z)| {
+            let mut v = bufs.pop().unwrap_or_default();
+            v.clear();
+            v.reserve_exact((z - a) as usize);
+            v
+        })
+        .collect();
+    let read: Vec<(Vec<u8>, u64)> = ranges
+        .par_iter()
+        .zip(spare)
+        .map(|(&(a, z), mut data)| {
+            use std::os::unix::fs::FileExt;
+            data.resize((z - a) as usize, 0);
+            file.read_exact_at(&mut data, a)
+                .map_err(|e| positioned_io(path, e, a))?;
+            let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+            Ok((data, lines))
+        })
+        .collect::<Result<_>>()?;
+    let mut blocks = Vec::with_capacity(read.len());
+    for (&(a, z), (data, lines)) in ranges.iter().zip(read) {
+        BYTES_READ.fetch_add(z - a, std::sync::atomic::Ordering::Relaxed);
+        blocks.push(Block {
+            data,
+            first_line: line,
+            first_byte: a,
+            last: z == end,
+        });
+        line += lines;
+    }
+    let parsed: Vec<T> = blocks.par_iter().map(parse).collect();
+    Ok(Some(PositionalBatch {
+        blocks,
+        parsed,
+        pos: bounds[bounds.len() - 1],
+        line,
+    }))
 }
 
 /// Where the first line that starts at or after byte `at` starts: just
@@ -984,6 +1064,51 @@ mod tests {
         )
         .unwrap();
         assert_eq!(seen, (0..5000).collect::<Vec<_>>());
+    }
+
+    /// A consumer's error ends the reading there: no later block is
+    /// consumed (the next batch, read and parsed meanwhile, is dropped),
+    /// whatever the threads and block sizes.
+    #[test]
+    fn a_consumer_error_stops_in_file_order() {
+        let mut text = Vec::new();
+        for i in 0..3000 {
+            writeln!(text, "{i}").unwrap();
+        }
+        let (_d, p) = input_from(&text, false);
+        for threads in [1, 2, 4] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for size in [16usize, 64, 1000] {
+                let mut lb = LineBlocks::with_block_size(open(&p).unwrap(), size);
+                let mut seen = Vec::new();
+                let r = pool.install(|| {
+                    lb.for_each_parallel(
+                        |b| {
+                            b.lines()
+                                .map(|(_, _, l)| std::str::from_utf8(l).unwrap().parse().unwrap())
+                                .collect::<Vec<u32>>()
+                        },
+                        |_, v| {
+                            if v.contains(&1500) {
+                                return Err(Error::Invalid("stop at 1500".into()));
+                            }
+                            seen.extend(v);
+                            Ok(())
+                        },
+                    )
+                });
+                assert!(r.is_err(), "{threads} threads, blocks of {size}");
+                // every line before the failing block, none after it
+                let n = seen.len() as u32;
+                assert_eq!(seen, (0..n).collect::<Vec<_>>());
+                // (lines from 1000 on take 5 bytes: a block holds at most
+                // size / 5 + 2 of them)
+                assert!(n <= 1500 && 1500 - n <= size as u32 / 5 + 2, "{n}");
+            }
+        }
     }
 
     /// Reading at positions in parallel (plain files) gives the lines,

@@ -893,11 +893,14 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
     Ok(())
 }
 
-/// Reads the events of the file at `path` in file order: a batch is
-/// parsed in parallel, then its events go to `take` one by one. Three
-/// stages overlap: the splitter reads ahead while one batch is parsed and,
-/// after it, while its events are taken; splitting is then off the serial
-/// path. The splitter at the end (what it found past the last event).
+/// Reads the events of the file at `path` in file order, a batch at a
+/// time: each batch is cut into [`PIPELINE_CHUNKS`] runs of events, and
+/// while one run's events go to `take` one by one (in file order, on one
+/// thread), the next run is parsed in parallel by the others; the
+/// splitter reads up to two batches ahead meanwhile. The serial chain of
+/// a batch is then its intake alone, where it was a parse (of all of its
+/// events, every thread waiting at its end) and then the intake. The
+/// splitter at the end (what it found past the last event).
 fn for_each_event(
     path: &Path,
     reader: Box<dyn std::io::Read + Send>,
@@ -906,35 +909,53 @@ fn for_each_event(
     let mut ahead = ReadAhead::new(Splitter::new(path, reader));
     while let Some(batch) = ahead.next() {
         let batch = batch?;
-        let ((), parsed) = rayon::join(
-            || ahead.top_up(),
-            || {
-                batch
-                    .spans
-                    .par_iter()
-                    .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
-                    .collect::<Vec<_>>()
-            },
-        );
-        let ((), taken) = rayon::join(
-            || ahead.top_up(),
-            || -> Result<()> {
-                for (k, ev) in parsed.into_iter().enumerate() {
-                    match ev {
-                        Ok(ev) => take(ev, &batch)?,
-                        Err(msg) => {
-                            let pos = batch.position(batch.spans[k].0 as usize);
-                            return Err(Error::parse(path, pos, msg));
+        let runs = pipeline_runs(batch.spans.len());
+        let parse = |r: &std::ops::Range<usize>| -> Vec<std::result::Result<Ev, String>> {
+            batch.spans[r.clone()]
+                .par_iter()
+                .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
+                .collect()
+        };
+        let ((), mut parsed) = rayon::join(|| ahead.top_up(), || parse(&runs[0]));
+        for (j, run) in runs.iter().enumerate() {
+            let (taken, (_, next)) = rayon::join(
+                || -> Result<()> {
+                    for (k, ev) in std::mem::take(&mut parsed).into_iter().enumerate() {
+                        match ev {
+                            Ok(ev) => take(ev, &batch)?,
+                            Err(msg) => {
+                                let pos = batch.position(batch.spans[run.start + k].0 as usize);
+                                return Err(Error::parse(path, pos, msg));
+                            }
                         }
                     }
-                }
-                Ok(())
-            },
-        );
-        taken?;
+                    Ok(())
+                },
+                || rayon::join(|| ahead.top_up(), || runs.get(j + 1).map(parse)),
+            );
+            taken?;
+            parsed = next.unwrap_or_default();
+        }
         ahead.split.recycle(batch.data);
     }
     Ok(ahead.split)
+}
+
+/// Runs of a batch's events in [`for_each_event`]'s pipeline (at most
+/// this many).
+const PIPELINE_CHUNKS: usize = 8;
+
+/// The runs of `n` events: up to [`PIPELINE_CHUNKS`] of about equal
+/// length, none shorter than 256 events unless there is one (the empty
+/// run when `n` is 0).
+fn pipeline_runs(n: usize) -> Vec<std::ops::Range<usize>> {
+    let k = (n / 256).clamp(1, PIPELINE_CHUNKS);
+    let per = n.div_ceil(k).max(1);
+    let mut runs: Vec<_> = (0..n).step_by(per).map(|a| a..(a + per).min(n)).collect();
+    if runs.is_empty() {
+        runs.push(0..0);
+    }
+    runs
 }
 
 /// The repairs and ignored events met while the events were taken: the
@@ -1382,6 +1403,23 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipeline_runs_cover_a_batch_in_order() {
+        for n in [0usize, 1, 255, 256, 511, 512, 2047, 2048, 10_000, 65_537] {
+            let runs = pipeline_runs(n);
+            assert!(!runs.is_empty() && runs.len() <= PIPELINE_CHUNKS, "{n}");
+            assert_eq!(runs[0].start, 0);
+            assert_eq!(runs[runs.len() - 1].end, n);
+            for w in runs.windows(2) {
+                assert_eq!(w[0].end, w[1].start, "{n}");
+                assert!(!w[1].is_empty());
+            }
+            if n >= 256 * PIPELINE_CHUNKS {
+                assert_eq!(runs.len(), PIPELINE_CHUNKS, "{n}");
+            }
+        }
+    }
 
     /// Many batches through the three overlapping stages: every event is
     /// taken, and of two faults the earlier in the file is the one

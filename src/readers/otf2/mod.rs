@@ -1467,6 +1467,18 @@ struct Ranks<'d> {
     world: HashMap<u8, &'d Vec<u64>>,
 }
 
+/// The last communicator [`Ranks::location_in`] resolved (messages mostly
+/// use one): its id and its ranks (`None`: a `COMM_SELF` group).
+type LastComm<'d> = Option<(u32, Option<CommRanks<'d>>)>;
+
+/// A communicator's ranks: its group's members (indices into its
+/// paradigm's world) and that world's locations.
+#[derive(Clone, Copy)]
+struct CommRanks<'d> {
+    members: &'d [u64],
+    world: &'d [u64],
+}
+
 impl<'d> Ranks<'d> {
     fn new(defs: &'d Defs) -> Self {
         let world = defs
@@ -1478,16 +1490,41 @@ impl<'d> Ranks<'d> {
         Ranks { defs, world }
     }
 
-    /// The location of rank `rank` of `comm`, seen from location `me`.
-    fn location(&self, comm: u32, rank: u32, me: u64) -> Option<u64> {
+    /// The ranks of `comm`: `Some(None)` for a `COMM_SELF` group, `None`
+    /// when the definitions do not resolve it.
+    fn resolve(&self, comm: u32) -> Option<Option<CommRanks<'d>>> {
         let (_, group) = self.defs.comms.get(&comm)?;
         let (ty, paradigm, members) = self.defs.groups.get(group)?;
         if *ty as u32 == ffi::OTF2_GROUP_TYPE_COMM_SELF {
-            return Some(me);
+            return Some(None);
         }
         let world = self.world.get(paradigm)?;
-        let idx = *members.get(rank as usize)?;
-        world.get(idx as usize).copied()
+        Some(Some(CommRanks { members, world }))
+    }
+
+    /// The location of rank `rank` of `comm`, seen from location `me`.
+    fn location(&self, comm: u32, rank: u32, me: u64) -> Option<u64> {
+        self.location_in(&mut None, comm, rank, me)
+    }
+
+    /// [`Self::location`], the communicator resolved again only when it
+    /// is not the `last` one.
+    fn location_in(&self, last: &mut LastComm<'d>, comm: u32, rank: u32, me: u64) -> Option<u64> {
+        let ranks = match *last {
+            Some((c, r)) if c == comm => r,
+            _ => {
+                let r = self.resolve(comm)?;
+                *last = Some((comm, r));
+                r
+            }
+        };
+        match ranks {
+            None => Some(me),
+            Some(r) => {
+                let idx = *r.members.get(rank as usize)?;
+                r.world.get(idx as usize).copied()
+            }
+        }
     }
 }
 
@@ -1644,16 +1681,17 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
 
     // (sender, receiver, communicator, tag), time, bytes
     let ranks = Ranks::new(&defs);
+    let mut last = None;
     let mut sends = Vec::with_capacity(ev.sends.len());
     for &(t, loc, peer, comm, tag, len) in &ev.sends {
-        match ranks.location(comm, peer, loc) {
+        match ranks.location_in(&mut last, comm, peer, loc) {
             Some(dst) => sends.push(((loc, dst, comm, tag), t, len)),
             None => rep.unmatched_message += 1,
         }
     }
     let mut recvs = Vec::with_capacity(ev.recvs.len());
     for &(t, loc, peer, comm, tag, len) in &ev.recvs {
-        match ranks.location(comm, peer, loc) {
+        match ranks.location_in(&mut last, comm, peer, loc) {
             Some(src) => recvs.push(((src, loc, comm, tag), t, len)),
             None => rep.unmatched_message += 1,
         }
@@ -1690,15 +1728,25 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
             if root == UNDEF32 { -1 } else { root as i64 },
         );
     }
+    // each member's counter named once, at its first sample (the
+    // counters in the order of first appearance, as before): no name
+    // built and looked up per sample
+    let mut counter_of: HashMap<u32, u32> = HashMap::default();
+    b.counters.reserve(ev.metrics.len());
     for &(l, t, member, x) in &ev.metrics {
         let Some(&loc) = loc_of.get(&l) else { continue };
-        let (n, u) = metric_name(&defs, member, &name);
-        let c = b.counter_def(&n, &u);
+        let c = *counter_of.entry(member).or_insert_with(|| {
+            let (n, u) = metric_name(&defs, member, &name);
+            b.counter_def(&n, &u)
+        });
         b.counter(loc, c, ns(t), x);
     }
+    let mut kind_of: HashMap<u8, u32> = HashMap::default();
     for &(l, t, kind, v) in &ev.markers {
         let Some(&loc) = loc_of.get(&l) else { continue };
-        let k = b.event_types.intern(marker_name(kind));
+        let k = *kind_of
+            .entry(kind)
+            .or_insert_with(|| b.event_types.intern(marker_name(kind)));
         b.event(loc, ns(t), k, v);
     }
     rep.report(&mut b, path)?;
