@@ -896,11 +896,11 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
 /// Reads the events of the file at `path` in file order, a batch at a
 /// time: each batch is cut into [`PIPELINE_CHUNKS`] runs of events, and
 /// while one run's events go to `take` one by one (in file order, on one
-/// thread), the next run is parsed in parallel by the others; the
-/// splitter reads up to two batches ahead meanwhile. The serial chain of
-/// a batch is then its intake alone, where it was a parse (of all of its
-/// events, every thread waiting at its end) and then the intake. The
-/// splitter at the end (what it found past the last event).
+/// thread), the next run is parsed in parallel by the others. The splitter
+/// reads up to two batches ahead meanwhile, beside the whole batch's work.
+/// The serial chain of a batch is then its intake alone, where it was a
+/// parse (of all of its events, every thread waiting at its end) and then
+/// the intake. The splitter at the end (what it found past the last event).
 fn for_each_event(
     path: &Path,
     reader: Box<dyn std::io::Read + Send>,
@@ -909,36 +909,54 @@ fn for_each_event(
     let mut ahead = ReadAhead::new(Splitter::new(path, reader));
     while let Some(batch) = ahead.next() {
         let batch = batch?;
-        let runs = pipeline_runs(batch.spans.len());
-        let parse = |r: &std::ops::Range<usize>| -> Vec<std::result::Result<Ev, String>> {
-            batch.spans[r.clone()]
-                .par_iter()
-                .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
-                .collect()
-        };
-        let ((), mut parsed) = rayon::join(|| ahead.top_up(), || parse(&runs[0]));
-        for (j, run) in runs.iter().enumerate() {
-            let (taken, (_, next)) = rayon::join(
-                || -> Result<()> {
-                    for (k, ev) in std::mem::take(&mut parsed).into_iter().enumerate() {
-                        match ev {
-                            Ok(ev) => take(ev, &batch)?,
-                            Err(msg) => {
-                                let pos = batch.position(batch.spans[run.start + k].0 as usize);
-                                return Err(Error::parse(path, pos, msg));
-                            }
-                        }
-                    }
-                    Ok(())
-                },
-                || rayon::join(|| ahead.top_up(), || runs.get(j + 1).map(parse)),
-            );
-            taken?;
-            parsed = next.unwrap_or_default();
-        }
+        let ((), taken) = rayon::join(
+            || {
+                ahead.top_up();
+                ahead.top_up();
+            },
+            || take_batch(path, &batch, &mut take),
+        );
+        taken?;
         ahead.split.recycle(batch.data);
     }
     Ok(ahead.split)
+}
+
+/// The events of `batch` to `take` in file order, each run's intake
+/// overlapping the parse of the next run ([`for_each_event`]).
+fn take_batch(
+    path: &Path,
+    batch: &Batch,
+    take: &mut (impl FnMut(Ev, &Batch) -> Result<()> + Send),
+) -> Result<()> {
+    let runs = pipeline_runs(batch.spans.len());
+    let parse = |r: &std::ops::Range<usize>| -> Vec<std::result::Result<Ev, String>> {
+        batch.spans[r.clone()]
+            .par_iter()
+            .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
+            .collect()
+    };
+    let mut parsed = parse(&runs[0]);
+    for (j, run) in runs.iter().enumerate() {
+        let (taken, next) = rayon::join(
+            || -> Result<()> {
+                for (k, ev) in std::mem::take(&mut parsed).into_iter().enumerate() {
+                    match ev {
+                        Ok(ev) => take(ev, batch)?,
+                        Err(msg) => {
+                            let pos = batch.position(batch.spans[run.start + k].0 as usize);
+                            return Err(Error::parse(path, pos, msg));
+                        }
+                    }
+                }
+                Ok(())
+            },
+            || runs.get(j + 1).map(parse),
+        );
+        taken?;
+        parsed = next.unwrap_or_default();
+    }
+    Ok(())
 }
 
 /// Runs of a batch's events in [`for_each_event`]'s pipeline (at most
