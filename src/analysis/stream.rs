@@ -390,10 +390,10 @@ impl<'a> StreamReducer<'a> {
     /// the size needed (a share's reductions can be hundreds of MB: no
     /// doubling and copying on the way).
     pub fn write_bytes(&self, w: &mut Vec<u8>) {
-        let slot = |s: &Slot| 16 + 40 * s.moments.len() + 8 * (s.bins.len() + s.time.len());
+        let bins = self.edges.len().saturating_sub(1);
         w.reserve(
             8 * (16 + self.edges.len())
-                + self.slots.iter().map(slot).sum::<usize>()
+                + self.slots.len() * slot_len(self.locations, bins)
                 + 24 * self.pairs.len(),
         );
         let put = |w: &mut Vec<u8>, x: u64| w.extend_from_slice(&x.to_le_bytes());

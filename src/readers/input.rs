@@ -1045,13 +1045,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn parallel_batches_keep_order() {
+    /// A plain file of the numbers `0..n`, one a line.
+    fn numbered_lines(n: u32) -> (tempfile::TempDir, PathBuf) {
         let mut text = Vec::new();
-        for i in 0..5000 {
+        for i in 0..n {
             writeln!(text, "{i}").unwrap();
         }
-        let (_d, p) = input_from(&text, false);
+        input_from(&text, false)
+    }
+
+    #[test]
+    fn parallel_batches_keep_order() {
+        let (_d, p) = numbered_lines(5000);
         let mut lb = LineBlocks::with_block_size(open(&p).unwrap(), 64);
         let mut seen = Vec::new();
         lb.for_each_parallel(
@@ -1074,11 +1079,7 @@ mod tests {
     /// whatever the threads and block sizes.
     #[test]
     fn a_consumer_error_stops_in_file_order() {
-        let mut text = Vec::new();
-        for i in 0..3000 {
-            writeln!(text, "{i}").unwrap();
-        }
-        let (_d, p) = input_from(&text, false);
+        let (_d, p) = numbered_lines(3000);
         for threads in [1, 2, 4] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)

@@ -354,28 +354,29 @@ impl Share for tapestry::readers::paraver::ShareSeen {
     }
 }
 
-impl Share for tapestry::readers::picl::share::PiclShare {
-    fn put(&self) -> Vec<u8> {
-        self.to_bytes()
-    }
-    fn take(&mut self, b: &[u8]) -> Result<usize> {
-        let (s, used) = Self::from_bytes(b)?;
-        self.merge(s)?;
-        Ok(used)
-    }
+/// [`Share`] for a reader's share that says itself as bytes (`to_bytes`,
+/// `from_bytes`) and merges another (`merge`).
+macro_rules! share_through_bytes {
+    ($($(#[$m:meta])* $t:ty),* $(,)?) => {$(
+        $(#[$m])*
+        impl Share for $t {
+            fn put(&self) -> Vec<u8> {
+                self.to_bytes()
+            }
+            fn take(&mut self, b: &[u8]) -> Result<usize> {
+                let (s, used) = Self::from_bytes(b)?;
+                self.merge(s)?;
+                Ok(used)
+            }
+        }
+    )*};
 }
 
-#[cfg(feature = "otf2")]
-impl Share for tapestry::readers::otf2::stream::Otf2Share {
-    fn put(&self) -> Vec<u8> {
-        self.to_bytes()
-    }
-    fn take(&mut self, b: &[u8]) -> Result<usize> {
-        let (s, used) = Self::from_bytes(b)?;
-        self.merge(s)?;
-        Ok(used)
-    }
-}
+share_through_bytes!(
+    tapestry::readers::picl::share::PiclShare,
+    #[cfg(feature = "otf2")]
+    tapestry::readers::otf2::stream::Otf2Share,
+);
 
 /// Every process's share and reductions merged into rank 0's along the
 /// tree ([`World::merge_tree`]): rank 0 gets them back, the others `None`.
