@@ -837,33 +837,66 @@ impl LineBlocks {
         self.for_each_serial(parse, consume)
     }
 
-    /// Parses all remaining blocks in parallel with `parse`, reading the next
-    /// batch while the current one is parsed, and hands each block with its
-    /// result to `consume` in file order.
+    /// Parses all remaining blocks in parallel with `parse` and hands each
+    /// block with its result to `consume` in file order, in three stages
+    /// that overlap: while one batch (a block per thread) is consumed on
+    /// this thread, the next is parsed by the pool and the one after it
+    /// read (decompressed, for gzip) by one thread. The serial consumer is
+    /// thus not a barrier that the parse and the read wait on, as the
+    /// positional path ([`Self::for_each_positional`]) has it. A read error
+    /// comes out after every block before it was consumed; a consumer's
+    /// error stops everything after it.
     fn for_each_serial<T, P, C>(&mut self, parse: P, mut consume: C) -> Result<()>
     where
         T: Send,
         P: Fn(&Block) -> T + Sync,
         C: FnMut(&Block, T) -> Result<()>,
     {
-        // a batch per thread: two batches in flight (one parsed, the next
-        // read), their file blocks used again
         let k = rayon::current_num_threads().max(2);
-        let mut cur = self.next_batch(k)?;
-        while !cur.is_empty() {
-            let (next, parsed) = rayon::join(
-                || self.next_batch(k),
-                || cur.par_iter().map(&parse).collect::<Vec<T>>(),
-            );
-            for (b, p) in cur.into_iter().zip(parsed) {
-                consume(&b, p)?;
+        let mut to_parse = self.next_batch(k)?;
+        let mut to_consume: Option<(Vec<Block>, Vec<T>)> = None;
+        let mut read_error: Option<Error> = None;
+        while !to_parse.is_empty() || to_consume.is_some() {
+            let mut read = None;
+            let mut parsed = None;
+            let reading = !to_parse.is_empty() && read_error.is_none();
+            let consumed = rayon::in_place_scope(|s| -> Result<Vec<Vec<u8>>> {
+                // the read first: the longest stage, started before the
+                // parse's jobs can take every thread
+                if reading {
+                    let (this, read) = (&mut *self, &mut read);
+                    s.spawn(move |_| *read = Some(this.next_batch(k)));
+                }
+                if !to_parse.is_empty() {
+                    let (blocks, parsed, parse) =
+                        (std::mem::take(&mut to_parse), &mut parsed, &parse);
+                    s.spawn(move |_| {
+                        let p: Vec<T> = blocks.par_iter().map(parse).collect();
+                        *parsed = Some((blocks, p));
+                    });
+                }
+                let mut back = Vec::new();
+                if let Some((blocks, parsed)) = to_consume.take() {
+                    for (b, p) in blocks.into_iter().zip(parsed) {
+                        consume(&b, p)?;
+                        back.push(b.data);
+                    }
+                }
+                Ok(back)
+            });
+            for data in consumed? {
                 if self.spare.len() < k {
-                    self.spare.push(b.data);
+                    self.spare.push(data);
                 }
             }
-            cur = next?;
+            to_consume = parsed;
+            match read {
+                Some(Ok(blocks)) => to_parse = blocks,
+                Some(Err(e)) => read_error = Some(e),
+                None => {}
+            }
         }
-        Ok(())
+        read_error.map_or(Ok(()), Err)
     }
 }
 
