@@ -57,17 +57,27 @@ impl Default for IntervalBlock {
 impl IntervalBlock {
     /// `v` grouped by location (stable) when it has at least 4 records per
     /// location of `0..nloc` on average and all its locations are below
-    /// `nloc`; otherwise as it is.
-    pub(crate) fn from_records(v: Vec<RawInterval>, nloc: usize) -> IntervalBlock {
+    /// `nloc`, with `v` given back (its records copied into columns, for
+    /// the caller to use again); otherwise as it is.
+    pub(crate) fn group(
+        v: Vec<RawInterval>,
+        nloc: usize,
+    ) -> (IntervalBlock, Option<Vec<RawInterval>>) {
+        match Self::grouped(&v, nloc) {
+            Some(g) => (IntervalBlock::Grouped(g), Some(v)),
+            None => (IntervalBlock::Records(v), None),
+        }
+    }
+
+    /// `v` grouped by location, unless it has fewer than 4 records per
+    /// location or a location outside `0..nloc`.
+    fn grouped(v: &[RawInterval], nloc: usize) -> Option<GroupedIntervals> {
         if nloc == 0 || v.len() / 4 < nloc || v.len() > u32::MAX as usize {
-            return IntervalBlock::Records(v);
+            return None;
         }
         let mut count = vec![0u32; nloc];
-        for r in &v {
-            match count.get_mut(r.loc as usize) {
-                Some(c) => *c += 1,
-                None => return IntervalBlock::Records(v),
-            }
+        for r in v {
+            *count.get_mut(r.loc as usize)? += 1;
         }
         let mut runs = Vec::new();
         let mut at = 0u32;
@@ -86,7 +96,7 @@ impl IntervalBlock {
             end: vec![0; n],
             state: vec![0; n],
         };
-        for r in &v {
+        for r in v {
             let k = &mut count[r.loc as usize];
             let i = *k as usize;
             g.start[i] = r.start;
@@ -94,7 +104,7 @@ impl IntervalBlock {
             g.state[i] = r.state;
             *k += 1;
         }
-        IntervalBlock::Grouped(g)
+        Some(g)
     }
 
     /// A copy of `v`, of exactly its size, as runs of consecutive records
@@ -1375,7 +1385,7 @@ mod tests {
                     blocks.iter().cloned().map(IntervalBlock::Records).collect(),
                     blocks
                         .iter()
-                        .map(|b| IntervalBlock::from_records(b.clone(), nloc))
+                        .map(|b| IntervalBlock::group(b.clone(), nloc).0)
                         .collect(),
                     blocks
                         .iter()
@@ -1384,7 +1394,7 @@ mod tests {
                             if i % 3 == 0 {
                                 IntervalBlock::Records(b.clone())
                             } else {
-                                IntervalBlock::from_records(b.clone(), nloc)
+                                IntervalBlock::group(b.clone(), nloc).0
                             }
                         })
                         .collect(),

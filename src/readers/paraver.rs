@@ -299,6 +299,51 @@ struct Chunk {
     truncated: bool,
 }
 
+/// The vectors of blocks whose records were copied on (to the model's
+/// columns or its message and event lists), used again by later blocks:
+/// a fresh vector faults its pages in anew and copies itself as it grows
+/// (together 17 % of a one-core read's page faults).
+#[derive(Default)]
+struct SpareVecs(std::sync::Mutex<Spare>);
+
+#[derive(Default)]
+struct Spare {
+    intervals: Vec<Vec<RawInterval>>,
+    events: Vec<Vec<RawEvent>>,
+    messages: Vec<Vec<RawMessage>>,
+}
+
+/// Vectors kept of each kind: two batches in flight, a block per thread.
+fn spare_cap() -> usize {
+    2 * rayon::current_num_threads().max(2)
+}
+
+impl SpareVecs {
+    /// An empty chunk with the room of earlier blocks' vectors.
+    fn chunk(&self) -> Chunk {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Chunk {
+            intervals: s.intervals.pop().unwrap_or_default(),
+            events: s.events.pop().unwrap_or_default(),
+            messages: s.messages.pop().unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    /// Keeps `v` (emptied) for a later block.
+    fn give<T>(&self, kind: impl FnOnce(&mut Spare) -> &mut Vec<Vec<T>>, mut v: Vec<T>) {
+        if v.capacity() == 0 {
+            return;
+        }
+        v.clear();
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let list = kind(&mut s);
+        if list.len() < spare_cap() {
+            list.push(v);
+        }
+    }
+}
+
 struct Fields<'a> {
     s: &'a [u8],
     pos: usize,
@@ -636,7 +681,12 @@ fn parse_record(
 }
 
 fn parse_block(block: &Block, ctx: &Ctx) -> Chunk {
-    let mut out = Chunk::default();
+    parse_block_into(block, ctx, Chunk::default())
+}
+
+/// [`parse_block`] into `out`'s vectors (empty, perhaps with room from an
+/// earlier block).
+fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
     let mut last_state = u32::MAX;
     let mut last_type = u32::MAX;
     for (line_no, byte, line) in block.lines() {
@@ -803,21 +853,28 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let src = path.to_path_buf();
     // the provisional location ids are 0..declared
     let declared_ids = usize::try_from(declared).unwrap_or(usize::MAX);
+    let spare = SpareVecs::default();
     {
         let b = &mut b;
         blocks.for_each_parallel(
             |block| {
                 // grouped by location in the parsing thread where the block
                 // has many records per location (4 bytes less a record)
-                let mut chunk = parse_block(block, &ctx);
+                let mut chunk = parse_block_into(block, &ctx, spare.chunk());
                 let recs = std::mem::take(&mut chunk.intervals);
-                (chunk, IntervalBlock::from_records(recs, declared_ids))
+                let (grouped, copied) = IntervalBlock::group(recs, declared_ids);
+                if let Some(v) = copied {
+                    spare.give(|s| &mut s.intervals, v);
+                }
+                (chunk, grouped)
             },
             |_block, (chunk, intervals)| {
                 chunk_error(&chunk, b, &damage, &src)?;
                 b.add_interval_block(intervals);
                 b.events.extend_from_slice(&chunk.events);
                 b.messages.extend_from_slice(&chunk.messages);
+                spare.give(|s| &mut s.events, chunk.events);
+                spare.give(|s| &mut s.messages, chunk.messages);
                 b.collectives.extend_from_slice(&chunk.collectives);
                 b.communicators.extend(chunk.comms);
                 state_values.extend(chunk.state_values);
