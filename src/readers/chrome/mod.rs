@@ -907,47 +907,54 @@ fn for_each_event(
     mut take: impl FnMut(Ev, &Batch) -> Result<()> + Send,
 ) -> Result<Splitter> {
     let mut ahead = ReadAhead::new(Splitter::new(path, reader));
+    let mut all = Vec::new();
     while let Some(batch) = ahead.next() {
         let batch = batch?;
+        all.clear();
+        all.extend(0..batch.spans.len());
         let ((), taken) = rayon::join(
             || {
                 ahead.top_up();
                 ahead.top_up();
             },
-            || take_batch(path, &batch, &mut take),
+            || take_batch(path, &batch, &all, &mut |_, ev| take(ev, &batch)),
         );
-        taken?;
+        taken.map_err(|(_, e)| e)?;
         ahead.split.recycle(batch.data);
     }
     Ok(ahead.split)
 }
 
-/// The events of `batch` to `take` in file order, each run's intake
-/// overlapping the parse of the next run ([`for_each_event`]).
+/// The events `which` (indices of `batch.spans`, increasing) of `batch`
+/// to `take` in that order, with their index, each run's intake
+/// overlapping the parse of the next run ([`for_each_event`]). An error
+/// comes with the index of the event it was met at.
 fn take_batch(
     path: &Path,
     batch: &Batch,
-    take: &mut (impl FnMut(Ev, &Batch) -> Result<()> + Send),
-) -> Result<()> {
-    let runs = pipeline_runs(batch.spans.len());
+    which: &[usize],
+    take: &mut (impl FnMut(usize, Ev) -> Result<()> + Send),
+) -> std::result::Result<(), (usize, Error)> {
+    let runs = pipeline_runs(which.len());
     let parse = |r: &std::ops::Range<usize>| -> Vec<std::result::Result<Ev, String>> {
-        batch.spans[r.clone()]
+        which[r.clone()]
             .par_iter()
-            .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
+            .map(|&k| {
+                let (s, e) = batch.spans[k];
+                parse_event(&batch.data[s as usize..e as usize], s as usize)
+            })
             .collect()
     };
     let mut parsed = parse(&runs[0]);
     for (j, run) in runs.iter().enumerate() {
         let (taken, next) = rayon::join(
-            || -> Result<()> {
-                for (k, ev) in std::mem::take(&mut parsed).into_iter().enumerate() {
-                    match ev {
-                        Ok(ev) => take(ev, batch)?,
-                        Err(msg) => {
-                            let pos = batch.position(batch.spans[run.start + k].0 as usize);
-                            return Err(Error::parse(path, pos, msg));
-                        }
-                    }
+            || -> std::result::Result<(), (usize, Error)> {
+                for (&k, ev) in which[run.clone()].iter().zip(std::mem::take(&mut parsed)) {
+                    let ev = ev.map_err(|msg| {
+                        let pos = batch.position(batch.spans[k].0 as usize);
+                        (k, Error::parse(path, pos, msg))
+                    })?;
+                    take(k, ev).map_err(|e| (k, e))?;
                 }
                 Ok(())
             },

@@ -45,6 +45,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::stream::{Count, Flows, Marks, Placed, ThreadStream, Watermarks, epoch, place};
 use super::{
     Acc, Batch, Ev, Flow, Nesting, input, intake, parse_event, report_intake, report_orphans,
+    take_batch,
 };
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
@@ -125,7 +126,7 @@ fn for_each_own(
     reader: Box<dyn std::io::Read + Send>,
     (stripe, rank, n): (u64, usize, usize),
     own_bytes: &mut Vec<StripeBytes>,
-    mut take: impl FnMut(u64, Ev, &Batch, &[u8]) -> Result<()>,
+    mut take: impl FnMut(u64, Ev, &Batch, &[u8]) -> Result<()> + Send,
 ) -> std::result::Result<(Splitter, u64), (u64, Error)> {
     let n64 = n.max(1) as u64;
     let mine = |seq: u64| u64::from(stripe_of(seq, stripe)) % n64 == rank as u64;
@@ -137,40 +138,38 @@ fn for_each_own(
         let own: Vec<usize> = (0..batch.spans.len())
             .filter(|&k| mine(before + k as u64 + 1))
             .collect();
-        let ((), parsed) = rayon::join(
-            || ahead.top_up(),
+        // the next batches read beside this one's parse and intake, whose
+        // runs overlap ([`take_batch`])
+        let ((), taken) = rayon::join(
             || {
-                own.par_iter()
-                    .map(|&k| {
-                        let (s, e) = batch.spans[k];
-                        parse_event(&batch.data[s as usize..e as usize], s as usize)
-                    })
-                    .collect::<Vec<_>>()
+                ahead.top_up();
+                ahead.top_up();
+            },
+            || {
+                take_batch(path, &batch, &own, &mut |k, ev| {
+                    let seq = before + k as u64 + 1;
+                    let (s, e) = batch.spans[k];
+                    let (at, to) = (batch.base + u64::from(s), batch.base + u64::from(e));
+                    match own_bytes.last_mut() {
+                        Some(b) if b.stripe == stripe_of(seq, stripe) => {
+                            b.end = to;
+                            b.events += 1;
+                        }
+                        _ => own_bytes.push(StripeBytes {
+                            stripe: stripe_of(seq, stripe),
+                            first: seq,
+                            start: at,
+                            end: to,
+                            line: batch.position(s as usize).line.unwrap_or(1),
+                            events: 1,
+                        }),
+                    }
+                    let text = &batch.data[s as usize..e as usize];
+                    take(seq, ev, &batch, text)
+                })
             },
         );
-        for (&k, ev) in own.iter().zip(parsed) {
-            let seq = before + k as u64 + 1;
-            let (s, e) = batch.spans[k];
-            let ev =
-                ev.map_err(|msg| (seq, Error::parse(path, batch.position(s as usize), msg)))?;
-            let (at, to) = (batch.base + u64::from(s), batch.base + u64::from(e));
-            match own_bytes.last_mut() {
-                Some(b) if b.stripe == stripe_of(seq, stripe) => {
-                    b.end = to;
-                    b.events += 1;
-                }
-                _ => own_bytes.push(StripeBytes {
-                    stripe: stripe_of(seq, stripe),
-                    first: seq,
-                    start: at,
-                    end: to,
-                    line: batch.position(s as usize).line.unwrap_or(1),
-                    events: 1,
-                }),
-            }
-            let text = &batch.data[s as usize..e as usize];
-            take(seq, ev, &batch, text).map_err(|e| (seq, e))?;
-        }
+        taken.map_err(|(k, e)| (before + k as u64 + 1, e))?;
         before += batch.spans.len() as u64;
         ahead.split.recycle(batch.data);
     }
