@@ -89,6 +89,7 @@ pub(crate) enum Scan {
 }
 
 /// The bytes that open or close a string, an object or an array.
+#[cfg(any(test, not(target_arch = "x86_64")))]
 static STRUCTURAL: [bool; 256] = {
     let mut t = [false; 256];
     t[b'"' as usize] = true;
@@ -109,38 +110,10 @@ pub(crate) fn scan_value(buf: &[u8], i: usize) -> Scan {
             Some(e) => Scan::Complete(e),
             None => Scan::Incomplete,
         },
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < n {
-                // bytes that cannot change the nesting, skipped at once
-                while j < n && !STRUCTURAL[buf[j] as usize] {
-                    j += 1;
-                }
-                if j == n {
-                    break;
-                }
-                match buf[j] {
-                    b'"' => match scan_string(buf, j) {
-                        Some(e) => {
-                            j = e;
-                            continue;
-                        }
-                        None => return Scan::Incomplete,
-                    },
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Scan::Complete(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            Scan::Incomplete
-        }
+        b'{' | b'[' => match container_end(buf, i) {
+            Some(e) => Scan::Complete(e),
+            None => Scan::Incomplete,
+        },
         c if c == b'-' || c.is_ascii_alphanumeric() => {
             let mut j = i;
             while j < n && (buf[j].is_ascii_alphanumeric() || matches!(buf[j], b'-' | b'+' | b'.'))
@@ -158,6 +131,165 @@ pub(crate) fn scan_value(buf: &[u8], i: usize) -> Scan {
             char::from(c).escape_default()
         )),
     }
+}
+
+/// The end of the object or array starting at `buf[i]` (`{` or `[`), as
+/// [`scan_value`] finds it: with SSE2 (every x86-64 processor), 16 bytes
+/// at a time, visiting only the bytes that can change the state (quotes
+/// and brackets); a run of 16 bytes that holds a backslash is taken byte
+/// by byte. `None` when the value does not end within `buf`.
+#[cfg(target_arch = "x86_64")]
+fn container_end(buf: &[u8], i: usize) -> Option<usize> {
+    // SAFETY: SSE2 is part of x86-64 itself: every processor that runs
+    // this build has it.
+    unsafe { container_end_sse2(buf, i) }
+}
+
+/// [`container_end`] with SSE2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn container_end_sse2(buf: &[u8], i: usize) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let n = buf.len();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    // the byte after a backslash in a string, still to be skipped
+    let mut escaped = false;
+    let mut j = i;
+    let splat = |c: u8| _mm_set1_epi8(c as i8);
+    let (quote, backslash) = (splat(b'"'), splat(b'\\'));
+    let (open_brace, open_bracket) = (splat(b'{'), splat(b'['));
+    let (close_brace, close_bracket) = (splat(b'}'), splat(b']'));
+    while j + 16 <= n {
+        // SAFETY: bytes j..j + 16 lie within `buf` (checked above); the
+        // load has no alignment requirement.
+        let v: __m128i = unsafe { _mm_loadu_si128(buf.as_ptr().add(j).cast()) };
+        let mask = |c: __m128i| _mm_movemask_epi8(_mm_cmpeq_epi8(v, c)) as u32;
+        if mask(backslash) != 0 {
+            // rare in traces: these 16 bytes one by one
+            for (k, &c) in buf.iter().enumerate().skip(j).take(16) {
+                if let Some(end) = step(c, k, &mut depth, &mut in_string, &mut escaped) {
+                    return Some(end);
+                }
+            }
+            j += 16;
+            continue;
+        }
+        let q = mask(quote);
+        let open = _mm_movemask_epi8(_mm_or_si128(
+            _mm_cmpeq_epi8(v, open_brace),
+            _mm_cmpeq_epi8(v, open_bracket),
+        )) as u32;
+        let close = _mm_movemask_epi8(_mm_or_si128(
+            _mm_cmpeq_epi8(v, close_brace),
+            _mm_cmpeq_epi8(v, close_bracket),
+        )) as u32;
+        let mut bits = q | open | close;
+        if escaped {
+            // the first byte is escaped (a backslash ended the last run)
+            bits &= !1;
+            escaped = false;
+        }
+        while bits != 0 {
+            let k = bits.trailing_zeros();
+            bits &= bits - 1;
+            let bit = 1u32 << k;
+            if q & bit != 0 {
+                in_string = !in_string;
+            } else if !in_string {
+                if open & bit != 0 {
+                    depth += 1;
+                } else {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(j + k as usize + 1);
+                    }
+                }
+            }
+        }
+        j += 16;
+    }
+    for (k, &c) in buf.iter().enumerate().skip(j) {
+        if let Some(end) = step(c, k, &mut depth, &mut in_string, &mut escaped) {
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// One byte `c` (at `k`) of a container, byte by byte: its end when `c`
+/// closes it.
+#[inline]
+fn step(
+    c: u8,
+    k: usize,
+    depth: &mut usize,
+    in_string: &mut bool,
+    escaped: &mut bool,
+) -> Option<usize> {
+    if *escaped {
+        *escaped = false;
+    } else if *in_string {
+        match c {
+            b'"' => *in_string = false,
+            b'\\' => *escaped = true,
+            _ => {}
+        }
+    } else {
+        match c {
+            b'"' => *in_string = true,
+            b'{' | b'[' => *depth += 1,
+            b'}' | b']' => {
+                *depth -= 1;
+                if *depth == 0 {
+                    return Some(k + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// [`container_end`] byte by byte, over the bytes that can change the
+/// nesting (elsewhere than on x86-64, and the reference of its test).
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn container_end_bytes(buf: &[u8], i: usize) -> Option<usize> {
+    let n = buf.len();
+    let mut depth = 0usize;
+    let mut j = i;
+    while j < n {
+        // bytes that cannot change the nesting, skipped at once
+        while j < n && !STRUCTURAL[buf[j] as usize] {
+            j += 1;
+        }
+        if j == n {
+            break;
+        }
+        match buf[j] {
+            b'"' => {
+                j = scan_string(buf, j)?;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j + 1);
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    None
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn container_end(buf: &[u8], i: usize) -> Option<usize> {
+    container_end_bytes(buf, i)
 }
 
 /// End (exclusive) of the string starting with the quote at `buf[i]`.
@@ -537,6 +669,42 @@ impl Splitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn containers_end_where_the_byte_scan_says() {
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        // without backslashes (the 16-byte runs taken by their quotes and
+        // brackets), with a few, and with many (taken byte by byte)
+        let alphabets: [&[u8]; 3] = [
+            br#"{}[]""aaaa ,:{"#,
+            br#"{}[]""aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\ ,:{"#,
+            br#"{}[]"\\a ,:{"#,
+        ];
+        for round in 0..60_000 {
+            let alphabet = alphabets[round % 3];
+            let len = 1 + rng.below(if round % 4 == 0 { 200 } else { 48 }) as usize;
+            let mut b: Vec<u8> = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            b[0] = if rng.below(2) == 0 { b'{' } else { b'[' };
+            let i = 0;
+            assert_eq!(
+                container_end(&b, i),
+                container_end_bytes(&b, i),
+                "{:?}",
+                String::from_utf8_lossy(&b)
+            );
+        }
+        // a long event with escapes across the 16-byte runs
+        let ev = br#"{"name":"a \"quoted\" \\ name","args":{"v":[1,2,{"w":"}"}]},"ph":"X"} tail"#;
+        for pad in 0..40 {
+            let mut b = vec![b' '; pad];
+            b.extend_from_slice(ev);
+            assert_eq!(container_end(&b, pad), container_end_bytes(&b, pad));
+            assert_eq!(container_end(&b, pad), Some(pad + ev.len() - 5));
+            assert_eq!(container_end(&b[..pad + ev.len() - 6], pad), None);
+        }
+    }
 
     type Split = (Vec<String>, Option<Truncation>, Vec<(String, String)>);
 
