@@ -884,6 +884,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
             },
         )?;
     }
+    // freed before the model is built (its peak): kept until then, the
+    // spare vectors (a few MiB a thread) would add to it
+    drop(spare);
 
     damage.report(&mut b.diagnostics, path, "records")?;
     make_locations(&mut b, &header, &table, declared, &row, true)?;
