@@ -781,14 +781,7 @@ impl LineBlocks {
                         ));
                     });
                 }
-                let mut back = Vec::new();
-                if let Some((blocks, parsed)) = pending.take() {
-                    for (b, p) in blocks.into_iter().zip(parsed) {
-                        consume(&b, p)?;
-                        back.push(b.data);
-                    }
-                }
-                Ok(back)
+                consume_batch(pending.take(), &mut consume)
             });
             // the consumed batch's faults come first: it is earlier in the file
             bufs.extend(consumed?);
@@ -859,15 +852,14 @@ impl LineBlocks {
         while !to_parse.is_empty() || to_consume.is_some() {
             let mut read = None;
             let mut parsed = None;
-            let reading = !to_parse.is_empty() && read_error.is_none();
             let consumed = rayon::in_place_scope(|s| -> Result<Vec<Vec<u8>>> {
-                // the read first: the longest stage, started before the
-                // parse's jobs can take every thread
-                if reading {
+                // nothing to parse once the input ended (or failed): the
+                // last batch is consumed alone
+                if !to_parse.is_empty() {
+                    // the read first: the longest stage, started before the
+                    // parse's jobs can take every thread
                     let (this, read) = (&mut *self, &mut read);
                     s.spawn(move |_| *read = Some(this.next_batch(k)));
-                }
-                if !to_parse.is_empty() {
                     let (blocks, parsed, parse) =
                         (std::mem::take(&mut to_parse), &mut parsed, &parse);
                     s.spawn(move |_| {
@@ -875,14 +867,7 @@ impl LineBlocks {
                         *parsed = Some((blocks, p));
                     });
                 }
-                let mut back = Vec::new();
-                if let Some((blocks, parsed)) = to_consume.take() {
-                    for (b, p) in blocks.into_iter().zip(parsed) {
-                        consume(&b, p)?;
-                        back.push(b.data);
-                    }
-                }
-                Ok(back)
+                consume_batch(to_consume.take(), &mut consume)
             });
             for data in consumed? {
                 if self.spare.len() < k {
@@ -898,6 +883,23 @@ impl LineBlocks {
         }
         read_error.map_or(Ok(()), Err)
     }
+}
+
+/// Hands the blocks of a parsed batch (if any) with their results to
+/// `consume`, in order; their buffers back, for later blocks.
+fn consume_batch<T>(
+    batch: Option<(Vec<Block>, Vec<T>)>,
+    consume: &mut impl FnMut(&Block, T) -> Result<()>,
+) -> Result<Vec<Vec<u8>>> {
+    let mut back = Vec::new();
+    for (b, p) in batch
+        .into_iter()
+        .flat_map(|(blocks, parsed)| blocks.into_iter().zip(parsed))
+    {
+        consume(&b, p)?;
+        back.push(b.data);
+    }
+    Ok(back)
 }
 
 /// An I/O error of `path` with the byte it was met at.

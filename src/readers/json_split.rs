@@ -153,10 +153,7 @@ fn container_end_sse2(buf: &[u8], i: usize) -> Option<usize> {
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
     let n = buf.len();
-    let mut depth = 0usize;
-    let mut in_string = false;
-    // the byte after a backslash in a string, still to be skipped
-    let mut escaped = false;
+    let mut st = Nest::default();
     let mut j = i;
     let splat = |c: u8| _mm_set1_epi8(c as i8);
     let (quote, backslash) = (splat(b'"'), splat(b'\\'));
@@ -166,44 +163,41 @@ fn container_end_sse2(buf: &[u8], i: usize) -> Option<usize> {
         // SAFETY: bytes j..j + 16 lie within `buf` (checked above); the
         // load has no alignment requirement.
         let v: __m128i = unsafe { _mm_loadu_si128(buf.as_ptr().add(j).cast()) };
-        let mask = |c: __m128i| _mm_movemask_epi8(_mm_cmpeq_epi8(v, c)) as u32;
-        if mask(backslash) != 0 {
+        // the bytes equal to `a` or `b`, a bit each
+        let mask = |a: __m128i, b: __m128i| {
+            _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b))) as u32
+        };
+        if mask(backslash, backslash) != 0 {
             // rare in traces: these 16 bytes one by one
             for (k, &c) in buf.iter().enumerate().skip(j).take(16) {
-                if let Some(end) = step(c, k, &mut depth, &mut in_string, &mut escaped) {
+                if let Some(end) = st.byte(c, k) {
                     return Some(end);
                 }
             }
             j += 16;
             continue;
         }
-        let q = mask(quote);
-        let open = _mm_movemask_epi8(_mm_or_si128(
-            _mm_cmpeq_epi8(v, open_brace),
-            _mm_cmpeq_epi8(v, open_bracket),
-        )) as u32;
-        let close = _mm_movemask_epi8(_mm_or_si128(
-            _mm_cmpeq_epi8(v, close_brace),
-            _mm_cmpeq_epi8(v, close_bracket),
-        )) as u32;
+        let q = mask(quote, quote);
+        let open = mask(open_brace, open_bracket);
+        let close = mask(close_brace, close_bracket);
         let mut bits = q | open | close;
-        if escaped {
+        if st.escaped {
             // the first byte is escaped (a backslash ended the last run)
             bits &= !1;
-            escaped = false;
+            st.escaped = false;
         }
         while bits != 0 {
             let k = bits.trailing_zeros();
             bits &= bits - 1;
             let bit = 1u32 << k;
             if q & bit != 0 {
-                in_string = !in_string;
-            } else if !in_string {
+                st.in_string = !st.in_string;
+            } else if !st.in_string {
                 if open & bit != 0 {
-                    depth += 1;
+                    st.depth += 1;
                 } else {
-                    depth -= 1;
-                    if depth == 0 {
+                    st.depth -= 1;
+                    if st.depth == 0 {
                         return Some(j + k as usize + 1);
                     }
                 }
@@ -211,46 +205,50 @@ fn container_end_sse2(buf: &[u8], i: usize) -> Option<usize> {
         }
         j += 16;
     }
-    for (k, &c) in buf.iter().enumerate().skip(j) {
-        if let Some(end) = step(c, k, &mut depth, &mut in_string, &mut escaped) {
-            return Some(end);
-        }
-    }
-    None
+    buf.iter()
+        .enumerate()
+        .skip(j)
+        .find_map(|(k, &c)| st.byte(c, k))
 }
 
-/// One byte `c` (at `k`) of a container, byte by byte: its end when `c`
-/// closes it.
-#[inline]
-fn step(
-    c: u8,
-    k: usize,
-    depth: &mut usize,
-    in_string: &mut bool,
-    escaped: &mut bool,
-) -> Option<usize> {
-    if *escaped {
-        *escaped = false;
-    } else if *in_string {
-        match c {
-            b'"' => *in_string = false,
-            b'\\' => *escaped = true,
-            _ => {}
-        }
-    } else {
-        match c {
-            b'"' => *in_string = true,
-            b'{' | b'[' => *depth += 1,
-            b'}' | b']' => {
-                *depth -= 1;
-                if *depth == 0 {
-                    return Some(k + 1);
-                }
+/// Where a byte-by-byte walk through a container stands.
+#[cfg(target_arch = "x86_64")]
+#[derive(Default)]
+struct Nest {
+    depth: usize,
+    in_string: bool,
+    /// The byte after a backslash in a string, still to be skipped.
+    escaped: bool,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Nest {
+    /// Takes byte `c` (at `k`): the container's end when `c` closes it.
+    #[inline]
+    fn byte(&mut self, c: u8, k: usize) -> Option<usize> {
+        if self.escaped {
+            self.escaped = false;
+        } else if self.in_string {
+            match c {
+                b'"' => self.in_string = false,
+                b'\\' => self.escaped = true,
+                _ => {}
             }
-            _ => {}
+        } else {
+            match c {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth -= 1;
+                    if self.depth == 0 {
+                        return Some(k + 1);
+                    }
+                }
+                _ => {}
+            }
         }
+        None
     }
-    None
 }
 
 /// [`container_end`] byte by byte, over the bytes that can change the
