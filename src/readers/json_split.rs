@@ -77,6 +77,9 @@ pub struct Splitter {
     /// Buffers of batches done with ([`Splitter::recycle`]), filled again
     /// without new pages.
     spare: Vec<Vec<u8>>,
+    /// The input is a share of the events array that ends between two
+    /// events ([`Splitter::ending_a_share`]): its end is not a cut file.
+    share_end: bool,
 }
 
 pub(crate) enum Scan {
@@ -380,7 +383,35 @@ impl Splitter {
             truncated: None,
             top_strings: Vec::new(),
             spare: Vec::new(),
+            share_end: false,
         }
+    }
+
+    /// A splitter of `reader`, the bytes of a file from offset `base` (on
+    /// line `base_line`), which lies inside the events array between two
+    /// events (`nested`: the array is the `traceEvents` member of an
+    /// object). Positions are the file's.
+    pub fn resume(
+        path: &Path,
+        reader: Box<dyn Read + Send>,
+        base: u64,
+        base_line: u64,
+        nested: bool,
+    ) -> Self {
+        let mut s = Splitter::new(path, reader);
+        s.base = base;
+        s.base_line = base_line;
+        s.phase = Phase::Events { nested };
+        s
+    }
+
+    /// The same splitter, for an input that ends between two events of the
+    /// array (a share of the file): there it ends cleanly, with no
+    /// truncation; a share that ends inside an event is an error (the file
+    /// changed since the shares were cut).
+    pub fn ending_a_share(mut self) -> Self {
+        self.share_end = true;
+        self
     }
 
     /// Gives back the bytes of a batch that was parsed, for a later batch.
@@ -469,6 +500,17 @@ impl Splitter {
     /// The input ended before the events were closed.
     fn at_eof(&mut self) -> Result<Option<Batch>> {
         let i = skip_ws(&self.buf, 0);
+        if self.share_end {
+            if matches!(self.phase, Phase::Events { .. }) && i == self.buf.len() {
+                self.phase = Phase::Done;
+                self.buf.clear();
+                return Ok(None);
+            }
+            return Err(self.err(
+                i,
+                "the file changed while it was read (an event crosses the end of a share)",
+            ));
+        }
         match self.phase {
             Phase::Start if i == self.buf.len() => Err(self.err(
                 0,

@@ -36,7 +36,7 @@ use serde_json::value::RawValue;
 use super::ReadOptions;
 use super::decimal::{digits_u64, parse_scaled};
 use super::input;
-use super::json_split::{Batch, ReadAhead, Splitter};
+use super::json_split::{Batch, ReadAhead, Splitter, Truncation};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::builder::{GLOBAL, IntervalBlock};
@@ -45,6 +45,7 @@ use crate::model::{
     TimeUnit, Trace, TraceBuilder, flatten_nested,
 };
 
+mod byte_shares;
 pub mod share;
 pub mod stream;
 
@@ -991,10 +992,10 @@ fn report_intake(
     b: &mut TraceBuilder,
     path: &Path,
     damage: &input::DamageHandle,
-    split: &Splitter,
+    truncated: Option<&Truncation>,
 ) -> Result<()> {
     damage.report(&mut b.diagnostics, path, "events")?;
-    if let Some(t) = split.truncated.clone() {
+    if let Some(t) = truncated.cloned() {
         b.diagnostics.repair("truncated-file", path, t.pos, 1, || {
             format!(
                 "the file ends before the event array is closed; {} byte(s) after the last complete event ignored",
@@ -1029,7 +1030,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let split = for_each_event(path, inp.reader, |ev, batch| {
         intake(ev, &mut acc, &mut b, batch)
     })?;
-    report_intake(&acc, &mut b, path, &damage, &split)?;
+    report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     assemble(acc, b, path, opts)
 }
 

@@ -1,15 +1,17 @@
 //! Chrome traces reduced by the processes of a job together (`mpirun …
-//! tapestry reduce`), each parsing a share of the file's events.
+//! tapestry reduce`), each reading a share of the file's events.
 //!
-//! A JSON array cannot be cut at a byte without knowing whether that byte
-//! lies in a string, so in the first pass every process splits the whole
-//! file into its event objects (the splitter only scans brackets and
-//! strings: a gzip file is decompressed by each) and parses only its own:
-//! the events are numbered in file order and cut into stripes of `stripe`
+//! The events are numbered in file order and cut into stripes of `stripe`
 //! events, dealt to the processes in turn (stripe `j` to process `j mod
-//! N`). The first pass notes where its stripes lie; the second reads only
-//! those bytes. The parse (two thirds of a stream's time) and the
-//! reductions are shared; the first pass's scan is not.
+//! N`). In the first pass each process reads its own share of the file's
+//! bytes ([`super::byte_shares`]: one cut per process, each moved to the
+//! end of the event it falls in), splits it into its events and parses all
+//! of them; one exchange of the shares' event counts numbers them in the
+//! file, and a second sends the bytes of each stripe found to the stripe's
+//! owner. The second pass then reads only its stripes' bytes. Where the
+//! file cannot be cut (gzip, which every process decompresses; a backslash
+//! outside a string; no event within the first MiB) every process splits
+//! the whole file and parses only its stripes' events in the first pass.
 //!
 //! The stream's two passes ([`super::stream`]) are kept:
 //!
@@ -42,6 +44,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::byte_shares;
 use super::stream::{Count, Flows, Marks, Placed, ThreadStream, Watermarks, epoch, place};
 use super::{
     Acc, Batch, Ev, Flow, Nesting, input, intake, parse_event, report_intake, report_orphans,
@@ -56,7 +59,7 @@ use crate::readers::ReadOptions;
 use crate::readers::exchange::{
     Exchange, Inbox, Outbox, Words, all_gather, damaged, exchange_checked, put_bytes, put_position,
 };
-use crate::readers::json_split::{ReadAhead, Splitter};
+use crate::readers::json_split::{ReadAhead, Splitter, Truncation};
 
 /// The largest stripe: 65,536 events (some 6 MiB of JSON) per process and
 /// round.
@@ -116,23 +119,23 @@ fn stripe_of(seq: u64, stripe: u64) -> u32 {
     epoch(seq, stripe)
 }
 
-/// The first pass's read: every process splits the whole file and parses
-/// the events of its own stripes, each to `take` with its number in the
-/// file (from 1), its batch and its text; the bytes of each of its
-/// stripes to `own_bytes`. The splitter at the end and the file's number
-/// of events, or the error and the number of the event it was met at.
+/// The first pass's read of `split` (the whole file, or this process's
+/// share of its bytes), whose first event is number `before + 1` in the
+/// file: the events that are `mine` (by their number in the file, from 1)
+/// are parsed, each to `take` with its number, its batch and its text; the
+/// bytes of each of their stripes (of `stripe` events) to `own_bytes`. The
+/// splitter at the end and the number of events it split, or the error and
+/// the number of the event it was met at.
 fn for_each_own(
     path: &Path,
-    reader: Box<dyn std::io::Read + Send>,
-    (stripe, rank, n): (u64, usize, usize),
+    split: Splitter,
+    (stripe, before, mine): (u64, u64, &(dyn Fn(u64) -> bool + Sync)),
     own_bytes: &mut Vec<StripeBytes>,
     mut take: impl FnMut(u64, Ev, &Batch, &[u8]) -> Result<()> + Send,
 ) -> std::result::Result<(Splitter, u64), (u64, Error)> {
-    let n64 = n.max(1) as u64;
-    let mine = |seq: u64| u64::from(stripe_of(seq, stripe)) % n64 == rank as u64;
-    let mut ahead = ReadAhead::new(Splitter::new(path, reader));
-    // events before the batch
-    let mut before = 0u64;
+    let first = before;
+    let mut before = before;
+    let mut ahead = ReadAhead::new(split);
     while let Some(batch) = ahead.next() {
         let batch = batch.map_err(|e| (before + 1, e))?;
         let own: Vec<usize> = (0..batch.spans.len())
@@ -173,7 +176,74 @@ fn for_each_own(
         before += batch.spans.len() as u64;
         ahead.split.recycle(batch.data);
     }
-    Ok((ahead.split, before))
+    Ok((ahead.split, before - first))
+}
+
+/// The number of events of a share (up to a malformed part, which the
+/// first pass meets again there).
+fn count_events(path: &Path, share: &byte_shares::Share) -> u64 {
+    let Ok(mut split) = share.splitter(path) else {
+        return 0;
+    };
+    let mut n = 0;
+    while let Ok(Some(b)) = split.next_batch() {
+        n += b.spans.len() as u64;
+        split.recycle(b.data);
+    }
+    n
+}
+
+/// Each stripe's bytes, as the processes whose shares hold its events
+/// found them (`found`: this process's, in file order), to the stripe's
+/// owner (stripe `j` to process `j mod n`): this process's stripes, whole,
+/// in file order.
+fn to_owners(
+    ex: &mut dyn Exchange,
+    found: &[StripeBytes],
+    rank: usize,
+) -> Result<Vec<StripeBytes>> {
+    let n = ex.size().max(1);
+    let mut to = vec![Vec::new(); n];
+    for sb in found {
+        to[sb.stripe as usize % n].extend_from_slice(&[
+            u64::from(sb.stripe),
+            sb.first,
+            sb.start,
+            sb.end,
+            sb.line,
+            sb.events,
+        ]);
+    }
+    let inbox = exchange_checked(ex, outbox(&to), None)?;
+    let mut own: Vec<StripeBytes> = Vec::new();
+    // from the processes in rank order: the file's order
+    for s in 0..inbox.len() {
+        for w in inbox.from(s).chunks(6) {
+            let &[stripe, first, start, end, line, events] = w else {
+                return Err(damaged());
+            };
+            let stripe = u32::try_from(stripe)
+                .ok()
+                .filter(|&j| j as usize % n == rank)
+                .ok_or_else(damaged)?;
+            match own.last_mut() {
+                Some(l) if l.stripe == stripe => {
+                    l.end = end;
+                    l.events += events;
+                }
+                Some(l) if l.stripe > stripe => return Err(damaged()),
+                _ => own.push(StripeBytes {
+                    stripe,
+                    first,
+                    start,
+                    end,
+                    line,
+                    events,
+                }),
+            }
+        }
+    }
+    Ok(own)
 }
 
 /// Where one of this process's stripes lies in the (decompressed) file, as
@@ -360,7 +430,7 @@ impl Survey {
 
     /// What every process needs of this survey: totals, flow marks and
     /// kept events.
-    fn to_words(&self, marks: &Marks) -> Vec<u64> {
+    fn to_words(&self, marks: &Marks, truncated: Option<&Truncation>) -> Vec<u64> {
         let a = &self.acc;
         let mut w = vec![a.min_ts as u64, a.max_ts as u64, a.missing_dur.0];
         w.push(self.missing_seq);
@@ -387,6 +457,10 @@ impl Survey {
             w.push(*seq);
             put_bytes(&mut w, text);
         }
+        w.push(truncated.map_or(0, |t| t.bytes + 1));
+        if let Some(t) = truncated {
+            put_position(&mut w, t.pos);
+        }
         w
     }
 }
@@ -402,6 +476,9 @@ struct Merged {
     samples: Count,
     flows: Vec<(u32, i64)>,
     kept: Vec<(u64, Vec<u8>)>,
+    /// Where the file ends inside the array, if it does (the process that
+    /// read its end says it).
+    truncated: Option<Truncation>,
 }
 
 fn merge_surveys(messages: &[&[u64]]) -> Result<Merged> {
@@ -414,6 +491,7 @@ fn merge_surveys(messages: &[&[u64]]) -> Result<Merged> {
         samples: Count::default(),
         flows: Vec::new(),
         kept: Vec::new(),
+        truncated: None,
     };
     for &w in messages {
         let mut r = Words::new(w);
@@ -444,11 +522,20 @@ fn merge_surveys(messages: &[&[u64]]) -> Result<Merged> {
             let seq = r.one()?;
             m.kept.push((seq, r.bytes()?));
         }
+        let cut = r.one()?;
+        if cut > 0 {
+            let pos = r.position()?;
+            m.truncated.get_or_insert(Truncation {
+                pos,
+                bytes: cut - 1,
+            });
+        }
         if !r.done() {
             return Err(damaged());
         }
     }
-    // each stripe is one process's: the epochs are distinct
+    // by epoch (a stripe that two shares hold has a mark from each: the
+    // watermarks take the earlier)
     m.flows.sort_unstable_by_key(|&(e, _)| e);
     m.kept.sort_unstable_by_key(|&(seq, _)| seq);
     Ok(m)
@@ -531,21 +618,64 @@ pub fn read_share(
         missing_seq: u64::MAX,
     };
     let mut own_bytes = Vec::new();
-    let split = for_each_own(
-        path,
-        inp.reader,
-        (stripe, rank, n),
-        &mut own_bytes,
-        |seq, ev, batch, text| survey.take(seq, ev, batch, text),
-    );
+    // the bytes this process splits: its share of them when the file can
+    // be cut (it parses all its events), else the whole file (it parses
+    // its stripes' events)
+    let share = byte_shares::plan(path, ex)?;
+    let (split, before, counted) = match &share {
+        Some(sh) => {
+            // each share's events: the number of this one's first
+            let mine = count_events(path, sh);
+            let inbox = all_gather(ex, &[mine], None)?;
+            let counts = (0..n)
+                .map(|s| inbox.from(s).first().copied())
+                .collect::<Option<Vec<u64>>>()
+                .ok_or_else(damaged)?;
+            let before: u64 = counts[..rank].iter().sum();
+            (sh.splitter(path), before, Some((mine, counts.iter().sum())))
+        }
+        None => (Ok(Splitter::new(path, inp.reader)), 0, None),
+    };
+    let stripes_dealt = |seq: u64| u64::from(stripe_of(seq, stripe)) % n as u64 == rank as u64;
+    let every = |_: u64| true;
+    let mine: &(dyn Fn(u64) -> bool + Sync) = match share {
+        Some(_) => &every,
+        None => &stripes_dealt,
+    };
+    let split = split.map_err(|e| (before + 1, e)).and_then(|sp| {
+        for_each_own(
+            path,
+            sp,
+            (stripe, before, mine),
+            &mut own_bytes,
+            |seq, ev, batch, text| survey.take(seq, ev, batch, text),
+        )
+    });
+    let split = match (split, counted) {
+        (Ok((_, k)), Some((c, _))) if k != c => Err((
+            before + k.min(c) + 1,
+            Error::parse(
+                path,
+                Position::byte(share.as_ref().map_or(0, |sh| sh.start)),
+                "the file changed while it was read (a share's events)",
+            ),
+        )),
+        (r, _) => r,
+    };
     let local_marks = *survey.acc.marks.take().unwrap_or_default();
     let (split, failed) = match split {
         Ok(s) => (Some(s), None),
         Err(e) => (None, Some(e)),
     };
-    let inbox = gather_first_error(ex, survey.to_words(&local_marks), failed)?;
+    let truncated = split.as_ref().and_then(|(s, _)| s.truncated.as_ref());
+    let inbox = gather_first_error(ex, survey.to_words(&local_marks, truncated), failed)?;
     let (split, events) =
         split.ok_or_else(|| Error::Invalid("the first pass lost its input".into()))?;
+    drop(split);
+    let events = counted.map_or(events, |(_, total)| total);
+    if share.is_some() {
+        own_bytes = to_owners(ex, &own_bytes, rank)?;
+    }
     // the rounds the first pass went through: every process's the same
     let rounds = match events {
         0 => 1,
@@ -588,8 +718,10 @@ pub fn read_share(
         *acc.ignored.entry(ph).or_default() += c;
     }
     acc.marks = None;
-    alike(rank, report_intake(&acc, &mut b, path, &damage, &split))?;
-    drop(split);
+    alike(
+        rank,
+        report_intake(&acc, &mut b, path, &damage, merged.truncated.as_ref()),
+    )?;
     let mut async_nesting = Nesting::default();
     let Placed {
         origin,
@@ -636,7 +768,8 @@ pub fn read_share(
     let owned: Vec<ThreadStream> = marks
         .into_iter()
         .map(|mut m| {
-            // each stripe is one process's: the epochs are distinct
+            // by epoch (a stripe that two shares hold has a mark from
+            // each: the watermarks take the earlier)
             m.sort_unstable_by_key(|&(e, _)| e);
             ThreadStream::new(Watermarks::new(&m, rel))
         })

@@ -577,7 +577,7 @@ fn two_pass<'s>(
     let split = super::for_each_event(path, inp.reader, |ev, batch| {
         super::intake(ev, &mut acc, &mut b, batch)
     })?;
-    report_intake(&acc, &mut b, path, &damage, &split)?;
+    report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     drop(split);
     let marks = *acc.marks.take().unwrap_or_default();
     let mut nesting = Nesting::default();

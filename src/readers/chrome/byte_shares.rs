@@ -1,0 +1,762 @@
+//! A Chrome trace's bytes cut into one share per process of `mpirun …
+//! tapestry reduce`, each cut between two events of the array, so that
+//! every process reads and splits only its own bytes.
+//!
+//! Whether a byte of JSON lies inside a string depends on every quote
+//! before it, so a process cannot start at an arbitrary byte. Each process
+//! instead walks its nominal range `[a_r, a_r+1)` (an equal part of the
+//! bytes after the first event) once, for both things its first byte can
+//! be: outside a string or inside one. A backslash escapes the byte after
+//! it inside a string and is not JSON anywhere else, so the quotes that
+//! count are the same under both: the walk counts them (their parity),
+//! and for each of the two it adds up the brackets outside strings (the
+//! depth at the end and the lowest depth on the way) and notes a backslash
+//! outside a string. Whether the first byte is escaped comes from the run
+//! of backslashes before it. One exchange gives every process every
+//! range's walk; in file order they give each nominal cut its exact state
+//! (inside a string or not, the depth below the array, the line). A cut is
+//! then moved on to the end of the event it falls in: the first byte
+//! after which the walk is back at the array's level.
+//!
+//! A cut is used only when the array is still open there; the process
+//! whose share holds its end reads on to the end of the file (the rest of
+//! the object, a cut-off file) as one process reading the whole file does.
+//! A backslash outside a string (not JSON), a gzip file, or a head that
+//! does not open the array within its first MiB: the caller reads the
+//! whole file in every process as before.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::readers::exchange::{Exchange, all_gather, damaged};
+use crate::readers::input;
+use crate::readers::json_split::{BATCH_BYTES, Splitter};
+
+/// A process's bytes of the trace.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Share {
+    /// Its first byte (0 for the first process, which reads the head).
+    pub start: u64,
+    /// The line of `start`.
+    pub line: u64,
+    /// Where it ends, before the next process's share; `None` at the end
+    /// of the file.
+    pub end: Option<u64>,
+    /// The array is the `traceEvents` member of an object.
+    pub nested: bool,
+    /// No bytes: the array ends before this process's cut.
+    pub empty: bool,
+}
+
+impl Share {
+    /// The splitter of this share's bytes.
+    pub fn splitter(&self, path: &Path) -> Result<Splitter> {
+        let f = File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut reader: Box<dyn Read + Send> = Box::new(ReadAt {
+            file: f,
+            at: self.start,
+            end: self.end.unwrap_or(u64::MAX),
+        });
+        if self.empty {
+            reader = Box::new(std::io::empty());
+        }
+        let split = if self.start == 0 {
+            Splitter::new(path, reader)
+        } else {
+            Splitter::resume(path, reader, self.start, self.line, self.nested)
+        };
+        Ok(match self.end {
+            Some(_) => split.ending_a_share(),
+            None if self.empty => split.ending_a_share(),
+            None => split,
+        })
+    }
+}
+
+/// A file's bytes `[at, end)` read at their positions.
+struct ReadAt {
+    file: File,
+    at: u64,
+    end: u64,
+}
+
+impl Read for ReadAt {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = (self.end.saturating_sub(self.at)).min(buf.len() as u64) as usize;
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// One range's walk, for each of the two states its first byte can have.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct RangeWalk {
+    /// An odd number of quotes that open or close a string.
+    odd: bool,
+    newlines: u64,
+    /// `[first byte outside a string, inside one]`.
+    hyp: [Nesting; 2],
+}
+
+/// The brackets outside strings of a range, under one hypothesis.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Nesting {
+    /// Depth at the end, relative to the start.
+    delta: i64,
+    /// The lowest depth on the way (the start's, 0, included).
+    min: i64,
+    /// A backslash outside a string.
+    stray: bool,
+}
+
+impl RangeWalk {
+    /// This range followed by `next`.
+    fn then(self, next: RangeWalk) -> RangeWalk {
+        let mut hyp = [Nesting::default(); 2];
+        for (h, out) in hyp.iter_mut().enumerate() {
+            let (a, b) = (self.hyp[h], next.hyp[h ^ usize::from(self.odd)]);
+            *out = Nesting {
+                delta: a.delta + b.delta,
+                min: a.min.min(a.delta + b.min),
+                stray: a.stray || b.stray,
+            };
+        }
+        RangeWalk {
+            odd: self.odd ^ next.odd,
+            newlines: self.newlines + next.newlines,
+            hyp,
+        }
+    }
+
+    fn to_words(self) -> [u64; 8] {
+        let [a, b] = self.hyp;
+        [
+            u64::from(self.odd),
+            self.newlines,
+            a.delta as u64,
+            a.min as u64,
+            u64::from(a.stray),
+            b.delta as u64,
+            b.min as u64,
+            u64::from(b.stray),
+        ]
+    }
+
+    fn from_words(w: &[u64]) -> Option<RangeWalk> {
+        let &[odd, newlines, ad, am, as_, bd, bm, bs] = w else {
+            return None;
+        };
+        let hyp = |d: u64, m: u64, s: u64| Nesting {
+            delta: d as i64,
+            min: m as i64,
+            stray: s != 0,
+        };
+        Some(RangeWalk {
+            odd: odd != 0,
+            newlines,
+            hyp: [hyp(ad, am, as_), hyp(bd, bm, bs)],
+        })
+    }
+}
+
+/// A walk in progress: both hypotheses at once.
+#[derive(Default)]
+struct Walk {
+    odd: bool,
+    /// The next byte is escaped (a backslash before it).
+    escaped: bool,
+    newlines: u64,
+    depth: [i64; 2],
+    min: [i64; 2],
+    stray: [bool; 2],
+}
+
+impl Walk {
+    /// Takes one byte. Under hypothesis `h` a byte lies outside a string
+    /// when `h` equals the parity of the quotes before it.
+    #[inline]
+    fn byte(&mut self, c: u8) {
+        if c == b'\n' {
+            self.newlines += 1;
+        }
+        if self.escaped {
+            self.escaped = false;
+            return;
+        }
+        let h = usize::from(self.odd);
+        match c {
+            b'"' => self.odd = !self.odd,
+            b'\\' => {
+                self.escaped = true;
+                self.stray[h] = true;
+            }
+            b'{' | b'[' => self.depth[h] += 1,
+            b'}' | b']' => {
+                self.depth[h] -= 1;
+                self.min[h] = self.min[h].min(self.depth[h]);
+            }
+            _ => {}
+        }
+    }
+
+    /// Takes `buf`: with SSE2 (every x86-64 processor) 16 bytes at a time,
+    /// visiting only quotes and brackets; 16 bytes with a backslash (or
+    /// escaped) one by one.
+    #[cfg(target_arch = "x86_64")]
+    fn bytes(&mut self, buf: &[u8]) {
+        // SAFETY: SSE2 is part of x86-64 itself.
+        unsafe { self.bytes_sse2(buf) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "sse2")]
+    fn bytes_sse2(&mut self, buf: &[u8]) {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+            _mm_set1_epi8,
+        };
+        let n = buf.len();
+        let splat = |c: u8| _mm_set1_epi8(c as i8);
+        let (quote, backslash, newline) = (splat(b'"'), splat(b'\\'), splat(b'\n'));
+        let (open_brace, open_bracket) = (splat(b'{'), splat(b'['));
+        let (close_brace, close_bracket) = (splat(b'}'), splat(b']'));
+        let mut j = 0;
+        while j + 16 <= n {
+            // SAFETY: bytes j..j + 16 lie within `buf`; no alignment needed.
+            let v: __m128i = unsafe { _mm_loadu_si128(buf.as_ptr().add(j).cast()) };
+            let mask = |a: __m128i, b: __m128i| {
+                _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b))) as u32
+            };
+            if self.escaped || mask(backslash, backslash) != 0 {
+                for &c in &buf[j..j + 16] {
+                    self.byte(c);
+                }
+                j += 16;
+                continue;
+            }
+            self.newlines += u64::from(mask(newline, newline).count_ones());
+            let q = mask(quote, quote);
+            let open = mask(open_brace, open_bracket);
+            let close = mask(close_brace, close_bracket);
+            let mut bits = q | open | close;
+            while bits != 0 {
+                let bit = bits & bits.wrapping_neg();
+                bits &= bits - 1;
+                let h = usize::from(self.odd);
+                if q & bit != 0 {
+                    self.odd = !self.odd;
+                } else if open & bit != 0 {
+                    self.depth[h] += 1;
+                } else {
+                    self.depth[h] -= 1;
+                    self.min[h] = self.min[h].min(self.depth[h]);
+                }
+            }
+            j += 16;
+        }
+        for &c in &buf[j..] {
+            self.byte(c);
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn bytes(&mut self, buf: &[u8]) {
+        for &c in buf {
+            self.byte(c);
+        }
+    }
+
+    fn done(self) -> RangeWalk {
+        let hyp = |h: usize| Nesting {
+            delta: self.depth[h],
+            min: self.min[h],
+            stray: self.stray[h],
+        };
+        RangeWalk {
+            odd: self.odd,
+            newlines: self.newlines,
+            hyp: [hyp(0), hyp(1)],
+        }
+    }
+}
+
+/// The bytes read at once.
+const CHUNK: usize = 1 << 20;
+/// The bytes one thread walks (a process's range is walked by its threads).
+const PIECE: u64 = 8 << 20;
+
+/// Whether the byte at `at` follows an odd run of backslashes (which ends
+/// at or after `floor`, a byte that is not one).
+fn escaped_at(file: &File, at: u64, floor: u64) -> std::io::Result<bool> {
+    let mut run = 0u64;
+    let mut end = at;
+    let mut buf = [0u8; 4096];
+    while end > floor {
+        let k = ((end - floor) as usize).min(buf.len());
+        file.read_exact_at(&mut buf[..k], end - k as u64)?;
+        let tail = buf[..k].iter().rev().take_while(|&&c| c == b'\\').count();
+        run += tail as u64;
+        if tail < k {
+            break;
+        }
+        end -= k as u64;
+    }
+    Ok(run % 2 == 1)
+}
+
+/// The walk of bytes `[from, to)` of `file` (the bytes before `from` down
+/// to `floor` only for the backslashes right before it).
+fn walk_range(file: &File, from: u64, to: u64, floor: u64) -> std::io::Result<RangeWalk> {
+    let pieces: Vec<(u64, u64)> = (from..to)
+        .step_by(PIECE as usize)
+        .map(|a| (a, (a + PIECE).min(to)))
+        .collect();
+    let walks = pieces
+        .into_par_iter()
+        .map(|(a, b)| {
+            let mut w = Walk {
+                escaped: escaped_at(file, a, floor)?,
+                ..Default::default()
+            };
+            let mut buf = vec![0u8; CHUNK.min((b - a) as usize)];
+            let mut at = a;
+            while at < b {
+                let k = ((b - at) as usize).min(CHUNK);
+                file.read_exact_at(&mut buf[..k], at)?;
+                w.bytes(&buf[..k]);
+                at += k as u64;
+            }
+            Ok(w.done())
+        })
+        .collect::<std::io::Result<Vec<RangeWalk>>>()?;
+    Ok(walks
+        .into_iter()
+        .fold(RangeWalk::default(), |acc, w| acc.then(w)))
+}
+
+/// The exact state at a nominal cut.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Entry {
+    in_string: bool,
+    /// Depth below the array's level (0: between its values).
+    depth: i64,
+    /// The array has not ended before the cut.
+    open: bool,
+    line: u64,
+}
+
+/// The state at each range's start, the first at the first event (`line`):
+/// `None` when a backslash lies outside a string before the array ends.
+fn entries(line: u64, walks: &[RangeWalk]) -> Option<Vec<Entry>> {
+    let mut e = Entry {
+        in_string: false,
+        depth: 0,
+        open: true,
+        line,
+    };
+    let mut out = Vec::with_capacity(walks.len());
+    for w in walks {
+        out.push(e);
+        let h = w.hyp[usize::from(e.in_string)];
+        if e.open && h.stray {
+            return None;
+        }
+        e = Entry {
+            in_string: e.in_string ^ w.odd,
+            depth: e.depth + h.delta,
+            open: e.open && e.depth + h.min >= 0,
+            line: e.line + w.newlines,
+        };
+    }
+    Some(out)
+}
+
+/// Where the event that a cut at `at` (in state `e`) falls in ends: the
+/// first offset at or after `at` back at the array's level, with the lines
+/// between; `None` when the file ends first.
+fn event_end(file: &File, at: u64, e: &Entry, floor: u64) -> std::io::Result<Option<(u64, u64)>> {
+    let (mut in_string, mut depth) = (e.in_string, e.depth);
+    let mut escaped = in_string && escaped_at(file, at, floor)?;
+    if !in_string && depth == 0 {
+        return Ok(Some((at, 0)));
+    }
+    let mut lines = 0u64;
+    let mut pos = at;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = file.read_at(&mut buf, pos)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        for (i, &c) in buf[..n].iter().enumerate() {
+            if c == b'\n' {
+                lines += 1;
+            }
+            if escaped {
+                escaped = false;
+                continue;
+            }
+            if in_string {
+                match c {
+                    b'"' => in_string = false,
+                    b'\\' => escaped = true,
+                    _ => {}
+                }
+            } else {
+                match c {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if !in_string && depth <= 0 {
+                return Ok(Some((pos + i as u64 + 1, lines)));
+            }
+        }
+        pos += n as u64;
+    }
+}
+
+/// The head of the file: where its first event starts, on which line, and
+/// whether the array is an object's `traceEvents`; `None` when the array
+/// holds no event within the first MiB.
+fn head(path: &Path) -> Option<(u64, u64, bool)> {
+    let f = File::open(path).ok()?;
+    let mut first = [0u8; 4];
+    let k = f.read_at(&mut first, 0).ok()?;
+    let body = first[..k]
+        .strip_prefix(b"\xEF\xBB\xBF")
+        .unwrap_or(&first[..k]);
+    let mut s = Splitter::new(
+        path,
+        Box::new(ReadAt {
+            file: f,
+            at: 0,
+            end: BATCH_BYTES as u64,
+        }),
+    );
+    let batch = s.next_batch().ok()??;
+    let (start, _) = *batch.spans.first()?;
+    let line = batch.position(start as usize).line?;
+    // the whitespace before the value is the splitter's to refuse
+    let nested = body.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{');
+    Some((batch.base + u64::from(start), line, nested))
+}
+
+/// This process's share of the Chrome trace at `path`, cut with the other
+/// processes of `ex` (each calls it): `None` when the file cannot be cut
+/// (one process, gzip, no event in the first MiB, a backslash outside a
+/// string) and every process is to read it whole.
+pub(super) fn plan(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Share>> {
+    let (rank, n) = (ex.rank(), ex.size().max(1));
+    // every process says whether it can cut and what it walked; all decide
+    // alike from what all said
+    let mine = || -> Option<(u64, u64, bool, u64, RangeWalk)> {
+        if n < 2 || input::open(path).ok()?.compressed {
+            return None;
+        }
+        let len = std::fs::metadata(path).ok()?.len();
+        let (first, line, nested) = head(path)?;
+        let file = File::open(path).ok()?;
+        let (a, b) = range(first, len, n, rank);
+        let w = walk_range(&file, a, b, first).ok()?;
+        Some((first, len, nested, line, w))
+    };
+    let said = mine();
+    let mut words = vec![0u64; 5];
+    if let Some((first, len, nested, line, w)) = said {
+        words = vec![1, first, len, u64::from(nested), line];
+        words.extend(w.to_words());
+    }
+    let inbox = all_gather(ex, &words, None)?;
+    if inbox.len() != n {
+        return Err(damaged());
+    }
+    let Some((first, len, nested, line, _)) = said else {
+        return Ok(None);
+    };
+    let mut walks = Vec::with_capacity(n);
+    for s in 0..n {
+        let w = inbox.from(s);
+        // each process walked the same file alike, or none cuts
+        if w.first() != Some(&1) || w.get(1..5) != Some(&[first, len, u64::from(nested), line]) {
+            return Ok(None);
+        }
+        walks.push(RangeWalk::from_words(&w[5..]).ok_or_else(damaged)?);
+    }
+    let Some(at) = entries(line, &walks) else {
+        return Ok(None);
+    };
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    // where the cut of range k moves to (and its line), when the array is
+    // open there and an event ends before the file does
+    let cut = |k: usize| -> Result<Option<(u64, u64)>> {
+        if k >= n {
+            return Ok(None);
+        }
+        let e = &at[k];
+        if !e.open {
+            return Ok(None);
+        }
+        let (a, _) = range(first, len, n, k);
+        let end = event_end(&file, a, e, first).map_err(|err| Error::io(path, err))?;
+        Ok(end
+            .filter(|&(p, _)| p < len)
+            .map(|(p, lines)| (p, e.line + lines)))
+    };
+    let next = cut(rank + 1)?.map(|(p, _)| p);
+    let share = if rank == 0 {
+        Share {
+            start: 0,
+            line: 1,
+            end: next,
+            nested,
+            empty: false,
+        }
+    } else {
+        match cut(rank)? {
+            Some((p, line)) => Share {
+                start: p,
+                line,
+                end: next,
+                nested,
+                empty: false,
+            },
+            None => Share {
+                start: len,
+                line: 0,
+                end: None,
+                nested,
+                empty: true,
+            },
+        }
+    };
+    Ok(Some(share))
+}
+
+/// The nominal range `k` of `n`: an equal part of the bytes from the first
+/// event to the end.
+fn range(first: u64, len: u64, n: usize, k: usize) -> (u64, u64) {
+    let span = len.saturating_sub(first) as u128;
+    let at = |k: usize| first + (span * k as u128 / n as u128) as u64;
+    (at(k), at(k + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::XorShift as Rng;
+
+    /// The walk byte by byte, the reference of the vector walk.
+    fn walk_bytes(buf: &[u8], escaped: bool) -> RangeWalk {
+        let mut w = Walk {
+            escaped,
+            ..Default::default()
+        };
+        for &c in buf {
+            w.byte(c);
+        }
+        w.done()
+    }
+
+    fn walk_fast(buf: &[u8], escaped: bool) -> RangeWalk {
+        let mut w = Walk {
+            escaped,
+            ..Default::default()
+        };
+        w.bytes(buf);
+        w.done()
+    }
+
+    /// Text full of what changes the walk: quotes, brackets, backslash
+    /// runs, newlines.
+    fn noisy(rng: &mut Rng, n: usize) -> Vec<u8> {
+        const PICK: &[u8] = b"\"\"{}[]\\\\\n ab,:";
+        (0..n)
+            .map(|_| PICK[rng.below(PICK.len() as u64) as usize])
+            .collect()
+    }
+
+    #[test]
+    fn the_vector_walk_is_the_byte_walk_and_walks_compose() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..400 {
+            let n = rng.below(300) as usize;
+            let mut text = noisy(&mut rng, n);
+            if round % 3 == 0 {
+                // long stretches without a backslash take the vector path
+                text.retain(|&c| c != b'\\');
+            }
+            let n = text.len();
+            let esc = rng.below(2) == 1;
+            let whole = walk_bytes(&text, esc);
+            assert_eq!(walk_fast(&text, esc), whole, "{round}");
+            // split anywhere: the two walks, composed, are the whole one
+            let cut = rng.below(n as u64 + 1) as usize;
+            let run = text[..cut]
+                .iter()
+                .rev()
+                .take_while(|&&c| c == b'\\')
+                .count();
+            let esc2 = if run == cut {
+                esc ^ (run % 2 == 1)
+            } else {
+                run % 2 == 1
+            };
+            let parts = walk_bytes(&text[..cut], esc).then(walk_bytes(&text[cut..], esc2));
+            assert_eq!(parts, whole, "{round} at {cut}");
+        }
+    }
+
+    /// A trace whose strings hold what a cut must not be fooled by:
+    /// brackets, escaped quotes, runs of backslashes, newlines.
+    fn tricky(rng: &mut Rng, events: usize, nested: bool) -> String {
+        let mut ev = Vec::new();
+        for k in 0..events {
+            let name: String = (0..rng.below(12))
+                .map(|_| match rng.below(9) {
+                    0 => "\\\"",
+                    1 => "\\\\",
+                    2 => "{[",
+                    3 => "]}",
+                    4 => "\\n",
+                    5 => "\\\\\\\"",
+                    _ => "x",
+                })
+                .collect();
+            let sep = if k % 5 == 0 { ",\n  " } else { "," };
+            ev.push(format!(
+                r#"{{"ph":"X","pid":1,"tid":{},"ts":{k},"dur":1,"name":"{name}","args":{{"a":[1,{{"b":"{name}"}}]}}}}{sep}"#,
+                k % 3
+            ));
+        }
+        let body = ev.concat();
+        let body = body.trim_end_matches([',', '\n', ' ']);
+        if nested {
+            format!(
+                "{{\"otherData\":{{\"v\":\"[{{\"}},\"traceEvents\":[\n{body}\n],\n\"displayTimeUnit\":\"ns\",\"samples\":[{{\"a\":1}},{{\"b\":[2]}}]}}\n"
+            )
+        } else {
+            format!("[{body}]\n")
+        }
+    }
+
+    /// Events' spans in a file.
+    type Spans = Vec<(u64, u64)>;
+
+    /// The events' spans (in the file) that the serial splitter finds, and
+    /// those the shares' splitters find, cut by `n` processes (threads),
+    /// with the number of shares that are not empty.
+    fn spans(path: &Path, n: usize) -> (Spans, Spans, usize) {
+        let all = |mut s: Splitter| {
+            let mut v = Vec::new();
+            while let Some(b) = s.next_batch().unwrap() {
+                v.extend(
+                    b.spans
+                        .iter()
+                        .map(|&(a, e)| (b.base + a as u64, b.base + e as u64)),
+                );
+            }
+            (v, s.truncated.is_some())
+        };
+        let f = File::open(path).unwrap();
+        let (serial, cut) = all(Splitter::new(path, Box::new(f)));
+        let ends = crate::readers::exchange::ThreadExchange::group(n);
+        let plans: Vec<Option<Share>> = std::thread::scope(|s| {
+            let hs: Vec<_> = ends
+                .into_iter()
+                .map(|mut ex| s.spawn(move || plan(path, &mut ex).unwrap()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        if n == 1 || serial.is_empty() {
+            // one process, or no event to cut at: the whole file
+            assert!(plans.iter().all(Option::is_none));
+            return (serial.clone(), serial, 1);
+        }
+        let mut shared = Vec::new();
+        let mut used = 0;
+        let mut cuts = 0;
+        for p in plans.iter().flatten() {
+            used += usize::from(!p.empty);
+            let (v, t) = all(p.splitter(path).unwrap());
+            cuts += usize::from(t);
+            shared.extend(v);
+        }
+        assert_eq!(
+            cut,
+            cuts == 1,
+            "the truncation, said once: {} {n}",
+            path.display()
+        );
+        assert!(plans.iter().all(Option::is_some), "{n} processes cut");
+        (serial, shared, used)
+    }
+
+    /// The shares' events, in rank order, are the file's, each once, on
+    /// traces whose strings are full of brackets, quotes and backslashes
+    /// at every cut, for 1 to 9 processes; a share whose cut falls after
+    /// the array is empty, and the process before it reads the rest.
+    #[test]
+    fn shares_split_into_the_files_events() {
+        let d = tempfile::tempdir().unwrap();
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut many = 0;
+        for (k, events) in [1usize, 2, 7, 60, 400].into_iter().enumerate() {
+            for nested in [false, true] {
+                let text = tricky(&mut rng, events, nested);
+                let p = d.path().join(format!("t{k}{nested}.json"));
+                std::fs::write(&p, &text).unwrap();
+                for n in 1..=9 {
+                    let (serial, shared, used) = spans(&p, n);
+                    assert_eq!(
+                        shared, serial,
+                        "{events} events, nested {nested}, {n} processes"
+                    );
+                    many = many.max(used);
+                }
+                // cut short inside the array: the last share says so
+                let q = d.path().join(format!("c{k}{nested}.json"));
+                std::fs::write(&q, &text[..text.len() * 2 / 3]).unwrap();
+                for n in [2, 3, 5] {
+                    let (serial, shared, _) = spans(&q, n);
+                    assert_eq!(shared, serial, "cut: {events} events, {n}");
+                }
+            }
+        }
+        assert!(many >= 8, "the shares are used ({many})");
+    }
+
+    /// A backslash outside a string (not JSON) is no place to cut: no
+    /// process cuts, whatever range it is in.
+    #[test]
+    fn a_stray_backslash_leaves_the_file_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("stray.json");
+        let mut ev: Vec<String> = (0..50)
+            .map(|k| format!(r#"{{"ph":"X","pid":1,"tid":1,"ts":{k},"dur":1,"name":"a"}}"#))
+            .collect();
+        ev[30] = r#"{"ph":"X","pid":1,\"tid":1,"ts":30,"dur":1,"name":"a"}"#.into();
+        std::fs::write(&p, format!("[{}]", ev.join(","))).unwrap();
+        let p = p.as_path();
+        let ends = crate::readers::exchange::ThreadExchange::group(4);
+        let plans: Vec<Option<Share>> = std::thread::scope(|s| {
+            let hs: Vec<_> = ends
+                .into_iter()
+                .map(|mut ex| s.spawn(move || plan(p, &mut ex).unwrap()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(plans.iter().all(Option::is_none));
+    }
+}
