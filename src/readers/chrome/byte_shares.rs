@@ -432,15 +432,10 @@ fn event_end(file: &File, at: u64, e: &Entry, floor: u64) -> std::io::Result<Opt
 /// holds no event within the first MiB.
 fn head(path: &Path) -> Option<(u64, u64, bool)> {
     let f = File::open(path).ok()?;
-    let mut first = [0u8; 4];
-    let k = f.read_at(&mut first, 0).ok()?;
-    let body = first[..k]
-        .strip_prefix(b"\xEF\xBB\xBF")
-        .unwrap_or(&first[..k]);
     let mut s = Splitter::new(
         path,
         Box::new(ReadAt {
-            file: f,
+            file: f.try_clone().ok()?,
             at: 0,
             end: BATCH_BYTES as u64,
         }),
@@ -448,9 +443,14 @@ fn head(path: &Path) -> Option<(u64, u64, bool)> {
     let batch = s.next_batch().ok()??;
     let (start, _) = *batch.spans.first()?;
     let line = batch.position(start as usize).line?;
-    // the whitespace before the value is the splitter's to refuse
+    let first = batch.base + u64::from(start);
+    // the value that holds the array opens before its first event: an
+    // object (then the array is its `traceEvents`) or the array itself
+    let mut before = vec![0u8; first as usize];
+    f.read_exact_at(&mut before, 0).ok()?;
+    let body = before.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&before);
     let nested = body.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{');
-    Some((batch.base + u64::from(start), line, nested))
+    Some((first, line, nested))
 }
 
 /// This process's share of the Chrome trace at `path`, cut with the other
@@ -644,10 +644,10 @@ mod tests {
         let body = body.trim_end_matches([',', '\n', ' ']);
         if nested {
             format!(
-                "{{\"otherData\":{{\"v\":\"[{{\"}},\"traceEvents\":[\n{body}\n],\n\"displayTimeUnit\":\"ns\",\"samples\":[{{\"a\":1}},{{\"b\":[2]}}]}}\n"
+                "\n  \n  {{\"otherData\":{{\"v\":\"[{{\"}},\"traceEvents\":[\n{body}\n],\n\"displayTimeUnit\":\"ns\",\"samples\":[{{\"a\":1}},{{\"b\":[2]}}]}}\n"
             )
         } else {
-            format!("[{body}]\n")
+            format!(" \n\t\r\n  [{body}]\n")
         }
     }
 
