@@ -51,20 +51,33 @@ pub(super) struct Share {
     pub nested: bool,
     /// No bytes: the array ends before this process's cut.
     pub empty: bool,
+    /// The events before `start`: the number in the file of its first
+    /// event is `before + 1` (0 for an empty share).
+    pub before: u64,
+    /// How many events it holds, when another share follows it (the last
+    /// share's run to the end of the file, which the walks do not count).
+    pub events: Option<u64>,
 }
 
 impl Share {
     /// The splitter of this share's bytes.
     pub fn splitter(&self, path: &Path) -> Result<Splitter> {
+        if self.empty {
+            return Ok(Splitter::resume(
+                path,
+                Box::new(std::io::empty()),
+                self.start,
+                1,
+                self.nested,
+            )
+            .ending_a_share());
+        }
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut reader: Box<dyn Read + Send> = Box::new(ReadAt {
+        let reader: Box<dyn Read + Send> = Box::new(ReadAt {
             file: f,
             at: self.start,
             end: self.end.unwrap_or(u64::MAX),
         });
-        if self.empty {
-            reader = Box::new(std::io::empty());
-        }
         let split = if self.start == 0 {
             Splitter::new(path, reader)
         } else {
@@ -72,7 +85,6 @@ impl Share {
         };
         Ok(match self.end {
             Some(_) => split.ending_a_share(),
-            None if self.empty => split.ending_a_share(),
             None => split,
         })
     }
@@ -107,6 +119,9 @@ struct RangeWalk {
     hyp: [Nesting; 2],
 }
 
+/// The entry depths (below the array's level) whose events a walk counts.
+const DEPTHS: usize = 16;
+
 /// The brackets outside strings of a range, under one hypothesis.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Nesting {
@@ -116,6 +131,14 @@ struct Nesting {
     min: i64,
     /// A backslash outside a string.
     stray: bool,
+    /// For each depth `d` the range may start at: the closing brackets
+    /// that return to the array's level (relative depth `-d`) before the
+    /// array itself closes (relative depth `-d - 1`): the events that end
+    /// in the range.
+    ends: [u64; DEPTHS],
+    /// The depths whose `ends` are not known (bit `d`): a composed walk
+    /// whose second part would start deeper than [`DEPTHS`].
+    lost: u32,
 }
 
 impl RangeWalk {
@@ -124,10 +147,25 @@ impl RangeWalk {
         let mut hyp = [Nesting::default(); 2];
         for (h, out) in hyp.iter_mut().enumerate() {
             let (a, b) = (self.hyp[h], next.hyp[h ^ usize::from(self.odd)]);
+            let mut ends = a.ends;
+            let mut lost = a.lost;
+            for (d, e) in ends.iter_mut().enumerate() {
+                let d = d as i64;
+                if d + a.min < 0 {
+                    // the array closed within the first part
+                    continue;
+                }
+                match usize::try_from(d + a.delta).ok().filter(|&k| k < DEPTHS) {
+                    Some(k) if b.lost & (1 << k) == 0 => *e += b.ends[k],
+                    _ => lost |= 1 << d,
+                }
+            }
             *out = Nesting {
                 delta: a.delta + b.delta,
                 min: a.min.min(a.delta + b.min),
                 stray: a.stray || b.stray,
+                ends,
+                lost,
             };
         }
         RangeWalk {
@@ -137,33 +175,36 @@ impl RangeWalk {
         }
     }
 
-    fn to_words(self) -> [u64; 8] {
-        let [a, b] = self.hyp;
-        [
-            u64::from(self.odd),
-            self.newlines,
-            a.delta as u64,
-            a.min as u64,
-            u64::from(a.stray),
-            b.delta as u64,
-            b.min as u64,
-            u64::from(b.stray),
-        ]
+    fn to_words(self) -> Vec<u64> {
+        let mut w = vec![u64::from(self.odd), self.newlines];
+        for h in self.hyp {
+            w.extend_from_slice(&[
+                h.delta as u64,
+                h.min as u64,
+                u64::from(h.stray),
+                u64::from(h.lost),
+            ]);
+            w.extend_from_slice(&h.ends);
+        }
+        w
     }
 
     fn from_words(w: &[u64]) -> Option<RangeWalk> {
-        let &[odd, newlines, ad, am, as_, bd, bm, bs] = w else {
+        const HYP: usize = 4 + DEPTHS;
+        if w.len() != 2 + 2 * HYP {
             return None;
-        };
-        let hyp = |d: u64, m: u64, s: u64| Nesting {
-            delta: d as i64,
-            min: m as i64,
-            stray: s != 0,
+        }
+        let hyp = |w: &[u64]| Nesting {
+            delta: w[0] as i64,
+            min: w[1] as i64,
+            stray: w[2] != 0,
+            lost: w[3] as u32,
+            ends: w[4..HYP].try_into().unwrap_or_default(),
         };
         Some(RangeWalk {
-            odd: odd != 0,
-            newlines,
-            hyp: [hyp(ad, am, as_), hyp(bd, bm, bs)],
+            odd: w[0] != 0,
+            newlines: w[1],
+            hyp: [hyp(&w[2..2 + HYP]), hyp(&w[2 + HYP..])],
         })
     }
 }
@@ -178,6 +219,7 @@ struct Walk {
     depth: [i64; 2],
     min: [i64; 2],
     stray: [bool; 2],
+    ends: [[u64; DEPTHS]; 2],
 }
 
 impl Walk {
@@ -200,11 +242,23 @@ impl Walk {
                 self.stray[h] = true;
             }
             b'{' | b'[' => self.depth[h] += 1,
-            b'}' | b']' => {
-                self.depth[h] -= 1;
-                self.min[h] = self.min[h].min(self.depth[h]);
-            }
+            b'}' | b']' => self.close(h),
             _ => {}
+        }
+    }
+
+    /// A closing bracket under hypothesis `h`: one that comes down to the
+    /// lowest depth of the range so far, `-d`, ends an event of a range
+    /// that starts `d` deep, whose array has not closed (that is `-d - 1`).
+    #[inline]
+    fn close(&mut self, h: usize) {
+        self.depth[h] -= 1;
+        let r = self.depth[h];
+        if r <= self.min[h] {
+            self.min[h] = r;
+            if let Some(e) = self.ends[h].get_mut((-r) as usize) {
+                *e += 1;
+            }
         }
     }
 
@@ -257,8 +311,7 @@ impl Walk {
                 } else if open & bit != 0 {
                     self.depth[h] += 1;
                 } else {
-                    self.depth[h] -= 1;
-                    self.min[h] = self.min[h].min(self.depth[h]);
+                    self.close(h);
                 }
             }
             j += 16;
@@ -280,6 +333,8 @@ impl Walk {
             delta: self.depth[h],
             min: self.min[h],
             stray: self.stray[h],
+            ends: self.ends[h],
+            lost: 0,
         };
         RangeWalk {
             odd: self.odd,
@@ -352,29 +407,47 @@ struct Entry {
     /// The array has not ended before the cut.
     open: bool,
     line: u64,
+    /// The events that end before the cut (while the array is open).
+    events: u64,
+}
+
+impl Entry {
+    /// The events that end before the cut moved to the end of the event it
+    /// falls in (that one included).
+    fn events_at_end_of_event(&self) -> u64 {
+        self.events + u64::from(self.depth > 0)
+    }
 }
 
 /// The state at each range's start, the first at the first event (`line`):
-/// `None` when a backslash lies outside a string before the array ends.
+/// `None` when a backslash lies outside a string before the array ends, or
+/// a range inside it starts deeper than the walks count events.
 fn entries(line: u64, walks: &[RangeWalk]) -> Option<Vec<Entry>> {
     let mut e = Entry {
         in_string: false,
         depth: 0,
         open: true,
         line,
+        events: 0,
     };
     let mut out = Vec::with_capacity(walks.len());
     for w in walks {
         out.push(e);
         let h = w.hyp[usize::from(e.in_string)];
-        if e.open && h.stray {
-            return None;
+        let mut events = e.events;
+        if e.open {
+            let d = usize::try_from(e.depth).ok().filter(|&d| d < DEPTHS)?;
+            if h.stray || h.lost & (1 << d) != 0 {
+                return None;
+            }
+            events += h.ends[d];
         }
         e = Entry {
             in_string: e.in_string ^ w.odd,
             depth: e.depth + h.delta,
             open: e.open && e.depth + h.min >= 0,
             line: e.line + w.newlines,
+            events,
         };
     }
     Some(out)
@@ -498,9 +571,10 @@ pub(super) fn plan(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Share>> 
         return Ok(None);
     };
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    // where the cut of range k moves to (and its line), when the array is
-    // open there and an event ends before the file does
-    let cut = |k: usize| -> Result<Option<(u64, u64)>> {
+    // where the cut of range k moves to, its line and the events before
+    // it, when the array is open there and an event ends before the file
+    // does
+    let cut = |k: usize| -> Result<Option<(u64, u64, u64)>> {
         if k >= n {
             return Ok(None);
         }
@@ -512,34 +586,32 @@ pub(super) fn plan(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Share>> 
         let end = event_end(&file, a, e, first).map_err(|err| Error::io(path, err))?;
         Ok(end
             .filter(|&(p, _)| p < len)
-            .map(|(p, lines)| (p, e.line + lines)))
+            .map(|(p, lines)| (p, e.line + lines, e.events_at_end_of_event())))
     };
-    let next = cut(rank + 1)?.map(|(p, _)| p);
-    let share = if rank == 0 {
-        Share {
-            start: 0,
-            line: 1,
-            end: next,
+    let next = cut(rank + 1)?;
+    let this = match rank {
+        0 => Some((0, 1, 0)),
+        _ => cut(rank)?,
+    };
+    let share = match this {
+        Some((start, line, before)) => Share {
+            start,
+            line,
+            end: next.map(|(p, _, _)| p),
             nested,
             empty: false,
-        }
-    } else {
-        match cut(rank)? {
-            Some((p, line)) => Share {
-                start: p,
-                line,
-                end: next,
-                nested,
-                empty: false,
-            },
-            None => Share {
-                start: len,
-                line: 0,
-                end: None,
-                nested,
-                empty: true,
-            },
-        }
+            before,
+            events: next.map(|(_, _, upto)| upto.saturating_sub(before)),
+        },
+        None => Share {
+            start: len,
+            line: 0,
+            end: None,
+            nested,
+            empty: true,
+            before: 0,
+            events: Some(0),
+        },
     };
     Ok(Some(share))
 }
@@ -613,7 +685,18 @@ mod tests {
             } else {
                 run % 2 == 1
             };
-            let parts = walk_bytes(&text[..cut], esc).then(walk_bytes(&text[cut..], esc2));
+            let mut parts = walk_bytes(&text[..cut], esc).then(walk_bytes(&text[cut..], esc2));
+            // what the composition cannot count (a second part that would
+            // start deeper than the walks count) it says, and only that
+            let mut whole = whole;
+            for (p, w) in parts.hyp.iter_mut().zip(whole.hyp.iter_mut()) {
+                for d in 0..DEPTHS {
+                    if p.lost & (1 << d) != 0 {
+                        (p.ends[d], w.ends[d]) = (0, 0);
+                    }
+                }
+                p.lost = 0;
+            }
             assert_eq!(parts, whole, "{round} at {cut}");
         }
     }
@@ -690,6 +773,13 @@ mod tests {
         for p in plans.iter().flatten() {
             used += usize::from(!p.empty);
             let (v, t) = all(p.splitter(path).unwrap());
+            // the walks' count of the share's events, and of those before
+            if !p.empty {
+                assert_eq!(p.before, shared.len() as u64, "{}", path.display());
+            }
+            if let Some(k) = p.events {
+                assert_eq!(k, v.len() as u64, "{} {n}", path.display());
+            }
             cuts += usize::from(t);
             shared.extend(v);
         }

@@ -179,20 +179,6 @@ fn for_each_own(
     Ok((ahead.split, before - first))
 }
 
-/// The number of events of a share (up to a malformed part, which the
-/// first pass meets again there).
-fn count_events(path: &Path, share: &byte_shares::Share) -> u64 {
-    let Ok(mut split) = share.splitter(path) else {
-        return 0;
-    };
-    let mut n = 0;
-    while let Ok(Some(b)) = split.next_batch() {
-        n += b.spans.len() as u64;
-        split.recycle(b.data);
-    }
-    n
-}
-
 /// Each stripe's bytes, as the processes whose shares hold its events
 /// found them (`found`: this process's, in file order), to the stripe's
 /// owner (stripe `j` to process `j mod n`): this process's stripes, whole,
@@ -430,7 +416,7 @@ impl Survey {
 
     /// What every process needs of this survey: totals, flow marks and
     /// kept events.
-    fn to_words(&self, marks: &Marks, truncated: Option<&Truncation>) -> Vec<u64> {
+    fn to_words(&self, marks: &Marks, truncated: Option<&Truncation>, events: u64) -> Vec<u64> {
         let a = &self.acc;
         let mut w = vec![a.min_ts as u64, a.max_ts as u64, a.missing_dur.0];
         w.push(self.missing_seq);
@@ -457,6 +443,7 @@ impl Survey {
             w.push(*seq);
             put_bytes(&mut w, text);
         }
+        w.push(events);
         w.push(truncated.map_or(0, |t| t.bytes + 1));
         if let Some(t) = truncated {
             put_position(&mut w, t.pos);
@@ -479,6 +466,8 @@ struct Merged {
     /// Where the file ends inside the array, if it does (the process that
     /// read its end says it).
     truncated: Option<Truncation>,
+    /// The events every process split, summed.
+    events: u64,
 }
 
 fn merge_surveys(messages: &[&[u64]]) -> Result<Merged> {
@@ -492,6 +481,7 @@ fn merge_surveys(messages: &[&[u64]]) -> Result<Merged> {
         flows: Vec::new(),
         kept: Vec::new(),
         truncated: None,
+        events: 0,
     };
     for &w in messages {
         let mut r = Words::new(w);
@@ -522,6 +512,7 @@ fn merge_surveys(messages: &[&[u64]]) -> Result<Merged> {
             let seq = r.one()?;
             m.kept.push((seq, r.bytes()?));
         }
+        m.events += r.one()?;
         let cut = r.one()?;
         if cut > 0 {
             let pos = r.position()?;
@@ -622,19 +613,9 @@ pub fn read_share(
     // be cut (it parses all its events), else the whole file (it parses
     // its stripes' events)
     let share = byte_shares::plan(path, ex)?;
-    let (split, before, counted) = match &share {
-        Some(sh) => {
-            // each share's events: the number of this one's first
-            let mine = count_events(path, sh);
-            let inbox = all_gather(ex, &[mine], None)?;
-            let counts = (0..n)
-                .map(|s| inbox.from(s).first().copied())
-                .collect::<Option<Vec<u64>>>()
-                .ok_or_else(damaged)?;
-            let before: u64 = counts[..rank].iter().sum();
-            (sh.splitter(path), before, Some((mine, counts.iter().sum())))
-        }
-        None => (Ok(Splitter::new(path, inp.reader)), 0, None),
+    let (split, before) = match &share {
+        Some(sh) => (sh.splitter(path), sh.before),
+        None => (Ok(Splitter::new(path, inp.reader)), 0),
     };
     let stripes_dealt = |seq: u64| u64::from(stripe_of(seq, stripe)) % n as u64 == rank as u64;
     let every = |_: u64| true;
@@ -651,8 +632,11 @@ pub fn read_share(
             |seq, ev, batch, text| survey.take(seq, ev, batch, text),
         )
     });
-    let split = match (split, counted) {
-        (Ok((_, k)), Some((c, _))) if k != c => Err((
+    // a share followed by another holds the events the walks counted
+    // (unless the file changed since)
+    let expected = share.as_ref().and_then(|sh| sh.events);
+    let split = match (split, expected) {
+        (Ok((_, k)), Some(c)) if k != c => Err((
             before + k.min(c) + 1,
             Error::parse(
                 path,
@@ -668,23 +652,30 @@ pub fn read_share(
         Err(e) => (None, Some(e)),
     };
     let truncated = split.as_ref().and_then(|(s, _)| s.truncated.as_ref());
-    let inbox = gather_first_error(ex, survey.to_words(&local_marks, truncated), failed)?;
+    let local = split.as_ref().map_or(0, |(_, k)| *k);
+    let inbox = gather_first_error(ex, survey.to_words(&local_marks, truncated, local), failed)?;
     let (split, events) =
         split.ok_or_else(|| Error::Invalid("the first pass lost its input".into()))?;
     drop(split);
-    let events = counted.map_or(events, |(_, total)| total);
     if share.is_some() {
         own_bytes = to_owners(ex, &own_bytes, rank)?;
     }
+    let messages: Vec<&[u64]> = (0..inbox.len())
+        .map(|s| inbox.from(s).get(1..).unwrap_or_default())
+        .collect();
+    let merged = merge_surveys(&messages)?;
+    // the file's events: each share's, or the whole file's that each
+    // process split
+    let events = if share.is_some() {
+        merged.events
+    } else {
+        events
+    };
     // the rounds the first pass went through: every process's the same
     let rounds = match events {
         0 => 1,
         _ => u64::from(stripe_of(events, stripe)) / n as u64 + 1,
     };
-    let messages: Vec<&[u64]> = (0..inbox.len())
-        .map(|s| inbox.from(s).get(1..).unwrap_or_default())
-        .collect();
-    let merged = merge_surveys(&messages)?;
     drop(messages);
     drop(inbox);
 
