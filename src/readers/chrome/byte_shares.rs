@@ -11,18 +11,22 @@
 //! count are the same under both: the walk counts them (their parity),
 //! and for each of the two it adds up the brackets outside strings (the
 //! depth at the end and the lowest depth on the way) and notes a backslash
-//! outside a string. Whether the first byte is escaped comes from the run
-//! of backslashes before it. One exchange gives every process every
-//! range's walk; in file order they give each nominal cut its exact state
-//! (inside a string or not, the depth below the array, the line). A cut is
-//! then moved on to the end of the event it falls in: the first byte
-//! after which the walk is back at the array's level.
+//! outside a string, and counts the events that end in the range for each
+//! depth below the array's level the range may start at (the closing
+//! brackets that come back to the array's level before the array closes).
+//! Whether the first byte is escaped comes from the run of backslashes
+//! before it. One exchange gives every process every range's walk; in
+//! file order they give each nominal cut its exact state (inside a string
+//! or not, the depth below the array, the line) and the events before it.
+//! A cut is then moved on to the end of the event it falls in: the first
+//! byte after which the walk is back at the array's level.
 //!
 //! A cut is used only when the array is still open there; the process
 //! whose share holds its end reads on to the end of the file (the rest of
 //! the object, a cut-off file) as one process reading the whole file does.
-//! A backslash outside a string (not JSON), a gzip file, or a head that
-//! does not open the array within its first MiB: the caller reads the
+//! A backslash outside a string (not JSON), a gzip file, a head that does
+//! not open the array within its first MiB, or a cut 16 or more brackets
+//! deep inside an event (its events not counted): the caller reads the
 //! whole file in every process as before.
 
 use std::fs::File;

@@ -6,12 +6,13 @@
 //! N`). In the first pass each process reads its own share of the file's
 //! bytes ([`super::byte_shares`]: one cut per process, each moved to the
 //! end of the event it falls in), splits it into its events and parses all
-//! of them; one exchange of the shares' event counts numbers them in the
-//! file, and a second sends the bytes of each stripe found to the stripe's
-//! owner. The second pass then reads only its stripes' bytes. Where the
-//! file cannot be cut (gzip, which every process decompresses; a backslash
-//! outside a string; no event within the first MiB) every process splits
-//! the whole file and parses only its stripes' events in the first pass.
+//! of them, numbered in the file from the events the cuts' walks counted
+//! before its cut; an exchange then sends the bytes of each stripe found
+//! to the stripe's owner. The second pass reads only its stripes' bytes.
+//! Where the file cannot be cut (gzip, which every process decompresses; a
+//! backslash outside a string; no event within the first MiB; a cut deep
+//! inside an event) every process splits the whole file and parses only
+//! its stripes' events in the first pass.
 //!
 //! The stream's two passes ([`super::stream`]) are kept:
 //!
