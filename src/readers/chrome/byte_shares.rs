@@ -831,6 +831,38 @@ mod tests {
         assert!(many >= 8, "the shares are used ({many})");
     }
 
+    /// A cut deeper inside an event than the walks count events for is no
+    /// place to cut either: every process reads the whole file.
+    #[test]
+    fn a_cut_deep_inside_an_event_leaves_the_file_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("deep.json");
+        // events of unequal lengths: no cut falls between two
+        let deep = |k: usize| {
+            let x = "x".repeat(4000 + 37 * k);
+            format!("{}\"{x}\"{}", "[".repeat(40), "]".repeat(40))
+        };
+        let ev: Vec<String> = (0..9)
+            .map(|k| {
+                format!(
+                    r#"{{"ph":"X","pid":1,"tid":1,"ts":{k},"dur":1,"name":"a","args":{{"v":{}}}}}"#,
+                    deep(k)
+                )
+            })
+            .collect();
+        std::fs::write(&p, format!("[{}]", ev.join(","))).unwrap();
+        let p = p.as_path();
+        let ends = crate::readers::exchange::ThreadExchange::group(4);
+        let plans: Vec<Option<Share>> = std::thread::scope(|s| {
+            let hs: Vec<_> = ends
+                .into_iter()
+                .map(|mut ex| s.spawn(move || plan(p, &mut ex).unwrap()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(plans.iter().all(Option::is_none));
+    }
+
     /// A backslash outside a string (not JSON) is no place to cut: no
     /// process cuts, whatever range it is in.
     #[test]

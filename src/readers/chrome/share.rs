@@ -1285,6 +1285,28 @@ mod tests {
         );
     }
 
+    /// Traces the processes cannot cut (a cut deep inside an event, a
+    /// backslash outside a string) are read whole by each, with the same
+    /// result.
+    #[test]
+    fn uncut_files_give_the_same_result() {
+        let d = tempfile::tempdir().unwrap();
+        let deep = format!("{}1{}", "[".repeat(30), "]".repeat(30));
+        let ev: Vec<String> = (0..60)
+            .map(|k| {
+                format!(
+                    r#"{{"ph":"X","pid":1,"tid":{},"ts":{},"dur":3,"name":"n{}","args":{{"v":{deep}}}}}"#,
+                    k % 3,
+                    10 * k,
+                    k % 4
+                )
+            })
+            .collect();
+        let p = d.path().join("deep.json");
+        std::fs::write(&p, format!("[{}]", ev.join(","))).unwrap();
+        assert_shares_equal_the_stream(&p);
+    }
+
     /// A malformed event is said once, by the process that parsed it, at
     /// the stream's line; one that every process meets (the array's
     /// structure) by rank 0.
