@@ -738,6 +738,18 @@ mod tests {
         }
     }
 
+    /// Each process's share of `path`, cut by `n` processes (threads).
+    fn plans(path: &Path, n: usize) -> Vec<Option<Share>> {
+        let ends = crate::readers::exchange::ThreadExchange::group(n);
+        std::thread::scope(|s| {
+            let hs: Vec<_> = ends
+                .into_iter()
+                .map(|mut ex| s.spawn(move || plan(path, &mut ex).unwrap()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
     /// Events' spans in a file.
     type Spans = Vec<(u64, u64)>;
 
@@ -758,14 +770,7 @@ mod tests {
         };
         let f = File::open(path).unwrap();
         let (serial, cut) = all(Splitter::new(path, Box::new(f)));
-        let ends = crate::readers::exchange::ThreadExchange::group(n);
-        let plans: Vec<Option<Share>> = std::thread::scope(|s| {
-            let hs: Vec<_> = ends
-                .into_iter()
-                .map(|mut ex| s.spawn(move || plan(path, &mut ex).unwrap()))
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+        let plans = plans(path, n);
         if n == 1 || serial.is_empty() {
             // one process, or no event to cut at: the whole file
             assert!(plans.iter().all(Option::is_none));
@@ -852,14 +857,7 @@ mod tests {
             .collect();
         std::fs::write(&p, format!("[{}]", ev.join(","))).unwrap();
         let p = p.as_path();
-        let ends = crate::readers::exchange::ThreadExchange::group(4);
-        let plans: Vec<Option<Share>> = std::thread::scope(|s| {
-            let hs: Vec<_> = ends
-                .into_iter()
-                .map(|mut ex| s.spawn(move || plan(p, &mut ex).unwrap()))
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+        let plans = plans(p, 4);
         assert!(plans.iter().all(Option::is_none));
     }
 
@@ -875,14 +873,7 @@ mod tests {
         ev[30] = r#"{"ph":"X","pid":1,\"tid":1,"ts":30,"dur":1,"name":"a"}"#.into();
         std::fs::write(&p, format!("[{}]", ev.join(","))).unwrap();
         let p = p.as_path();
-        let ends = crate::readers::exchange::ThreadExchange::group(4);
-        let plans: Vec<Option<Share>> = std::thread::scope(|s| {
-            let hs: Vec<_> = ends
-                .into_iter()
-                .map(|mut ex| s.spawn(move || plan(p, &mut ex).unwrap()))
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+        let plans = plans(p, 4);
         assert!(plans.iter().all(Option::is_none));
     }
 }
