@@ -533,7 +533,8 @@ fn head(path: &Path) -> Option<(u64, u64, bool)> {
 /// This process's share of the Chrome trace at `path`, cut with the other
 /// processes of `ex` (each calls it): `None` when the file cannot be cut
 /// (one process, gzip, no event in the first MiB, a backslash outside a
-/// string) and every process is to read it whole.
+/// string, a cut 16 or more brackets deep inside an event) and every
+/// process is to read it whole.
 pub(super) fn plan(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Share>> {
     let (rank, n) = (ex.rank(), ex.size().max(1));
     // every process says whether it can cut and what it walked; all decide
