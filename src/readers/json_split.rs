@@ -214,26 +214,34 @@ fn container_end_sse2(buf: &[u8], i: usize) -> Option<usize> {
         .find_map(|(k, &c)| st.byte(c, k))
 }
 
-/// Where a byte-by-byte walk through a container stands.
-#[cfg(target_arch = "x86_64")]
+/// Where a byte-by-byte walk through a container stands: the splitter's
+/// rule for where an event ends, which the processes of `reduce` follow
+/// too when they move their cuts to the end of an event.
 #[derive(Default)]
-struct Nest {
-    depth: usize,
-    in_string: bool,
+pub(crate) struct Nest {
+    /// Open brackets outside strings.
+    pub depth: usize,
+    pub in_string: bool,
     /// The byte after a backslash in a string, still to be skipped.
-    escaped: bool,
+    pub escaped: bool,
 }
 
-#[cfg(target_arch = "x86_64")]
 impl Nest {
-    /// Takes byte `c` (at `k`): the container's end when `c` closes it.
+    /// Takes byte `c` (at `k`): the end of the walk (`k + 1`) when `c`
+    /// brings it back to depth 0 outside a string (a closing bracket, or
+    /// the quote that ends a string begun at depth 0).
     #[inline]
-    fn byte(&mut self, c: u8, k: usize) -> Option<usize> {
+    pub(crate) fn byte(&mut self, c: u8, k: usize) -> Option<usize> {
         if self.escaped {
             self.escaped = false;
         } else if self.in_string {
             match c {
-                b'"' => self.in_string = false,
+                b'"' => {
+                    self.in_string = false;
+                    if self.depth == 0 {
+                        return Some(k + 1);
+                    }
+                }
                 b'\\' => self.escaped = true,
                 _ => {}
             }
@@ -242,7 +250,7 @@ impl Nest {
                 b'"' => self.in_string = true,
                 b'{' | b'[' => self.depth += 1,
                 b'}' | b']' => {
-                    self.depth -= 1;
+                    self.depth = self.depth.saturating_sub(1);
                     if self.depth == 0 {
                         return Some(k + 1);
                     }

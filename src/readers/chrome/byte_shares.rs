@@ -39,7 +39,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::readers::exchange::{Exchange, all_gather, damaged};
 use crate::readers::input;
-use crate::readers::json_split::{BATCH_BYTES, Splitter};
+use crate::readers::json_split::{BATCH_BYTES, Nest, Splitter};
 
 /// A process's bytes of the trace.
 #[derive(Debug, Clone, PartialEq)]
@@ -461,11 +461,18 @@ fn entries(line: u64, walks: &[RangeWalk]) -> Option<Vec<Entry>> {
 /// first offset at or after `at` back at the array's level, with the lines
 /// between; `None` when the file ends first.
 fn event_end(file: &File, at: u64, e: &Entry, floor: u64) -> std::io::Result<Option<(u64, u64)>> {
-    let (mut in_string, mut depth) = (e.in_string, e.depth);
-    let mut escaped = in_string && escaped_at(file, at, floor)?;
-    if !in_string && depth == 0 {
+    if !e.in_string && e.depth == 0 {
         return Ok(Some((at, 0)));
     }
+    // the splitter's own rule for the end of an event
+    let Ok(depth) = usize::try_from(e.depth) else {
+        return Ok(None);
+    };
+    let mut nest = Nest {
+        depth,
+        in_string: e.in_string,
+        escaped: e.in_string && escaped_at(file, at, floor)?,
+    };
     let mut lines = 0u64;
     let mut pos = at;
     let mut buf = vec![0u8; 64 << 10];
@@ -474,31 +481,12 @@ fn event_end(file: &File, at: u64, e: &Entry, floor: u64) -> std::io::Result<Opt
         if n == 0 {
             return Ok(None);
         }
-        for (i, &c) in buf[..n].iter().enumerate() {
-            if c == b'\n' {
-                lines += 1;
-            }
-            if escaped {
-                escaped = false;
-                continue;
-            }
-            if in_string {
-                match c {
-                    b'"' => in_string = false,
-                    b'\\' => escaped = true,
-                    _ => {}
-                }
-            } else {
-                match c {
-                    b'"' => in_string = true,
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => depth -= 1,
-                    _ => {}
-                }
-            }
-            if !in_string && depth <= 0 {
-                return Ok(Some((pos + i as u64 + 1, lines)));
-            }
+        let chunk = &buf[..n];
+        let end = chunk.iter().enumerate().find_map(|(k, &c)| nest.byte(c, k));
+        let seen = &chunk[..end.unwrap_or(n)];
+        lines += memchr::memchr_iter(b'\n', seen).count() as u64;
+        if let Some(end) = end {
+            return Ok(Some((pos + end as u64, lines)));
         }
         pos += n as u64;
     }
@@ -507,8 +495,7 @@ fn event_end(file: &File, at: u64, e: &Entry, floor: u64) -> std::io::Result<Opt
 /// The head of the file: where its first event starts, on which line, and
 /// whether the array is an object's `traceEvents`; `None` when the array
 /// holds no event within the first MiB.
-fn head(path: &Path) -> Option<(u64, u64, bool)> {
-    let f = File::open(path).ok()?;
+fn head(path: &Path, f: &File) -> Option<(u64, u64, bool)> {
     let mut s = Splitter::new(
         path,
         Box::new(ReadAt {
@@ -535,19 +522,23 @@ fn head(path: &Path) -> Option<(u64, u64, bool)> {
 /// (one process, gzip, no event in the first MiB, a backslash outside a
 /// string, a cut 16 or more brackets deep inside an event) and every
 /// process is to read it whole.
-pub(super) fn plan(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Share>> {
+pub(super) fn plan(
+    path: &Path,
+    inp: &input::Input,
+    ex: &mut dyn Exchange,
+) -> Result<Option<Share>> {
     let (rank, n) = (ex.rank(), ex.size().max(1));
+    let file = (n > 1 && !inp.compressed)
+        .then(|| File::open(path).ok())
+        .flatten();
     // every process says whether it can cut and what it walked; all decide
     // alike from what all said
     let mine = || -> Option<(u64, u64, bool, u64, RangeWalk)> {
-        if n < 2 || input::open(path).ok()?.compressed {
-            return None;
-        }
-        let len = std::fs::metadata(path).ok()?.len();
-        let (first, line, nested) = head(path)?;
-        let file = File::open(path).ok()?;
+        let file = file.as_ref()?;
+        let len = inp.file_len;
+        let (first, line, nested) = head(path, file)?;
         let (a, b) = range(first, len, n, rank);
-        let w = walk_range(&file, a, b, first).ok()?;
+        let w = walk_range(file, a, b, first).ok()?;
         Some((first, len, nested, line, w))
     };
     let said = mine();
@@ -572,10 +563,9 @@ pub(super) fn plan(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Share>> 
         }
         walks.push(RangeWalk::from_words(&w[5..]).ok_or_else(damaged)?);
     }
-    let Some(at) = entries(line, &walks) else {
+    let (Some(at), Some(file)) = (entries(line, &walks), file.as_ref()) else {
         return Ok(None);
     };
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // where the cut of range k moves to, its line and the events before
     // it, when the array is open there and an event ends before the file
     // does
@@ -588,7 +578,7 @@ pub(super) fn plan(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Share>> 
             return Ok(None);
         }
         let (a, _) = range(first, len, n, k);
-        let end = event_end(&file, a, e, first).map_err(|err| Error::io(path, err))?;
+        let end = event_end(file, a, e, first).map_err(|err| Error::io(path, err))?;
         Ok(end
             .filter(|&(p, _)| p < len)
             .map(|(p, lines)| (p, e.line + lines, e.events_at_end_of_event())))
@@ -745,7 +735,12 @@ mod tests {
         std::thread::scope(|s| {
             let hs: Vec<_> = ends
                 .into_iter()
-                .map(|mut ex| s.spawn(move || plan(path, &mut ex).unwrap()))
+                .map(|mut ex| {
+                    s.spawn(move || {
+                        let inp = input::open(path).unwrap();
+                        plan(path, &inp, &mut ex).unwrap()
+                    })
+                })
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         })

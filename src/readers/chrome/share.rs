@@ -613,7 +613,7 @@ pub fn read_share(
     // the bytes this process splits: its share of them when the file can
     // be cut (it parses all its events), else the whole file (it parses
     // its stripes' events)
-    let share = byte_shares::plan(path, ex)?;
+    let share = byte_shares::plan(path, &inp, ex)?;
     let (split, before) = match &share {
         Some(sh) => (sh.splitter(path), sh.before),
         None => (Ok(Splitter::new(path, inp.reader)), 0),
