@@ -466,9 +466,67 @@ struct ThreadAcc {
     sort: Option<i64>,
     /// (ts, seq, begin?, state)
     be: Vec<(i64, u64, bool, StateId)>,
-    /// (start, end, state, seq)
-    slices: Vec<(i64, i64, StateId, u64)>,
+    /// The `X` slices, their times absolute (`ts` is never negative):
+    /// made relative in place when the thread is flattened.
+    slices: Vec<NestedSlice>,
 }
+
+impl ThreadAcc {
+    /// Bytes its slice records take.
+    fn record_bytes(&self) -> usize {
+        std::mem::size_of_val(self.slices.as_slice()) + std::mem::size_of_val(self.be.as_slice())
+    }
+
+    /// Its flat timeline (times relative to `origin`; slices still open
+    /// end at `end_abs`), its records freed, and what was repaired.
+    fn flatten(&mut self, origin: i64, end_abs: i64) -> (Vec<(Time, Time, StateId)>, Nesting) {
+        let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
+        let mut nesting = Nesting::default();
+        // the X slices made relative where they are (the times and the
+        // origin are never negative), with room for the matched B/E
+        let mut slices = std::mem::take(&mut self.slices);
+        let o = origin.max(0) as Time;
+        for s in &mut slices {
+            s.start = s.start.saturating_sub(o);
+            s.end = s.end.saturating_sub(o);
+        }
+        slices.reserve_exact(self.be.len() / 2);
+        let mut be = std::mem::take(&mut self.be);
+        be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
+        let mut stack: Vec<(i64, u64, StateId)> = Vec::new();
+        for &(ts, seq, begin, st) in &be {
+            if begin {
+                stack.push((ts, seq, st));
+            } else if let Some((bt, bseq, bst)) = stack.pop() {
+                slices.push(NestedSlice {
+                    start: rel(bt),
+                    end: rel(ts),
+                    state: bst,
+                    seq: bseq,
+                });
+            } else {
+                nesting.unmatched_end += 1;
+            }
+        }
+        drop(be);
+        for (bt, bseq, bst) in stack {
+            nesting.unclosed += 1;
+            slices.push(NestedSlice {
+                start: rel(bt),
+                end: rel(end_abs),
+                state: bst,
+                seq: bseq,
+            });
+        }
+        let mut flat = Vec::new();
+        nesting.clipped += flatten_nested(&mut slices, &mut flat);
+        (flat, nesting)
+    }
+}
+
+/// The threads flattened at once in [`assemble`] hold up to about this
+/// many bytes of records together (one thread may hold more).
+const FLATTEN_GROUP_BYTES: usize = 8 << 20;
 
 #[derive(Default)]
 struct ProcAcc {
@@ -794,10 +852,12 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             };
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize]
-                    .2
-                    .slices
-                    .push((ts, ts + dur, st, seq)),
+                None => acc.threads[t as usize].2.slices.push(NestedSlice {
+                    start: ts as Time,
+                    end: (ts + dur) as Time,
+                    state: st,
+                    seq,
+                }),
             }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
@@ -1132,6 +1192,12 @@ struct Nesting {
 }
 
 impl Nesting {
+    fn add(&mut self, o: &Nesting) {
+        self.unmatched_end += o.unmatched_end;
+        self.unclosed += o.unclosed;
+        self.clipped += o.clipped;
+    }
+
     fn report(&self, b: &mut TraceBuilder, src: &Path) -> Result<()> {
         let Nesting {
             unmatched_end,
@@ -1278,6 +1344,57 @@ fn pack_async(
     intervals
 }
 
+/// Adds each thread's flat timeline to `b` at its location: its `B`/`E`
+/// matched, flattened with its `X` slices (times relative to `origin`;
+/// slices still open end at `end_abs`). The threads of a group, holding
+/// about `group_bytes` of records together, are flattened in parallel and
+/// then added in thread order, so the model does not depend on the
+/// grouping. Each group's records leave as its intervals come (and leave
+/// the process every 16 MiB: the threads' blocks are small, and glibc
+/// keeps them).
+fn add_threads(
+    threads: &mut [(Ident<'static>, Ident<'static>, ThreadAcc)],
+    b: &mut TraceBuilder,
+    loc_of_thread: &[LocId],
+    (origin, end_abs): (i64, i64),
+    group_bytes: usize,
+    nesting: &mut Nesting,
+) {
+    let mut freed = 0usize;
+    let mut t0 = 0;
+    while t0 < threads.len() {
+        let mut t1 = t0;
+        let mut bytes = 0;
+        while t1 < threads.len() && (t1 == t0 || bytes < group_bytes) {
+            bytes += threads[t1].2.record_bytes();
+            t1 += 1;
+        }
+        let flats: Vec<(Vec<(Time, Time, StateId)>, Nesting)> = threads[t0..t1]
+            .par_iter_mut()
+            .map(|(_, _, ta)| ta.flatten(origin, end_abs))
+            .collect();
+        for (k, (flat, n)) in flats.into_iter().enumerate() {
+            nesting.add(&n);
+            let loc = loc_of_thread[t0 + k];
+            if flat.len() >= GROUPED_THREAD {
+                // one exact block per busy thread (no growth slack, no
+                // location column)
+                b.add_interval_block(IntervalBlock::of_location(loc, &flat));
+            } else {
+                for &(s, e, st) in &flat {
+                    b.interval(loc, s, e, st);
+                }
+            }
+        }
+        freed += bytes;
+        if freed >= 16 << 20 {
+            crate::memory::return_freed_memory();
+            freed = 0;
+        }
+        t0 = t1;
+    }
+}
+
 fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let origin = acc.origin();
     let end_abs = acc.end_abs();
@@ -1286,67 +1403,14 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b);
     let mut nesting = Nesting::default();
 
-    // per thread: match B/E, flatten with X
-    let mut flat = Vec::new();
-    let mut freed = 0usize;
-    for (t, (_, _, ta)) in acc.threads.iter_mut().enumerate() {
-        let loc = loc_of_thread[t];
-        // each thread's records leave as its intervals come (and leave
-        // the process every 16 MiB: the threads' blocks are small, and
-        // glibc keeps them)
-        if freed >= 16 << 20 {
-            crate::memory::return_freed_memory();
-            freed = 0;
-        }
-        freed +=
-            std::mem::size_of_val(ta.slices.as_slice()) + std::mem::size_of_val(ta.be.as_slice());
-        let x_slices = std::mem::take(&mut ta.slices);
-        let mut slices: Vec<NestedSlice> = Vec::with_capacity(x_slices.len() + ta.be.len() / 2);
-        slices.extend(x_slices.iter().map(|&(s, e, st, seq)| NestedSlice {
-            start: rel(s),
-            end: rel(e),
-            state: st,
-            seq,
-        }));
-        drop(x_slices);
-        ta.be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
-        let mut stack: Vec<(i64, u64, StateId)> = Vec::new();
-        for &(ts, seq, begin, st) in &ta.be {
-            if begin {
-                stack.push((ts, seq, st));
-            } else if let Some((bt, bseq, bst)) = stack.pop() {
-                slices.push(NestedSlice {
-                    start: rel(bt),
-                    end: rel(ts),
-                    state: bst,
-                    seq: bseq,
-                });
-            } else {
-                nesting.unmatched_end += 1;
-            }
-        }
-        for (bt, bseq, bst) in stack {
-            nesting.unclosed += 1;
-            slices.push(NestedSlice {
-                start: rel(bt),
-                end: rel(end_abs),
-                state: bst,
-                seq: bseq,
-            });
-        }
-        ta.be = Vec::new();
-        flat.clear();
-        nesting.clipped += flatten_nested(&mut slices, &mut flat);
-        if flat.len() >= GROUPED_THREAD {
-            // one exact block per busy thread (no growth slack, no location
-            // column)
-            b.add_interval_block(IntervalBlock::of_location(loc, &flat));
-        } else {
-            for &(s, e, st) in &flat {
-                b.interval(loc, s, e, st);
-            }
-        }
-    }
+    add_threads(
+        &mut acc.threads,
+        &mut b,
+        &loc_of_thread,
+        (origin, end_abs),
+        FLATTEN_GROUP_BYTES,
+        &mut nesting,
+    );
 
     for (l, s, e, st) in pack_async(&mut acc, &mut b, &mut group_of_proc, &mut nesting) {
         b.interval(l, s, e, st);
@@ -1379,7 +1443,11 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let mut freed = acc.flows.len();
     while let Some(last) = acc.flows.last() {
         let key = last.key;
-        let first = acc.flows.partition_point(|f| f.key < key);
+        // the key's run, found from its end: most runs are two or three
+        // flows long, where a binary search over all flows takes some 20
+        // probes, each a cache miss (half the loop's time)
+        let run = acc.flows.iter().rev().take_while(|f| f.key == key).count();
+        let first = acc.flows.len() - run;
         let mut prev: Option<&Flow> = None;
         for f in &acc.flows[first..] {
             match (prev, f.ph()) {
@@ -1429,6 +1497,113 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Threads flattened a group at a time give the model of threads
+    /// flattened all at once, whatever the groups: nested `B`/`E`, `X`
+    /// slices, unmatched ends and unclosed begins, busy threads (a block
+    /// of their own) and quiet ones.
+    #[test]
+    fn threads_flattened_in_groups_give_one_model() {
+        let mut rng = crate::test_rng::XorShift(0x0dd_ba11_5ca1_ab1e);
+        let make = |rng: &mut crate::test_rng::XorShift| {
+            let mut threads = Vec::new();
+            for t in 0..40i64 {
+                let mut ta = ThreadAcc::default();
+                let n = if t % 7 == 0 {
+                    3000
+                } else {
+                    (rng.next() % 60) as usize
+                };
+                let mut seq = 0u64;
+                let mut ts = 1_000i64;
+                for _ in 0..n {
+                    ts += (rng.next() % 50) as i64;
+                    seq += 1;
+                    let st = (rng.next() % 5) as StateId;
+                    match rng.next() % 3 {
+                        0 => ta.slices.push(NestedSlice {
+                            start: ts as Time,
+                            end: (ts + (rng.next() % 80) as i64) as Time,
+                            state: st,
+                            seq,
+                        }),
+                        1 => ta.be.push((ts, seq, true, st)),
+                        _ => ta.be.push((ts, seq, false, 0)),
+                    }
+                }
+                threads.push((Ident::Num(0), Ident::Num(t), ta));
+            }
+            threads
+        };
+        let threads = make(&mut rng);
+        let mut results = Vec::new();
+        for group in [1usize, 700, 64 << 10, usize::MAX] {
+            let mut threads: Vec<_> = threads
+                .iter()
+                .map(|(p, t, ta)| {
+                    let c = ThreadAcc {
+                        be: ta.be.clone(),
+                        slices: ta.slices.clone(),
+                        ..Default::default()
+                    };
+                    (p.clone(), t.clone(), c)
+                })
+                .collect();
+            let mut b = TraceBuilder::new(
+                Format::ChromeJson,
+                Path::new("t.json"),
+                TimeUnit::microseconds(),
+                false,
+            );
+            for st in 0..5 {
+                b.states.intern(&format!("s{st}"), StateClass::Busy);
+            }
+            let locs: Vec<LocId> = (0..threads.len())
+                .map(|t| {
+                    b.locations
+                        .add(format!("t{t}"), LocationKind::Thread, None, t as i64)
+                })
+                .collect();
+            let mut nesting = Nesting::default();
+            add_threads(
+                &mut threads,
+                &mut b,
+                &locs,
+                (900, 99_000),
+                group,
+                &mut nesting,
+            );
+            assert!(
+                threads
+                    .iter()
+                    .all(|(_, _, ta)| ta.be.is_empty() && ta.slices.is_empty())
+            );
+            let t = b
+                .finish(BuildOptions {
+                    warn_unsorted: false,
+                })
+                .unwrap();
+            let per_loc: Vec<Vec<(Time, Time, StateId)>> = (0..t.locations.len())
+                .map(|l| {
+                    let s = t.intervals.of(l as LocId);
+                    (0..s.start.len())
+                        .map(|i| (s.start[i], s.end[i], s.state[i]))
+                        .collect()
+                })
+                .collect();
+            results.push((
+                per_loc,
+                (nesting.unmatched_end, nesting.unclosed, nesting.clipped),
+            ));
+        }
+        let (first, counts) = &results[0];
+        assert!(first.iter().map(Vec::len).sum::<usize>() > 10_000);
+        assert!(counts.0 > 0 && counts.1 > 0 && counts.2 > 0, "{counts:?}");
+        for r in &results[1..] {
+            assert_eq!(&r.0, first);
+            assert_eq!(&r.1, counts);
+        }
+    }
 
     #[test]
     fn pipeline_runs_cover_a_batch_in_order() {
