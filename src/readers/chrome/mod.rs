@@ -1344,6 +1344,14 @@ fn pack_async(
     intervals
 }
 
+/// A thread's flat timeline, as [`add_threads`] adds it.
+enum Flat {
+    /// A busy thread's ([`GROUPED_THREAD`] intervals or more), as a block.
+    Block(IntervalBlock),
+    /// A quiet thread's, added one by one.
+    Few(Vec<(Time, Time, StateId)>),
+}
+
 /// Adds each thread's flat timeline to `b` at its location: its `B`/`E`
 /// matched, flattened with its `X` slices (times relative to `origin`;
 /// slices still open end at `end_abs`). The threads of a group, holding
@@ -1369,20 +1377,30 @@ fn add_threads(
             bytes += threads[t1].2.record_bytes();
             t1 += 1;
         }
-        let flats: Vec<(Vec<(Time, Time, StateId)>, Nesting)> = threads[t0..t1]
+        // a busy thread's block is made in parallel too: one exact block
+        // (no growth slack, no location column), the flat timeline freed
+        // there
+        let flats: Vec<(Flat, Nesting)> = threads[t0..t1]
             .par_iter_mut()
-            .map(|(_, _, ta)| ta.flatten(origin, end_abs))
+            .zip(&loc_of_thread[t0..t1])
+            .map(|((_, _, ta), &loc)| {
+                let (flat, n) = ta.flatten(origin, end_abs);
+                if flat.len() >= GROUPED_THREAD {
+                    (Flat::Block(IntervalBlock::of_location(loc, &flat)), n)
+                } else {
+                    (Flat::Few(flat), n)
+                }
+            })
             .collect();
         for (k, (flat, n)) in flats.into_iter().enumerate() {
             nesting.add(&n);
-            let loc = loc_of_thread[t0 + k];
-            if flat.len() >= GROUPED_THREAD {
-                // one exact block per busy thread (no growth slack, no
-                // location column)
-                b.add_interval_block(IntervalBlock::of_location(loc, &flat));
-            } else {
-                for &(s, e, st) in &flat {
-                    b.interval(loc, s, e, st);
+            match flat {
+                Flat::Block(block) => b.add_interval_block(block),
+                Flat::Few(few) => {
+                    let loc = loc_of_thread[t0 + k];
+                    for &(s, e, st) in &few {
+                        b.interval(loc, s, e, st);
+                    }
                 }
             }
         }
