@@ -39,7 +39,7 @@ use super::input;
 use super::json_split::{Batch, ReadAhead, Splitter, Truncation};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::model::builder::{GLOBAL, IntervalBlock};
+use crate::model::builder::{GLOBAL, IntervalBlock, RawInterval};
 use crate::model::{
     BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
     TimeUnit, Trace, TraceBuilder, flatten_nested,
@@ -477,9 +477,15 @@ impl ThreadAcc {
         std::mem::size_of_val(self.slices.as_slice()) + std::mem::size_of_val(self.be.as_slice())
     }
 
-    /// Its flat timeline (times relative to `origin`; slices still open
-    /// end at `end_abs`), its records freed, and what was repaired.
-    fn flatten(&mut self, origin: i64, end_abs: i64) -> (Vec<(Time, Time, StateId)>, Nesting) {
+    /// Its flat timeline into `flat` (emptied first; times relative to
+    /// `origin`, slices still open end at `end_abs`), its records freed:
+    /// what was repaired.
+    fn flatten(
+        &mut self,
+        origin: i64,
+        end_abs: i64,
+        flat: &mut Vec<(Time, Time, StateId)>,
+    ) -> Nesting {
         let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
         let mut nesting = Nesting::default();
         // the X slices made relative where they are (the times and the
@@ -518,9 +524,9 @@ impl ThreadAcc {
                 seq: bseq,
             });
         }
-        let mut flat = Vec::new();
-        nesting.clipped += flatten_nested(&mut slices, &mut flat);
-        (flat, nesting)
+        flat.clear();
+        nesting.clipped += flatten_nested(&mut slices, flat);
+        nesting
     }
 }
 
@@ -1344,22 +1350,17 @@ fn pack_async(
     intervals
 }
 
-/// A thread's flat timeline, as [`add_threads`] adds it.
-enum Flat {
-    /// A busy thread's ([`GROUPED_THREAD`] intervals or more), as a block.
-    Block(IntervalBlock),
-    /// A quiet thread's, added one by one.
-    Few(Vec<(Time, Time, StateId)>),
-}
-
 /// Adds each thread's flat timeline to `b` at its location: its `B`/`E`
 /// matched, flattened with its `X` slices (times relative to `origin`;
 /// slices still open end at `end_abs`). The threads of a group, holding
-/// about `group_bytes` of records together, are flattened in parallel and
-/// then added in thread order, so the model does not depend on the
-/// grouping. Each group's records leave as its intervals come (and leave
-/// the process every 16 MiB: the threads' blocks are small, and glibc
-/// keeps them).
+/// about `group_bytes` of records together, are flattened in parallel,
+/// in runs of consecutive threads, each run in one task with one buffer:
+/// a busy thread ([`GROUPED_THREAD`] intervals or more) becomes a block of
+/// its own (no growth slack, no location column), the run's quiet threads
+/// one block of records. Each location's intervals come from its one
+/// thread, so the model does not depend on the grouping. Each group's
+/// records leave as its intervals come (and leave the process every 16
+/// MiB: the threads' blocks are small, and glibc keeps them).
 fn add_threads(
     threads: &mut [(Ident<'static>, Ident<'static>, ThreadAcc)],
     b: &mut TraceBuilder,
@@ -1368,6 +1369,7 @@ fn add_threads(
     group_bytes: usize,
     nesting: &mut Nesting,
 ) {
+    let tasks = 4 * rayon::current_num_threads().max(1);
     let mut freed = 0usize;
     let mut t0 = 0;
     while t0 < threads.len() {
@@ -1377,31 +1379,38 @@ fn add_threads(
             bytes += threads[t1].2.record_bytes();
             t1 += 1;
         }
-        // a busy thread's block is made in parallel too: one exact block
-        // (no growth slack, no location column), the flat timeline freed
-        // there
-        let flats: Vec<(Flat, Nesting)> = threads[t0..t1]
-            .par_iter_mut()
-            .zip(&loc_of_thread[t0..t1])
-            .map(|((_, _, ta), &loc)| {
-                let (flat, n) = ta.flatten(origin, end_abs);
-                if flat.len() >= GROUPED_THREAD {
-                    (Flat::Block(IntervalBlock::of_location(loc, &flat)), n)
-                } else {
-                    (Flat::Few(flat), n)
-                }
-            })
-            .collect();
-        for (k, (flat, n)) in flats.into_iter().enumerate() {
-            nesting.add(&n);
-            match flat {
-                Flat::Block(block) => b.add_interval_block(block),
-                Flat::Few(few) => {
-                    let loc = loc_of_thread[t0 + k];
-                    for &(s, e, st) in &few {
-                        b.interval(loc, s, e, st);
+        let run = (t1 - t0).div_ceil(tasks).max(1);
+        let done: Vec<(Vec<IntervalBlock>, Nesting)> = threads[t0..t1]
+            .par_chunks_mut(run)
+            .zip(loc_of_thread[t0..t1].par_chunks(run))
+            .map(|(ths, locs)| {
+                let mut blocks = Vec::new();
+                let mut quiet: Vec<RawInterval> = Vec::new();
+                let mut nesting = Nesting::default();
+                let mut flat = Vec::new();
+                for ((_, _, ta), &loc) in ths.iter_mut().zip(locs) {
+                    nesting.add(&ta.flatten(origin, end_abs, &mut flat));
+                    if flat.len() >= GROUPED_THREAD {
+                        blocks.push(IntervalBlock::of_location(loc, &flat));
+                    } else {
+                        quiet.extend(flat.iter().map(|&(start, end, state)| RawInterval {
+                            loc,
+                            state,
+                            start,
+                            end,
+                        }));
                     }
                 }
+                if !quiet.is_empty() {
+                    blocks.push(IntervalBlock::Records(quiet));
+                }
+                (blocks, nesting)
+            })
+            .collect();
+        for (blocks, n) in done {
+            nesting.add(&n);
+            for block in blocks {
+                b.add_interval_block(block);
             }
         }
         freed += bytes;
