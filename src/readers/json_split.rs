@@ -138,9 +138,10 @@ pub(crate) fn scan_value(buf: &[u8], i: usize) -> Scan {
 
 /// The end of the object or array starting at `buf[i]` (`{` or `[`), as
 /// [`scan_value`] finds it: with SSE2 (every x86-64 processor), 16 bytes
-/// at a time, visiting only the bytes that can change the state (quotes
-/// and brackets); a run of 16 bytes that holds a backslash is taken byte
-/// by byte. `None` when the value does not end within `buf`.
+/// at a time, visiting only the brackets outside strings (which bytes lie
+/// in strings comes from the quotes' prefix XOR); a run of 16 bytes that
+/// holds a backslash is taken byte by byte. `None` when the value does not
+/// end within `buf`.
 #[cfg(target_arch = "x86_64")]
 fn container_end(buf: &[u8], i: usize) -> Option<usize> {
     // SAFETY: SSE2 is part of x86-64 itself: every processor that runs
@@ -180,32 +181,41 @@ fn container_end_sse2(buf: &[u8], i: usize) -> Option<usize> {
             j += 16;
             continue;
         }
-        let q = mask(quote, quote);
-        let open = mask(open_brace, open_bracket);
-        let close = mask(close_brace, close_bracket);
-        let mut bits = q | open | close;
+        let mut q = mask(quote, quote);
+        let mut open = mask(open_brace, open_bracket);
+        let mut close = mask(close_brace, close_bracket);
         if st.escaped {
             // the first byte is escaped (a backslash ended the last run)
-            bits &= !1;
+            q &= !1;
+            open &= !1;
+            close &= !1;
             st.escaped = false;
         }
+        // bit k of `inside`: byte k lies in a string (the parity of the
+        // quotes up to it, a prefix XOR, from the state at the run's
+        // start); only the brackets outside strings are visited
+        let mut inside = q;
+        inside ^= inside << 1;
+        inside ^= inside << 2;
+        inside ^= inside << 4;
+        inside ^= inside << 8;
+        if st.in_string {
+            inside = !inside;
+        }
+        let mut bits = (open | close) & !inside & 0xFFFF;
         while bits != 0 {
             let k = bits.trailing_zeros();
             bits &= bits - 1;
-            let bit = 1u32 << k;
-            if q & bit != 0 {
-                st.in_string = !st.in_string;
-            } else if !st.in_string {
-                if open & bit != 0 {
-                    st.depth += 1;
-                } else {
-                    st.depth -= 1;
-                    if st.depth == 0 {
-                        return Some(j + k as usize + 1);
-                    }
+            if open & (1 << k) != 0 {
+                st.depth += 1;
+            } else {
+                st.depth -= 1;
+                if st.depth == 0 {
+                    return Some(j + k as usize + 1);
                 }
             }
         }
+        st.in_string ^= q.count_ones() % 2 == 1;
         j += 16;
     }
     buf.iter()
