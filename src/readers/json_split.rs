@@ -149,41 +149,79 @@ fn container_end(buf: &[u8], i: usize) -> Option<usize> {
     unsafe { container_end_sse2(buf, i) }
 }
 
+/// Which of 16 bytes are quotes, opening and closing brackets,
+/// backslashes and line ends, a bit each (bit k: byte k): what the scans of JSON 16
+/// bytes at a time look at (the splitter here, `reduce`'s walk of its
+/// byte share).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Classes16 {
+    pub quote: u32,
+    pub open: u32,
+    pub close: u32,
+    pub backslash: u32,
+    pub newline: u32,
+}
+
+/// [`Classes16`] of `b`, with SSE2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+pub(crate) fn classify16(b: &[u8; 16]) -> Classes16 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    // SAFETY: `b` holds the 16 bytes loaded; no alignment is needed.
+    let v: __m128i = unsafe { _mm_loadu_si128(b.as_ptr().cast()) };
+    let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+    let bits = |m: __m128i| _mm_movemask_epi8(m) as u32;
+    Classes16 {
+        quote: bits(eq(b'"')),
+        open: bits(_mm_or_si128(eq(b'{'), eq(b'['))),
+        close: bits(_mm_or_si128(eq(b'}'), eq(b']'))),
+        backslash: bits(eq(b'\\')),
+        newline: bits(eq(b'\n')),
+    }
+}
+
+/// Which of 16 bytes lie in strings (bit k: byte k), from their quotes
+/// (none of them escaped) and whether the first byte starts in one: the
+/// parity of the quotes up to each byte, a prefix XOR. A quote that opens
+/// a string counts as in it, one that closes it as outside.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn in_strings16(quote: u32, starts_in_string: bool) -> u32 {
+    let mut x = quote;
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    if starts_in_string {
+        x = !x;
+    }
+    x & 0xFFFF
+}
+
 /// [`container_end`] with SSE2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
 fn container_end_sse2(buf: &[u8], i: usize) -> Option<usize> {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
-    let n = buf.len();
     let mut st = Nest::default();
     let mut j = i;
-    let splat = |c: u8| _mm_set1_epi8(c as i8);
-    let (quote, backslash) = (splat(b'"'), splat(b'\\'));
-    let (open_brace, open_bracket) = (splat(b'{'), splat(b'['));
-    let (close_brace, close_bracket) = (splat(b'}'), splat(b']'));
-    while j + 16 <= n {
-        // SAFETY: bytes j..j + 16 lie within `buf` (checked above); the
-        // load has no alignment requirement.
-        let v: __m128i = unsafe { _mm_loadu_si128(buf.as_ptr().add(j).cast()) };
-        // the bytes equal to `a` or `b`, a bit each
-        let mask = |a: __m128i, b: __m128i| {
-            _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b))) as u32
-        };
-        if mask(backslash, backslash) != 0 {
+    while let Some(b) = buf.get(j..j + 16) {
+        let b: &[u8; 16] = b.try_into().ok()?;
+        let c = classify16(b);
+        if c.backslash != 0 {
             // rare in traces: these 16 bytes one by one
-            for (k, &c) in buf.iter().enumerate().skip(j).take(16) {
-                if let Some(end) = st.byte(c, k) {
+            for (k, &c) in b.iter().enumerate() {
+                if let Some(end) = st.byte(c, j + k) {
                     return Some(end);
                 }
             }
             j += 16;
             continue;
         }
-        let mut q = mask(quote, quote);
-        let mut open = mask(open_brace, open_bracket);
-        let mut close = mask(close_brace, close_bracket);
+        let (mut q, mut open, mut close) = (c.quote, c.open, c.close);
         if st.escaped {
             // the first byte is escaped (a backslash ended the last run)
             q &= !1;
@@ -191,18 +229,8 @@ fn container_end_sse2(buf: &[u8], i: usize) -> Option<usize> {
             close &= !1;
             st.escaped = false;
         }
-        // bit k of `inside`: byte k lies in a string (the parity of the
-        // quotes up to it, a prefix XOR, from the state at the run's
-        // start); only the brackets outside strings are visited
-        let mut inside = q;
-        inside ^= inside << 1;
-        inside ^= inside << 2;
-        inside ^= inside << 4;
-        inside ^= inside << 8;
-        if st.in_string {
-            inside = !inside;
-        }
-        let mut bits = (open | close) & !inside & 0xFFFF;
+        // only the brackets outside strings are visited
+        let mut bits = (open | close) & !in_strings16(q, st.in_string) & 0xFFFF;
         while bits != 0 {
             let k = bits.trailing_zeros();
             bits &= bits - 1;
