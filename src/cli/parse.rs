@@ -125,6 +125,7 @@ pub fn field(t: &Trace, quantity: &str, q: &FieldQuery) -> Result<fields::Field>
         bins: q.bins,
         colormap: "viridis".into(),
         warnings: Vec::new(),
+        gpu: None,
     };
     Ok(tapestry::views::inputs::field(t, quantity, &r)?)
 }

@@ -63,6 +63,12 @@ pub struct RenderArgs {
     /// this JSON file; `--view-state` reproduces the image exactly.
     #[arg(long)]
     pub save_view_state: Option<PathBuf>,
+    /// Upload the trace to the GPU and compute there what can stay there
+    /// for drawing: the Kiviat tube of the busy field is made by GPU
+    /// kernels and drawn without reading the field back. Other views (and
+    /// a tube with --color-by or another quantity) are computed on the CPU.
+    #[arg(long)]
+    pub gpu: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -192,6 +198,12 @@ pub fn run(a: RenderArgs) -> Result<()> {
         if sequence && matches!(f, Format::Glb | Format::Gltf | Format::Svg) {
             bail!("a frame sequence writes images (.png, .jpg) or a video (.mp4, .webm)");
         }
+        if a.gpu && matches!(f, Format::Glb | Format::Gltf | Format::Svg) {
+            bail!(
+                "--gpu keeps the tube on the GPU, where it is drawn: write an image (.png, .jpg) or a video, or export {} without --gpu",
+                o.display()
+            );
+        }
         if f == Format::Video && tapestry::export::video::ffmpeg_version().is_none() {
             return Err(tapestry::export::video::no_ffmpeg().into());
         }
@@ -237,7 +249,33 @@ pub fn run(a: RenderArgs) -> Result<()> {
     let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
 
     let t_data = std::time::Instant::now();
-    let prepared = Prepared::new(&input, &state)?;
+    // --gpu: one context for the analyses and the renderer, so that what
+    // the kernels leave on the GPU is drawn where it lies
+    let mut gpu_ctx = None;
+    let mut resident = None;
+    if a.gpu {
+        let Loaded::Trace(t) = &input else {
+            bail!("--gpu computes on a trace's intervals; this input is not a trace");
+        };
+        let ctx = GpuContext::new().context("--gpu needs a GPU adapter")?;
+        let g = tapestry::gpu::GpuTrace::upload(&ctx, t, None)?;
+        eprintln!(
+            "gpu: {} intervals ({:.1} MB) uploaded in {:.1} ms to {}",
+            g.num_intervals(),
+            g.bytes() as f64 / 1e6,
+            g.upload_time().as_secs_f64() * 1e3,
+            ctx.describe()
+        );
+        resident = Some(tapestry::views::inputs::GpuInput(std::sync::Arc::new(g)));
+        gpu_ctx = Some(ctx);
+    }
+    let prepared = Prepared::with_gpu(&input, &state, resident)?;
+    if a.gpu && !prepared.on_gpu() {
+        eprintln!(
+            "note: the {} view was computed on the CPU (on the GPU: the kiviat view of the busy field, without --color-by)",
+            state.view
+        );
+    }
     for w in &prepared.spec.warnings {
         eprintln!("warning: {w}");
     }
@@ -356,7 +394,10 @@ pub fn run(a: RenderArgs) -> Result<()> {
         }
         Format::Png | Format::Jpeg | Format::Video => {}
     }
-    let gpu = GpuContext::new().context("rendering needs a GPU adapter")?;
+    let gpu = match gpu_ctx {
+        Some(c) => c,
+        None => GpuContext::new().context("rendering needs a GPU adapter")?,
+    };
     eprintln!("adapter: {}", gpu.describe());
     let renderer = Renderer::new(&gpu);
     let t_render = std::time::Instant::now();

@@ -93,6 +93,11 @@ struct Geometry {
 
 /// The glTF document (JSON) and its binary buffer.
 fn document(scene: &Scene) -> Result<(Value, Vec<u8>)> {
+    if !scene.resident.is_empty() {
+        return Err(Error::Invalid(
+            "this scene's mesh was made on the GPU and stays there; export glTF from the CPU path (without --gpu)".into(),
+        ));
+    }
     let mut b = Builder::default();
     let mut meshes = Vec::new();
     let mut nodes = vec![Value::Null];

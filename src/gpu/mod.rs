@@ -5,9 +5,11 @@
 
 pub mod context;
 pub mod kernels;
+pub mod mesh;
 pub mod resident;
 
 pub use context::{GpuContext, GpuError};
+pub use mesh::GpuMesh;
 pub use resident::{GpuTrace, Timing};
 
 /// Where an analysis runs.

@@ -545,6 +545,22 @@ impl Renderer {
                 lit: m.lit,
                 transparent: m.vertices.iter().any(|v| v.color[3] < 1.0),
             })
+            .chain(
+                scene
+                    .resident
+                    .iter()
+                    // a mesh of another device cannot be drawn here
+                    .filter(|m| {
+                        m.index_count > 0 && std::sync::Arc::ptr_eq(&m.ctx.device, &self.ctx.device)
+                    })
+                    .map(|m| PreparedMesh {
+                        vertices: m.vertices.clone(),
+                        indices: m.indices.clone(),
+                        count: m.index_count,
+                        lit: m.lit,
+                        transparent: m.transparent,
+                    }),
+            )
             .collect();
         let line_vertices: Vec<LineVertex> = scene
             .lines

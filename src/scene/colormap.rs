@@ -84,6 +84,17 @@ impl Colormap {
         [0, 1, 2].map(|c| a.1[c] + f * (b.1[c] - a.1[c]))
     }
 
+    /// The stops: position in [0, 1] and sRGB colour (for a GPU twin of
+    /// [`Colormap::at`]).
+    pub fn stops(&self) -> &[(f32, [f32; 3])] {
+        &self.stops
+    }
+
+    /// Whether [`Colormap::at`] takes the nearest stop instead of blending.
+    pub fn is_categorical(&self) -> bool {
+        self.categorical
+    }
+
     /// Category `k` of a categorical map (cycling).
     pub fn category(&self, k: usize) -> [f32; 3] {
         self.stops[k % self.stops.len()].1

@@ -268,6 +268,11 @@ pub struct Scene {
     pub axes: String,
     /// What the mouse can hover and select ([`pick::pick_at`]).
     pub picks: Vec<pick::Pick>,
+    /// Meshes a GPU kernel made where they are drawn (the Kiviat tube of a
+    /// field left on the GPU): drawn like `meshes`, never read back, so
+    /// not exported to glTF.
+    #[serde(skip)]
+    pub resident: Vec<crate::gpu::GpuMesh>,
 }
 
 /// The dark background of 3D views (sRGB).
@@ -301,6 +306,7 @@ impl Scene {
             margins: Margins::default(),
             axes: String::new(),
             picks: Vec::new(),
+            resident: Vec::new(),
             projection,
         }
     }
@@ -353,6 +359,7 @@ impl Scene {
     /// Triangles over all meshes and glyphs.
     pub fn triangles(&self) -> usize {
         self.meshes.iter().map(Mesh::triangles).sum::<usize>()
+            + self.resident.iter().map(|m| m.triangles()).sum::<usize>()
             + self
                 .glyphs
                 .iter()
@@ -370,6 +377,7 @@ impl Scene {
             .iter()
             .flat_map(|m| m.vertices.iter().map(|v| v.position))
             .chain(self.lines.iter().flat_map(|l| [l.a, l.b]))
+            .chain(self.resident.iter().flat_map(|m| [m.bounds.0, m.bounds.1]))
             .chain(self.glyphs.iter().flat_map(|g| {
                 g.instances.iter().flat_map(|i| {
                     let h = [i.scale[0] / 2.0, i.scale[1] / 2.0, i.scale[2] / 2.0];

@@ -28,6 +28,25 @@ pub struct Resolved {
     pub states_label: String,
     /// What was adjusted (printed as warnings).
     pub warnings: Vec<String>,
+    /// The trace resident on the GPU, where the views that can compute
+    /// there should (`render --gpu`); `None`: the CPU.
+    pub gpu: Option<GpuInput>,
+}
+
+/// A trace uploaded to the GPU for the views to compute on.
+#[derive(Clone)]
+pub struct GpuInput(pub std::sync::Arc<crate::gpu::GpuTrace>);
+
+impl std::fmt::Debug for GpuInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuInput({} intervals)", self.0.num_intervals())
+    }
+}
+
+impl PartialEq for GpuInput {
+    fn eq(&self, o: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &o.0)
+    }
 }
 
 /// Checks `spec` against `input`: the window is clamped to the trace
@@ -88,6 +107,7 @@ pub fn resolve(spec: &DataSpec, input: &Loaded, default_colormap: &str) -> Resul
         colormap,
         states_label,
         warnings,
+        gpu: None,
     })
 }
 

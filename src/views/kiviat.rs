@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::{Animation, BuildCtx, ParamDoc, Resolved, View, inputs};
 use crate::analysis::fields::{Field, TimeAxis, leading_empty_bins};
 use crate::error::{Error, Result};
+use crate::gpu::kernels::tube::{BinSummary, GpuField, TubeShape};
 use crate::model::Time;
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
@@ -69,10 +70,23 @@ impl Default for KiviatParams {
 
 /// The radius field, the optional colour field and the leading empty bins.
 pub struct KiviatData {
+    /// The radius field; with `resident`, its bins, edges and names only
+    /// (no values: they stay on the GPU).
     pub field: Field,
     pub color: Option<Field>,
     /// The scales of the whole tube (computed once, not per frame).
     pub whole: Scales,
+    /// Bins before the first with any value.
+    pub leading: usize,
+    /// The busy field left on the GPU, and its bins' summaries over the
+    /// tube's sectors, when the trace was resident there.
+    pub resident: Option<(GpuField, Vec<BinSummary>)>,
+}
+
+impl KiviatData {
+    fn skip(&self, p: &KiviatParams) -> usize {
+        if p.keep_empty { 0 } else { self.leading }
+    }
 }
 
 /// The largest radius value and the colour range of some bins.
@@ -187,6 +201,36 @@ impl View for Kiviat {
     }
 
     fn compute(input: &Loaded, spec: &Resolved, p: &KiviatParams) -> Result<KiviatData> {
+        // the busy field of a trace resident on the GPU stays there
+        if let (Some(g), Loaded::Trace(t), "busy", None) = (
+            &spec.gpu,
+            input,
+            spec.spec.quantity.as_str(),
+            &spec.spec.color_by,
+        ) {
+            let mask = t.states.select(&spec.spec.states)?;
+            let field = g.0.busy_field(&mask, spec.t0, spec.t1, spec.bins)?;
+            let eg = field.elements.div_ceil(p.max_sectors.max(3)).max(1);
+            let summaries = field.summaries(eg)?;
+            let mut meta = crate::analysis::fields::busy_field(
+                Vec::new(),
+                field.edges.clone(),
+                field.elements,
+            );
+            if spec.states_label != "busy" {
+                meta.quantity = format!("fraction of time in {}", spec.states_label);
+            }
+            let leading = leading_empty_summaries(&summaries);
+            let skip = if p.keep_empty { 0 } else { leading };
+            let whole = scales_of_summaries(&summaries, skip, meta.bins);
+            return Ok(KiviatData {
+                field: meta,
+                color: None,
+                whole,
+                leading,
+                resident: Some((field, summaries)),
+            });
+        }
         let field = inputs::field_of(input, &spec.spec.quantity, spec, Self::NAME)?;
         let color = spec
             .spec
@@ -196,10 +240,16 @@ impl View for Kiviat {
             .transpose()?;
         let whole = Scales::whole(&field, color.as_ref(), p);
         Ok(KiviatData {
+            leading: leading_empty_bins(&field),
             field,
             color,
             whole,
+            resident: None,
         })
+    }
+
+    fn on_gpu(d: &KiviatData) -> bool {
+        d.resident.is_some()
     }
 
     fn data_key(p: &KiviatParams) -> serde_json::Value {
@@ -211,12 +261,7 @@ impl View for Kiviat {
         if p.width == 0 {
             return Animation::STILL;
         }
-        let skip = if p.keep_empty {
-            0
-        } else {
-            leading_empty_bins(&d.field)
-        };
-        let avail = d.field.bins.saturating_sub(skip);
+        let avail = d.field.bins.saturating_sub(d.skip(p));
         Animation {
             steps: avail.saturating_sub(p.width) + 1,
             stride: p.width,
@@ -227,11 +272,7 @@ impl View for Kiviat {
         if p.width == 0 || d.field.time != TimeAxis::Nanoseconds {
             return None;
         }
-        let skip = if p.keep_empty {
-            0
-        } else {
-            leading_empty_bins(&d.field)
-        };
+        let skip = d.skip(p);
         // the slide ends with the bin that holds the cursor
         let steps = Self::animation(d, p).steps;
         let bin = super::step_in_bins(&d.field.edges, t, 0, d.field.bins);
@@ -243,6 +284,19 @@ impl View for Kiviat {
     }
 
     fn build(d: &KiviatData, spec: &Resolved, p: &KiviatParams, ctx: BuildCtx) -> Result<Scene> {
+        if let Some((g, summaries)) = &d.resident {
+            // the selected processor's spoke would need the mesh back on
+            // the host: not drawn on the GPU path
+            return build_resident(
+                g,
+                &d.field,
+                summaries,
+                &spec.colormap,
+                p,
+                ctx.step,
+                Some(d.whole),
+            );
+        }
         let mut s = build(
             &d.field,
             d.color.as_ref(),
@@ -296,6 +350,134 @@ impl View for Kiviat {
     }
 }
 
+/// Which bins and elements one frame of the tube shows, and how they are
+/// grouped (level of detail): the same for the CPU and the GPU mesh.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Layout {
+    /// Leading empty bins trimmed.
+    pub skip: usize,
+    /// Bins shown: `[first, first + n)`.
+    pub first: usize,
+    pub n: usize,
+    /// Elements, elements per sector, sectors.
+    pub ne: usize,
+    pub eg: usize,
+    pub e: usize,
+    /// Bins per ring, rings.
+    pub group: usize,
+    pub rings: usize,
+}
+
+impl Layout {
+    /// The frame from bin `start` (counted after the `skip` trimmed bins)
+    /// of a field of `bins` × `ne`.
+    pub fn new(
+        bins: usize,
+        ne: usize,
+        skip: usize,
+        p: &KiviatParams,
+        start: usize,
+    ) -> Result<Layout> {
+        if ne < 3 {
+            return Err(Error::Invalid(format!(
+                "a Kiviat tube needs at least 3 elements, the field has {ne}"
+            )));
+        }
+        let avail = bins.saturating_sub(skip);
+        let first = skip + start;
+        let n = if p.width == 0 {
+            avail.saturating_sub(start)
+        } else {
+            p.width.min(avail.saturating_sub(start))
+        };
+        if n == 0 {
+            return Err(Error::Invalid(format!(
+                "no bins to show: {bins} bins, {skip} leading empty, start {start}"
+            )));
+        }
+        // level of detail: at most `max_sectors` sectors around the ring
+        // (adjacent elements averaged), then `group` successive bins per ring
+        let eg = ne.div_ceil(p.max_sectors.max(3));
+        let e = ne.div_ceil(eg);
+        let group = (2 * e * n).div_ceil(p.max_triangles.max(2 * e)).max(1);
+        Ok(Layout {
+            skip,
+            first,
+            n,
+            ne,
+            eg,
+            e,
+            group,
+            rings: n.div_ceil(group),
+        })
+    }
+
+    /// The bins of ring `r`.
+    pub fn ring_bins(&self, r: usize) -> (usize, usize) {
+        let a = self.first + r * self.group;
+        (a, (a + self.group).min(self.first + self.n))
+    }
+
+    /// The angle of sector `k` (element 0 at +y, clockwise).
+    pub fn angle(&self, k: usize) -> f32 {
+        std::f32::consts::FRAC_PI_2 - std::f32::consts::TAU * k as f32 / self.e as f32
+    }
+
+    /// The cut and the scales as the mesh builders take them.
+    pub fn shape(&self, s: Scales, p: &KiviatParams) -> TubeShape {
+        TubeShape {
+            first: self.first,
+            shown: self.n,
+            eg: self.eg,
+            sectors: self.e,
+            group: self.group,
+            rings: self.rings,
+            vmax: s.vmax,
+            cmin: s.cmin,
+            cmax: s.cmax,
+            floor: if s.vmax > 0.0 {
+                s.vmax * p.log_floor.clamp(1e-12, 0.5)
+            } else {
+                1.0
+            },
+            log: p.log,
+            inner: p.inner,
+            stretch: p.stretch,
+        }
+    }
+
+    /// The quads between adjacent sectors (wrapping) and successive rings,
+    /// two triangles each.
+    pub fn indices(&self) -> Vec<u32> {
+        let e = self.e;
+        let mut out = Vec::with_capacity(self.rings.saturating_sub(1) * e * 6);
+        for t in 0..self.rings.saturating_sub(1) {
+            for k in 0..e {
+                let (a, b) = ((t * e + k) as u32, (t * e + (k + 1) % e) as u32);
+                let (c, d) = (a + e as u32, b + e as u32);
+                out.extend_from_slice(&[a, b, d, a, d, c]);
+            }
+        }
+        out
+    }
+}
+
+/// The scales of bins `t0..t1` from a resident field's bin summaries (the
+/// tube is coloured by its radius field there).
+pub fn scales_of_summaries(s: &[BinSummary], t0: usize, t1: usize) -> Scales {
+    let mut out = Scales {
+        vmax: 0.0,
+        cmin: f64::INFINITY,
+        cmax: f64::NEG_INFINITY,
+    };
+    for b in &s[t0.min(s.len())..t1.min(s.len())] {
+        out.vmax = out.vmax.max(b.max as f64);
+        out.cmin = out.cmin.min(b.min as f64);
+        out.cmax = out.cmax.max(b.max as f64);
+    }
+    out
+}
+
 /// Builds the tube for `field` (radius), coloured by `color` (or by the
 /// radius field), from bin `start` (counted after trimmed empty bins).
 pub fn build(
@@ -306,18 +488,12 @@ pub fn build(
     start: usize,
     whole: Option<Scales>,
 ) -> Result<Scene> {
-    let e = field.elements;
-    if e < 3 {
-        return Err(Error::Invalid(format!(
-            "a Kiviat tube needs at least 3 elements, the field has {e}"
-        )));
-    }
     if let Some(c) = color
-        && (c.bins != field.bins || c.elements != e)
+        && (c.bins != field.bins || c.elements != field.elements)
     {
         return Err(Error::Invalid(format!(
-            "the colour field ({} bins x {} elements) must have the shape of the radius field ({} x {e})",
-            c.bins, c.elements, field.bins
+            "the colour field ({} bins x {} elements) must have the shape of the radius field ({} x {})",
+            c.bins, c.elements, field.bins, field.elements
         )));
     }
     let skip = if p.keep_empty {
@@ -325,26 +501,8 @@ pub fn build(
     } else {
         leading_empty_bins(field)
     };
-    let avail = field.bins.saturating_sub(skip);
-    let first = skip + start;
-    let n = if p.width == 0 {
-        avail.saturating_sub(start)
-    } else {
-        p.width.min(avail.saturating_sub(start))
-    };
-    if n == 0 {
-        return Err(Error::Invalid(format!(
-            "no bins to show: {} bins, {skip} leading empty, start {start}",
-            field.bins
-        )));
-    }
-    // level of detail: at most `max_sectors` sectors around the ring
-    // (adjacent elements averaged), then `group` successive bins per ring
-    let ne = e;
-    let eg = ne.div_ceil(p.max_sectors.max(3));
-    let e = ne.div_ceil(eg);
-    let group = (2 * e * n).div_ceil(p.max_triangles.max(2 * e)).max(1);
-    let rings = n.div_ceil(group);
+    let l = Layout::new(field.bins, field.elements, skip, p, start)?;
+    let (ne, eg, e) = (l.ne, l.eg, l.e);
     let sector = |f: &Field, t: usize, k: usize| -> f64 {
         let (a, b) = (k * eg, ((k + 1) * eg).min(ne));
         (a..b).map(|x| f.at(t, x)).sum::<f64>() / (b - a).max(1) as f64
@@ -352,19 +510,16 @@ pub fn build(
     let avg = |f: &Field, a: usize, b: usize, k: usize| -> f64 {
         (a..b).map(|t| sector(f, t, k)).sum::<f64>() / (b - a).max(1) as f64
     };
-    let ring_bins = |r: usize| (first + r * group, (first + (r + 1) * group).min(first + n));
     // scales: the whole tube (one scale per animation) or this frame
     let cf = color.unwrap_or(field);
-    let Scales { vmax, cmin, cmax } = if p.per_frame_scale {
-        Scales::of(field, color, eg, first, first + n)
+    let scales = if p.per_frame_scale {
+        Scales::of(field, color, eg, l.first, l.first + l.n)
     } else {
         whole.unwrap_or_else(|| Scales::of(field, color, eg, skip, field.bins))
     };
-    let floor = if vmax > 0.0 {
-        vmax * p.log_floor.clamp(1e-12, 0.5)
-    } else {
-        1.0
-    };
+    let shape = l.shape(scales, p);
+    let Scales { vmax, cmin, cmax } = scales;
+    let floor = shape.floor;
     // the radius in [0, 1]
     let radius = |v: f64| -> f32 {
         if vmax <= 0.0 {
@@ -390,14 +545,12 @@ pub fn build(
         lit: true,
         ..Default::default()
     };
-    let angle =
-        |k: usize| std::f32::consts::FRAC_PI_2 - std::f32::consts::TAU * k as f32 / e as f32;
-    let z_of = |r: usize| -((r * group) as f32) * p.stretch;
-    for r in 0..rings {
-        let (a, b) = ring_bins(r);
+    let z_of = |r: usize| -((r * l.group) as f32) * p.stretch;
+    for r in 0..l.rings {
+        let (a, b) = l.ring_bins(r);
         for k in 0..e {
             let rad = p.inner + (1.0 - p.inner) * radius(avg(field, a, b, k));
-            let ang = angle(k);
+            let ang = l.angle(k);
             mesh.vertices.push(Vertex {
                 position: [rad * ang.cos(), rad * ang.sin(), z_of(r)],
                 normal: [0.0; 3],
@@ -405,21 +558,14 @@ pub fn build(
             });
         }
     }
-    // quads between adjacent elements (wrapping) and successive rings
-    for t in 0..rings.saturating_sub(1) {
-        for k in 0..e {
-            let (a, b) = ((t * e + k) as u32, (t * e + (k + 1) % e) as u32);
-            let (c, d) = (a + e as u32, b + e as u32);
-            mesh.indices.extend_from_slice(&[a, b, d, a, d, c]);
-        }
-    }
+    mesh.indices = l.indices();
     mesh.smooth_normals();
     let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
     // hover: every vertex (sector × ring), up to 50,000
-    if rings * e <= 50_000 {
-        let mag = field.edges[first + n].max(1) as f64;
-        for r in 0..rings {
-            let (a, b) = ring_bins(r);
+    if l.rings * e <= 50_000 {
+        let mag = field.edges[l.first + l.n].max(1) as f64;
+        for r in 0..l.rings {
+            let (a, b) = l.ring_bins(r);
             let when = match field.time {
                 TimeAxis::Nanoseconds => format!(
                     "{} – {}",
@@ -461,20 +607,89 @@ pub fn build(
             }
         }
     }
-    let ink = axes::ink(true);
-    // a single ring (width 1) is drawn as its outline
-    if rings == 1 {
-        for k in 0..e {
-            let (a, b) = (mesh.vertices[k], mesh.vertices[(k + 1) % e]);
-            scene.lines.push(Segment {
-                a: a.position,
-                b: b.position,
-                color: a.color,
-            });
-        }
+    if l.rings == 1 {
+        outline(&mut scene, &mesh.vertices[..e]);
     }
+    frame(&mut scene, field, color, colormap, p, &l, &shape);
+    scene.meshes.push(mesh);
+    Ok(scene)
+}
+
+/// Builds the tube of a busy field left on the GPU: the mesh is made there
+/// by [`GpuField::tube`] and drawn where it lies; `meta` is the field
+/// without its values (bins, edges, names), `summaries` its bins'
+/// summaries over the layout's sectors. Hover texts need the values on the
+/// host, so this tube has none.
+pub fn build_resident(
+    g: &GpuField,
+    meta: &Field,
+    summaries: &[BinSummary],
+    colormap: &str,
+    p: &KiviatParams,
+    start: usize,
+    whole: Option<Scales>,
+) -> Result<Scene> {
+    let skip = if p.keep_empty {
+        0
+    } else {
+        leading_empty_summaries(summaries)
+    };
+    let l = Layout::new(meta.bins, meta.elements, skip, p, start)?;
+    let scales = if p.per_frame_scale {
+        scales_of_summaries(summaries, l.first, l.first + l.n)
+    } else {
+        whole.unwrap_or_else(|| scales_of_summaries(summaries, skip, meta.bins))
+    };
+    let shape = l.shape(scales, p);
+    let cmap = Colormap::named(colormap)?;
+    let mesh = g.tube(&shape, cmap.stops(), cmap.is_categorical(), &l.indices())?;
+    let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
+    if l.rings == 1 {
+        // a single ring has no triangles: its outline, 40 bytes a sector
+        outline(&mut scene, &mesh.read_vertices(0..l.e as u32)?);
+    }
+    frame(&mut scene, meta, None, colormap, p, &l, &shape);
+    scene.resident.push(mesh);
+    Ok(scene)
+}
+
+/// Bins before the first with any busy time, from the summaries.
+pub fn leading_empty_summaries(s: &[BinSummary]) -> usize {
+    s.iter().take_while(|b| !b.any).count()
+}
+
+/// A single ring (width 1) drawn as its outline.
+fn outline(scene: &mut Scene, ring: &[Vertex]) {
+    let e = ring.len();
+    for k in 0..e {
+        let (a, b) = (ring[k], ring[(k + 1) % e]);
+        scene.lines.push(Segment {
+            a: a.position,
+            b: b.position,
+            color: a.color,
+        });
+    }
+}
+
+/// Everything of a frame but the tube: the time axis, the element
+/// numbers, the title, the axes' meaning and the legend. Needs the
+/// fields' bins, edges and names, not their values.
+fn frame(
+    scene: &mut Scene,
+    field: &Field,
+    color: Option<&Field>,
+    colormap: &str,
+    p: &KiviatParams,
+    l: &Layout,
+    shape: &TubeShape,
+) {
+    let (first, n, ne, eg, e) = (l.first, l.n, l.ne, l.eg, l.e);
+    let (vmax, cmin, cmax, floor) = (shape.vmax, shape.cmin, shape.cmax, shape.floor);
+    let constant = cmax <= cmin;
+    let cf = color.unwrap_or(field);
+    let ink = axes::ink(true);
     // the time axis under the tube, in the field's time unit
-    let z1 = z_of(rings.max(2) - 1).min(-p.stretch);
+    let z1 = (-(((l.rings.max(2) - 1) * l.group) as f32) * p.stretch).min(-p.stretch);
     let (ta, tb) = (field.edges[first] as f64, field.edges[first + n] as f64);
     let ay = -1.2f32;
     scene.lines.push(Segment {
@@ -517,7 +732,7 @@ pub fn build(
     // element numbers around the front ring (at most 16)
     let every = e.div_ceil(16);
     for k in (0..e).step_by(every) {
-        let ang = angle(k);
+        let ang = l.angle(k);
         scene.labels.push(
             Label::world(
                 format!("{}", k * eg),
@@ -529,7 +744,6 @@ pub fn build(
             .priority(2),
         );
     }
-    scene.meshes.push(mesh);
     let when = match field.time {
         TimeAxis::Nanoseconds => format!(
             "{} – {}",
@@ -555,8 +769,8 @@ pub fn build(
         } else {
             String::new()
         },
-        if group > 1 {
-            format!(" ({group} bins per ring)")
+        if l.group > 1 {
+            format!(" ({} bins per ring)", l.group)
         } else {
             String::new()
         }
@@ -588,7 +802,6 @@ pub fn build(
             .into(),
         ),
     });
-    Ok(scene)
 }
 
 #[cfg(test)]

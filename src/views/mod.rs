@@ -202,6 +202,12 @@ pub trait View: Send + Sync + 'static {
     fn chart(_data: &Self::Data, _spec: &Resolved, _p: &Self::Params) -> Option<Result<Chart>> {
         None
     }
+    /// Whether [`View::compute`] left its results on the GPU (given a
+    /// trace resident there, [`Resolved::gpu`]) for the renderer to draw
+    /// without a read-back.
+    fn on_gpu(_data: &Self::Data) -> bool {
+        false
+    }
 }
 
 /// Analysis results of a view, type-erased for the registry.
@@ -228,6 +234,8 @@ pub trait ViewClass: Send + Sync {
     fn panel(&self, ui: &mut egui::Ui, p: &mut Value) -> bool;
     /// The chart of a 2D plot view (`None`: the view is not a chart).
     fn chart(&self, data: &ViewData, spec: &Resolved, p: &Value) -> Option<Result<Chart>>;
+    /// Whether the results stayed on the GPU ([`View::on_gpu`]).
+    fn on_gpu(&self, data: &ViewData) -> bool;
 }
 
 /// The [`ViewClass`] of a [`View`].
@@ -315,6 +323,9 @@ impl<V: View> ViewClass for Registered<V> {
             Ok(p) => V::chart(d, spec, &p),
             Err(e) => Some(Err(e)),
         }
+    }
+    fn on_gpu(&self, data: &ViewData) -> bool {
+        Self::data(data).is_ok_and(V::on_gpu)
     }
     fn panel(&self, ui: &mut egui::Ui, p: &mut Value) -> bool {
         let Ok(mut typed) = Self::typed(p) else {
@@ -443,9 +454,21 @@ pub struct Prepared {
 impl Prepared {
     /// Resolves `state` against `input` and runs the view's analyses.
     pub fn new(input: &Loaded, state: &ViewState) -> Result<Prepared> {
+        Prepared::with_gpu(input, state, None)
+    }
+
+    /// [`Prepared::new`], with `input`'s trace resident on the GPU for the
+    /// views that compute there ([`Prepared::on_gpu`] says whether this
+    /// one did).
+    pub fn with_gpu(
+        input: &Loaded,
+        state: &ViewState,
+        gpu: Option<inputs::GpuInput>,
+    ) -> Result<Prepared> {
         let view = find(&state.view)?;
         let params = view.normalize(&state.params)?;
-        let spec = inputs::resolve(&state.data, input, view.colormap())?;
+        let mut spec = inputs::resolve(&state.data, input, view.colormap())?;
+        spec.gpu = gpu;
         view.accepts(input, &spec, &params)?;
         let data = view.compute(input, &spec, &params)?;
         Ok(Prepared {
@@ -490,6 +513,11 @@ impl Prepared {
             cursor,
             selected,
         })
+    }
+
+    /// Whether the view's results stayed on the GPU.
+    pub fn on_gpu(&self) -> bool {
+        self.view.on_gpu(&self.data)
     }
 
     /// The chart of a 2D plot view.

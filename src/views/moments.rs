@@ -532,6 +532,7 @@ mod tests {
             colormap: "heat".into(),
             states_label: "busy".into(),
             warnings: vec![],
+            gpu: None,
         }
     }
 

@@ -90,8 +90,39 @@ impl GpuTrace {
         check(t0, t1, bins)?;
         let ctx = &self.ctx;
         let p = self.num_locations();
-        let cells = (p as u64).saturating_mul(bins as u64);
-        let size = cells.saturating_mul(8);
+        let per_dispatch = self.busy_dispatch_size(bins)?;
+        let size = p as u64 * bins as u64 * 8;
+        let run = Instant::now();
+        let edges = bin_edges(t0, t1, bins);
+        let timers = PassTimer::new(ctx);
+        let padded = size.max(16).next_multiple_of(4);
+        let total = padded + timers.as_ref().map_or(0, |_| STAMPS);
+        let scratch = self.scratch(padded, total);
+        let (out, back) = (&scratch.out, &scratch.back);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("busy bins"),
+            });
+        self.busy_pass(&mut enc, out, mask, &edges, per_dispatch, timers.as_ref());
+        enc.copy_buffer_to_buffer(out, 0, back, 0, padded);
+        if let Some(t) = &timers {
+            t.resolve_into(&mut enc, back, padded);
+        }
+        let inv = inverse_widths(&edges);
+        let (values, timing) =
+            self.complete(enc, scratch, total, timers.as_ref(), padded, run, |bytes| {
+                fractions(&bytes[..size as usize], &inv, p)
+            })?;
+        Ok((busy_field(values, edges, p), timing))
+    }
+    /// The most locations of one dispatch whose `bins` cells of 8 bytes fit
+    /// one storage binding, or an error when the field does not fit one
+    /// buffer.
+    pub(crate) fn busy_dispatch_size(&self, bins: usize) -> Result<usize, GpuError> {
+        let ctx = &self.ctx;
+        let p = self.num_locations();
+        let size = (p as u64).saturating_mul(bins as u64).saturating_mul(8);
         if size > ctx.limits.max_buffer_size {
             return Err(GpuError::Other(format!(
                 "a field of {bins} bins × {p} locations ({} MiB) is larger than one GPU buffer \
@@ -101,15 +132,32 @@ impl GpuTrace {
             )));
         }
         let align = ctx.limits.min_storage_buffer_offset_alignment.max(256) as u64;
-        let row = bins as u64 * 8;
-        let per_dispatch = ((self.limit.saturating_sub(align)) / row) as usize;
+        let per_dispatch = ((self.limit.saturating_sub(align)) / (bins as u64 * 8)) as usize;
         if per_dispatch == 0 {
             return Err(GpuError::Other(format!(
                 "{bins} bins of one location exceed one storage binding"
             )));
         }
-        let run = Instant::now();
-        let edges = bin_edges(t0, t1, bins);
+        Ok(per_dispatch)
+    }
+
+    /// Records the busy sums of every (location, bin) over `edges` into
+    /// `out` (`[location][bin]`, `u64`, cleared first): one compute pass of
+    /// one dispatch per `per_dispatch` locations of each chunk.
+    pub(crate) fn busy_pass(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        out: &wgpu::Buffer,
+        mask: &[bool],
+        edges: &[Time],
+        per_dispatch: usize,
+        timers: Option<&PassTimer>,
+    ) {
+        let ctx = &self.ctx;
+        let bins = edges.len() - 1;
+        let align = ctx.limits.min_storage_buffer_offset_alignment.max(256) as u64;
+        let row = bins as u64 * 8;
+        let size = self.num_locations() as u64 * row;
         let edges_gpu: Vec<[u32; 2]> = edges.iter().map(|&e| split(e)).collect();
         let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
         let pipe = pipeline(ctx, "busy bins", SHADER);
@@ -124,11 +172,6 @@ impl GpuTrace {
                 a = b;
             }
         }
-        let timers = PassTimer::new(ctx);
-        let padded = size.max(16).next_multiple_of(4);
-        let total = padded + timers.as_ref().map_or(0, |_| STAMPS);
-        let scratch = self.scratch(padded, total);
-        let (out, back) = (&scratch.out, &scratch.back);
         let mut work = Vec::with_capacity(dispatches.len());
         for d in &dispatches {
             let c = &self.chunks[d.chunk];
@@ -179,34 +222,17 @@ impl GpuTrace {
             );
             work.push((bind, x, y));
         }
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("busy bins"),
-            });
         // the cells are sums: a reused buffer starts from zero
-        enc.clear_buffer(out, 0, Some(padded));
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("busy bins"),
-                timestamp_writes: timers.as_ref().map(|t| t.writes()),
-            });
-            pass.set_pipeline(&pipe);
-            for (bind, x, y) in &work {
-                pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(*x, *y, 1);
-            }
+        enc.clear_buffer(out, 0, Some(size.max(16).next_multiple_of(4)));
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("busy bins"),
+            timestamp_writes: timers.map(|t| t.writes()),
+        });
+        pass.set_pipeline(&pipe);
+        for (bind, x, y) in &work {
+            pass.set_bind_group(0, bind, &[]);
+            pass.dispatch_workgroups(*x, *y, 1);
         }
-        enc.copy_buffer_to_buffer(out, 0, back, 0, padded);
-        if let Some(t) = &timers {
-            t.resolve_into(&mut enc, back, padded);
-        }
-        let inv = inverse_widths(&edges);
-        let (values, timing) =
-            self.complete(enc, scratch, total, timers.as_ref(), padded, run, |bytes| {
-                fractions(&bytes[..size as usize], &inv, p)
-            })?;
-        Ok((busy_field(values, edges, p), timing))
     }
 }
 

@@ -5,13 +5,16 @@
 //!   (`analysis::moments`);
 //! * [`busy_bins`]: the time-binned busy-fraction field
 //!   (`analysis::fields::busy_fraction`);
-//! * [`isosurface`]: marching cubes (`analysis::isosurface::extract`).
+//! * [`isosurface`]: marching cubes (`analysis::isosurface::extract`);
+//! * [`tube`]: the Kiviat tube's mesh from a busy field left on the GPU
+//!   (`views::kiviat::build`'s mesh).
 //!
 //! Inputs larger than one storage binding are processed in chunks.
 
 pub mod busy_bins;
 pub mod isosurface;
 pub mod moments;
+pub mod tube;
 
 use wgpu::util::DeviceExt;
 
