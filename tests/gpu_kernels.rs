@@ -537,3 +537,167 @@ fn timed_kernels_report_their_gpu_time() {
         assert!(ns.is_none() && ns2.is_none());
     }
 }
+
+/// The Kiviat tube made on the GPU from a busy field left there equals the
+/// CPU's tube of the same field read back: the field itself bit for bit,
+/// then vertices (positions and colours to 1e-4, normals to 1e-3: f32
+/// averages against f64), triangles, scales, labels and title, for every
+/// level of detail, radius scale, trimming, colour map and frame.
+#[test]
+fn kiviat_tube_made_on_the_gpu_equals_the_cpu_tube() {
+    use tapestry::views::kiviat::{self, KiviatParams};
+    let Some(ctx) = context() else { return };
+    let t = synth::random_intervals(37, 60, 11);
+    let mask = t.states.select(&["busy".into()]).unwrap();
+    // a resident trace cut into chunks of 4 KiB (locations spanning them)
+    let g = tapestry::gpu::GpuTrace::upload(&ctx, &t, Some(4096)).unwrap();
+    assert!(g.num_chunks() > 1);
+    let base = KiviatParams::default();
+    let cases: Vec<(&str, KiviatParams, usize)> = vec![
+        ("default", base.clone(), 0),
+        ("late frame", base.clone(), 9),
+        (
+            "whole tube",
+            KiviatParams {
+                width: 0,
+                ..base.clone()
+            },
+            0,
+        ),
+        (
+            "log radius",
+            KiviatParams {
+                log: true,
+                log_floor: 1e-2,
+                ..base.clone()
+            },
+            3,
+        ),
+        (
+            "sectors of 4 elements, 2 bins a ring",
+            KiviatParams {
+                width: 0,
+                max_sectors: 10,
+                max_triangles: 400,
+                ..base.clone()
+            },
+            0,
+        ),
+        (
+            "per-frame scale, empty bins kept, no inner radius",
+            KiviatParams {
+                per_frame_scale: true,
+                keep_empty: true,
+                inner: 0.0,
+                ..base.clone()
+            },
+            4,
+        ),
+        (
+            "one ring",
+            KiviatParams {
+                width: 1,
+                ..base.clone()
+            },
+            2,
+        ),
+    ];
+    // the window starts before the first interval: leading empty bins
+    let (t0, t1) = (0, t.meta.span);
+    for bins in [24usize, 40] {
+        let cpu_field = fields::busy_fraction(&t, &mask, t0, t1, bins).unwrap();
+        let field = g.busy_field(&mask, t0, t1, bins).unwrap();
+        let back = field.read().unwrap();
+        assert_eq!(back.edges, cpu_field.edges);
+        for (c, r) in cpu_field.values.iter().zip(&back.values) {
+            assert_eq!(c.to_bits(), r.to_bits(), "the resident field");
+        }
+        let meta = fields::busy_field(Vec::new(), field.edges.clone(), field.elements);
+        for cmap in ["viridis", "categorical"] {
+            for (what, p, start) in &cases {
+                let what = format!("{bins} bins, {cmap}, {what}");
+                let eg = 37usize.div_ceil(p.max_sectors.max(3));
+                let summaries = field.summaries(eg).unwrap();
+                assert_eq!(
+                    kiviat::leading_empty_summaries(&summaries),
+                    fields::leading_empty_bins(&cpu_field),
+                    "{what}: leading empty bins"
+                );
+                let cpu = kiviat::build(&cpu_field, None, cmap, p, *start, None).unwrap();
+                let gpu = kiviat::build_resident(&field, &meta, &summaries, cmap, p, *start, None)
+                    .unwrap();
+                let (cm, gm) = (&cpu.meshes[0], &gpu.resident[0]);
+                assert!(gpu.meshes.is_empty(), "{what}");
+                assert_eq!(cm.vertices.len(), gm.vertex_count as usize, "{what}");
+                assert_eq!(cm.indices.len(), gm.index_count as usize, "{what}");
+                assert_eq!(cpu.triangles(), gpu.triangles(), "{what}");
+                let verts = gm.read_vertices(0..gm.vertex_count).unwrap();
+                // a categorical map rounds: a value on a category's edge
+                // (a busy fraction of exactly 0.5 is one) may fall either
+                // side in f32; a few such vertices are allowed
+                let mut other_category = 0;
+                for (i, (c, g)) in cm.vertices.iter().zip(&verts).enumerate() {
+                    let near = |a: &[f32], b: &[f32], tol: f32| {
+                        a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol)
+                    };
+                    assert!(
+                        near(&c.position, &g.position, 1e-4),
+                        "{what}, vertex {i}: {c:?} vs {g:?}"
+                    );
+                    if !near(&c.color, &g.color, 1e-4) {
+                        assert_eq!(cmap, "categorical", "{what}, vertex {i}: {c:?} vs {g:?}");
+                        other_category += 1;
+                    }
+                    assert!(
+                        near(&c.normal, &g.normal, 1e-3),
+                        "{what}, normal {i}: {c:?} vs {g:?}"
+                    );
+                }
+                assert!(
+                    other_category * 50 <= verts.len(),
+                    "{what}: {other_category} of {} vertices in another category",
+                    verts.len()
+                );
+                assert_eq!(cpu.title, gpu.title, "{what}");
+                assert_eq!(cpu.lines.len(), gpu.lines.len(), "{what}");
+                let texts = |s: &tapestry::scene::Scene| -> Vec<String> {
+                    s.labels.iter().map(|l| l.text.clone()).collect()
+                };
+                assert_eq!(texts(&cpu), texts(&gpu), "{what}");
+                let (lc, lg) = (cpu.legend.as_ref().unwrap(), gpu.legend.as_ref().unwrap());
+                assert!(
+                    (lc.min - lg.min).abs() <= 1e-6 && (lc.max - lg.max).abs() <= 1e-6,
+                    "{what}: legend {}..{} vs {}..{}",
+                    lc.min,
+                    lc.max,
+                    lg.min,
+                    lg.max
+                );
+                // the camera frames the same tube
+                let (bc, bg) = (cpu.bounds().unwrap(), gpu.bounds().unwrap());
+                assert!(
+                    bg.0[2] <= bc.0[2] + 1e-4 && bg.1[2] >= bc.1[2] - 1e-4,
+                    "{what}"
+                );
+            }
+        }
+    }
+    // a tube that does not fit the field is refused
+    let field = g.busy_field(&mask, t0, t1, 8).unwrap();
+    let bad = kernels::tube::TubeShape {
+        first: 5,
+        shown: 6,
+        eg: 1,
+        sectors: 37,
+        group: 1,
+        rings: 6,
+        vmax: 1.0,
+        cmin: 0.0,
+        cmax: 1.0,
+        floor: 1e-3,
+        log: false,
+        inner: 0.05,
+        stretch: 0.15,
+    };
+    assert!(field.tube(&bad, &[], false, &[]).is_err());
+}

@@ -259,3 +259,89 @@ fn every_view_at_two_sizes() {
     let other = image::open(&out).unwrap().to_rgba8();
     assert!(failing(&other, &reference) > allowed(&reference));
 }
+
+/// `render --gpu`: the Kiviat tube of the busy field made on the GPU (the
+/// field never read back) draws the image the CPU path draws, on a real
+/// trace at both sizes and on an animation frame; what cannot stay on the
+/// GPU says so.
+#[test]
+fn kiviat_tube_on_the_gpu_draws_the_cpu_image() {
+    if !gpu() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let qsort = common::shared_trace("paraver-qsort/qsort_beo3.prv");
+    let qsort = qsort.to_str().unwrap();
+    for (w, h) in SIZES {
+        for start in ["0", "20"] {
+            let mut img = Vec::new();
+            for gpu in [false, true] {
+                let out = d.path().join(format!("k-{w}-{start}-{gpu}.png"));
+                let size = format!("{w}x{h}");
+                let mut args = vec![
+                    "render",
+                    qsort,
+                    "--view",
+                    "kiviat",
+                    "--bins",
+                    "60",
+                    "--start",
+                    start,
+                    "--size",
+                    &size,
+                    "-o",
+                    out.to_str().unwrap(),
+                ];
+                if gpu {
+                    args.push("--gpu");
+                }
+                let (code, _, err) = common::tapestry(&args);
+                assert_eq!(code, 0, "{}: {err}", args.join(" "));
+                assert_eq!(
+                    gpu,
+                    err.contains("uploaded"),
+                    "the trace goes to the GPU only with --gpu: {err}"
+                );
+                assert!(!err.contains("computed on the CPU"), "{err}");
+                img.push(image::open(&out).unwrap().to_rgba8());
+            }
+            let bad = failing(&img[1], &img[0]);
+            assert!(
+                bad <= allowed(&img[0]),
+                "{w}x{h} from bin {start}: {bad} pixels differ"
+            );
+        }
+    }
+    // another view is computed on the CPU, and says so
+    let out = d.path().join("m.png");
+    let (code, _, err) = common::tapestry(&[
+        "render",
+        qsort,
+        "--view",
+        "moments",
+        "--gpu",
+        "--size",
+        "640x360",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("the moments view was computed on the CPU"),
+        "{err}"
+    );
+    // a tube that stays on the GPU is not exported to glTF
+    let glb = d.path().join("k.glb");
+    let (code, _, err) = common::tapestry(&[
+        "render",
+        qsort,
+        "--view",
+        "kiviat",
+        "--gpu",
+        "-o",
+        glb.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("without --gpu"), "{err}");
+    assert!(!glb.exists());
+}

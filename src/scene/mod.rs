@@ -273,6 +273,10 @@ pub struct Scene {
     /// not exported to glTF.
     #[serde(skip)]
     pub resident: Vec<crate::gpu::GpuMesh>,
+    /// Space the geometry may fill whatever its values (the Kiviat tube's
+    /// unit radius): part of [`Scene::bounds`], so the camera frames every
+    /// frame of an animation, and a mesh made on the GPU, alike.
+    pub extent: Option<([f32; 3], [f32; 3])>,
 }
 
 /// The dark background of 3D views (sRGB).
@@ -307,6 +311,7 @@ impl Scene {
             axes: String::new(),
             picks: Vec::new(),
             resident: Vec::new(),
+            extent: None,
             projection,
         }
     }
@@ -378,6 +383,7 @@ impl Scene {
             .flat_map(|m| m.vertices.iter().map(|v| v.position))
             .chain(self.lines.iter().flat_map(|l| [l.a, l.b]))
             .chain(self.resident.iter().flat_map(|m| [m.bounds.0, m.bounds.1]))
+            .chain(self.extent.iter().flat_map(|&(lo, hi)| [lo, hi]))
             .chain(self.glyphs.iter().flat_map(|g| {
                 g.instances.iter().flat_map(|i| {
                     let h = [i.scale[0] / 2.0, i.scale[1] / 2.0, i.scale[2] / 2.0];

@@ -687,6 +687,9 @@ fn frame(
     let (vmax, cmin, cmax, floor) = (shape.vmax, shape.cmin, shape.cmax, shape.floor);
     let constant = cmax <= cmin;
     let cf = color.unwrap_or(field);
+    // the camera frames the unit radius, whatever the values of a frame
+    let z_last = -(((l.rings - 1) * l.group) as f32) * p.stretch;
+    scene.extent = Some(([-1.0, -1.0, z_last], [1.0, 1.0, 0.0]));
     let ink = axes::ink(true);
     // the time axis under the tube, in the field's time unit
     let z1 = (-(((l.rings.max(2) - 1) * l.group) as f32) * p.stretch).min(-p.stretch);
