@@ -9,6 +9,12 @@
 //! smallest size from which the GPU is faster, the value to give
 //! `TAPESTRY_GPU_CROSSOVER` for `--gpu auto` on this machine.
 //!
+//! Then one frame of the Kiviat tube of the busy field (64 bins, or 16
+//! at 2^20 locations) three ways: made on the GPU from the field left
+//! there (`render --gpu`: nothing read back but 12 bytes a bin), the field
+//! read back from the resident trace and the tube built on the host, and
+//! all on the CPU.
+//!
 //! Run: `cargo bench --bench gpu` (`TAPESTRY_GPU_BENCH_CASES=65536x256,1048576x128`
 //! chooses the inputs: locations x intervals per location).
 
@@ -158,6 +164,7 @@ fn main() {
         });
     }
     c.final_summary();
+    let tubes = tube_frames(&ctx, &cases_tube(&rows));
     println!();
     println!("adapter: {}", ctx.describe());
     println!(
@@ -203,6 +210,28 @@ fn main() {
     println!(
         "(kernel: GPU timestamps; resident: one analysis of an uploaded trace, results on the host; end to end: upload included)"
     );
+    println!();
+    println!(
+        "one Kiviat tube frame of the busy field, trace resident (ms, best of 3): \
+         field left on the GPU + tube kernels = frame | field read back + tube on the host = frame | CPU field + host tube = frame"
+    );
+    for t in &tubes {
+        let ms = |s: f64| s * 1e3;
+        println!(
+            "P={:<9} {:>3} bins {:>8.2} + {:>8.2} = {:>8.2} | {:>8.2} + {:>8.2} = {:>8.2} | {:>8.2} + {:>8.2} = {:>8.2}",
+            t.p,
+            t.bins,
+            ms(t.gpu_field),
+            ms(t.gpu_tube),
+            ms(t.gpu_field + t.gpu_tube),
+            ms(t.back_field),
+            ms(t.host_tube),
+            ms(t.back_field + t.host_tube),
+            ms(t.cpu_field),
+            ms(t.host_tube),
+            ms(t.cpu_field + t.host_tube),
+        );
+    }
     // the crossover: end to end (upload, kernels, read-back) against the
     // CPU path, growing the input until the GPU wins
     println!();
@@ -263,4 +292,76 @@ fn main() {
         say(resident_m),
         say(resident_b)
     );
+}
+
+/// The inputs of the tube frames: the rows' shapes.
+fn cases_tube(rows: &[Row]) -> Vec<(u32, u32)> {
+    rows.iter()
+        .map(|r| (r.p, (r.n / r.p.max(1) as u64) as u32))
+        .collect()
+}
+
+/// One input's tube frame, seconds (best of 3 each; the GPU's work is
+/// waited for).
+struct TubeFrame {
+    p: u32,
+    bins: usize,
+    /// On the GPU: the busy field left there; the bins' summaries and the
+    /// tube's kernels.
+    gpu_field: f64,
+    gpu_tube: f64,
+    /// The field computed on the GPU and read back; the tube on the host.
+    back_field: f64,
+    host_tube: f64,
+    /// The field on the CPU.
+    cpu_field: f64,
+}
+
+fn tube_frames(ctx: &GpuContext, cases: &[(u32, u32)]) -> Vec<TubeFrame> {
+    use tapestry::views::kiviat::{self, KiviatParams};
+    let p = KiviatParams::default();
+    let wait = || {
+        let _ = ctx.device.poll(wgpu::PollType::wait_indefinitely());
+    };
+    let mut out = Vec::new();
+    for &(locs, per) in cases {
+        let t = synth::random_intervals(locs, per, 5);
+        let mask = t.states.select(&["busy".into()]).expect("busy");
+        let span = t.meta.span;
+        let bins = if locs > 100_000 { 16 } else { 64 };
+        let g = GpuTrace::upload(ctx, &t, None).expect("upload");
+        let eg = (locs as usize).div_ceil(p.max_sectors);
+        let gpu_field = best(3, || {
+            let f = g.busy_field(&mask, 0, span, bins).expect("field");
+            wait();
+            f
+        });
+        let f = g.busy_field(&mask, 0, span, bins).expect("field");
+        let gpu_tube = best(3, || {
+            let s = f.summaries(eg).expect("summaries");
+            let meta = fields::busy_field(Vec::new(), f.edges.clone(), f.elements);
+            let scene =
+                kiviat::build_resident(&f, &meta, &s, "viridis", &p, 0, None).expect("tube");
+            wait();
+            scene
+        });
+        let back_field = best(3, || g.busy_fraction(&mask, 0, span, bins).expect("field"));
+        let (host, _) = g.busy_fraction(&mask, 0, span, bins).expect("field");
+        let host_tube = best(3, || {
+            kiviat::build(&host, None, "viridis", &p, 0, None).expect("tube")
+        });
+        let cpu_field = best(3, || {
+            fields::busy_fraction(&t, &mask, 0, span, bins).expect("field")
+        });
+        out.push(TubeFrame {
+            p: locs,
+            bins,
+            gpu_field,
+            gpu_tube,
+            back_field,
+            host_tube,
+            cpu_field,
+        });
+    }
+    out
 }

@@ -268,3 +268,77 @@ wait $PID
     assert!(orange(290, 640), "no selection in the moment display");
     assert!(orange(640, 1000), "no selection in the Kiviat tube");
 }
+
+/// `view --gpu`: the window uploads the trace to its own GPU context, the
+/// Kiviat tube is made there from the busy field and drawn where it lies;
+/// the screenshot is the CPU window's.
+#[test]
+fn window_draws_the_tube_made_on_the_gpu() {
+    if Command::new("xvfb-run").arg("--help").output().is_err() {
+        assert!(std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none());
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("b.prv");
+    let (code, _, err) = common::tapestry(&[
+        "synth",
+        "bcast",
+        "-p",
+        "256",
+        "--reps",
+        "32",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut shots = Vec::new();
+    for gpu in [false, true] {
+        let out = d.path().join(format!("w{gpu}"));
+        std::fs::create_dir(&out).unwrap();
+        let mut cmd = Command::new("xvfb-run");
+        cmd.args(["-a", "-s", "-screen 0 1024x768x24"])
+            .arg(env!("CARGO_BIN_EXE_tapestry"))
+            .args(["view", trace.to_str().unwrap(), "--view", "kiviat"])
+            .args([
+                "--size",
+                "640x480",
+                "--press",
+                "F12@25",
+                "--exit-after",
+                "30",
+            ])
+            .arg("--output-dir")
+            .arg(&out);
+        if gpu {
+            cmd.arg("--gpu");
+        }
+        let o = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{stderr}");
+        assert_eq!(gpu, stderr.contains("uploaded"), "{stderr}");
+        assert!(!stderr.contains("computed on the CPU"), "{stderr}");
+        shots.push(
+            image::open(out.join("tapestry-0001.png"))
+                .unwrap_or_else(|e| panic!("no screenshot ({e}): {stderr}"))
+                .to_rgba8(),
+        );
+    }
+    let (a, b) = (&shots[0], &shots[1]);
+    assert_eq!(a.dimensions(), b.dimensions());
+    let off = a
+        .pixels()
+        .zip(b.pixels())
+        .filter(|(p, q)| {
+            p.0.iter()
+                .zip(q.0)
+                .any(|(x, y)| (*x as i32 - y as i32).abs() > 24)
+        })
+        .count();
+    assert!(
+        off * 200 <= (a.width() * a.height()) as usize,
+        "{off} pixels differ"
+    );
+    // the tube is there: many colours in the pane
+    let colours: std::collections::HashSet<[u8; 4]> = b.pixels().map(|p| p.0).collect();
+    assert!(colours.len() > 200, "{} colours", colours.len());
+}

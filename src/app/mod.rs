@@ -64,6 +64,9 @@ pub struct ViewerOptions {
     pub inputs: Vec<PathBuf>,
     /// Print the statistics to stderr whenever the time cursor moves.
     pub print_cursor: bool,
+    /// Upload the trace to the window's GPU and compute there what can
+    /// stay there for drawing (the Kiviat tube of the busy field).
+    pub gpu: bool,
 }
 
 struct Gfx {
@@ -1040,6 +1043,9 @@ impl ApplicationHandler<Wake> for App {
             Ok(g) => {
                 eprintln!("adapter: {}", g.ctx.describe());
                 self.software = g.ctx.is_software();
+                if self.opts.gpu {
+                    let _ = self.jobs.send(Job::Gpu(Box::new(g.ctx.clone())));
+                }
                 g.window.request_redraw();
                 self.gfx = Some(g);
             }

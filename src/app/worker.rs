@@ -32,6 +32,10 @@ pub enum Job {
     },
     /// A pane was closed: forget its analyses.
     Forget(u64),
+    /// `view --gpu`: the window's GPU context. The trace is uploaded to it
+    /// and the views that can compute there do, leaving their results
+    /// where the window's renderer draws them.
+    Gpu(Box<crate::gpu::GpuContext>),
 }
 
 /// What the worker reports.
@@ -146,7 +150,19 @@ pub fn run(
     });
     // per pane: (view, params' data key, data spec) → analyses
     let mut cache: HashMap<u64, (serde_json::Value, Prepared)> = HashMap::new();
-    while let Ok(job) = jobs.recv() {
+    let mut resident: Option<views::inputs::GpuInput> = None;
+    // --gpu: the window's context comes when it opens; builds wait for it
+    let mut early = std::collections::VecDeque::new();
+    if opts.gpu {
+        while let Ok(j) = jobs.recv() {
+            if let Job::Gpu(ctx) = &j {
+                resident = upload(&input, ctx, &send);
+                break;
+            }
+            early.push_back(j);
+        }
+    }
+    while let Some(job) = early.pop_front().or_else(|| jobs.recv().ok()) {
         // only the newest request of each pane matters
         let mut pending: Vec<Job> = vec![job];
         while let Ok(j) = jobs.try_recv() {
@@ -155,6 +171,13 @@ pub fn run(
         let mut newest: Vec<Job> = Vec::new();
         for j in pending {
             match &j {
+                Job::Gpu(ctx) => {
+                    if let Some(g) = upload(&input, ctx, &send) {
+                        resident = Some(g);
+                        // what was computed on the CPU is computed again
+                        cache.clear();
+                    }
+                }
                 Job::Forget(p) => {
                     cache.remove(p);
                     newest.retain(|n| !matches!(n, Job::Build { pane, .. } if pane == p));
@@ -177,7 +200,15 @@ pub fn run(
             else {
                 continue;
             };
-            let result = build(&input, &mut cache, pane, &state, size, budget, &send);
+            let result = build(
+                &input,
+                &mut cache,
+                pane,
+                &state,
+                (size, budget),
+                resident.as_ref(),
+                &send,
+            );
             match result {
                 Ok((scene, chart, animation, window, warnings)) => send(Reply::Built {
                     pane,
@@ -198,6 +229,35 @@ pub fn run(
     }
 }
 
+/// Uploads the trace to the window's GPU (`None`, with a note, when the
+/// input is no trace or the GPU refuses it).
+fn upload(
+    input: &Loaded,
+    ctx: &crate::gpu::GpuContext,
+    send: &impl Fn(Reply),
+) -> Option<views::inputs::GpuInput> {
+    let Loaded::Trace(t) = input else {
+        eprintln!("note: --gpu computes on a trace; this input is not one");
+        return None;
+    };
+    send(Reply::Stage("uploading the trace to the GPU".into()));
+    match crate::gpu::GpuTrace::upload(ctx, t, None) {
+        Ok(g) => {
+            eprintln!(
+                "gpu: {} intervals ({:.1} MB) uploaded in {:.1} ms",
+                g.num_intervals(),
+                g.bytes() as f64 / 1e6,
+                g.upload_time().as_secs_f64() * 1e3
+            );
+            Some(views::inputs::GpuInput(Arc::new(g)))
+        }
+        Err(e) => {
+            eprintln!("warning: the trace stays on the CPU: {e}");
+            None
+        }
+    }
+}
+
 type Built = (Scene, Option<Chart>, Animation, (Time, Time), Vec<String>);
 
 fn build(
@@ -205,8 +265,8 @@ fn build(
     cache: &mut HashMap<u64, (serde_json::Value, Prepared)>,
     pane: u64,
     state: &ViewState,
-    size: (u32, u32),
-    budget: Option<usize>,
+    (size, budget): ((u32, u32), Option<usize>),
+    resident: Option<&views::inputs::GpuInput>,
     send: &impl Fn(Reply),
 ) -> Result<Built> {
     let view = views::find(&state.view)?;
@@ -218,7 +278,14 @@ fn build(
             state.view
         )));
         cache.remove(&pane);
-        cache.insert(pane, (key.clone(), Prepared::new(input, state)?));
+        let prep = Prepared::with_gpu(input, state, resident.cloned())?;
+        if resident.is_some() && !prep.on_gpu() {
+            eprintln!(
+                "note: the {} view was computed on the CPU (on the GPU: the kiviat view of the busy field, without --color-by)",
+                state.view
+            );
+        }
+        cache.insert(pane, (key.clone(), prep));
     }
     let (_, prep) = cache
         .get_mut(&pane)

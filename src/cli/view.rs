@@ -42,6 +42,12 @@ pub struct ViewArgs {
     /// cursor moves (for scripts).
     #[arg(long)]
     pub print_cursor: bool,
+    /// Upload the trace to the window's GPU and compute there what can
+    /// stay there for drawing: the Kiviat tube of the busy field is made by
+    /// GPU kernels and drawn without reading the field back (other views
+    /// are computed on the CPU).
+    #[arg(long)]
+    pub gpu: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -146,6 +152,7 @@ pub fn run(a: ViewArgs) -> Result<()> {
         output_dir: a.output_dir,
         inputs,
         print_cursor: a.print_cursor,
+        gpu: a.gpu,
     })?;
     Ok(())
 }
