@@ -341,7 +341,7 @@ fn tube_frames(ctx: &GpuContext, cases: &[(u32, u32)]) -> Vec<TubeFrame> {
             let s = f.summaries(eg).expect("summaries");
             let meta = fields::busy_field(Vec::new(), f.edges.clone(), f.elements);
             let scene =
-                kiviat::build_resident(&f, &meta, &s, "viridis", &p, 0, None).expect("tube");
+                kiviat::build_resident(&f, &meta, &s, "viridis", &p, 0, None, None).expect("tube");
             wait();
             scene
         });

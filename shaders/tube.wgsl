@@ -6,6 +6,7 @@
 // normals. A third entry point summarises each bin (largest and smallest
 // sector average, any busy time at all) for the scales and the trimming
 // of leading empty bins, which the host reads back: 12 bytes a bin.
+// Each vertex's averaged value is kept beside it, for hover texts.
 //
 // The field is kept as the busy kernel left it: per (location, bin) the
 // busy time in ns as a u64 (low, high), times the bin's inverse width.
@@ -51,6 +52,8 @@ struct Params {
 // 3 words per bin: largest and smallest sector average (f32 bits, values
 // are never negative, so the bits order as the values), any busy time
 @group(0) @binding(5) var<storage, read_write> summary: array<atomic<u32>>;
+// each vertex's averaged value (hover texts read a frame's back, when few)
+@group(0) @binding(6) var<storage, read_write> values: array<f32>;
 
 const TAU: f32 = 6.283185307179586;
 const HALF_PI: f32 = 1.5707963267948966;
@@ -161,6 +164,7 @@ fn vertices(@builtin(global_invocation_id) g: vec3<u32>) {
     let ang = HALF_PI - TAU * f32(k) / f32(e);
     let z = -f32(r * params.group) * params.stretch;
     let c = colour(v);
+    values[id] = v;
     let o = id * 10u;
     verts[o] = rad * cos(ang);
     verts[o + 1u] = rad * sin(ang);

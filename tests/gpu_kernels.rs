@@ -624,8 +624,34 @@ fn kiviat_tube_made_on_the_gpu_equals_the_cpu_tube() {
                     "{what}: leading empty bins"
                 );
                 let cpu = kiviat::build(&cpu_field, None, cmap, p, *start, None).unwrap();
-                let gpu = kiviat::build_resident(&field, &meta, &summaries, cmap, p, *start, None)
-                    .unwrap();
+                let gpu =
+                    kiviat::build_resident(&field, &meta, &summaries, cmap, p, *start, None, None)
+                        .unwrap();
+                // hover: the same points and texts; the values come from f32
+                // averages, so a value on a rounding edge of its last shown
+                // digit may show the neighbouring digit
+                assert_eq!(cpu.picks.len(), gpu.picks.len(), "{what}");
+                assert!(!gpu.picks.is_empty(), "{what}");
+                for (c, g) in cpu.picks.iter().zip(&gpu.picks) {
+                    assert_eq!(c.processor, g.processor, "{what}");
+                    if c.text == g.text {
+                        continue;
+                    }
+                    let (ch, cv) = c.text.rsplit_once(": ").unwrap();
+                    let (gh, gv) = g.text.rsplit_once(": ").unwrap();
+                    assert_eq!(ch, gh, "{what}");
+                    let digit = |v: &str| {
+                        v.split_once('.')
+                            .map_or(1.0, |(_, f)| 10f64.powi(-(f.len() as i32)))
+                    };
+                    let (x, y) = (cv.parse::<f64>().unwrap(), gv.parse::<f64>().unwrap());
+                    assert!(
+                        (x - y).abs() <= 1.01 * digit(cv).max(digit(gv)),
+                        "{what}: {:?} vs {:?}",
+                        c.text,
+                        g.text
+                    );
+                }
                 let (cm, gm) = (&cpu.meshes[0], &gpu.resident[0]);
                 assert!(gpu.meshes.is_empty(), "{what}");
                 assert_eq!(cm.vertices.len(), gm.vertex_count as usize, "{what}");
@@ -680,6 +706,55 @@ fn kiviat_tube_made_on_the_gpu_equals_the_cpu_tube() {
                     "{what}"
                 );
             }
+        }
+    }
+    // the selected processor's spoke: the same line along the tube
+    {
+        let cpu_field = fields::busy_fraction(&t, &mask, t0, t1, 30).unwrap();
+        let field = g.busy_field(&mask, t0, t1, 30).unwrap();
+        let meta = fields::busy_field(Vec::new(), field.edges.clone(), field.elements);
+        let p = KiviatParams {
+            max_sectors: 10,
+            ..base.clone()
+        };
+        let (ne, eg) = (37usize, 37usize.div_ceil(10));
+        let e = ne.div_ceil(eg);
+        let summaries = field.summaries(eg).unwrap();
+        let cpu = kiviat::build(&cpu_field, None, "viridis", &p, 0, None).unwrap();
+        for sel in [0usize, 13, 36] {
+            // the CPU view draws the spoke through its mesh's vertices
+            let line: Vec<[f32; 3]> = cpu.meshes[0]
+                .vertices
+                .iter()
+                .skip(sel / eg)
+                .step_by(e)
+                .map(|v| {
+                    let [x, y, z] = v.position;
+                    [x * 1.04, y * 1.04, z]
+                })
+                .collect();
+            let gpu = kiviat::build_resident(
+                &field,
+                &meta,
+                &summaries,
+                "viridis",
+                &p,
+                0,
+                None,
+                Some(sel),
+            )
+            .unwrap();
+            // the tube's lines, then the spoke, then the box's 12 edges
+            let extra = &gpu.lines[cpu.lines.len()..];
+            assert_eq!(extra.len(), line.len() - 1 + 12, "processor {sel}");
+            for (s, w) in extra.iter().zip(line.windows(2)) {
+                for c in 0..3 {
+                    assert!((s.a[c] - w[0][c]).abs() < 1e-4, "processor {sel}");
+                    assert!((s.b[c] - w[1][c]).abs() < 1e-4, "processor {sel}");
+                }
+            }
+            let key = format!("selected: processor {sel}");
+            assert!(gpu.key.iter().any(|k| k.text == key), "processor {sel}");
         }
     }
     // a tube that does not fit the field is refused

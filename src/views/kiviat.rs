@@ -285,8 +285,6 @@ impl View for Kiviat {
 
     fn build(d: &KiviatData, spec: &Resolved, p: &KiviatParams, ctx: BuildCtx) -> Result<Scene> {
         if let Some((g, summaries)) = &d.resident {
-            // the selected processor's spoke would need the mesh back on
-            // the host: not drawn on the GPU path
             return build_resident(
                 g,
                 &d.field,
@@ -295,6 +293,7 @@ impl View for Kiviat {
                 p,
                 ctx.step,
                 Some(d.whole),
+                ctx.selected,
             );
         }
         let mut s = build(
@@ -312,27 +311,14 @@ impl View for Kiviat {
         if let Some(sel) = ctx.selected.filter(|&x| x < ne)
             && let Some(m) = s.meshes.first()
         {
-            let k = sel / eg;
-            let at = |v: &crate::scene::Vertex| {
-                let [x, y, z] = v.position;
-                [x * 1.04, y * 1.04, z]
-            };
-            let spoke: Vec<[f32; 3]> = m.vertices.iter().skip(k).step_by(e).map(at).collect();
-            for w in spoke.windows(2) {
-                s.lines.push(Segment {
-                    a: w[0],
-                    b: w[1],
-                    color: super::moments::SELECTED,
-                });
-            }
-            if let Some(first) = spoke.first() {
-                s.frame_box(*first, 0.05, super::moments::SELECTED);
-            }
-            s.key.push(crate::scene::KeyEntry {
-                mark: crate::scene::KeyMark::Line,
-                color: super::moments::SELECTED,
-                text: format!("selected: processor {sel}"),
-            });
+            let line: Vec<[f32; 3]> = m
+                .vertices
+                .iter()
+                .skip(sel / eg)
+                .step_by(e)
+                .map(|v| v.position)
+                .collect();
+            spoke(&mut s, line.into_iter(), sel);
         }
         Ok(s)
     }
@@ -562,50 +548,24 @@ pub fn build(
     mesh.smooth_normals();
     let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
     // hover: every vertex (sector × ring), up to 50,000
-    if l.rings * e <= 50_000 {
-        let mag = field.edges[l.first + l.n].max(1) as f64;
-        for r in 0..l.rings {
-            let (a, b) = l.ring_bins(r);
-            let when = match field.time {
-                TimeAxis::Nanoseconds => format!(
-                    "{} – {}",
-                    axes::format_time(field.edges[a] as f64, mag, 0.0),
-                    axes::format_time(field.edges[b] as f64, mag, 0.0)
-                ),
-                TimeAxis::Intervals => format!("intervals {}–{}", field.edges[a], field.edges[b]),
-            };
-            for k in 0..e {
-                let (x0, x1) = (k * eg, ((k + 1) * eg).min(ne));
-                let mut text = format!(
-                    "{}\n{when}\n{}: {}",
-                    super::moments::processors_text(x0, x1),
-                    field.quantity,
-                    axes::format_value(
-                        avg(field, a, b, k),
-                        &Unit::from_name(&field.unit),
-                        vmax,
-                        0.0
-                    )
-                );
-                if let Some(c) = color {
-                    text.push_str(&format!(
-                        "\n{}: {}",
-                        c.quantity,
-                        axes::format_value(
-                            avg(c, a, b, k),
-                            &Unit::from_name(&c.unit),
-                            cmax.abs().max(cmin.abs()),
-                            0.0
-                        )
-                    ));
-                }
-                scene.picks.push(Pick::point(
-                    mesh.vertices[r * e + k].position,
-                    text,
-                    (eg == 1).then_some(x0),
-                ));
-            }
-        }
+    if l.rings * e <= MAX_PICKS {
+        let positions: Vec<[f32; 3]> = mesh.vertices.iter().map(|v| v.position).collect();
+        picks(
+            &mut scene,
+            field,
+            color,
+            &l,
+            &shape,
+            &positions,
+            |r, k| {
+                let (a, b) = l.ring_bins(r);
+                avg(field, a, b, k)
+            },
+            |r, k| {
+                let (a, b) = l.ring_bins(r);
+                color.map(|c| avg(c, a, b, k))
+            },
+        );
     }
     if l.rings == 1 {
         outline(&mut scene, &mesh.vertices[..e]);
@@ -618,8 +578,10 @@ pub fn build(
 /// Builds the tube of a busy field left on the GPU: the mesh is made there
 /// by [`GpuField::tube`] and drawn where it lies; `meta` is the field
 /// without its values (bins, edges, names), `summaries` its bins'
-/// summaries over the layout's sectors. Hover texts need the values on the
-/// host, so this tube has none.
+/// summaries over the layout's sectors. Hover texts (at most 50,000, with
+/// their values) and the `selected` processor's spoke (a vertex a ring)
+/// are read back; the field never is.
+#[allow(clippy::too_many_arguments)]
 pub fn build_resident(
     g: &GpuField,
     meta: &Field,
@@ -628,6 +590,7 @@ pub fn build_resident(
     p: &KiviatParams,
     start: usize,
     whole: Option<Scales>,
+    selected: Option<usize>,
 ) -> Result<Scene> {
     let skip = if p.keep_empty {
         0
@@ -642,15 +605,128 @@ pub fn build_resident(
     };
     let shape = l.shape(scales, p);
     let cmap = Colormap::named(colormap)?;
-    let mesh = g.tube(&shape, cmap.stops(), cmap.is_categorical(), &l.indices())?;
+    let tube = g.tube(&shape, cmap.stops(), cmap.is_categorical(), &l.indices())?;
     let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
-    if l.rings == 1 {
+    let e = l.e as u32;
+    // hover texts need the shown values: read back with their vertices
+    // when few (44 bytes a vertex, as many as the CPU path hovers)
+    if l.rings * l.e <= MAX_PICKS {
+        let (verts, values) = tube.read(&[0..l.rings as u32 * e])?;
+        let positions: Vec<[f32; 3]> = verts.iter().map(|v| v.position).collect();
+        picks(
+            &mut scene,
+            meta,
+            None,
+            &l,
+            &shape,
+            &positions,
+            // to 6 significant digits, below the f32 averages' error: a
+            // CPU 0.1 that the GPU summed to 0.099999994 reads 0.1 alike
+            |r, k| {
+                let v = values[r * l.e + k];
+                format!("{v:.5e}").parse::<f64>().unwrap_or(v as f64)
+            },
+            |_, _| None,
+        );
+        if l.rings == 1 {
+            outline(&mut scene, &verts);
+        }
+    } else if l.rings == 1 {
         // a single ring has no triangles: its outline, 40 bytes a sector
-        outline(&mut scene, &mesh.read_vertices(0..l.e as u32)?);
+        outline(&mut scene, &tube.read(&[0..e])?.0);
     }
     frame(&mut scene, meta, None, colormap, p, &l, &shape);
-    scene.resident.push(mesh);
+    // the selected processor's spoke: its sector's vertex of every ring
+    if let Some(sel) = selected.filter(|&x| x < l.ne) {
+        let k = (sel / l.eg) as u32;
+        let runs: Vec<std::ops::Range<u32>> = (0..l.rings as u32)
+            .map(|r| r * e + k..r * e + k + 1)
+            .collect();
+        let (verts, _) = tube.read(&runs)?;
+        spoke(&mut scene, verts.iter().map(|v| v.position), sel);
+    }
+    scene.resident.push(tube.mesh);
     Ok(scene)
+}
+
+/// The most hover points of one frame (sectors × rings).
+const MAX_PICKS: usize = 50_000;
+
+/// Hover texts at `positions` (ring-major): the sector's processors, the
+/// ring's time, the value `value(ring, sector)` and the colour field's.
+#[allow(clippy::too_many_arguments)]
+fn picks(
+    scene: &mut Scene,
+    field: &Field,
+    color: Option<&Field>,
+    l: &Layout,
+    shape: &TubeShape,
+    positions: &[[f32; 3]],
+    value: impl Fn(usize, usize) -> f64,
+    color_value: impl Fn(usize, usize) -> Option<f64>,
+) {
+    let (ne, eg, e) = (l.ne, l.eg, l.e);
+    let (vmax, cmin, cmax) = (shape.vmax, shape.cmin, shape.cmax);
+    let mag = field.edges[l.first + l.n].max(1) as f64;
+    for r in 0..l.rings {
+        let (a, b) = l.ring_bins(r);
+        let when = match field.time {
+            TimeAxis::Nanoseconds => format!(
+                "{} – {}",
+                axes::format_time(field.edges[a] as f64, mag, 0.0),
+                axes::format_time(field.edges[b] as f64, mag, 0.0)
+            ),
+            TimeAxis::Intervals => format!("intervals {}–{}", field.edges[a], field.edges[b]),
+        };
+        for k in 0..e {
+            let Some(&at) = positions.get(r * e + k) else {
+                return;
+            };
+            let (x0, x1) = (k * eg, ((k + 1) * eg).min(ne));
+            let mut text = format!(
+                "{}\n{when}\n{}: {}",
+                super::moments::processors_text(x0, x1),
+                field.quantity,
+                axes::format_value(value(r, k), &Unit::from_name(&field.unit), vmax, 0.0)
+            );
+            if let (Some(c), Some(v)) = (color, color_value(r, k)) {
+                text.push_str(&format!(
+                    "\n{}: {}",
+                    c.quantity,
+                    axes::format_value(
+                        v,
+                        &Unit::from_name(&c.unit),
+                        cmax.abs().max(cmin.abs()),
+                        0.0
+                    )
+                ));
+            }
+            scene
+                .picks
+                .push(Pick::point(at, text, (eg == 1).then_some(x0)));
+        }
+    }
+}
+
+/// The selected processor's sector: a line along the tube through its
+/// vertices (one a ring), just outside, a box at the front and a key.
+fn spoke(scene: &mut Scene, positions: impl Iterator<Item = [f32; 3]>, sel: usize) {
+    let line: Vec<[f32; 3]> = positions.map(|[x, y, z]| [x * 1.04, y * 1.04, z]).collect();
+    for w in line.windows(2) {
+        scene.lines.push(Segment {
+            a: w[0],
+            b: w[1],
+            color: super::moments::SELECTED,
+        });
+    }
+    if let Some(first) = line.first() {
+        scene.frame_box(*first, 0.05, super::moments::SELECTED);
+    }
+    scene.key.push(crate::scene::KeyEntry {
+        mark: crate::scene::KeyMark::Line,
+        color: super::moments::SELECTED,
+        text: format!("selected: processor {sel}"),
+    });
 }
 
 /// Bins before the first with any busy time, from the summaries.

@@ -14,6 +14,7 @@ use crate::analysis::fields::{Field, bin_edges, busy_field, inverse_widths};
 use crate::gpu::GpuMesh;
 use crate::gpu::resident::GpuTrace;
 use crate::model::Time;
+use crate::scene::Vertex;
 
 const SHADER: &str = include_str!("../../../shaders/tube.wgsl");
 const GROUP: u32 = 64;
@@ -283,7 +284,7 @@ impl GpuField {
         stops: &[(f32, [f32; 3])],
         categorical: bool,
         indices: &[u32],
-    ) -> Result<GpuMesh, GpuError> {
+    ) -> Result<Tube, GpuError> {
         self.check_binding()?;
         let ctx = &self.ctx;
         let e = shape.sectors;
@@ -328,6 +329,7 @@ impl GpuField {
                 usage: wgpu::BufferUsages::INDEX,
             },
         );
+        let values = super::output(ctx, "tube values", count * 4);
         let make = pipeline_entry(ctx, "tube vertices", SHADER, "vertices");
         let shade = pipeline_entry(ctx, "tube normals", SHADER, "normals");
         let make_bind = bind(
@@ -339,6 +341,7 @@ impl GpuField {
                 (2, params.as_entire_binding()),
                 (3, stops.as_entire_binding()),
                 (4, vertices.as_entire_binding()),
+                (6, values.as_entire_binding()),
             ],
         );
         let shade_bind = bind(
@@ -366,15 +369,73 @@ impl GpuField {
         }
         ctx.queue.submit([enc.finish()]);
         let z1 = -(((shape.rings - 1) * shape.group) as f32) * shape.stretch;
-        Ok(GpuMesh {
-            ctx: ctx.clone(),
-            vertices,
-            indices: index_buf,
-            vertex_count: count as u32,
-            index_count: indices.len() as u32,
-            lit: true,
-            transparent: false,
-            bounds: ([-1.0, -1.0, z1], [1.0, 1.0, 0.0]),
+        Ok(Tube {
+            mesh: GpuMesh {
+                ctx: ctx.clone(),
+                vertices,
+                indices: index_buf,
+                vertex_count: count as u32,
+                index_count: indices.len() as u32,
+                lit: true,
+                transparent: false,
+                bounds: ([-1.0, -1.0, z1], [1.0, 1.0, 0.0]),
+            },
+            values,
+        })
+    }
+}
+
+/// A tube made on the GPU: its mesh, and each vertex's averaged value
+/// beside it (ring-major, `sectors` a ring).
+pub struct Tube {
+    pub mesh: GpuMesh,
+    values: wgpu::Buffer,
+}
+
+impl Tube {
+    /// Vertices and their values of the given runs of vertex indices, in
+    /// order (what hover texts and a selected sector's spoke need: a few
+    /// vertices, not the field): one submission, 44 bytes a vertex.
+    pub fn read(&self, runs: &[std::ops::Range<u32>]) -> Result<(Vec<Vertex>, Vec<f32>), GpuError> {
+        let ctx = &self.mesh.ctx;
+        let n = self.mesh.vertex_count;
+        let runs: Vec<std::ops::Range<u32>> = runs
+            .iter()
+            .map(|r| r.start.min(n)..r.end.min(n))
+            .filter(|r| !r.is_empty())
+            .collect();
+        let total: u64 = runs.iter().map(|r| (r.end - r.start) as u64).sum();
+        if total == 0 {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let vsize = std::mem::size_of::<Vertex>() as u64;
+        let back = crate::gpu::resident::staging(ctx, total * (vsize + 4));
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("tube read-back"),
+            });
+        let (mut at_v, mut at_f) = (0u64, total * vsize);
+        for r in &runs {
+            let len = (r.end - r.start) as u64;
+            enc.copy_buffer_to_buffer(
+                &self.mesh.vertices,
+                r.start as u64 * vsize,
+                &back,
+                at_v,
+                len * vsize,
+            );
+            enc.copy_buffer_to_buffer(&self.values, r.start as u64 * 4, &back, at_f, len * 4);
+            at_v += len * vsize;
+            at_f += len * 4;
+        }
+        ctx.queue.submit([enc.finish()]);
+        let split = (total * vsize) as usize;
+        super::super::map_read_with(ctx, &back, total * (vsize + 4), |b| {
+            (
+                bytemuck::pod_collect_to_vec::<u8, Vertex>(&b[..split]),
+                bytemuck::pod_collect_to_vec::<u8, f32>(&b[split..]),
+            )
         })
     }
 }
