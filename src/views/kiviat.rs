@@ -611,7 +611,7 @@ pub fn build_resident(
     // hover texts need the shown values: read back with their vertices
     // when few (44 bytes a vertex, as many as the CPU path hovers)
     if l.rings * l.e <= MAX_PICKS {
-        let (verts, values) = tube.read(&[0..l.rings as u32 * e])?;
+        let (verts, values) = tube.read(std::slice::from_ref(&(0..l.rings as u32 * e)))?;
         let positions: Vec<[f32; 3]> = verts.iter().map(|v| v.position).collect();
         picks(
             &mut scene,
@@ -633,7 +633,7 @@ pub fn build_resident(
         }
     } else if l.rings == 1 {
         // a single ring has no triangles: its outline, 40 bytes a sector
-        outline(&mut scene, &tube.read(&[0..e])?.0);
+        outline(&mut scene, &tube.read(std::slice::from_ref(&(0..e)))?.0);
     }
     frame(&mut scene, meta, None, colormap, p, &l, &shape);
     // the selected processor's spoke: its sector's vertex of every ring
