@@ -748,10 +748,8 @@ fn kiviat_tube_made_on_the_gpu_equals_the_cpu_tube() {
             let extra = &gpu.lines[cpu.lines.len()..];
             assert_eq!(extra.len(), line.len() - 1 + 12, "processor {sel}");
             for (s, w) in extra.iter().zip(line.windows(2)) {
-                for c in 0..3 {
-                    assert!((s.a[c] - w[0][c]).abs() < 1e-4, "processor {sel}");
-                    assert!((s.b[c] - w[1][c]).abs() < 1e-4, "processor {sel}");
-                }
+                let near = |p: [f32; 3], q: [f32; 3]| (0..3).all(|c| (p[c] - q[c]).abs() < 1e-4);
+                assert!(near(s.a, w[0]) && near(s.b, w[1]), "processor {sel}");
             }
             let key = format!("selected: processor {sel}");
             assert!(gpu.key.iter().any(|k| k.text == key), "processor {sel}");
