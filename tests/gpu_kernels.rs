@@ -773,4 +773,7 @@ fn kiviat_tube_made_on_the_gpu_equals_the_cpu_tube() {
         stretch: 0.15,
     };
     assert!(field.tube(&bad, &[], false, &[]).is_err());
+    // and so is a field of no bins or an empty window
+    assert!(g.busy_field(&mask, t0, t1, 0).is_err());
+    assert!(g.busy_field(&mask, 10, 10, 4).is_err());
 }

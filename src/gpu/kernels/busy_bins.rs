@@ -60,7 +60,7 @@ pub fn busy_fraction_timed(
     Ok((f, t.kernel.map(|d| d.as_secs_f64() * 1e9)))
 }
 
-fn check(t0: Time, t1: Time, bins: usize) -> Result<(), GpuError> {
+pub(crate) fn check(t0: Time, t1: Time, bins: usize) -> Result<(), GpuError> {
     if bins == 0 || t1 <= t0 || bins as u64 > t1 - t0 || bins > u32::MAX as usize / 2 {
         return Err(GpuError::Other(format!(
             "bad field parameters: {bins} bins over [{t0}, {t1})"

@@ -102,11 +102,7 @@ impl GpuTrace {
         t1: Time,
         bins: usize,
     ) -> Result<GpuField, GpuError> {
-        if bins == 0 || t1 <= t0 || bins as u64 > t1 - t0 || bins > u32::MAX as usize / 2 {
-            return Err(GpuError::Other(format!(
-                "bad field parameters: {bins} bins over [{t0}, {t1})"
-            )));
-        }
+        super::busy_bins::check(t0, t1, bins)?;
         let per_dispatch = self.busy_dispatch_size(bins)?;
         let ctx = &self.ctx;
         let p = self.num_locations();
