@@ -12,7 +12,7 @@ pub struct GpuMesh {
     pub(crate) ctx: GpuContext,
     /// `VERTEX | STORAGE | COPY_SRC`, `vertex_count` [`Vertex`]es.
     pub vertices: wgpu::Buffer,
-    /// `INDEX`, `u32`, `index_count` of them.
+    /// `INDEX | COPY_SRC`, `u32`, `index_count` of them.
     pub indices: wgpu::Buffer,
     pub vertex_count: u32,
     pub index_count: u32,
@@ -43,14 +43,31 @@ impl GpuMesh {
     }
 
     /// Reads vertices `range` back (tests, and the few vertices a view
-    /// needs on the host, such as a single ring's outline).
+    /// needs on the host).
     pub fn read_vertices(&self, range: std::ops::Range<u32>) -> Result<Vec<Vertex>, GpuError> {
         let range = range.start.min(self.vertex_count)..range.end.min(self.vertex_count);
-        if range.is_empty() {
+        let size = std::mem::size_of::<Vertex>() as u64;
+        self.read(
+            &self.vertices,
+            range.start as u64 * size,
+            range.len() as u64 * size,
+        )
+    }
+
+    /// Reads the indices back (tests).
+    pub fn read_indices(&self) -> Result<Vec<u32>, GpuError> {
+        self.read(&self.indices, 0, self.index_count as u64 * 4)
+    }
+
+    fn read<T: bytemuck::Pod>(
+        &self,
+        src: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<Vec<T>, GpuError> {
+        if bytes == 0 {
             return Ok(Vec::new());
         }
-        let size = std::mem::size_of::<Vertex>() as u64;
-        let bytes = (range.end - range.start) as u64 * size;
         let back = super::resident::staging(&self.ctx, bytes);
         let mut enc = self
             .ctx
@@ -58,10 +75,10 @@ impl GpuMesh {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("mesh read-back"),
             });
-        enc.copy_buffer_to_buffer(&self.vertices, range.start as u64 * size, &back, 0, bytes);
+        enc.copy_buffer_to_buffer(src, offset, &back, 0, bytes);
         self.ctx.queue.submit([enc.finish()]);
         super::map_read_with(&self.ctx, &back, bytes, |b| {
-            bytemuck::pod_collect_to_vec::<u8, Vertex>(b)
+            bytemuck::pod_collect_to_vec::<u8, T>(b)
         })
     }
 }

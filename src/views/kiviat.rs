@@ -605,7 +605,7 @@ pub fn build_resident(
     };
     let shape = l.shape(scales, p);
     let cmap = Colormap::named(colormap)?;
-    let tube = g.tube(&shape, cmap.stops(), cmap.is_categorical(), &l.indices())?;
+    let tube = g.tube(&shape, cmap.stops(), cmap.is_categorical(), || l.indices())?;
     let mut scene = Scene::new("Kiviat tube", Projection::Perspective);
     let e = l.e as u32;
     // hover texts need the shown values: read back with their vertices

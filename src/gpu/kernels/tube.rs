@@ -31,6 +31,17 @@ pub struct GpuField {
     pub bins: usize,
     pub elements: usize,
     pub edges: Vec<Time>,
+    /// The last tube's index buffer, by (rings, sectors): the frames of an
+    /// animation share it (uploaded once, not per frame).
+    indices: std::sync::Arc<std::sync::Mutex<Option<TubeIndices>>>,
+}
+
+/// An index buffer of a tube of `rings` × `sectors`, `count` indices.
+struct TubeIndices {
+    rings: usize,
+    sectors: usize,
+    buffer: wgpu::Buffer,
+    count: u32,
 }
 
 /// One bin of a resident field, summarised over sectors of `eg` elements.
@@ -125,6 +136,7 @@ impl GpuTrace {
             bins,
             elements: p,
             edges,
+            indices: Default::default(),
         })
     }
 }
@@ -272,14 +284,15 @@ impl GpuField {
 
     /// The tube's mesh for `shape`, coloured by the value through the
     /// colour map's `stops` (position, sRGB colour), with `indices` (the
-    /// quads between rings, as the CPU mesh has them): vertices and
-    /// normals written on the GPU, nothing read back.
+    /// quads between rings, as the CPU mesh has them; made and uploaded
+    /// only when the previous tube's shape differs): vertices and normals
+    /// written on the GPU, nothing read back.
     pub fn tube(
         &self,
         shape: &TubeShape,
         stops: &[(f32, [f32; 3])],
         categorical: bool,
-        indices: &[u32],
+        indices: impl FnOnce() -> Vec<u32>,
     ) -> Result<Tube, GpuError> {
         self.check_binding()?;
         let ctx = &self.ctx;
@@ -313,18 +326,35 @@ impl GpuField {
                 | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let index_buf = wgpu::util::DeviceExt::create_buffer_init(
-            &*ctx.device,
-            &wgpu::util::BufferInitDescriptor {
-                label: Some("tube indices"),
-                contents: bytemuck::cast_slice(if indices.is_empty() {
-                    &[0u32; 4]
-                } else {
-                    indices
-                }),
-                usage: wgpu::BufferUsages::INDEX,
-            },
-        );
+        let (index_buf, index_count) = {
+            let mut kept = self.indices.lock().unwrap_or_else(|e| e.into_inner());
+            match &*kept {
+                Some(k) if (k.rings, k.sectors) == (shape.rings, e) => (k.buffer.clone(), k.count),
+                _ => {
+                    let indices = indices();
+                    let buffer = wgpu::util::DeviceExt::create_buffer_init(
+                        &*ctx.device,
+                        &wgpu::util::BufferInitDescriptor {
+                            label: Some("tube indices"),
+                            contents: bytemuck::cast_slice(if indices.is_empty() {
+                                &[0u32; 4]
+                            } else {
+                                &indices
+                            }),
+                            usage: wgpu::BufferUsages::INDEX | wgpu::BufferUsages::COPY_SRC,
+                        },
+                    );
+                    let count = indices.len() as u32;
+                    *kept = Some(TubeIndices {
+                        rings: shape.rings,
+                        sectors: e,
+                        buffer: buffer.clone(),
+                        count,
+                    });
+                    (buffer, count)
+                }
+            }
+        };
         let values = super::output(ctx, "tube values", count * 4);
         let make = pipeline_entry(ctx, "tube vertices", SHADER, "vertices");
         let shade = pipeline_entry(ctx, "tube normals", SHADER, "normals");
@@ -371,7 +401,7 @@ impl GpuField {
                 vertices,
                 indices: index_buf,
                 vertex_count: count as u32,
-                index_count: indices.len() as u32,
+                index_count,
                 lit: true,
                 transparent: false,
                 bounds: ([-1.0, -1.0, z1], [1.0, 1.0, 0.0]),
