@@ -243,12 +243,7 @@ fn upload(
     send(Reply::Stage("uploading the trace to the GPU".into()));
     match crate::gpu::GpuTrace::upload(ctx, t, None) {
         Ok(g) => {
-            eprintln!(
-                "gpu: {} intervals ({:.1} MB) uploaded in {:.1} ms",
-                g.num_intervals(),
-                g.bytes() as f64 / 1e6,
-                g.upload_time().as_secs_f64() * 1e3
-            );
+            eprintln!("gpu: {}", g.upload_summary());
             Some(views::inputs::GpuInput(Arc::new(g)))
         }
         Err(e) => {
@@ -279,11 +274,8 @@ fn build(
         )));
         cache.remove(&pane);
         let prep = Prepared::with_gpu(input, state, resident.cloned())?;
-        if resident.is_some() && !prep.on_gpu() {
-            eprintln!(
-                "note: the {} view was computed on the CPU (on the GPU: the kiviat view of the busy field, without --color-by)",
-                state.view
-            );
+        if let Some(n) = prep.gpu_note() {
+            eprintln!("note: {n}");
         }
         cache.insert(pane, (key.clone(), prep));
     }

@@ -259,22 +259,13 @@ pub fn run(a: RenderArgs) -> Result<()> {
         };
         let ctx = GpuContext::new().context("--gpu needs a GPU adapter")?;
         let g = tapestry::gpu::GpuTrace::upload(&ctx, t, None)?;
-        eprintln!(
-            "gpu: {} intervals ({:.1} MB) uploaded in {:.1} ms to {}",
-            g.num_intervals(),
-            g.bytes() as f64 / 1e6,
-            g.upload_time().as_secs_f64() * 1e3,
-            ctx.describe()
-        );
+        eprintln!("gpu: {} to {}", g.upload_summary(), ctx.describe());
         resident = Some(tapestry::views::inputs::GpuInput(std::sync::Arc::new(g)));
         gpu_ctx = Some(ctx);
     }
     let prepared = Prepared::with_gpu(&input, &state, resident)?;
-    if a.gpu && !prepared.on_gpu() {
-        eprintln!(
-            "note: the {} view was computed on the CPU (on the GPU: the kiviat view of the busy field, without --color-by)",
-            state.view
-        );
+    if let Some(n) = prepared.gpu_note() {
+        eprintln!("note: {n}");
     }
     for w in &prepared.spec.warnings {
         eprintln!("warning: {w}");

@@ -65,20 +65,7 @@ impl GpuMesh {
         offset: u64,
         bytes: u64,
     ) -> Result<Vec<T>, GpuError> {
-        if bytes == 0 {
-            return Ok(Vec::new());
-        }
-        let back = super::resident::staging(&self.ctx, bytes);
-        let mut enc = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("mesh read-back"),
-            });
-        enc.copy_buffer_to_buffer(src, offset, &back, 0, bytes);
-        self.ctx.queue.submit([enc.finish()]);
-        super::map_read_with(&self.ctx, &back, bytes, |b| {
-            bytemuck::pod_collect_to_vec::<u8, T>(b)
-        })
+        let b = super::read_regions(&self.ctx, &[(src, offset, bytes)])?;
+        Ok(bytemuck::pod_collect_to_vec(&b))
     }
 }

@@ -113,6 +113,32 @@ pub fn map_read_with<R>(
     Ok(r)
 }
 
+/// Copies the regions `(buffer, offset, bytes)` (each buffer `COPY_SRC`)
+/// one after another into one host buffer, in one submission, and returns
+/// their bytes (for the few values a view needs back; not for results).
+pub(crate) fn read_regions(
+    ctx: &GpuContext,
+    regions: &[(&wgpu::Buffer, u64, u64)],
+) -> Result<Vec<u8>, GpuError> {
+    let total: u64 = regions.iter().map(|r| r.2).sum();
+    if total == 0 {
+        return Ok(Vec::new());
+    }
+    let back = resident::staging(ctx, total);
+    let mut enc = ctx
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("read back"),
+        });
+    let mut at = 0;
+    for &(src, offset, bytes) in regions {
+        enc.copy_buffer_to_buffer(src, offset, &back, at, bytes);
+        at += bytes;
+    }
+    ctx.queue.submit([enc.finish()]);
+    map_read_prefix(ctx, &back, total)
+}
+
 impl From<GpuError> for crate::error::Error {
     fn from(e: GpuError) -> Self {
         crate::error::Error::Gpu(e.to_string())

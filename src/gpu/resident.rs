@@ -222,6 +222,16 @@ impl GpuTrace {
         self.upload
     }
 
+    /// "N intervals (X MB) uploaded in Y ms", for the user.
+    pub fn upload_summary(&self) -> String {
+        format!(
+            "{} intervals ({:.1} MB) uploaded in {:.1} ms",
+            self.intervals,
+            self.bytes as f64 / 1e6,
+            self.upload.as_secs_f64() * 1e3
+        )
+    }
+
     /// A result buffer of at least `out` bytes and a read-back buffer of at
     /// least `back` bytes: those of the previous analysis when large
     /// enough, else new ones (4 KiB at least, grown by half again, so that a

@@ -52,6 +52,14 @@ pub struct KiviatParams {
     pub max_sectors: usize,
 }
 
+impl KiviatParams {
+    /// Elements averaged into one sector of a ring of `ne` (level of
+    /// detail: at most `max_sectors` sectors, at least 3).
+    pub fn elements_per_sector(&self, ne: usize) -> usize {
+        ne.div_ceil(self.max_sectors.max(3)).max(1)
+    }
+}
+
 impl Default for KiviatParams {
     fn default() -> Self {
         KiviatParams {
@@ -129,7 +137,7 @@ impl Scales {
         } else {
             leading_empty_bins(field)
         };
-        let eg = field.elements.div_ceil(p.max_sectors.max(3)).max(1);
+        let eg = p.elements_per_sector(field.elements);
         Scales::of(field, color, eg, skip, field.bins)
     }
 }
@@ -210,7 +218,7 @@ impl View for Kiviat {
         ) {
             let mask = t.states.select(&spec.spec.states)?;
             let field = g.0.busy_field(&mask, spec.t0, spec.t1, spec.bins)?;
-            let eg = field.elements.div_ceil(p.max_sectors.max(3)).max(1);
+            let eg = p.elements_per_sector(field.elements);
             let summaries = field.summaries(eg)?;
             let mut meta = crate::analysis::fields::busy_field(
                 Vec::new(),
@@ -306,7 +314,7 @@ impl View for Kiviat {
         )?;
         // the selected processor's sector: a line along the tube, just outside
         let ne = d.field.elements;
-        let eg = ne.div_ceil(p.max_sectors.max(3));
+        let eg = p.elements_per_sector(ne);
         let e = ne.div_ceil(eg).max(1);
         if let Some(sel) = ctx.selected.filter(|&x| x < ne)
             && let Some(m) = s.meshes.first()
@@ -383,7 +391,7 @@ impl Layout {
         }
         // level of detail: at most `max_sectors` sectors around the ring
         // (adjacent elements averaged), then `group` successive bins per ring
-        let eg = ne.div_ceil(p.max_sectors.max(3));
+        let eg = p.elements_per_sector(ne);
         let e = ne.div_ceil(eg);
         let group = (2 * e * n).div_ceil(p.max_triangles.max(2 * e)).max(1);
         Ok(Layout {

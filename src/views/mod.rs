@@ -520,6 +520,17 @@ impl Prepared {
         self.view.on_gpu(&self.data)
     }
 
+    /// When the trace was resident on the GPU but this view computed on
+    /// the CPU: a note saying so, for the user.
+    pub fn gpu_note(&self) -> Option<String> {
+        (self.spec.gpu.is_some() && !self.on_gpu()).then(|| {
+            format!(
+                "the {} view was computed on the CPU (on the GPU: the kiviat view of the busy field, without --color-by)",
+                self.view.name()
+            )
+        })
+    }
+
     /// The chart of a 2D plot view.
     pub fn chart(&self) -> Option<Result<Chart>> {
         self.view.chart(&self.data, &self.spec, &self.params)

@@ -127,7 +127,7 @@ fn bind(
     pipe: &wgpu::ComputePipeline,
     buffers: &[&wgpu::Buffer],
 ) -> wgpu::BindGroup {
-    bind_at(
+    super::bind_at(
         ctx,
         pipe,
         &buffers
@@ -136,25 +136,6 @@ fn bind(
             .map(|(i, b)| (i as u32, *b))
             .collect::<Vec<_>>(),
     )
-}
-
-fn bind_at(
-    ctx: &GpuContext,
-    pipe: &wgpu::ComputePipeline,
-    buffers: &[(u32, &wgpu::Buffer)],
-) -> wgpu::BindGroup {
-    let entries: Vec<wgpu::BindGroupEntry> = buffers
-        .iter()
-        .map(|(i, b)| wgpu::BindGroupEntry {
-            binding: *i,
-            resource: b.as_entire_binding(),
-        })
-        .collect();
-    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipe.get_bind_group_layout(0),
-        entries: &entries,
-    })
 }
 
 /// Timestamps at the beginning and end of a pass, at `first` and `first + 1`.
@@ -268,17 +249,17 @@ impl Extractor {
             params_buffer(ctx, "edge params"),
             params_buffer(ctx, "cell params"),
         ];
-        let bind_classify = bind_at(
+        let bind_classify = super::bind_at(
             ctx,
             &classify,
             &[(0, &field), (1, &inside), (9, &params[0])],
         );
-        let bind_edges = bind_at(
+        let bind_edges = super::bind_at(
             ctx,
             &edges,
             &[(1, &inside), (2, &ebits), (3, &eoffset), (9, &params[1])],
         );
-        let bind_cells = bind_at(
+        let bind_cells = super::bind_at(
             ctx,
             &cells,
             &[(1, &inside), (4, &coffset), (5, &table), (9, &params[2])],
@@ -386,7 +367,7 @@ impl Extractor {
             let positions = super::output(ctx, "positions", v * 12);
             let normals = super::output(ctx, "normals", v * 12);
             let indices = super::output(ctx, "indices", t * 12);
-            let bind_vertices = bind_at(
+            let bind_vertices = super::bind_at(
                 ctx,
                 &self.vertices,
                 &[
@@ -398,7 +379,7 @@ impl Extractor {
                     (9, &self.params[1]),
                 ],
             );
-            let bind_triangles = bind_at(
+            let bind_triangles = super::bind_at(
                 ctx,
                 &self.triangles,
                 &[

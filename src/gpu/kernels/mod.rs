@@ -75,6 +75,51 @@ pub(crate) fn bind_in_order(
     })
 }
 
+/// A bind group of `pipe`'s group 0 with whole buffers at the given
+/// bindings (those its entry point uses).
+pub(crate) fn bind_at(
+    ctx: &GpuContext,
+    pipe: &wgpu::ComputePipeline,
+    buffers: &[(u32, &wgpu::Buffer)],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: *i,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipe.get_bind_group_layout(0),
+        entries: &entries,
+    })
+}
+
+/// Records one compute pass per (pipeline, bind group) into a new encoder,
+/// each dispatching `(x, y)` workgroups: passes in order, so each sees what
+/// the previous wrote.
+pub(crate) fn passes(
+    ctx: &GpuContext,
+    label: &str,
+    steps: &[(&wgpu::ComputePipeline, &wgpu::BindGroup)],
+    (x, y): (u32, u32),
+) -> wgpu::CommandEncoder {
+    let mut enc = ctx
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+    for (pipe, bind) in steps {
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(pipe);
+        pass.set_bind_group(0, *bind, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+    }
+    enc
+}
+
 /// A buffer the kernels write and that is copied back (at least 16
 /// bytes).
 pub(crate) fn output(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {

@@ -245,30 +245,12 @@ impl GpuField {
             .collect();
         let summary = super::storage(ctx, "bin summaries", bytemuck::cast_slice(&init), true);
         let pipe = pipeline_entry(ctx, "tube summaries", SHADER, "summarise");
-        let bind = bind(
+        let bind = super::bind_at(
             ctx,
             &pipe,
-            &[
-                (0, self.sums.as_entire_binding()),
-                (1, self.inv.as_entire_binding()),
-                (2, params.as_entire_binding()),
-                (5, summary.as_entire_binding()),
-            ],
+            &[(0, &self.sums), (1, &self.inv), (2, &params), (5, &summary)],
         );
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("tube summaries"),
-            });
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("tube summaries"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&pipe);
-            pass.set_bind_group(0, &bind, &[]);
-            pass.dispatch_workgroups(x, y, 1);
-        }
+        let enc = super::passes(ctx, "tube summaries", &[(&pipe, &bind)], (x, y));
         let bytes = super::read_back(ctx, enc, &summary, self.bins as u64 * 12)?;
         let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
         Ok(words
@@ -358,41 +340,26 @@ impl GpuField {
         let values = super::output(ctx, "tube values", count * 4);
         let make = pipeline_entry(ctx, "tube vertices", SHADER, "vertices");
         let shade = pipeline_entry(ctx, "tube normals", SHADER, "normals");
-        let make_bind = bind(
+        let make_bind = super::bind_at(
             ctx,
             &make,
             &[
-                (0, self.sums.as_entire_binding()),
-                (1, self.inv.as_entire_binding()),
-                (2, params.as_entire_binding()),
-                (3, stops.as_entire_binding()),
-                (4, vertices.as_entire_binding()),
-                (6, values.as_entire_binding()),
+                (0, &self.sums),
+                (1, &self.inv),
+                (2, &params),
+                (3, &stops),
+                (4, &vertices),
+                (6, &values),
             ],
         );
-        let shade_bind = bind(
-            ctx,
-            &shade,
-            &[
-                (2, params.as_entire_binding()),
-                (4, vertices.as_entire_binding()),
-            ],
-        );
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("tube"),
-            });
+        let shade_bind = super::bind_at(ctx, &shade, &[(2, &params), (4, &vertices)]);
         // two passes: every position is written before any normal reads it
-        for (pipe, b) in [(&make, &make_bind), (&shade, &shade_bind)] {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("tube"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(pipe);
-            pass.set_bind_group(0, b, &[]);
-            pass.dispatch_workgroups(x, y, 1);
-        }
+        let enc = super::passes(
+            ctx,
+            "tube",
+            &[(&make, &make_bind), (&shade, &shade_bind)],
+            (x, y),
+        );
         ctx.queue.submit([enc.finish()]);
         let z1 = -(((shape.rings - 1) * shape.group) as f32) * shape.stretch;
         Ok(Tube {
@@ -430,59 +397,27 @@ impl Tube {
             .map(|r| r.start.min(n)..r.end.min(n))
             .filter(|r| !r.is_empty())
             .collect();
-        let total: u64 = runs.iter().map(|r| (r.end - r.start) as u64).sum();
-        if total == 0 {
-            return Ok((Vec::new(), Vec::new()));
-        }
         let vsize = std::mem::size_of::<Vertex>() as u64;
-        let back = crate::gpu::resident::staging(ctx, total * (vsize + 4));
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("tube read-back"),
-            });
-        let (mut at_v, mut at_f) = (0u64, total * vsize);
-        for r in &runs {
-            let len = (r.end - r.start) as u64;
-            enc.copy_buffer_to_buffer(
-                &self.mesh.vertices,
-                r.start as u64 * vsize,
-                &back,
-                at_v,
-                len * vsize,
-            );
-            enc.copy_buffer_to_buffer(&self.values, r.start as u64 * 4, &back, at_f, len * 4);
-            at_v += len * vsize;
-            at_f += len * 4;
-        }
-        ctx.queue.submit([enc.finish()]);
-        let split = (total * vsize) as usize;
-        super::super::map_read_with(ctx, &back, total * (vsize + 4), |b| {
-            (
-                bytemuck::pod_collect_to_vec::<u8, Vertex>(&b[..split]),
-                bytemuck::pod_collect_to_vec::<u8, f32>(&b[split..]),
+        // the runs' vertices, then their values
+        let regions: Vec<(&wgpu::Buffer, u64, u64)> = runs
+            .iter()
+            .map(|r| {
+                (
+                    &self.mesh.vertices,
+                    r.start as u64 * vsize,
+                    r.len() as u64 * vsize,
+                )
+            })
+            .chain(
+                runs.iter()
+                    .map(|r| (&self.values, r.start as u64 * 4, r.len() as u64 * 4)),
             )
-        })
+            .collect();
+        let b = crate::gpu::read_regions(ctx, &regions)?;
+        let split = runs.iter().map(|r| r.len()).sum::<usize>() * vsize as usize;
+        Ok((
+            bytemuck::pod_collect_to_vec(&b[..split]),
+            bytemuck::pod_collect_to_vec(&b[split..]),
+        ))
     }
-}
-
-/// A bind group of `pipe`'s group 0 with the given (binding, resource)
-/// pairs: the bindings its entry point uses.
-fn bind(
-    ctx: &GpuContext,
-    pipe: &wgpu::ComputePipeline,
-    entries: &[(u32, wgpu::BindingResource<'_>)],
-) -> wgpu::BindGroup {
-    let entries: Vec<wgpu::BindGroupEntry> = entries
-        .iter()
-        .map(|(binding, resource)| wgpu::BindGroupEntry {
-            binding: *binding,
-            resource: resource.clone(),
-        })
-        .collect();
-    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some("tube"),
-        layout: &pipe.get_bind_group_layout(0),
-        entries: &entries,
-    })
 }
