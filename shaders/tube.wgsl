@@ -1,3 +1,4 @@
+// needs colormap.wgsl
 // The Kiviat tube's mesh from a busy field resident on the GPU, the twin
 // of `views::kiviat::build`'s mesh (paper 003 §3.3): one vertex per
 // (ring, sector), its radius the value averaged over the sector's
@@ -45,8 +46,6 @@ struct Params {
 @group(0) @binding(0) var<storage, read> sums: array<vec2<u32>>;
 @group(0) @binding(1) var<storage, read> inv: array<f32>;
 @group(0) @binding(2) var<uniform> params: Params;
-// (position, r, g, b) per stop of the colour map
-@group(0) @binding(3) var<storage, read> stops: array<vec4<f32>>;
 // 10 floats per vertex: position, normal, colour
 @group(0) @binding(4) var<storage, read_write> verts: array<f32>;
 // 3 words per bin: largest and smallest sector average (f32 bits, values
@@ -115,35 +114,6 @@ fn radius(v: f32) -> f32 {
     return clamp(r, 0.0, 1.0);
 }
 
-fn colour(c: f32) -> vec3<f32> {
-    var t = 0.5;
-    if (params.constant == 0u) {
-        t = (c - params.cmin) / (params.cmax - params.cmin);
-    }
-    let n = params.stops;
-    if (n == 0u || t != t) {
-        return vec3<f32>(0.5);
-    }
-    t = clamp(t, 0.0, 1.0);
-    if (params.categorical != 0u) {
-        let k = min(u32(round(t * f32(n - 1u))), n - 1u);
-        return stops[k].yzw;
-    }
-    // the first stop past t (at least 1, at most n - 1)
-    var i = 0u;
-    while (i < n && stops[i].x <= t) {
-        i++;
-    }
-    i = clamp(i, 1u, n - 1u);
-    let a = stops[i - 1u];
-    let b = stops[i];
-    var f = 0.0;
-    if (b.x > a.x) {
-        f = (t - a.x) / (b.x - a.x);
-    }
-    return a.yzw + f * (b.yzw - a.yzw);
-}
-
 @compute @workgroup_size(64)
 fn vertices(@builtin(global_invocation_id) g: vec3<u32>) {
     let id = id_of(g);
@@ -163,7 +133,14 @@ fn vertices(@builtin(global_invocation_id) g: vec3<u32>) {
     let rad = params.inner + (1.0 - params.inner) * radius(v);
     let ang = HALF_PI - TAU * f32(k) / f32(e);
     let z = -f32(r * params.group) * params.stretch;
-    let c = colour(v);
+    let c = colour_at(
+        v,
+        params.cmin,
+        params.cmax,
+        params.constant != 0u,
+        params.stops,
+        params.categorical != 0u,
+    );
     values[id] = v;
     let o = id * 10u;
     verts[o] = rad * cos(ang);

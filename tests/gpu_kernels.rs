@@ -40,9 +40,15 @@ fn every_shader_validates_with_naga() {
             continue;
         }
         let mut src = std::fs::read_to_string(&p).unwrap();
-        // scene shaders get the shared prelude in front, as the renderer does
-        if src.starts_with("// needs globals.wgsl") {
-            src = std::fs::read_to_string(dir.join("globals.wgsl")).unwrap() + &src;
+        // a shader whose first line reads "// needs NAME.wgsl" gets that
+        // file in front, as the renderer and the kernels do
+        if let Some(name) = src
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("// needs "))
+            .map(str::trim)
+        {
+            src = std::fs::read_to_string(dir.join(name)).unwrap() + &src;
         }
         let module = naga::front::wgsl::parse_str(&src)
             .unwrap_or_else(|e| panic!("{}: {}", p.display(), e.emit_to_string(&src)));
@@ -777,4 +783,191 @@ fn kiviat_tube_made_on_the_gpu_equals_the_cpu_tube() {
     // and so is a field of no bins or an empty window
     assert!(g.busy_field(&mask, t0, t1, 0).is_err());
     assert!(g.busy_field(&mask, 10, 10, 4).is_err());
+}
+
+/// A Paraver trace of `p` tasks (one CPU each), task `l` idle (no record)
+/// when `empty(l)`, the others busy and waiting in turns of random length.
+fn prv_with_idle_tasks(p: usize, per: usize, empty: impl Fn(usize) -> bool) -> String {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |m: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % m
+    };
+    let mut body = String::new();
+    let mut end = 0;
+    for l in (0..p).filter(|&l| !empty(l)) {
+        let mut t = next(500);
+        for i in 0..per {
+            let len = 1 + next(3000);
+            let state = if i % 3 == 2 { 3 } else { 1 };
+            body += &format!("1:{}:1:{}:1:{t}:{}:{state}\n", l + 1, l + 1, t + len);
+            t += len + next(300);
+        }
+        end = end.max(t);
+    }
+    let tasks = vec!["1:1"; p].join(",");
+    format!("#Paraver (01/01/70 at 00:00):{end}_ns:1({p}):1:{p}({tasks})\n{body}")
+}
+
+/// The moment display with its trace resident on the GPU (moments from the
+/// moments kernel, the Gantt chart made from the busy field left on the
+/// GPU) draws what the CPU display draws: the same bars and lines (to
+/// 1e-4 of the chart), the same Gantt cells and colours (each GPU quad
+/// inside the CPU quad of its row and bin, of its colour), the same hover
+/// texts (a Gantt value on the rounding edge of its third decimal may show
+/// the neighbour), titles, labels, key and legend; for one processor a
+/// row and merged rows, rows without data, a time cursor, a selection and
+/// both kinds of colour map. The kernel refuses a chart that does not fit.
+#[test]
+fn moment_display_made_on_the_gpu_equals_the_cpu_display() {
+    use std::sync::Arc;
+    use tapestry::views::{BuildCtx, Prepared, ViewState, inputs::GpuInput};
+    let Some(ctx) = context() else { return };
+    if !kernels::moments::supported(&ctx) {
+        eprintln!("skipped: no SHADER_F64");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // tasks 20..=26 idle: a whole merged row without data
+    let prv = prv_with_idle_tasks(37, 40, |l| l % 7 == 3 || (20..27).contains(&l));
+    let path = common::write(d.path(), "idle.prv", prv.as_bytes());
+    let loaded = tapestry::readers::load(&path, &Default::default()).unwrap();
+    let tapestry::readers::Loaded::Trace(t) = &loaded else {
+        panic!("a trace")
+    };
+    let span = t.meta.span;
+    let g = Arc::new(tapestry::gpu::GpuTrace::upload(&ctx, t, Some(4096)).unwrap());
+    assert!(g.num_chunks() > 1);
+    let mut compared = 0;
+    for (bins, max_rows) in [(24usize, 65_536usize), (7, 8), (40, 3)] {
+        for cmap in ["heat", "categorical"] {
+            for cursor in [None, Some(span / 3)] {
+                let what = format!("{bins} bins, {max_rows} rows, {cmap}, cursor {cursor:?}");
+                let mut state = ViewState::new("moments");
+                state.params = serde_json::json!({ "max_rows": max_rows });
+                state.data.bins = bins;
+                state.data.colormap = Some(cmap.into());
+                state.data.window = Some([span / 10, span]);
+                let cpu = Prepared::new(&loaded, &state).unwrap();
+                let gpu = Prepared::with_gpu(&loaded, &state, Some(GpuInput(g.clone()))).unwrap();
+                assert!(!cpu.on_gpu() && gpu.on_gpu(), "{what}");
+                assert!(gpu.gpu_note().is_none(), "{what}");
+                let bctx = BuildCtx {
+                    cursor,
+                    selected: Some(5),
+                    ..BuildCtx::still(1280, 720)
+                };
+                let (c, s) = (cpu.build(bctx).unwrap(), gpu.build(bctx).unwrap());
+                assert_eq!(c.title, s.title, "{what}");
+                let texts = |s: &tapestry::scene::Scene| -> Vec<String> {
+                    s.labels.iter().map(|l| l.text.clone()).collect()
+                };
+                assert_eq!(texts(&c), texts(&s), "{what}");
+                assert_eq!(c.key, s.key, "{what}");
+                assert_eq!(c.legend, s.legend, "{what}");
+                // bars and lines: moments from the kernel within 1e-9
+                let near = |a: &[f32], b: &[f32], tol: f32| {
+                    a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol)
+                };
+                assert_eq!(c.lines.len(), s.lines.len(), "{what}");
+                for (a, b) in c.lines.iter().zip(&s.lines) {
+                    assert!(near(&a.a, &b.a, 1e-4) && near(&a.b, &b.b, 1e-4), "{what}");
+                    assert_eq!(a.color, b.color, "{what}");
+                }
+                let (cb, sb) = (&c.meshes[0], &s.meshes[0]);
+                assert_eq!(cb.indices, sb.indices, "{what}");
+                for (a, b) in cb.vertices.iter().zip(&sb.vertices) {
+                    assert!(near(&a.position, &b.position, 1e-4), "{what}");
+                    assert_eq!(a.color, b.color, "{what}");
+                }
+                // the Gantt chart: host quads against the GPU's
+                assert_eq!(c.meshes.len(), 2, "{what}");
+                assert_eq!((s.meshes.len(), s.resident.len()), (1, 1), "{what}");
+                let quads = |v: &[tapestry::scene::Vertex]| -> Vec<([f32; 4], [f32; 4])> {
+                    v.chunks(4)
+                        .map(|q| {
+                            let (a, b) = (q[0].position, q[2].position);
+                            ([a[0], a[1], b[0], b[1]], q[0].color)
+                        })
+                        .collect()
+                };
+                let host = quads(&c.meshes[1].vertices);
+                let m = &s.resident[0];
+                let dev = quads(&m.read_vertices(0..m.vertex_count).unwrap());
+                assert_eq!(m.index_count, m.vertex_count / 4 * 6, "{what}");
+                let idx = m.read_indices().unwrap();
+                assert_eq!(&idx[6..12], &[4, 5, 6, 4, 6, 7], "{what}");
+                let rows = dev.len() / bins;
+                assert_eq!(dev.len(), rows * bins, "{what}");
+                let mut nodata = 0;
+                let mut other_category = 0;
+                for (k, (r, col)) in dev.iter().enumerate() {
+                    let host_quad = host
+                        .iter()
+                        .find(|(h, _)| {
+                            (h[1] - r[1]).abs() < 1e-5
+                                && (h[3] - r[3]).abs() < 1e-5
+                                && h[0] <= r[0] + 1e-5
+                                && r[2] <= h[2] + 1e-5
+                                && r[2] > h[0]
+                        })
+                        .unwrap_or_else(|| panic!("{what}: cell {k} {r:?} not on the host"));
+                    if host_quad.1 == [0.86, 0.86, 0.86, 1.0] {
+                        nodata += 1;
+                    }
+                    if !near(&host_quad.1, col, 1e-4) {
+                        assert_eq!(
+                            cmap, "categorical",
+                            "{what}, cell {k}: {host_quad:?} vs {col:?}"
+                        );
+                        other_category += 1;
+                    }
+                }
+                assert!(other_category * 50 <= dev.len(), "{what}: {other_category}");
+                assert_eq!(nodata % bins, 0, "{what}");
+                // rows without data: the idle tasks' own rows, or the merged
+                // row of tasks 20..27 (max_rows 8: 5 a row); rows of 13
+                // all have some
+                assert_eq!(
+                    nodata == 0,
+                    max_rows == 3,
+                    "{what}: {nodata} cells without data"
+                );
+                // hover texts
+                assert_eq!(c.picks.len(), s.picks.len(), "{what}");
+                for (a, b) in c.picks.iter().zip(&s.picks) {
+                    assert_eq!((a.shape, a.processor), (b.shape, b.processor), "{what}");
+                    if a.text == b.text {
+                        continue;
+                    }
+                    let (ah, av) = a.text.rsplit_once(": ").unwrap();
+                    let (bh, bv) = b.text.rsplit_once(": ").unwrap();
+                    assert_eq!(ah, bh, "{what}");
+                    let (x, y) = (av.parse::<f64>().unwrap(), bv.parse::<f64>().unwrap());
+                    assert!((x - y).abs() <= 1.01e-3, "{what}: {a:?} vs {b:?}");
+                }
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 12);
+    // a chart that does not fit the field is refused
+    let mask = t.states.select(&["busy".into()]).unwrap();
+    let field = g.busy_field(&mask, 0, span, 5).unwrap();
+    let shape = kernels::gantt::GanttShape {
+        group: 4,
+        xs: vec![0.0; 6],
+        scale: 1.0,
+        nodata: [0.5; 4],
+    };
+    let stops = [(0.0, [0.0; 3]), (1.0, [1.0; 3])];
+    assert!(field.gantt(&shape, &[true; 36], &stops, false).is_err());
+    let short = kernels::gantt::GanttShape {
+        xs: vec![0.0; 5],
+        ..shape.clone()
+    };
+    assert!(field.gantt(&short, &[true; 37], &stops, false).is_err());
+    assert!(field.gantt(&shape, &[true; 37], &stops, false).is_ok());
 }

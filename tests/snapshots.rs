@@ -260,33 +260,40 @@ fn every_view_at_two_sizes() {
     assert!(failing(&other, &reference) > allowed(&reference));
 }
 
-/// `render --gpu`: the Kiviat tube of the busy field made on the GPU (the
-/// field never read back) draws the image the CPU path draws, on a real
-/// trace at both sizes and on an animation frame; what cannot stay on the
-/// GPU says so.
+/// `render --gpu`: the Kiviat tube of the busy field and the moment
+/// display made on the GPU (the field never read back) draw the images the
+/// CPU path draws, on a real trace at both sizes, on an animation frame and
+/// up to a time cursor; what cannot stay on the GPU says so.
 #[test]
-fn kiviat_tube_on_the_gpu_draws_the_cpu_image() {
+fn views_on_the_gpu_draw_the_cpu_images() {
     if !gpu() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
     let qsort = common::shared_trace("paraver-qsort/qsort_beo3.prv");
     let qsort = qsort.to_str().unwrap();
+    // the tube at two frames; the moment display whole and up to a cursor
+    let cases: [(&str, [&str; 2]); 4] = [
+        ("kiviat", ["--start", "0"]),
+        ("kiviat", ["--start", "20"]),
+        ("moments", ["--select", "2"]),
+        ("moments", ["--cursor", "90ms"]),
+    ];
     for (w, h) in SIZES {
-        for start in ["0", "20"] {
+        for (k, (view, extra)) in cases.iter().enumerate() {
             let mut img = Vec::new();
             for gpu in [false, true] {
-                let out = d.path().join(format!("k-{w}-{start}-{gpu}.png"));
+                let out = d.path().join(format!("{view}-{w}-{k}-{gpu}.png"));
                 let size = format!("{w}x{h}");
                 let mut args = vec![
                     "render",
                     qsort,
                     "--view",
-                    "kiviat",
+                    view,
                     "--bins",
                     "60",
-                    "--start",
-                    start,
+                    extra[0],
+                    extra[1],
                     "--size",
                     &size,
                     "-o",
@@ -308,7 +315,7 @@ fn kiviat_tube_on_the_gpu_draws_the_cpu_image() {
             let bad = failing(&img[1], &img[0]);
             assert!(
                 bad <= allowed(&img[0]),
-                "{w}x{h} from bin {start}: {bad} pixels differ"
+                "{view} at {w}x{h}, {extra:?}: {bad} pixels differ"
             );
         }
     }
@@ -318,7 +325,7 @@ fn kiviat_tube_on_the_gpu_draws_the_cpu_image() {
         "render",
         qsort,
         "--view",
-        "moments",
+        "moments-3d",
         "--gpu",
         "--size",
         "640x360",
@@ -327,7 +334,7 @@ fn kiviat_tube_on_the_gpu_draws_the_cpu_image() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("the moments view was computed on the CPU"),
+        err.contains("the moments-3d view was computed on the CPU"),
         "{err}"
     );
     // a tube that stays on the GPU is not exported to glTF

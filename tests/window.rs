@@ -270,10 +270,11 @@ wait $PID
 }
 
 /// `view --gpu`: the window uploads the trace to its own GPU context, the
-/// Kiviat tube is made there from the busy field and drawn where it lies;
-/// the screenshot is the CPU window's.
+/// Kiviat tube and the moment display (up to a time cursor) are made there
+/// from the busy field and drawn where they lie; the screenshot is the CPU
+/// window's.
 #[test]
-fn window_draws_the_tube_made_on_the_gpu() {
+fn window_draws_the_views_made_on_the_gpu() {
     if Command::new("xvfb-run").arg("--help").output().is_err() {
         assert!(std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none());
         return;
@@ -299,9 +300,10 @@ fn window_draws_the_tube_made_on_the_gpu() {
         cmd.args(["-a", "-s", "-screen 0 1024x768x24"])
             .arg(env!("CARGO_BIN_EXE_tapestry"))
             .args(["view", trace.to_str().unwrap(), "--view", "kiviat"])
+            .args(["--add-view", "moments", "--cursor", "500us"])
             .args([
                 "--size",
-                "640x480",
+                "960x540",
                 "--press",
                 "F12@25",
                 "--exit-after",

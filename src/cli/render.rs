@@ -64,9 +64,11 @@ pub struct RenderArgs {
     #[arg(long)]
     pub save_view_state: Option<PathBuf>,
     /// Upload the trace to the GPU and compute there what can stay there
-    /// for drawing: the Kiviat tube of the busy field is made by GPU
-    /// kernels and drawn without reading the field back. Other views (and
-    /// a tube with --color-by or another quantity) are computed on the CPU.
+    /// for drawing: the Kiviat tube of the busy field, and the moment
+    /// display's Gantt chart, are made by GPU kernels and drawn without
+    /// reading the field back; the moment display's moments come from the
+    /// moments kernel (adapters with f64). Other views (and a tube with
+    /// --color-by or another quantity) are computed on the CPU.
     #[arg(long)]
     pub gpu: bool,
     #[command(flatten)]

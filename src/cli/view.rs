@@ -43,9 +43,11 @@ pub struct ViewArgs {
     #[arg(long)]
     pub print_cursor: bool,
     /// Upload the trace to the window's GPU and compute there what can
-    /// stay there for drawing: the Kiviat tube of the busy field is made by
-    /// GPU kernels and drawn without reading the field back (other views
-    /// are computed on the CPU).
+    /// stay there for drawing: the Kiviat tube of the busy field and the
+    /// moment display (its Gantt chart made by GPU kernels and drawn
+    /// without reading the field back; its moments, also up to the time
+    /// cursor, from the moments kernel). Other views are computed on the
+    /// CPU.
     #[arg(long)]
     pub gpu: bool,
     #[command(flatten)]

@@ -15,10 +15,12 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::{BuildCtx, ParamDoc, Resolved, View, inputs};
-use crate::analysis::fields::Field;
+use crate::analysis::fields::{Field, busy_field, inverse_widths};
 use crate::analysis::metric::BusyRuns;
 use crate::analysis::moments::MomentAcc;
 use crate::error::{Error, Result};
+use crate::gpu::kernels::gantt::GanttShape;
+use crate::gpu::kernels::tube::GpuField;
 use crate::model::Time;
 use crate::readers::Loaded;
 use crate::scene::axes::{self, Unit};
@@ -55,10 +57,23 @@ impl Default for MomentParams {
 /// intervals in the window.
 pub struct MomentData {
     pub accs: Vec<MomentAcc>,
-    /// Busy runs of every location, for the moments up to a time cursor.
+    /// Busy runs of every location, for the moments up to a time cursor
+    /// (empty when the trace is resident on the GPU: the kernel runs again).
     pub runs: BusyRuns,
+    /// The Gantt field; when `resident`, its bins, edges and names only.
     pub gantt: Option<Field>,
     pub has_data: Vec<bool>,
+    /// The trace resident on the GPU, when the moments were computed there,
+    /// and the busy field left there for the Gantt chart.
+    pub resident: Option<Resident>,
+}
+
+/// What the display keeps on the GPU.
+pub struct Resident {
+    pub trace: inputs::GpuInput,
+    /// The state set, for the moments up to a time cursor.
+    pub mask: Vec<bool>,
+    pub field: Option<GpuField>,
 }
 
 pub(super) const GREY: [f32; 4] = [0.62, 0.62, 0.62, 1.0];
@@ -99,13 +114,43 @@ impl View for Moments {
 
     fn compute(input: &Loaded, spec: &Resolved, p: &MomentParams) -> Result<MomentData> {
         let t = inputs::trace(input, Self::NAME)?;
+        let quantity = if spec.states_label == "busy" {
+            "busy fraction".into()
+        } else {
+            format!("fraction of time in {}", spec.states_label)
+        };
+        // a trace resident on the GPU: the moments computed there, the busy
+        // field left there for the chart (the moments need SHADER_F64)
+        if let Some(g) = spec
+            .gpu
+            .as_ref()
+            .filter(|g| crate::gpu::kernels::moments::supported(g.0.context()))
+        {
+            let mask = t.states.select(&spec.spec.states)?;
+            let (accs, _) = g.0.moment_accs(&mask, spec.t0, spec.t1)?;
+            let (gantt, field) = if p.gantt {
+                let f = g.0.busy_field(&mask, spec.t0, spec.t1, spec.bins)?;
+                let mut meta = busy_field(Vec::new(), f.edges.clone(), f.elements);
+                meta.quantity = quantity;
+                (Some(meta), Some(f))
+            } else {
+                (None, None)
+            };
+            return Ok(MomentData {
+                accs,
+                runs: BusyRuns::default(),
+                gantt,
+                has_data: inputs::has_data(t, spec),
+                resident: Some(Resident {
+                    trace: g.clone(),
+                    mask,
+                    field,
+                }),
+            });
+        }
         let gantt = if p.gantt {
             let mut g = inputs::field(t, "busy", spec)?;
-            g.quantity = if spec.states_label == "busy" {
-                "busy fraction".into()
-            } else {
-                format!("fraction of time in {}", spec.states_label)
-            };
+            g.quantity = quantity;
             Some(g)
         } else {
             None
@@ -115,7 +160,12 @@ impl View for Moments {
             runs: BusyRuns::new(t, &t.states.select(&spec.spec.states)?),
             gantt,
             has_data: inputs::has_data(t, spec),
+            resident: None,
         })
+    }
+
+    fn on_gpu(d: &MomentData) -> bool {
+        d.resident.is_some()
     }
 
     fn data_key(p: &MomentParams) -> serde_json::Value {
@@ -283,7 +333,17 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
     if t1 <= t0 {
         return Err(Error::Invalid("the display window is empty".into()));
     }
-    let (accs, upto) = accs_at(&d.accs, &d.runs, (t0, t1), ctx.cursor);
+    let (accs, upto) = match &d.resident {
+        // the kernel again, over [t0, cursor)
+        Some(r) => match ctx.cursor {
+            Some(c) if c < t1 => {
+                let c = c.max(t0);
+                (Cow::Owned(r.trace.0.moment_accs(&r.mask, t0, c)?.0), c)
+            }
+            _ => (Cow::Borrowed(&d.accs[..]), t1),
+        },
+        None => accs_at(&d.accs, &d.runs, (t0, t1), ctx.cursor),
+    };
     let n = accs.len();
     let margins = Margins::default();
     let max_rows = p.max_rows.min(chart_rows(ctx.height, &margins)).max(1);
@@ -344,7 +404,6 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
     // the Gantt chart: [gx0, gx0 + 1] in x
     if let Some(g) = &d.gantt {
         let cmap = Colormap::named(&spec.colormap)?;
-        let mut mesh = Mesh::default();
         let gx = |t: u64| gx0 + x(t as f64);
         let ggroup = n.div_ceil(max_rows.min(4096)).max(group);
         let bin_text: Vec<String> = (0..g.bins)
@@ -352,34 +411,77 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
             .collect();
         let grows = n.div_ceil(ggroup);
         let scale = rows as f32 / grows as f32;
-        for r in 0..grows {
+        let xs: Vec<f32> = g.edges.iter().map(|&t| gx(t)).collect();
+        // each row's values per bin, None for a row without data
+        let cells = match d.resident.as_ref().and_then(|r| r.field.as_ref()) {
+            Some(f) => {
+                let shape = GanttShape {
+                    group: ggroup,
+                    xs: xs.clone(),
+                    scale,
+                    nodata: NO_DATA,
+                };
+                let chart = f.gantt(&shape, &d.has_data, cmap.stops(), cmap.is_categorical())?;
+                let inv = inverse_widths(&g.edges);
+                scene.resident.push(chart.mesh);
+                gantt_values(grows, |r| {
+                    let count = d.has_data[r * ggroup..((r + 1) * ggroup).min(n)]
+                        .iter()
+                        .filter(|&&h| h)
+                        .count();
+                    let sums = &chart.totals[r * g.bins..(r + 1) * g.bins];
+                    (count > 0).then(|| {
+                        sums.iter()
+                            .zip(&inv)
+                            .map(|(&s, w)| s as f64 * w / count as f64)
+                            .collect()
+                    })
+                })
+            }
+            None => {
+                let cells = gantt_values(grows, |r| {
+                    let (a, b) = (r * ggroup, ((r + 1) * ggroup).min(n));
+                    let with_data: Vec<usize> = (a..b).filter(|&e| d.has_data[e]).collect();
+                    (!with_data.is_empty()).then(|| {
+                        (0..g.bins)
+                            .map(|k| {
+                                with_data.iter().map(|&e| g.at(k, e)).sum::<f64>()
+                                    / with_data.len() as f64
+                            })
+                            .collect()
+                    })
+                });
+                let mut mesh = Mesh::default();
+                for (r, row) in cells.iter().enumerate() {
+                    let (y0, y1) = (-((r + 1) as f32) * scale, -(r as f32) * scale);
+                    match row {
+                        None => mesh.rect(gx0, y0, gx0 + 1.0, y1, 0.0, NO_DATA),
+                        Some(v) => {
+                            for (k, &v) in v.iter().enumerate() {
+                                let c = rgba(cmap.at(v as f32), 1.0);
+                                mesh.rect(xs[k], y0, xs[k + 1], y1, 0.0, c);
+                            }
+                        }
+                    }
+                }
+                scene.meshes.push(mesh);
+                cells
+            }
+        };
+        for (r, row) in cells.iter().enumerate() {
+            let Some(v) = row else { continue };
             let (a, b) = (r * ggroup, ((r + 1) * ggroup).min(n));
             let (y0, y1) = (-((r + 1) as f32) * scale, -(r as f32) * scale);
-            let with_data: Vec<usize> = (a..b).filter(|&e| d.has_data[e]).collect();
-            if with_data.is_empty() {
-                mesh.rect(gx0, y0, gx0 + 1.0, y1, 0.0, NO_DATA);
-                continue;
-            }
             let who = processors_text(a, b);
-            for (k, when) in bin_text.iter().enumerate() {
-                let v = with_data.iter().map(|&e| g.at(k, e)).sum::<f64>() / with_data.len() as f64;
+            for (k, (when, v)) in bin_text.iter().zip(v).enumerate() {
                 scene.picks.push(Pick::rect(
-                    [gx(g.edges[k]), y0],
-                    [gx(g.edges[k + 1]), y1],
+                    [xs[k], y0],
+                    [xs[k + 1], y1],
                     format!("{who}\n{when}\n{}: {v:.3}", g.quantity),
                     (ggroup == 1).then_some(a),
                 ));
-                mesh.rect(
-                    gx(g.edges[k]),
-                    y0,
-                    gx(g.edges[k + 1]),
-                    y1,
-                    0.0,
-                    rgba(cmap.at(v as f32), 1.0),
-                );
             }
         }
-        scene.meshes.push(mesh);
         scene.legend = Some(Legend {
             title: g.quantity.clone(),
             colormap: spec.colormap.clone(),
@@ -518,6 +620,16 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
     Ok(scene)
 }
 
+/// The Gantt chart's values: `row(r)` gives row r's value in each bin, or
+/// `None` for a row none of whose processors has data; rows in parallel.
+fn gantt_values(
+    rows: usize,
+    row: impl Fn(usize) -> Option<Vec<f64>> + Sync + Send,
+) -> Vec<Option<Vec<f64>>> {
+    use rayon::prelude::*;
+    (0..rows).into_par_iter().map(row).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,6 +655,7 @@ mod tests {
             runs: BusyRuns::default(),
             gantt: None,
             has_data: vec![true; n],
+            resident: None,
         }
     }
 

@@ -7,11 +7,14 @@
 //!   (`analysis::fields::busy_fraction`);
 //! * [`isosurface`]: marching cubes (`analysis::isosurface::extract`);
 //! * [`tube`]: the Kiviat tube's mesh from a busy field left on the GPU
-//!   (`views::kiviat::build`'s mesh).
+//!   (`views::kiviat::build`'s mesh);
+//! * [`gantt`]: the moment display's Gantt chart from the same field
+//!   (`views::moments::build`'s chart).
 //!
 //! Inputs larger than one storage binding are processed in chunks.
 
 pub mod busy_bins;
+pub mod gantt;
 pub mod isosurface;
 pub mod moments;
 pub mod tube;

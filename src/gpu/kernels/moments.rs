@@ -114,12 +114,37 @@ impl GpuTrace {
         t0: Time,
         t1: Time,
     ) -> Result<(Vec<Moments>, Timing), GpuError> {
+        self.reduce(mask, t0, t1, |a| a.moments())
+    }
+
+    /// The accumulators behind [`GpuTrace::moments`] (32 bytes a location
+    /// come back either way): what a display that merges processors into
+    /// rows needs.
+    pub fn moment_accs(
+        &self,
+        mask: &[bool],
+        t0: Time,
+        t1: Time,
+    ) -> Result<(Vec<MomentAcc>, Timing), GpuError> {
+        self.reduce(mask, t0, t1, |a| a)
+    }
+
+    /// Runs the moments kernel and turns each location's accumulator by
+    /// `finish`.
+    fn reduce<T: Send>(
+        &self,
+        mask: &[bool],
+        t0: Time,
+        t1: Time,
+        finish: impl Fn(MomentAcc) -> T + Sync,
+    ) -> Result<(Vec<T>, Timing), GpuError> {
         let ctx = &self.ctx;
         check(ctx)?;
         let p = self.num_locations();
         if self.chunks.is_empty() {
             // no intervals: nothing to run (and nothing to map)
-            return Ok((vec![MomentAcc::default().moments(); p], Timing::default()));
+            let none = (0..p).map(|_| finish(MomentAcc::default())).collect();
+            return Ok((none, Timing::default()));
         }
         let run = Instant::now();
         let pipe = pipeline(ctx, "moments", SHADER);
@@ -218,16 +243,21 @@ impl GpuTrace {
             t.resolve_into(&mut enc, back, size);
         }
         self.complete(enc, scratch, total, timers.as_ref(), size, run, |bytes| {
-            self.collect(bytes, &layout)
+            self.collect(bytes, &layout, &finish)
         })
     }
 
-    /// The moments of every location from what came back: the tiles'
+    /// Every location's accumulator, as `out` turns it, from what came back: the tiles'
     /// nodes merged in order, then (in parallel) every location, from the
     /// nodes where they settled it, else from the chunk that completed it
     /// on the GPU. `layout` is per chunk (complete locations' offset,
     /// nodes' offset, tiles).
-    fn collect(&self, bytes: &[u8], layout: &[(u64, u64, u64)]) -> Vec<Moments> {
+    fn collect<T: Send>(
+        &self,
+        bytes: &[u8],
+        layout: &[(u64, u64, u64)],
+        out: &(impl Fn(MomentAcc) -> T + Sync),
+    ) -> Vec<T> {
         use rayon::prelude::*;
         let p = self.num_locations();
         // the locations the nodes settle (those spanning tiles: at most
@@ -288,14 +318,13 @@ impl GpuTrace {
                     }
                     Err(_) => None,
                 };
-                a.map_or_else(MomentAcc::default, |a| MomentAcc {
+                out(a.map_or_else(MomentAcc::default, |a| MomentAcc {
                     origin: self.origins[g],
                     w: a[0],
                     mean: a[1],
                     m2: a[2],
                     m3: a[3],
-                })
-                .moments()
+                }))
             })
             .collect()
     }

@@ -16,18 +16,21 @@ use crate::gpu::resident::GpuTrace;
 use crate::model::Time;
 use crate::scene::Vertex;
 
-const SHADER: &str = include_str!("../../../shaders/tube.wgsl");
+const SHADER: &str = concat!(
+    include_str!("../../../shaders/colormap.wgsl"),
+    include_str!("../../../shaders/tube.wgsl")
+);
 const GROUP: u32 = 64;
 
 /// A busy field resident on the GPU: per (location, bin) the busy time in
 /// ns as the busy kernel summed it, and each bin's inverse width.
 #[derive(Clone)]
 pub struct GpuField {
-    ctx: GpuContext,
+    pub(super) ctx: GpuContext,
     /// `[location][bin]`, `u64`.
-    sums: wgpu::Buffer,
+    pub(super) sums: wgpu::Buffer,
     /// `f32` per bin.
-    inv: wgpu::Buffer,
+    pub(super) inv: wgpu::Buffer,
     pub bins: usize,
     pub elements: usize,
     pub edges: Vec<Time>,
@@ -173,7 +176,7 @@ impl GpuField {
     }
 
     /// Whether the tube kernels can bind the whole field at once.
-    fn check_binding(&self) -> Result<(), GpuError> {
+    pub(super) fn check_binding(&self) -> Result<(), GpuError> {
         if self.sums.size() > self.ctx.max_binding() {
             return Err(GpuError::Other(format!(
                 "a field of {} bins × {} locations ({} MiB) is more than one GPU storage binding \
