@@ -165,6 +165,7 @@ fn main() {
     }
     c.final_summary();
     let tubes = tube_frames(&ctx, &cases_tube(&rows));
+    let displays = moment_frames(&ctx, &cases_tube(&rows));
     println!();
     println!("adapter: {}", ctx.describe());
     println!(
@@ -232,6 +233,28 @@ fn main() {
             ms(t.cpu_field + t.host_tube),
         );
     }
+    println!();
+    println!(
+        "one moment display at 1920x1080, trace resident (ms, best of 3): \
+         GPU: moments kernel + busy field left there, then the Gantt kernel and the rows = frame; a frame up to a time cursor | \
+         CPU: the same"
+    );
+    for m in &displays {
+        let ms = |s: f64| s * 1e3;
+        println!(
+            "P={:<9} {:>3} bins {:>8.2} + {:>8.2} = {:>8.2}; cursor {:>8.2} | {:>8.2} + {:>8.2} = {:>8.2}; cursor {:>8.2}",
+            m.p,
+            m.bins,
+            ms(m.gpu.0),
+            ms(m.gpu.1),
+            ms(m.gpu.0 + m.gpu.1),
+            ms(m.gpu.2),
+            ms(m.cpu.0),
+            ms(m.cpu.1),
+            ms(m.cpu.0 + m.cpu.1),
+            ms(m.cpu.2),
+        );
+    }
     // the crossover: end to end (upload, kernels, read-back) against the
     // CPU path, growing the input until the GPU wins
     println!();
@@ -292,6 +315,65 @@ fn main() {
         say(resident_m),
         say(resident_b)
     );
+}
+
+/// One input's moment display, seconds (best of 3 each): the analyses,
+/// a frame built from them, and a frame up to a time cursor, on the GPU
+/// (trace resident) and on the CPU.
+struct MomentFrame {
+    p: u32,
+    bins: usize,
+    gpu: (f64, f64, f64),
+    cpu: (f64, f64, f64),
+}
+
+fn moment_frames(ctx: &GpuContext, cases: &[(u32, u32)]) -> Vec<MomentFrame> {
+    use std::sync::Arc;
+    use tapestry::readers::Loaded;
+    use tapestry::views::{BuildCtx, Prepared, ViewState, inputs::GpuInput};
+    let wait = || {
+        let _ = ctx.device.poll(wgpu::PollType::wait_indefinitely());
+    };
+    let mut out = Vec::new();
+    for &(locs, per) in cases {
+        let t = synth::random_intervals(locs, per, 5);
+        let span = t.meta.span;
+        let bins = if locs > 100_000 { 16 } else { 64 };
+        let g = GpuInput(Arc::new(GpuTrace::upload(ctx, &t, None).expect("upload")));
+        let input = Loaded::Trace(Box::new(t));
+        let mut state = ViewState::new("moments");
+        state.data.bins = bins;
+        let still = BuildCtx::still(1920, 1080);
+        let cursor = BuildCtx {
+            cursor: Some(span / 2),
+            ..still
+        };
+        let time = |gpu: Option<GpuInput>| {
+            let compute = best(3, || {
+                let p = Prepared::with_gpu(&input, &state, gpu.clone()).expect("compute");
+                wait();
+                p
+            });
+            let p = Prepared::with_gpu(&input, &state, gpu.clone()).expect("compute");
+            let frame = |c: BuildCtx| {
+                best(3, || {
+                    let s = p.build(c).expect("build");
+                    wait();
+                    s
+                })
+            };
+            (compute, frame(still), frame(cursor))
+        };
+        let gpu = time(Some(g));
+        let cpu = time(None);
+        out.push(MomentFrame {
+            p: locs,
+            bins,
+            gpu,
+            cpu,
+        });
+    }
+    out
 }
 
 /// The inputs of the tube frames: the rows' shapes.

@@ -28,7 +28,7 @@ fn context() -> Option<GpuContext> {
 }
 
 /// The shaders that need `SHADER_F64`.
-const NEEDS_F64: &[&str] = &["moments.wgsl"];
+const NEEDS_F64: &[&str] = &["moments.wgsl", "moment_rows.wgsl"];
 
 #[test]
 fn every_shader_validates_with_naga() {
@@ -101,6 +101,36 @@ fn moments_kernel_matches_the_cpu() {
         let cpu = moments::moments(&t, &mask, t0, t1);
         let gpu = kernels::moments::moments(&ctx, &t, &mask, t0, t1, limit).unwrap();
         assert_same_moments(&cpu, &gpu, &format!("{locs}x{per}"));
+        let g = tapestry::gpu::GpuTrace::upload(&ctx, &t, limit).unwrap();
+        assert_same_rows(&g, &t, &mask, (t0, t1), &format!("{locs}x{per}"));
+    }
+}
+
+/// The moment display's rows folded on the GPU (`GpuTrace::moment_rows`)
+/// equal the host's fold of the CPU's accumulators to the moments' bound,
+/// for rows of 1, 2, 3, 10 and more than all locations.
+fn assert_same_rows(
+    g: &tapestry::gpu::GpuTrace,
+    t: &tapestry::model::Trace,
+    mask: &[bool],
+    (t0, t1): (u64, u64),
+    what: &str,
+) {
+    let accs: Vec<moments::MomentAcc> = (0..t.num_locations() as u32)
+        .map(|l| moments::accumulate(t.intervals.of(l), mask, t0, t1))
+        .collect();
+    for group in [1usize, 2, 3, 10, accs.len() + 5] {
+        let host: Vec<moments::Moments> = accs
+            .chunks(group)
+            .map(|c| {
+                c.iter()
+                    .fold(moments::MomentAcc::default(), |a, b| a.merge(*b))
+                    .moments()
+            })
+            .collect();
+        let (rows, _) = g.moment_rows(mask, t0, t1, group).unwrap();
+        let rows: Vec<moments::Moments> = rows.iter().map(|a| a.moments()).collect();
+        assert_same_moments(&host, &rows, &format!("{what}, rows of {group}"));
     }
 }
 
@@ -181,6 +211,8 @@ fn moments_kernel_is_exact_on_adversarial_intervals() {
         let cpu = moments::moments(&t, &mask, 0, span);
         let gpu = kernels::moments::moments(&ctx, &t, &mask, 0, span, None).unwrap();
         assert_same_moments(&cpu, &gpu, what);
+        let g = tapestry::gpu::GpuTrace::upload(&ctx, &t, Some(4096)).unwrap();
+        assert_same_rows(&g, &t, &mask, (0, span), what);
         if *what == "1 ns and 3 ns a second apart" {
             assert_eq!(gpu[0].m0, 4.0);
         }
@@ -263,6 +295,7 @@ fn a_resident_trace_answers_many_analyses_like_the_cpu() {
                     let (gpu, timing) = g.moments(mask, t0, t1).unwrap();
                     assert_same_moments(&cpu, &gpu, &format!("{limit:?} [{t0}, {t1})"));
                     assert!(timing.upload.is_zero());
+                    assert_same_rows(&g, &t, mask, (t0, t1), &format!("{limit:?} [{t0}, {t1})"));
                 }
                 for bins in [1usize, 2, 37] {
                     let cpu = fields::busy_fraction(&t, mask, t0, t1, bins).unwrap();
@@ -286,6 +319,7 @@ fn a_resident_trace_answers_many_analyses_like_the_cpu() {
     if kernels::moments::supported(&ctx) {
         let (m, _) = g.moments(&masks[0], 0, 10).unwrap();
         assert_eq!(m, moments::moments(&none, &masks[0], 0, 10));
+        assert_same_rows(&g, &none, &masks[0], (0, 10), "no intervals");
     }
     let (f, _) = g.busy_fraction(&masks[0], 0, 10, 5).unwrap();
     assert_eq!(f.values, vec![0.0; 10]);

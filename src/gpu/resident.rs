@@ -89,6 +89,9 @@ pub struct GpuTrace {
     /// Output and read-back buffers kept between analyses (taken while in
     /// use, so concurrent analyses make their own).
     scratch: std::sync::Mutex<Option<Scratch>>,
+    /// What the moment display's rows kernel reads of every location,
+    /// uploaded on its first use.
+    pub(crate) row_inputs: std::sync::OnceLock<super::kernels::moments::RowInputs>,
 }
 
 /// A result buffer and its host-readable twin, reused while large enough.
@@ -194,6 +197,7 @@ impl GpuTrace {
             bytes: all.start.len() as u64 * 20 + (p as u64 + 1) * 4,
             upload: t.elapsed(),
             scratch: std::sync::Mutex::new(None),
+            row_inputs: std::sync::OnceLock::new(),
         })
     }
 

@@ -63,8 +63,9 @@ pub struct MomentData {
     /// The Gantt field; when `resident`, its bins, edges and names only.
     pub gantt: Option<Field>,
     pub has_data: Vec<bool>,
-    /// The trace resident on the GPU, when the moments were computed there,
-    /// and the busy field left there for the Gantt chart.
+    /// The trace resident on the GPU, when the moments are computed there
+    /// (`accs` is then empty: each frame's rows are folded there), and the
+    /// busy field left there for the Gantt chart.
     pub resident: Option<Resident>,
 }
 
@@ -127,7 +128,6 @@ impl View for Moments {
             .filter(|g| crate::gpu::kernels::moments::supported(g.0.context()))
         {
             let mask = t.states.select(&spec.spec.states)?;
-            let (accs, _) = g.0.moment_accs(&mask, spec.t0, spec.t1)?;
             let (gantt, field) = if p.gantt {
                 let f = g.0.busy_field(&mask, spec.t0, spec.t1, spec.bins)?;
                 let mut meta = busy_field(Vec::new(), f.edges.clone(), f.elements);
@@ -137,7 +137,8 @@ impl View for Moments {
                 (None, None)
             };
             return Ok(MomentData {
-                accs,
+                // the moments are folded into rows on the GPU when drawn
+                accs: Vec::new(),
                 runs: BusyRuns::default(),
                 gantt,
                 has_data: inputs::has_data(t, spec),
@@ -195,26 +196,37 @@ pub struct RowMoments {
 /// `max_rows` rows: returns `group` and each row's moments, m0 divided by
 /// the processors of the row.
 pub fn row_moments(accs: &[MomentAcc], max_rows: usize) -> Result<(usize, Vec<RowMoments>)> {
-    if accs.is_empty() {
-        return Err(Error::Invalid("no processors to display".into()));
-    }
-    let group = accs.len().div_ceil(max_rows.max(1));
+    let group = row_group(accs.len(), max_rows)?;
     let rows = accs
         .chunks(group)
         .map(|c| {
-            let m = c
-                .iter()
-                .fold(MomentAcc::default(), |a, b| a.merge(*b))
-                .moments();
-            RowMoments {
-                m0: m.m0 / c.len() as f64,
-                m1: m.m1,
-                m2: m.m2,
-                m3: m.m3,
-            }
+            row_of(
+                c.iter().fold(MomentAcc::default(), |a, b| a.merge(*b)),
+                c.len(),
+            )
         })
         .collect();
     Ok((group, rows))
+}
+
+/// Processors per row of `n` processors in at most `max_rows` rows.
+pub fn row_group(n: usize, max_rows: usize) -> Result<usize> {
+    if n == 0 {
+        return Err(Error::Invalid("no processors to display".into()));
+    }
+    Ok(n.div_ceil(max_rows.max(1)))
+}
+
+/// The moments of a row of `count` processors from their merged
+/// accumulator.
+pub fn row_of(acc: MomentAcc, count: usize) -> RowMoments {
+    let m = acc.moments();
+    RowMoments {
+        m0: m.m0 / count.max(1) as f64,
+        m1: m.m1,
+        m2: m.m2,
+        m3: m.m3,
+    }
 }
 
 /// The key of the moment marks: the m0 bar, the m2 wings, the m3 line.
@@ -333,21 +345,28 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
     if t1 <= t0 {
         return Err(Error::Invalid("the display window is empty".into()));
     }
-    let (accs, upto) = match &d.resident {
-        // the kernel again, over [t0, cursor)
-        Some(r) => match ctx.cursor {
-            Some(c) if c < t1 => {
-                let c = c.max(t0);
-                (Cow::Owned(r.trace.0.moment_accs(&r.mask, t0, c)?.0), c)
-            }
-            _ => (Cow::Borrowed(&d.accs[..]), t1),
-        },
-        None => accs_at(&d.accs, &d.runs, (t0, t1), ctx.cursor),
-    };
-    let n = accs.len();
     let margins = Margins::default();
     let max_rows = p.max_rows.min(chart_rows(ctx.height, &margins)).max(1);
-    let (group, row) = row_moments(&accs, max_rows)?;
+    let (n, group, row, upto) = match &d.resident {
+        // the rows folded on the GPU, over [t0, cursor) when one is set
+        Some(r) => {
+            let n = d.has_data.len();
+            let group = row_group(n, max_rows)?;
+            let upto = ctx.cursor.filter(|&c| c < t1).map_or(t1, |c| c.max(t0));
+            let (accs, _) = r.trace.0.moment_rows(&r.mask, t0, upto, group)?;
+            let rows = accs
+                .iter()
+                .enumerate()
+                .map(|(k, &a)| row_of(a, group.min(n - k * group)))
+                .collect();
+            (n, group, rows, upto)
+        }
+        None => {
+            let (accs, upto) = accs_at(&d.accs, &d.runs, (t0, t1), ctx.cursor);
+            let (group, rows) = row_moments(&accs, max_rows)?;
+            (accs.len(), group, rows, upto)
+        }
+    };
     let rows = row.len();
     if let Some(g) = &d.gantt
         && g.elements != n

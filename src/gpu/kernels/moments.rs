@@ -25,12 +25,13 @@
 
 use std::time::Instant;
 
-use super::{GpuContext, GpuError, grid, pipeline};
+use super::{GpuContext, GpuError, grid, pipeline, pipeline_entry};
 use crate::analysis::moments::{MomentAcc, Moments};
-use crate::gpu::resident::{GpuTrace, PassTimer, STAMPS, Timing};
+use crate::gpu::resident::{GpuTrace, PassTimer, ResidentChunk, STAMPS, Timing};
 use crate::model::{Time, Trace};
 
 const SHADER: &str = include_str!("../../../shaders/moments.wgsl");
+const ROWS: &str = include_str!("../../../shaders/moment_rows.wgsl");
 /// Intervals per workgroup (`TILE` in the shader).
 const TILE: u64 = 1024;
 /// Bytes of a `Node` in the shader (two u32, two accumulators of 4 f64).
@@ -147,12 +148,26 @@ impl GpuTrace {
             return Ok((none, Timing::default()));
         }
         let run = Instant::now();
-        let pipe = pipeline(ctx, "moments", SHADER);
-        let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
-        let mask_buf = super::storage(ctx, "mask", bytemuck::cast_slice(&mask_gpu), false);
-        // per chunk: its complete locations, then its tiles' nodes, each
-        // region aligned for binding offsets
-        let align = ctx.limits.min_storage_buffer_offset_alignment.max(256) as u64;
+        let (layout, size) = self.layout();
+        let timers = PassTimer::new(ctx);
+        let total = size + timers.as_ref().map_or(0, |_| STAMPS);
+        let (mut enc, scratch) = self.record(mask, t0, t1, &layout, size, total, timers.as_ref());
+        let (out, back) = (&scratch.out, &scratch.back);
+        enc.copy_buffer_to_buffer(out, 0, back, 0, size);
+        if let Some(t) = &timers {
+            t.resolve_into(&mut enc, back, size);
+        }
+        self.complete(enc, scratch, total, timers.as_ref(), size, run, |bytes| {
+            self.collect(bytes, &layout, &finish)
+        })
+    }
+
+    /// Where the moments kernel leaves its results: per chunk, the offset
+    /// of its complete locations' accumulators, of its tiles' nodes, and
+    /// its tiles; and the bytes of all (each region aligned for binding
+    /// offsets).
+    fn layout(&self) -> (Vec<(u64, u64, u64)>, u64) {
+        let align = self.ctx.limits.min_storage_buffer_offset_alignment.max(256) as u64;
         let mut layout = Vec::with_capacity(self.chunks.len());
         let mut size = 0u64;
         for c in &self.chunks {
@@ -163,10 +178,29 @@ impl GpuTrace {
             size = (size + n_tiles.max(1) * NODE).next_multiple_of(align);
             layout.push((done, tiles, n_tiles));
         }
-        let timers = PassTimer::new(ctx);
-        let total = size + timers.as_ref().map_or(0, |_| STAMPS);
-        let scratch = self.scratch(size, total);
-        let (out, back) = (&scratch.out, &scratch.back);
+        (layout, size)
+    }
+
+    /// Records the moments kernel over every chunk into a new encoder,
+    /// its results in a scratch buffer of at least `size` bytes (read-back
+    /// buffer of at least `back`), timed by `timers`.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        mask: &[bool],
+        t0: Time,
+        t1: Time,
+        layout: &[(u64, u64, u64)],
+        size: u64,
+        back: u64,
+        timers: Option<&PassTimer>,
+    ) -> (wgpu::CommandEncoder, crate::gpu::resident::Scratch) {
+        let ctx = &self.ctx;
+        let pipe = pipeline(ctx, "moments", SHADER);
+        let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
+        let mask_buf = super::storage(ctx, "mask", bytemuck::cast_slice(&mask_gpu), false);
+        let scratch = self.scratch(size, back);
+        let out = &scratch.out;
         let chunk_params: Vec<wgpu::Buffer> = self
             .chunks
             .iter()
@@ -190,7 +224,7 @@ impl GpuTrace {
         let binds: Vec<wgpu::BindGroup> = self
             .chunks
             .iter()
-            .zip(&layout)
+            .zip(layout)
             .zip(&chunk_params)
             .map(|((c, &(done, tiles, n_tiles)), params)| {
                 let region = |offset: u64, size: u64| {
@@ -226,10 +260,10 @@ impl GpuTrace {
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("moments"),
-                timestamp_writes: timers.as_ref().map(|t| t.writes()),
+                timestamp_writes: timers.map(|t| t.writes()),
             });
             pass.set_pipeline(&pipe);
-            for (bind, &(_, _, n_tiles)) in binds.iter().zip(&layout) {
+            for (bind, &(_, _, n_tiles)) in binds.iter().zip(layout) {
                 if n_tiles == 0 {
                     continue;
                 }
@@ -238,54 +272,98 @@ impl GpuTrace {
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
-        enc.copy_buffer_to_buffer(out, 0, back, 0, size);
-        if let Some(t) = &timers {
-            t.resolve_into(&mut enc, back, size);
-        }
-        self.complete(enc, scratch, total, timers.as_ref(), size, run, |bytes| {
-            self.collect(bytes, &layout, &finish)
-        })
+        (enc, scratch)
     }
 
-    /// Every location's accumulator, as `out` turns it, from what came back: the tiles'
-    /// nodes merged in order, then (in parallel) every location, from the
-    /// nodes where they settled it, else from the chunk that completed it
-    /// on the GPU. `layout` is per chunk (complete locations' offset,
-    /// nodes' offset, tiles).
+    /// Every location's accumulator, as `finish` turns it, from what came
+    /// back: the tiles' nodes merged in order ([`GpuTrace::settle`]), then
+    /// (in parallel) every location, from the nodes where they settled it,
+    /// else from the chunk that completed it on the GPU. `layout` is per
+    /// chunk (complete locations' offset, nodes' offset, tiles).
     fn collect<T: Send>(
         &self,
         bytes: &[u8],
         layout: &[(u64, u64, u64)],
-        out: &(impl Fn(MomentAcc) -> T + Sync),
+        finish: &(impl Fn(MomentAcc) -> T + Sync),
     ) -> Vec<T> {
         use rayon::prelude::*;
         let p = self.num_locations();
-        // the locations the nodes settle (those spanning tiles: at most
-        // two per tile), in location order
+        let nodes = self
+            .chunks
+            .iter()
+            .zip(layout)
+            .flat_map(|(c, &(_, tiles, n))| {
+                (0..n as usize).map(move |t| {
+                    let at = tiles as usize + t * NODE as usize;
+                    (c, &bytes[at..at + NODE as usize])
+                })
+            });
+        let settled = self.settle(nodes);
+        (0..p)
+            .into_par_iter()
+            .map(|g| {
+                let a = match settled.binary_search_by_key(&g, |s| s.0) {
+                    Ok(k) => Some(settled[k].1),
+                    // completed on the GPU, in its slot
+                    Err(_) => self.slot(layout, g).map(|at| {
+                        let at = at as usize * 32;
+                        f64s(&bytes[at..at + 32])
+                    }),
+                };
+                finish(a.map_or_else(MomentAcc::default, |a| MomentAcc {
+                    origin: self.origins[g],
+                    w: a[0],
+                    mean: a[1],
+                    m2: a[2],
+                    m3: a[3],
+                }))
+            })
+            .collect()
+    }
+
+    /// Where location `g`'s accumulator lies in the kernel's results (in
+    /// units of 32 bytes), `None` for a location without intervals: within
+    /// one chunk, the last that starts at or before it (a location shared
+    /// by two chunks spans tiles, so the host settles it and writes it
+    /// there).
+    fn slot(&self, layout: &[(u64, u64, u64)], g: usize) -> Option<u64> {
+        if self.offsets[g + 1] <= self.offsets[g] {
+            return None;
+        }
+        let k = self
+            .chunks
+            .partition_point(|c| c.first_loc <= g)
+            .saturating_sub(1);
+        Some(layout[k].0 / 32 + (g - self.chunks[k].first_loc) as u64)
+    }
+
+    /// The locations the tiles' `nodes` (in tile order, each with its
+    /// chunk) leave unfinished, merged on the host: at most two a tile,
+    /// sorted by location.
+    fn settle<'a>(
+        &self,
+        nodes: impl Iterator<Item = (&'a ResidentChunk, &'a [u8])>,
+    ) -> Vec<(usize, [f64; 4])> {
         let mut settled: Vec<(usize, [f64; 4])> = Vec::new();
         let mut carry: Option<Node> = None;
-        for (c, &(_, tiles, n_tiles)) in self.chunks.iter().zip(layout) {
-            for t in 0..n_tiles as usize {
-                let at = tiles as usize + t * NODE as usize;
-                let b = &bytes[at..at + NODE as usize];
-                let global = |l: u32| {
-                    if l == NONE {
-                        NONE
-                    } else {
-                        l + c.first_loc as u32
-                    }
-                };
-                let node = Node {
-                    first: global(u32_at(b, 0)),
-                    last: global(u32_at(b, 4)),
-                    fa: f64s(&b[8..40]),
-                    la: f64s(&b[40..72]),
-                };
-                carry = Some(match carry {
-                    None => node,
-                    Some(prev) => combine(prev, node, &mut |l, a| settled.push((l as usize, a))),
-                });
-            }
+        for (c, b) in nodes {
+            let global = |l: u32| {
+                if l == NONE {
+                    NONE
+                } else {
+                    l + c.first_loc as u32
+                }
+            };
+            let node = Node {
+                first: global(u32_at(b, 0)),
+                last: global(u32_at(b, 4)),
+                fa: f64s(&b[8..40]),
+                la: f64s(&b[40..72]),
+            };
+            carry = Some(match carry {
+                None => node,
+                Some(prev) => combine(prev, node, &mut |l, a| settled.push((l as usize, a))),
+            });
         }
         if let Some(n) = carry
             && n.first != NONE
@@ -299,35 +377,196 @@ impl GpuTrace {
         settled.reverse();
         settled.sort_by_key(|s| s.0);
         settled.dedup_by_key(|s| s.0);
-        (0..p)
-            .into_par_iter()
-            .map(|g| {
-                let a = match settled.binary_search_by_key(&g, |s| s.0) {
-                    Ok(k) => Some(settled[k].1),
-                    // completed on the GPU: within one chunk, the last that
-                    // starts at or before it (a location shared by two
-                    // chunks spans tiles, so the nodes settled it)
-                    Err(_) if self.offsets[g + 1] > self.offsets[g] => {
-                        let k = self
-                            .chunks
-                            .partition_point(|c| c.first_loc <= g)
-                            .saturating_sub(1);
-                        let (c, &(done, _, _)) = (&self.chunks[k], &layout[k]);
-                        let at = done as usize + (g - c.first_loc) * 32;
-                        Some(f64s(&bytes[at..at + 32]))
-                    }
-                    Err(_) => None,
-                };
-                out(a.map_or_else(MomentAcc::default, |a| MomentAcc {
-                    origin: self.origins[g],
+        settled
+    }
+
+    /// The accumulators of rows of `group` adjacent locations over `[t0,
+    /// t1)` (each the merge of its locations' in order, as the host folds
+    /// them for the moment display): the moments kernel, then the
+    /// locations it could not finish merged on the host from its tiles'
+    /// nodes (72 bytes a tile come back) and written in, then a kernel that
+    /// folds each row. 40 bytes a row come back, not 32 a location. When
+    /// the kernel's results exceed one storage binding the locations'
+    /// accumulators come back and the host folds them.
+    pub fn moment_rows(
+        &self,
+        mask: &[bool],
+        t0: Time,
+        t1: Time,
+        group: usize,
+    ) -> Result<(Vec<MomentAcc>, Timing), GpuError> {
+        let ctx = &self.ctx;
+        check(ctx)?;
+        let p = self.num_locations();
+        let group = group.max(1);
+        let rows = p.div_ceil(group);
+        let (layout, size) = self.layout();
+        if self.chunks.is_empty()
+            || size > ctx.max_binding()
+            || rows as u64 * 40 > ctx.max_binding()
+        {
+            let (accs, timing) = self.moment_accs(mask, t0, t1)?;
+            let fold = |c: &[MomentAcc]| c.iter().fold(MomentAcc::default(), |a, b| a.merge(*b));
+            return Ok((accs.chunks(group).map(fold).collect(), timing));
+        }
+        let run = Instant::now();
+        let timers = PassTimer::new(ctx);
+        let nodes: u64 = layout.iter().map(|l| l.2 * NODE).sum();
+        let total = nodes + timers.as_ref().map_or(0, |_| STAMPS);
+        let (mut enc, scratch) = self.record(mask, t0, t1, &layout, size, total, timers.as_ref());
+        // the tiles' nodes, packed
+        let mut at = 0;
+        for &(_, tiles, n) in &layout {
+            if n > 0 {
+                enc.copy_buffer_to_buffer(&scratch.out, tiles, &scratch.back, at, n * NODE);
+                at += n * NODE;
+            }
+        }
+        if let Some(t) = &timers {
+            t.resolve_into(&mut enc, &scratch.back, nodes);
+        }
+        let prepare = run.elapsed();
+        ctx.queue.submit([enc.finish()]);
+        let (settled, kernel) = crate::gpu::map_read_with(ctx, &scratch.back, total, |b| {
+            let mut at = 0usize;
+            let nodes = self
+                .chunks
+                .iter()
+                .zip(&layout)
+                .flat_map(|(c, &(_, _, n))| (0..n).map(move |_| c));
+            let nodes = nodes.map(|c| {
+                at += NODE as usize;
+                (c, &b[at - NODE as usize..at])
+            });
+            let settled = self.settle(nodes);
+            let kernel = timers
+                .as_ref()
+                .and_then(|_| PassTimer::duration(ctx, b.get(total as usize - STAMPS as usize..)?));
+            (settled, kernel)
+        })?;
+        let finish = Instant::now();
+        let patches: Vec<Patch> = settled
+            .iter()
+            .filter_map(|&(g, acc)| {
+                Some(Patch {
+                    slot: self.slot(&layout, g)? as u32,
+                    pad: 0,
+                    acc,
+                })
+            })
+            .collect();
+        let inputs = self.row_inputs.get_or_init(|| RowInputs {
+            slots: super::storage(
+                ctx,
+                "moment slots",
+                bytemuck::cast_slice(
+                    &(0..p)
+                        .map(|g| self.slot(&layout, g).map_or(NONE, |s| s as u32))
+                        .collect::<Vec<u32>>(),
+                ),
+                false,
+            ),
+            origins: super::storage(
+                ctx,
+                "moment origins",
+                bytemuck::cast_slice(&self.origins),
+                false,
+            ),
+        });
+        // at least one (zero) patch: a binding holds one element at least
+        let one = [<Patch as bytemuck::Zeroable>::zeroed()];
+        let patch_buf = super::storage(
+            ctx,
+            "moment patches",
+            bytemuck::cast_slice(if patches.is_empty() { &one } else { &patches }),
+            false,
+        );
+        let out = super::output(ctx, "moment rows", rows as u64 * 40);
+        let threads = patches.len().max(rows) as u64;
+        let (x, y) = grid(threads.div_ceil(64) as u32);
+        let params = super::uniform(
+            ctx,
+            "moment rows params",
+            bytemuck::cast_slice(&[
+                p as u32,
+                group as u32,
+                rows as u32,
+                patches.len() as u32,
+                x * 64,
+                0,
+                0,
+                0,
+            ]),
+        );
+        let patch = pipeline_entry(ctx, "moment patches", ROWS, "write_patches");
+        let fold = pipeline_entry(ctx, "moment rows", ROWS, "fold");
+        let patch_bind = super::bind_at(
+            ctx,
+            &patch,
+            &[(0, &scratch.out), (3, &patch_buf), (5, &params)],
+        );
+        let fold_bind = super::bind_at(
+            ctx,
+            &fold,
+            &[
+                (0, &scratch.out),
+                (1, &inputs.slots),
+                (2, &inputs.origins),
+                (4, &out),
+                (5, &params),
+            ],
+        );
+        let enc = super::passes(
+            ctx,
+            "moment rows",
+            &[(&patch, &patch_bind), (&fold, &fold_bind)],
+            (x, y),
+        );
+        let bytes = super::read_back(ctx, enc, &out, rows as u64 * 40);
+        self.give_back(scratch);
+        let bytes = bytes?;
+        let accs = bytes
+            .chunks_exact(40)
+            .take(rows)
+            .map(|b| {
+                let a = f64s(&b[8..40]);
+                MomentAcc {
+                    origin: u32_at(b, 0) as u64 | (u32_at(b, 4) as u64) << 32,
                     w: a[0],
                     mean: a[1],
                     m2: a[2],
                     m3: a[3],
-                }))
+                }
             })
-            .collect()
+            .collect();
+        Ok((
+            accs,
+            Timing {
+                upload: std::time::Duration::ZERO,
+                kernel,
+                prepare,
+                run: run.elapsed(),
+                finish: finish.elapsed(),
+            },
+        ))
     }
+}
+
+/// A location's accumulator settled on the host, for its slot
+/// (`Patch` in moment_rows.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Patch {
+    slot: u32,
+    pad: u32,
+    acc: [f64; 4],
+}
+
+/// What the rows kernel reads of every location, uploaded once per
+/// resident trace: where its accumulator lies and its origin.
+pub(crate) struct RowInputs {
+    slots: wgpu::Buffer,
+    origins: wgpu::Buffer,
 }
 
 /// The shader's `merge` (same origin on both sides).
