@@ -893,7 +893,22 @@ fn moment_display_made_on_the_gpu_equals_the_cpu_display() {
                     selected: Some(5),
                     ..BuildCtx::still(1280, 720)
                 };
+                // a frame at the other cursor first: the rows and chart kept
+                // from it must not stand in for this frame's
+                let other = BuildCtx {
+                    cursor: if cursor.is_some() {
+                        None
+                    } else {
+                        Some(span / 2)
+                    },
+                    ..bctx
+                };
+                gpu.build(other).unwrap();
                 let (c, s) = (cpu.build(bctx).unwrap(), gpu.build(bctx).unwrap());
+                // the same frame again: the kept rows and chart
+                let again = gpu.build(bctx).unwrap();
+                assert_eq!(again.title, s.title, "{what}");
+                assert_eq!(again.picks, s.picks, "{what}");
                 assert_eq!(c.title, s.title, "{what}");
                 let texts = |s: &tapestry::scene::Scene| -> Vec<String> {
                     s.labels.iter().map(|l| l.text.clone()).collect()

@@ -19,7 +19,7 @@ use crate::analysis::fields::{Field, busy_field, inverse_widths};
 use crate::analysis::metric::BusyRuns;
 use crate::analysis::moments::MomentAcc;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::gantt::GanttShape;
+use crate::gpu::kernels::gantt::{Gantt, GanttShape};
 use crate::gpu::kernels::tube::GpuField;
 use crate::model::Time;
 use crate::readers::Loaded;
@@ -75,6 +75,34 @@ pub struct Resident {
     /// The state set, for the moments up to a time cursor.
     pub mask: Vec<bool>,
     pub field: Option<GpuField>,
+    /// The last frame's rows (by window end and processors per row) and
+    /// Gantt chart (by its shape and colour map): a frame that changes
+    /// neither (a selection, a redraw) runs no kernel.
+    rows: Last<(Time, usize), Vec<MomentAcc>>,
+    gantt: Last<(GanttShape, String), Gantt>,
+}
+
+/// The last value made, by what it was made from.
+struct Last<K, V>(std::sync::Mutex<Option<(K, V)>>);
+
+impl<K: PartialEq, V: Clone> Last<K, V> {
+    fn new() -> Self {
+        Last(std::sync::Mutex::new(None))
+    }
+
+    /// The value for `key`: the last one when made from the same key,
+    /// else `make`'s (kept).
+    fn get(&self, key: K, make: impl FnOnce() -> Result<V>) -> Result<V> {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((k, v)) = &*last
+            && *k == key
+        {
+            return Ok(v.clone());
+        }
+        let v = make()?;
+        *last = Some((key, v.clone()));
+        Ok(v)
+    }
 }
 
 pub(super) const GREY: [f32; 4] = [0.62, 0.62, 0.62, 1.0];
@@ -146,6 +174,8 @@ impl View for Moments {
                     trace: g.clone(),
                     mask,
                     field,
+                    rows: Last::new(),
+                    gantt: Last::new(),
                 }),
             });
         }
@@ -353,7 +383,9 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
             let n = d.has_data.len();
             let group = row_group(n, max_rows)?;
             let upto = ctx.cursor.filter(|&c| c < t1).map_or(t1, |c| c.max(t0));
-            let (accs, _) = r.trace.0.moment_rows(&r.mask, t0, upto, group)?;
+            let accs = r.rows.get((upto, group), || {
+                Ok(r.trace.0.moment_rows(&r.mask, t0, upto, group)?.0)
+            })?;
             let rows = accs
                 .iter()
                 .enumerate()
@@ -432,15 +464,21 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
         let scale = rows as f32 / grows as f32;
         let xs: Vec<f32> = g.edges.iter().map(|&t| gx(t)).collect();
         // each row's values per bin, None for a row without data
-        let cells = match d.resident.as_ref().and_then(|r| r.field.as_ref()) {
-            Some(f) => {
+        let resident = d
+            .resident
+            .as_ref()
+            .and_then(|r| r.field.as_ref().map(|f| (r, f)));
+        let cells = match resident {
+            Some((r, f)) => {
                 let shape = GanttShape {
                     group: ggroup,
                     xs: xs.clone(),
                     scale,
                     nodata: NO_DATA,
                 };
-                let chart = f.gantt(&shape, &d.has_data, cmap.stops(), cmap.is_categorical())?;
+                let chart = r.gantt.get((shape.clone(), spec.colormap.clone()), || {
+                    Ok(f.gantt(&shape, &d.has_data, cmap.stops(), cmap.is_categorical())?)
+                })?;
                 let inv = inverse_widths(&g.edges);
                 scene.resident.push(chart.mesh);
                 gantt_values(grows, |r| {

@@ -50,6 +50,7 @@ struct Params {
 
 /// A Gantt chart made on the GPU: its flat mesh (a quad per cell), and
 /// each cell's busy time summed over the row's processors with data.
+#[derive(Clone)]
 pub struct Gantt {
     pub mesh: GpuMesh,
     /// `[row][bin]`, ns, exact.
