@@ -108,19 +108,26 @@ pub fn paint(painter: &egui::Painter, rect: Rect, scene: &Scene, camera: &Camera
         taken: Vec::new(),
         backdrop,
     };
-    // title: top centre, shrunk to fit the width
-    let mut title_size = 15.0f32;
-    let width_at = |s: f32| {
+    // title: top centre, shrunk to fit the width; a title that would be
+    // smaller than 11 points breaks at its dash onto two lines
+    let width_at = |t: &str, s: f32| {
         painter
-            .layout_no_wrap(scene.title.clone(), FontId::proportional(s), ink)
+            .layout_no_wrap(t.to_string(), FontId::proportional(s), ink)
             .size()
             .x
     };
-    while title_size > 9.0 && width_at(title_size) > rect.width() - 12.0 {
+    let room = rect.width() - 12.0;
+    let title = if width_at(&scene.title, 11.0) > room && scene.title.contains(" — ") {
+        scene.title.replacen(" — ", "\n", 1)
+    } else {
+        scene.title.clone()
+    };
+    let mut title_size = if title.contains('\n') { 12.0f32 } else { 15.0 };
+    while title_size > 9.0 && width_at(&title, title_size) > room {
         title_size -= 1.0;
     }
     placer.put(
-        &scene.title,
+        &title,
         title_size,
         ink,
         0.0,
@@ -312,12 +319,34 @@ fn legend(placer: &mut Placer<'_>, rect: Rect, scene: &Scene, ink: Color32) -> f
 /// The key: one mark and text per entry, stacked from `top`.
 fn key(placer: &mut Placer<'_>, rect: Rect, scene: &Scene, top: f32) {
     let mut y = top;
+    let x = rect.max.x - crate::scene::LEGEND_COLUMN;
+    let ink = ink(scene.is_dark());
+    let fitted = scene.margins.fitted(rect.width(), rect.height(), true);
+    let room = if scene.projection == crate::scene::Projection::Orthographic
+        && fitted.right < scene.margins.right
+    {
+        fitted.right - 27.0
+    } else {
+        f32::INFINITY
+    };
     for k in &scene.key {
-        let x = rect.max.x - 150.0;
+        // in a small chart, a long text gets a little smaller before it
+        // reaches into the chart (which ends at the right margin)
+        let mut size = 10.5f32;
+        while size > 9.0
+            && placer
+                .painter
+                .layout_no_wrap(k.text.clone(), FontId::proportional(size), ink)
+                .size()
+                .x
+                > room
+        {
+            size -= 0.5;
+        }
         let Some(r) = placer.put(
             &k.text,
-            10.5,
-            ink(scene.is_dark()),
+            size,
+            ink,
             0.0,
             |s| Rect::from_min_size(Pos2::new((x + 19.0).min(rect.max.x - 4.0 - s.x), y), s),
             false,

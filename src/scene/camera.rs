@@ -33,11 +33,9 @@ impl Camera {
         let (w, h) = (width.max(1) as f32, height.max(1) as f32);
         match scene.projection {
             Projection::Orthographic => {
-                let m = scene.margins;
-                // small images: shrink the margins so the chart keeps half the image
-                let kx = ((w * 0.5) / (m.left + m.right)).min(1.0);
-                let ky = ((h * 0.5) / (m.top + m.bottom)).min(1.0);
-                let (l, r, t, b) = (m.left * kx, m.right * kx, m.top * ky, m.bottom * ky);
+                let column = scene.legend.is_some() || !scene.key.is_empty();
+                let m = scene.margins.fitted(w, h, column);
+                let (l, r, t, b) = (m.left, m.right, m.top, m.bottom);
                 let span = (hi - lo).max(Vec3::splat(1e-6));
                 let sx = (w - l - r) / span.x;
                 let sy = (h - t - b) / span.y;
@@ -90,5 +88,45 @@ impl Camera {
             None => Mat4::perspective_rh(self.fov_y.to_radians(), aspect, dist * 0.01, dist * 10.0),
         };
         proj * view
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::{KeyEntry, KeyMark, LEGEND_COLUMN, Mesh};
+
+    /// The pixel x of the chart's right edge (scene x = 1) in an image
+    /// `w` wide.
+    fn right_edge(scene: &Scene, w: u32) -> f32 {
+        let c = Camera::fit(scene, w, 500);
+        let [x0, _, x1, _] = c.ortho.unwrap();
+        (1.0 - x0) / (x1 - x0) * w as f32
+    }
+
+    #[test]
+    fn small_charts_keep_the_legend_column_clear() {
+        let mut s = Scene::new("chart", Projection::Orthographic);
+        let mut m = Mesh::default();
+        m.rect(0.0, 0.0, 1.0, 1.0, 0.0, [1.0; 4]);
+        s.meshes.push(m);
+        // without legend or key: margins shrink in proportion
+        let bare = right_edge(&s, 360);
+        assert!(bare > 360.0 - LEGEND_COLUMN + 20.0, "{bare}");
+        s.key.push(KeyEntry {
+            mark: KeyMark::Bar,
+            color: [0.0; 4],
+            text: "a mark".into(),
+        });
+        for w in [300u32, 360, 420] {
+            // the chart keeps 40 % of the image at least
+            let edge = right_edge(&s, w);
+            let chart = edge - s.margins.fitted(w as f32, 500.0, true).left;
+            assert!(chart >= 0.4 * w as f32 - 0.01, "{w}: {chart}");
+        }
+        // and is clear of the column where that leaves it 40 %
+        assert!(right_edge(&s, 360) <= 360.0 - LEGEND_COLUMN + 0.01);
+        // large images keep the margins as they are
+        assert!((right_edge(&s, 1280) - (1280.0 - s.margins.right)).abs() < 0.01);
     }
 }

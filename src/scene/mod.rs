@@ -229,6 +229,34 @@ pub struct Margins {
     pub bottom: f32,
 }
 
+/// The width (pixels) of the column on the right of an image that holds
+/// the colour legend and the key: the overlay draws them there, and a
+/// chart's camera keeps it clear.
+pub const LEGEND_COLUMN: f32 = 150.0;
+
+impl Margins {
+    /// The margins of a chart of `width × height` pixels: small images
+    /// shrink them so that the chart keeps half the image, except that the
+    /// right one keeps the legend's column when the scene has a legend or
+    /// key (`column`; drawn over the chart otherwise) while the chart
+    /// keeps 40 %.
+    pub fn fitted(&self, width: f32, height: f32, column: bool) -> Margins {
+        let kx = ((width * 0.5) / (self.left + self.right)).min(1.0);
+        let ky = ((height * 0.5) / (self.top + self.bottom)).min(1.0);
+        let keep = if column {
+            self.right.min(LEGEND_COLUMN)
+        } else {
+            0.0
+        };
+        Margins {
+            left: self.left * kx,
+            top: self.top * ky,
+            right: (self.right * kx).max(keep.min(width * 0.6 - self.left * kx)),
+            bottom: self.bottom * ky,
+        }
+    }
+}
+
 impl Default for Margins {
     fn default() -> Self {
         Margins {

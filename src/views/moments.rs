@@ -575,7 +575,7 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
         scene.key.push(KeyEntry {
             mark: KeyMark::Line,
             color: CURSOR,
-            text: "time cursor (moments up to it)".into(),
+            text: "cursor (moments up to it)".into(),
         });
     }
     if let Some(sel) = ctx.selected.filter(|&s| s < n) {
