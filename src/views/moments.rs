@@ -665,8 +665,9 @@ pub fn build(d: &MomentData, spec: &Resolved, p: &MomentParams, ctx: BuildCtx) -
         window_text(t0, t1)
     );
     scene.title = format!(
-        "Moments of time in {} — {n} processors{}, {}",
+        "Moments of time in {} — {n} processor{}{}, {}",
         spec.states_label,
+        if n == 1 { "" } else { "s" },
         merged_rows(group),
         if upto < t1 {
             format!("{} (up to the cursor)", window_text(t0, upto))

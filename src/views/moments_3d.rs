@@ -221,8 +221,9 @@ pub fn build(accs: &[MomentAcc], spec: &Resolved, p: &Moments3dParams) -> Result
         window_text(t0, t1)
     );
     scene.title = format!(
-        "Moments of time in {} — {n} processors in depth{}, {}",
+        "Moments of time in {} — {n} processor{} in depth{}, {}",
         spec.states_label,
+        if n == 1 { "" } else { "s" },
         merged_rows(group),
         window_text(t0, t1)
     );
