@@ -1,3 +1,4 @@
+// needs u64.wgsl
 // Time-binned busy time, one dispatch over the intervals of a range of
 // locations of a resident chunk. Each invocation folds PER consecutive
 // intervals in order: it selects them (state mask), clips them to the
@@ -36,21 +37,6 @@ struct Params {
 
 const PER: u32 = 8u;
 const NONE: u32 = 0xffffffffu;
-
-fn lt(a: vec2<u32>, b: vec2<u32>) -> bool {
-    return a.y < b.y || (a.y == b.y && a.x < b.x);
-}
-
-fn sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    let borrow = select(0u, 1u, a.x < b.x);
-    return vec2<u32>(a.x - b.x, a.y - b.y - borrow);
-}
-
-fn add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    let lo = a.x + b.x;
-    let carry = select(0u, 1u, lo < a.x);
-    return vec2<u32>(lo, a.y + b.y + carry);
-}
 
 fn vmax(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return select(a, b, lt(a, b));

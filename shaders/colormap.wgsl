@@ -1,7 +1,7 @@
 // A colour map on the GPU, the twin of `scene::colormap::Colormap::at`:
 // the kernels that colour vertices (tube.wgsl, gantt.wgsl) put this file in
 // front of their own, as the naga test does for every shader whose first
-// line reads "// needs colormap.wgsl". The map's stops are bound at
+// line names it after "// needs ". The map's stops are bound at
 // binding 3 of group 0, one (position, r, g, b) per stop.
 
 @group(0) @binding(3) var<storage, read> stops: array<vec4<f32>>;

@@ -1,4 +1,4 @@
-// needs colormap.wgsl
+// needs colormap.wgsl, u64.wgsl
 // The utilization Gantt chart of the moment display from a busy field
 // resident on the GPU, the twin of the chart `views::moments::build` makes
 // on the host (paper 000 Fig. 2): one cell per (row of `group` adjacent
@@ -43,11 +43,6 @@ struct Params {
 @group(0) @binding(7) var<storage, read> xs: array<f32>;
 @group(0) @binding(8) var<storage, read> inv: array<f32>;
 
-fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    let lo = a.x + b.x;
-    return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
-}
-
 fn vertex(v: u32, x: f32, y: f32, c: vec4<f32>) {
     let o = v * 10u;
     verts[o] = x;
@@ -76,7 +71,7 @@ fn cells(@builtin(global_invocation_id) g: vec3<u32>) {
     var n = 0u;
     for (var x = a; x < b; x++) {
         if ((has[x / 32u] & (1u << (x % 32u))) != 0u) {
-            total = add64(total, sums[x * params.bins + k]);
+            total = add(total, sums[x * params.bins + k]);
             n++;
         }
     }

@@ -1,3 +1,4 @@
+// needs u64.wgsl
 // The moment display's rows on the GPU (needs SHADER_F64): each row's
 // accumulator, the merge of `group` adjacent locations' accumulators in
 // location order, the fold the host's `views::moments::row_moments` does,
@@ -65,15 +66,6 @@ fn write_patches(@builtin(global_invocation_id) g: vec3<u32>) {
 
 fn to_f64(v: vec2<u32>) -> f64 {
     return f64(v.y) * f64(4294967296.0) + f64(v.x);
-}
-
-fn sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    let borrow = select(0u, 1u, a.x < b.x);
-    return vec2<u32>(a.x - b.x, a.y - b.y - borrow);
-}
-
-fn lt(a: vec2<u32>, b: vec2<u32>) -> bool {
-    return a.y < b.y || (a.y == b.y && a.x < b.x);
 }
 
 @compute @workgroup_size(64)

@@ -1,3 +1,4 @@
+// needs u64.wgsl
 // Moments of utilization in f64 (needs SHADER_F64), one dispatch over all
 // intervals of a resident chunk: a segmented reduction by location.
 //
@@ -126,15 +127,6 @@ fn combine(l: Node, r: Node) -> Node {
         return Node(l.first, r.last, l.fa, r.la);
     }
     return Node(l.first, r.first, l.fa, r.fa);
-}
-
-fn lt(a: vec2<u32>, b: vec2<u32>) -> bool {
-    return a.y < b.y || (a.y == b.y && a.x < b.x);
-}
-
-fn sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    let borrow = select(0u, 1u, a.x < b.x);
-    return vec2<u32>(a.x - b.x, a.y - b.y - borrow);
 }
 
 fn to_f64(v: vec2<u32>) -> f64 {

@@ -40,15 +40,14 @@ fn every_shader_validates_with_naga() {
             continue;
         }
         let mut src = std::fs::read_to_string(&p).unwrap();
-        // a shader whose first line reads "// needs NAME.wgsl" gets that
-        // file in front, as the renderer and the kernels do
-        if let Some(name) = src
-            .lines()
-            .next()
-            .and_then(|l| l.strip_prefix("// needs "))
-            .map(str::trim)
-        {
-            src = std::fs::read_to_string(dir.join(name)).unwrap() + &src;
+        // a shader whose first line reads "// needs A.wgsl, B.wgsl" gets
+        // those files in front, in order, as the renderer and the kernels do
+        if let Some(names) = src.lines().next().and_then(|l| l.strip_prefix("// needs ")) {
+            let mut front = String::new();
+            for name in names.split(',') {
+                front += &std::fs::read_to_string(dir.join(name.trim())).unwrap();
+            }
+            src = front + &src;
         }
         let module = naga::front::wgsl::parse_str(&src)
             .unwrap_or_else(|e| panic!("{}: {}", p.display(), e.emit_to_string(&src)));

@@ -19,7 +19,10 @@ use crate::analysis::fields::{Field, bin_edges, busy_field, inverse_widths};
 use crate::gpu::resident::{GpuTrace, PassTimer, STAMPS, Timing};
 use crate::model::{Time, Trace};
 
-const SHADER: &str = include_str!("../../../shaders/busy_bins.wgsl");
+const SHADER: &str = concat!(
+    include_str!("../../../shaders/u64.wgsl"),
+    include_str!("../../../shaders/busy_bins.wgsl")
+);
 /// Intervals per invocation (`PER` in the shader).
 const PER: u64 = 8;
 const GROUP: u64 = 64;

@@ -14,6 +14,7 @@ use crate::gpu::GpuMesh;
 
 const SHADER: &str = concat!(
     include_str!("../../../shaders/colormap.wgsl"),
+    include_str!("../../../shaders/u64.wgsl"),
     include_str!("../../../shaders/gantt.wgsl")
 );
 const GROUP: u32 = 64;

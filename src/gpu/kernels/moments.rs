@@ -30,8 +30,14 @@ use crate::analysis::moments::{MomentAcc, Moments};
 use crate::gpu::resident::{GpuTrace, PassTimer, ResidentChunk, STAMPS, Timing};
 use crate::model::{Time, Trace};
 
-const SHADER: &str = include_str!("../../../shaders/moments.wgsl");
-const ROWS: &str = include_str!("../../../shaders/moment_rows.wgsl");
+const SHADER: &str = concat!(
+    include_str!("../../../shaders/u64.wgsl"),
+    include_str!("../../../shaders/moments.wgsl")
+);
+const ROWS: &str = concat!(
+    include_str!("../../../shaders/u64.wgsl"),
+    include_str!("../../../shaders/moment_rows.wgsl")
+);
 /// Intervals per workgroup (`TILE` in the shader).
 const TILE: u64 = 1024;
 /// Bytes of a `Node` in the shader (two u32, two accumulators of 4 f64).
