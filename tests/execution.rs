@@ -415,6 +415,7 @@ fn window_layouts_round_trip_in_view_state_files() {
             up: [0.0, 1.0, 0.0],
             fov_y: 40.0,
             ortho: None,
+            shift: 0.0,
         },
     });
     let p = d.path().join("s.json");

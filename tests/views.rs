@@ -569,6 +569,7 @@ fn nested_transparent_shells_look_the_same_from_both_sides() {
         up: [0.0, 1.0, 0.0],
         fov_y: 2.6,
         ortho: None,
+        shift: 0.0,
     };
     let a = r.render(&s, &cam(60.0), w, h).unwrap();
     let b = r.render(&s, &cam(-60.0), w, h).unwrap();

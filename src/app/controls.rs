@@ -90,6 +90,7 @@ mod tests {
             up: [0.0, 1.0, 0.0],
             fov_y: 45.0,
             ortho: None,
+            shift: 0.0,
         }
     }
 

@@ -229,6 +229,7 @@ impl ViewSpecArgs {
                 up: [0.0, 1.0, 0.0],
                 fov_y: 40.0,
                 ortho: None,
+                shift: 0.0,
             });
             if let Some(e) = &self.eye {
                 cam.eye = vec3(e, "--eye")?;

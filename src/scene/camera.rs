@@ -17,6 +17,15 @@ pub struct Camera {
     pub fov_y: f32,
     /// Orthographic: the x-y rectangle shown `[x0, y0, x1, y1]`.
     pub ortho: Option<[f32; 4]>,
+    /// Perspective: the image moved left by this fraction of its width (a
+    /// lens shift: the camera still orbits the target), so that a narrow
+    /// image keeps the legend's column clear.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shift: f32,
+}
+
+fn is_zero(x: &f32) -> bool {
+    *x == 0.0
 }
 
 impl Camera {
@@ -45,17 +54,23 @@ impl Camera {
                     up: [0.0, 1.0, 0.0],
                     fov_y: 45.0,
                     ortho: Some([lo.x - l / sx, lo.y - b / sy, hi.x + r / sx, hi.y + t / sy]),
+                    shift: 0.0,
                 }
             }
             Projection::Perspective => {
                 let radius = ((hi - lo).length() * 0.5).max(1e-3);
                 let fov_y: f32 = 40.0;
                 let half_y = (fov_y.to_radians() / 2.0).tan();
-                // the legend's strip on the right is not available
-                let usable = if scene.legend.is_some() {
-                    (w - 150.0).max(w * 0.6)
+                // the legend's strip on the right is not available; a
+                // narrow image (a window pane) draws the scene beside it
+                let column = super::LEGEND_COLUMN;
+                let (usable, shift) = if scene.legend.is_none() {
+                    (w, 0.0)
+                } else if w < 2.0 * (scene.margins.left + scene.margins.right) {
+                    let usable = (w - column).max(w * 0.4);
+                    (usable, (w - usable) / 2.0 / w)
                 } else {
-                    w
+                    ((w - column).max(w * 0.6), 0.0)
                 };
                 let half_x = half_y * usable / h;
                 let half = half_y.min(half_x).atan();
@@ -68,6 +83,7 @@ impl Camera {
                     up: [0.0, 1.0, 0.0],
                     fov_y,
                     ortho: None,
+                    shift,
                 }
             }
         }
@@ -85,7 +101,16 @@ impl Camera {
                 let (ex, ey) = (eye.x, eye.y);
                 Mat4::orthographic_rh(x0 - ex, x1 - ex, y0 - ey, y1 - ey, 0.0, dist * 2.0 + 20.0)
             }
-            None => Mat4::perspective_rh(self.fov_y.to_radians(), aspect, dist * 0.01, dist * 10.0),
+            None => {
+                // the lens shift: x in clip space moves by 2 × shift (of w)
+                Mat4::from_translation(Vec3::new(-2.0 * self.shift, 0.0, 0.0))
+                    * Mat4::perspective_rh(
+                        self.fov_y.to_radians(),
+                        aspect,
+                        dist * 0.01,
+                        dist * 10.0,
+                    )
+            }
         };
         proj * view
     }
@@ -128,5 +153,43 @@ mod tests {
         assert!(right_edge(&s, 360) <= 360.0 - LEGEND_COLUMN + 0.01);
         // large images keep the margins as they are
         assert!((right_edge(&s, 1280) - (1280.0 - s.margins.right)).abs() < 0.01);
+    }
+
+    #[test]
+    fn narrow_3d_views_are_drawn_beside_the_legend() {
+        let mut s = Scene::new("3d", Projection::Perspective);
+        let mut m = Mesh::default();
+        m.rect(-1.0, -1.0, 1.0, 1.0, 0.0, [1.0; 4]);
+        s.meshes.push(m);
+        s.legend = Some(crate::scene::Legend {
+            title: "v".into(),
+            colormap: "viridis".into(),
+            min: 0.0,
+            max: 1.0,
+            unit: crate::scene::axes::Unit::Fraction,
+            note: None,
+        });
+        // the pixel x of the scene's centre in an image w × 500
+        let centre = |w: u32| {
+            let c = Camera::fit(&s, w, 500);
+            let p = c.view_proj(w as f32 / 500.0).project_point3(Vec3::ZERO);
+            (p.x + 1.0) / 2.0 * w as f32
+        };
+        // narrow: centred in what the legend's column leaves
+        for w in [300u32, 360, 420] {
+            let usable = (w as f32 - LEGEND_COLUMN).max(0.4 * w as f32);
+            assert!((centre(w) - usable / 2.0).abs() < 0.5, "{w}: {}", centre(w));
+        }
+        // wide: centred in the image, as before
+        for w in [640u32, 1280] {
+            assert!((centre(w) - w as f32 / 2.0).abs() < 0.5, "{w}");
+            assert_eq!(Camera::fit(&s, w, 500).shift, 0.0);
+        }
+        // a view state without the field reads as no shift
+        let c: Camera = serde_json::from_str(
+            r#"{"eye":[1,1,1],"target":[0,0,0],"up":[0,1,0],"fov_y":40,"ortho":null}"#,
+        )
+        .unwrap();
+        assert_eq!(c.shift, 0.0);
     }
 }

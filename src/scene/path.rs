@@ -115,6 +115,7 @@ pub fn camera_at(keys: &[Keyframe], t: f64) -> Option<Camera> {
         up: up.to_array(),
         fov_y: c1.fov_y + (c2.fov_y - c1.fov_y) * u,
         ortho,
+        shift: c1.shift + (c2.shift - c1.shift) * u,
     })
 }
 
@@ -129,6 +130,7 @@ mod tests {
             up: [0.0, 1.0, 0.0],
             fov_y: 40.0 + x,
             ortho: None,
+            shift: 0.0,
         }
     }
 

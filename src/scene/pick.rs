@@ -163,6 +163,7 @@ mod tests {
             up: [0.0, 1.0, 0.0],
             fov_y: 40.0,
             ortho: Some([0.0, 0.0, 2.0, 2.0]),
+            shift: 0.0,
         };
         (s, cam)
     }
