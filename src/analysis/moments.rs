@@ -99,6 +99,12 @@ impl MomentAcc {
         }
     }
 
+    /// The merge of `accs` in order (a display row of processors).
+    pub fn merged<'a>(accs: impl IntoIterator<Item = &'a MomentAcc>) -> MomentAcc {
+        accs.into_iter()
+            .fold(MomentAcc::default(), |a, b| a.merge(*b))
+    }
+
     /// The scaled moments.
     pub fn moments(&self) -> Moments {
         if self.w <= 0.0 {

@@ -229,12 +229,7 @@ pub fn row_moments(accs: &[MomentAcc], max_rows: usize) -> Result<(usize, Vec<Ro
     let group = row_group(accs.len(), max_rows)?;
     let rows = accs
         .chunks(group)
-        .map(|c| {
-            row_of(
-                c.iter().fold(MomentAcc::default(), |a, b| a.merge(*b)),
-                c.len(),
-            )
-        })
+        .map(|c| row_of(MomentAcc::merged(c), c.len()))
         .collect();
     Ok((group, rows))
 }

@@ -412,8 +412,7 @@ impl GpuTrace {
             || rows as u64 * 40 > ctx.max_binding()
         {
             let (accs, timing) = self.moment_accs(mask, t0, t1)?;
-            let fold = |c: &[MomentAcc]| c.iter().fold(MomentAcc::default(), |a, b| a.merge(*b));
-            return Ok((accs.chunks(group).map(fold).collect(), timing));
+            return Ok((accs.chunks(group).map(MomentAcc::merged).collect(), timing));
         }
         let run = Instant::now();
         let timers = PassTimer::new(ctx);
