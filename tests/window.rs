@@ -7,9 +7,22 @@
 mod common;
 
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+/// `xvfb-run -a` picks the first free display number by looking for lock
+/// files, so two started at once may pick the same one and the second
+/// client finds no X server ("Failed to open connection"). The tests of
+/// this file therefore take their virtual displays one at a time.
+fn one_display_at_a_time() -> MutexGuard<'static, ()> {
+    static DISPLAY: Mutex<()> = Mutex::new(());
+    DISPLAY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 #[test]
 fn window_runs_screenshots_and_exits() {
+    let _display = one_display_at_a_time();
     if Command::new("xvfb-run").arg("--help").output().is_err() {
         assert!(
             std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none(),
@@ -103,6 +116,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 
 #[test]
 fn an_idle_window_sleeps() {
+    let _display = one_display_at_a_time();
     if Command::new("xvfb-run").arg("--help").output().is_err() {
         assert!(std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none());
         return;
@@ -163,6 +177,7 @@ fn an_idle_window_sleeps() {
 /// its value before, and the screenshot and view state record it all.
 #[test]
 fn xdotool_steps_forward_and_back_and_picks() {
+    let _display = one_display_at_a_time();
     let have = |c: &str| Command::new(c).arg("--help").output().is_ok();
     if !have("xvfb-run") || !have("xdotool") {
         assert!(
@@ -275,6 +290,7 @@ wait $PID
 /// window's.
 #[test]
 fn window_draws_the_views_made_on_the_gpu() {
+    let _display = one_display_at_a_time();
     if Command::new("xvfb-run").arg("--help").output().is_err() {
         assert!(std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none());
         return;
