@@ -53,6 +53,9 @@ struct Row {
     bytes: u64,
     upload: f64,
     moments: Split,
+    /// The moments kernel without subgroups (`None` where the adapter has
+    /// none: then `moments` is this already).
+    moments_tree: Option<Split>,
     moments_cpu: f64,
     busy: Split,
     busy_cpu: f64,
@@ -131,7 +134,7 @@ fn main() {
             upload = upload.min(r.upload_time().as_secs_f64());
             g = Some(r);
         }
-        let g = g.expect("uploaded");
+        let mut g = g.expect("uploaded");
         let split = |f: &dyn Fn() -> Timing| {
             let mut best = Split {
                 kernel: f64::INFINITY,
@@ -152,12 +155,23 @@ fn main() {
         };
         let mg = split(&|| g.moments(&mask, 0, span).expect("gpu").1);
         let bg = split(&|| g.busy_fraction(&mask, 0, span, 16).expect("gpu").1);
+        // the same kernel with workgroup memory alone, where subgroups are
+        // the default
+        let moments_tree = if ctx.features.contains(wgpu::Features::SUBGROUP) {
+            g.use_subgroups(false);
+            let t = split(&|| g.moments(&mask, 0, span).expect("gpu").1);
+            g.use_subgroups(true);
+            Some(t)
+        } else {
+            None
+        };
         rows.push(Row {
             p,
             n,
             bytes: g.bytes(),
             upload,
             moments: mg,
+            moments_tree,
             moments_cpu: best(3, || moments::moments(&t, &mask, 0, span)),
             busy: bg,
             busy_cpu: best(3, || fields::busy_fraction(&t, &mask, 0, span, 16)),
@@ -211,6 +225,23 @@ fn main() {
     println!(
         "(kernel: GPU timestamps; resident: one analysis of an uploaded trace, results on the host; end to end: upload included)"
     );
+    if rows.iter().any(|r| r.moments_tree.is_some()) {
+        println!();
+        println!(
+            "moments kernel, M intervals/s (GPU timestamps): each tile's first levels in subgroups (the default) | workgroup memory alone"
+        );
+        for r in &rows {
+            if let Some(tree) = &r.moments_tree {
+                let m = |s: f64| r.n as f64 / 1e6 / s;
+                println!(
+                    "P={:<10} {:>9.1} | {:>9.1}",
+                    r.p,
+                    m(r.moments.kernel),
+                    m(tree.kernel)
+                );
+            }
+        }
+    }
     println!();
     println!(
         "one Kiviat tube frame of the busy field, trace resident (ms, best of 3): \

@@ -172,14 +172,9 @@ fn load(i: u32, origin: vec2<u32>) -> Acc {
     return Acc(len, s + len / f64(2.0), len * len * len / f64(12.0), f64(0.0));
 }
 
-@compute @workgroup_size(128)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
-) {
-    let tile = wid.x + wid.y * groups.x;
-    let base = tile * TILE + lid.x * PER;
+// The node of lane `lane`'s PER intervals of tile `tile`, folded in order.
+fn fold_lane(tile: u32, lane: u32) -> Node {
+    let base = tile * TILE + lane * PER;
     var node = empty();
     if (base < params.intervals) {
         var l = locate(base);
@@ -207,15 +202,33 @@ fn main(
         }
         node = combine(node, Node(l, l, run, zero()));
     }
-    nodes[lid.x] = node;
+    return node;
+}
+
+// The tile's lanes' nodes, from `nodes`, combined in a tree from `stride`
+// on (lane i takes lane i + stride where i is a multiple of 2·stride: the
+// nodes at multiples of `stride` already hold their runs of lanes); lane 0
+// writes the tile's node.
+fn tree(tile: u32, lane: u32, from_stride: u32) {
     workgroupBarrier();
-    for (var stride = 1u; stride < LANES; stride = stride * 2u) {
-        if (lid.x % (2u * stride) == 0u) {
-            nodes[lid.x] = combine(nodes[lid.x], nodes[lid.x + stride]);
+    for (var stride = from_stride; stride < LANES; stride = stride * 2u) {
+        if (lane % (2u * stride) == 0u) {
+            nodes[lane] = combine(nodes[lane], nodes[lane + stride]);
         }
         workgroupBarrier();
     }
-    if (lid.x == 0u && tile * TILE < params.intervals) {
+    if (lane == 0u && tile * TILE < params.intervals) {
         tiles[tile] = nodes[0];
     }
+}
+
+@compute @workgroup_size(128)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let tile = wid.x + wid.y * groups.x;
+    nodes[lid.x] = fold_lane(tile, lid.x);
+    tree(tile, lid.x, 1u);
 }

@@ -28,7 +28,9 @@ fn context() -> Option<GpuContext> {
 }
 
 /// The shaders that need `SHADER_F64`.
-const NEEDS_F64: &[&str] = &["moments.wgsl", "moment_rows.wgsl"];
+const NEEDS_F64: &[&str] = &["moments.wgsl", "moment_rows.wgsl", "moments_subgroups.wgsl"];
+/// The shaders that need `SUBGROUP` (built only where the adapter has it).
+const NEEDS_SUBGROUPS: &[&str] = &["moments_subgroups.wgsl"];
 
 #[test]
 fn every_shader_validates_with_naga() {
@@ -55,26 +57,33 @@ fn every_shader_validates_with_naga() {
         // defaults, and FLOAT64 (SHADER_F64, requested when the adapter has
         // it) for the kernels that check for it before running
         let name = p.file_name().unwrap().to_string_lossy().to_string();
-        let needs_f64 = NEEDS_F64.contains(&name.as_str());
-        let caps = if needs_f64 {
-            naga::valid::Capabilities::FLOAT64
-        } else {
-            naga::valid::Capabilities::empty()
-        };
+        let mut caps = naga::valid::Capabilities::empty();
+        let needed = [
+            (NEEDS_F64, naga::valid::Capabilities::FLOAT64, "f64"),
+            (
+                NEEDS_SUBGROUPS,
+                naga::valid::Capabilities::SUBGROUP,
+                "subgroups",
+            ),
+        ];
+        for (list, cap, _) in needed {
+            if list.contains(&name.as_str()) {
+                caps |= cap;
+            }
+        }
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
             .validate(&module)
             .unwrap_or_else(|e| panic!("{}: {}", p.display(), e.emit_to_string(&src)));
-        if needs_f64 {
-            // the list is exact: without FLOAT64 it must not validate
-            assert!(
-                naga::valid::Validator::new(
-                    naga::valid::ValidationFlags::all(),
-                    naga::valid::Capabilities::empty()
-                )
-                .validate(&module)
-                .is_err(),
-                "{name} is listed as needing f64 but validates without it"
-            );
+        for (_, cap, what) in needed {
+            if caps.contains(cap) {
+                // the lists are exact: without the capability it must not validate
+                assert!(
+                    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps - cap)
+                        .validate(&module)
+                        .is_err(),
+                    "{name} is listed as needing {what} but validates without it"
+                );
+            }
         }
         n += 1;
     }
@@ -102,6 +111,59 @@ fn moments_kernel_matches_the_cpu() {
         assert_same_moments(&cpu, &gpu, &format!("{locs}x{per}"));
         let g = tapestry::gpu::GpuTrace::upload(&ctx, &t, limit).unwrap();
         assert_same_rows(&g, &t, &mask, (t0, t1), &format!("{locs}x{per}"));
+    }
+}
+
+/// The moments kernel with each tile's first levels combined in subgroups
+/// (where the adapter has them: lavapipe's are 8 lanes wide) gives the
+/// workgroup tree's results bit for bit (the same pairs are combined),
+/// for locations within a lane, spanning lanes, subgroups and tiles, and
+/// a trace cut into chunks; the moment display's rows too.
+#[test]
+fn moments_in_subgroups_equal_the_workgroup_tree_bit_for_bit() {
+    let Some(ctx) = context() else { return };
+    if !kernels::moments::supported(&ctx) {
+        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
+        return;
+    }
+    if !ctx.features.contains(wgpu::Features::SUBGROUP) {
+        assert!(
+            std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none(),
+            "lavapipe has subgroups: {}",
+            ctx.describe()
+        );
+        eprintln!("skipped: {} has no subgroups", ctx.describe());
+        return;
+    }
+    let bits = |v: &[moments::MomentAcc]| -> Vec<[u64; 4]> {
+        v.iter()
+            .map(|a| [a.w, a.mean, a.m2, a.m3].map(f64::to_bits))
+            .collect()
+    };
+    for (locs, per, limit) in [
+        (3000u32, 1u32, None),
+        (500, 5, None),
+        (40, 37, None),
+        (9, 900, None),
+        (33, 700, Some(4096u64)),
+        (1, 20_000, None),
+    ] {
+        let t = synth::random_intervals(locs, per, 5 + per as u64);
+        let mask = t.states.select(&["busy".into()]).unwrap();
+        let (t0, t1) = (t.meta.span / 9, t.meta.span - t.meta.span / 6);
+        let mut g = tapestry::gpu::GpuTrace::upload(&ctx, &t, limit).unwrap();
+        assert!(g.use_subgroups(true));
+        let (with, _) = g.moment_accs(&mask, t0, t1).unwrap();
+        let (rows_with, _) = g.moment_rows(&mask, t0, t1, 7).unwrap();
+        assert!(!g.use_subgroups(false));
+        let (without, _) = g.moment_accs(&mask, t0, t1).unwrap();
+        let (rows_without, _) = g.moment_rows(&mask, t0, t1, 7).unwrap();
+        let what = format!("{locs}x{per}");
+        assert_eq!(bits(&with), bits(&without), "{what}");
+        assert_eq!(bits(&rows_with), bits(&rows_without), "{what}, rows");
+        let cpu = moments::moments(&t, &mask, t0, t1);
+        let gpu: Vec<moments::Moments> = with.iter().map(|a| a.moments()).collect();
+        assert_same_moments(&cpu, &gpu, &what);
     }
 }
 

@@ -92,6 +92,9 @@ pub struct GpuTrace {
     /// What the moment display's rows kernel reads of every location,
     /// uploaded on its first use.
     pub(crate) row_inputs: std::sync::OnceLock<super::kernels::moments::RowInputs>,
+    /// Whether the moments kernel combines its tiles' first levels in
+    /// subgroups (where the adapter has them; see [`GpuTrace::use_subgroups`]).
+    pub(crate) subgroups: bool,
 }
 
 /// A result buffer and its host-readable twin, reused while large enough.
@@ -198,7 +201,18 @@ impl GpuTrace {
             upload: t.elapsed(),
             scratch: std::sync::Mutex::new(None),
             row_inputs: std::sync::OnceLock::new(),
+            subgroups: ctx.features.contains(wgpu::Features::SUBGROUP),
         })
+    }
+
+    /// Lets the moments kernel combine the first levels of each tile's tree
+    /// in subgroups (`shaders/moments_subgroups.wgsl`, the default where the
+    /// adapter has `SUBGROUP`) or makes it use workgroup memory alone
+    /// (`shaders/moments.wgsl`); both give the same results, bit for bit.
+    /// Returns whether subgroups are now used (never without the feature).
+    pub fn use_subgroups(&mut self, on: bool) -> bool {
+        self.subgroups = on && self.ctx.features.contains(wgpu::Features::SUBGROUP);
+        self.subgroups
     }
 
     /// The context the trace lives on.

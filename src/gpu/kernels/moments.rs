@@ -9,6 +9,11 @@
 //! tiles' first and last locations are merged on the host in tile order
 //! (O(intervals / 1,024)). Both go back in one read-back.
 //!
+//! Where the adapter has subgroups, each tile's tree starts with subgroup
+//! shuffles (`shaders/moments_subgroups.wgsl`, entry `main_subgroups`):
+//! the same pairs combined, so the same bits
+//! ([`GpuTrace::use_subgroups`] chooses).
+//!
 //! The reduction is the Pébay merge in **f64** — the formulas and
 //! precision of the CPU's [`MomentAcc`] — over positions relative to each
 //! location's first start. The kernel needs `SHADER_F64`; [`supported`]
@@ -33,6 +38,12 @@ use crate::model::{Time, Trace};
 const SHADER: &str = concat!(
     include_str!("../../../shaders/u64.wgsl"),
     include_str!("../../../shaders/moments.wgsl")
+);
+/// [`SHADER`] with the subgroup variant's entry point, `main_subgroups`.
+const SHADER_SUBGROUPS: &str = concat!(
+    include_str!("../../../shaders/u64.wgsl"),
+    include_str!("../../../shaders/moments.wgsl"),
+    include_str!("../../../shaders/moments_subgroups.wgsl")
 );
 const ROWS: &str = concat!(
     include_str!("../../../shaders/u64.wgsl"),
@@ -202,7 +213,16 @@ impl GpuTrace {
         timers: Option<&PassTimer>,
     ) -> (wgpu::CommandEncoder, crate::gpu::resident::Scratch) {
         let ctx = &self.ctx;
-        let pipe = pipeline(ctx, "moments", SHADER);
+        let pipe = if self.subgroups {
+            pipeline_entry(
+                ctx,
+                "moments (subgroups)",
+                SHADER_SUBGROUPS,
+                "main_subgroups",
+            )
+        } else {
+            pipeline(ctx, "moments", SHADER)
+        };
         let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
         let mask_buf = super::storage(ctx, "mask", bytemuck::cast_slice(&mask_gpu), false);
         let scratch = self.scratch(size, back);
