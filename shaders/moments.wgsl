@@ -59,6 +59,8 @@ const TILE: u32 = 1024u;
 const NONE: u32 = 0xffffffffu;
 
 var<workgroup> nodes: array<Node, 128>;
+// The locations of the tile's first and last intervals.
+var<workgroup> span: array<u32, 2>;
 
 fn zero() -> Acc {
     return Acc(f64(0.0), f64(0.0), f64(0.0), f64(0.0));
@@ -133,10 +135,11 @@ fn to_f64(v: vec2<u32>) -> f64 {
     return f64(v.y) * f64(4294967296.0) + f64(v.x);
 }
 
-// The location of interval `i`: the last `l` with offsets[l] <= i.
-fn locate(i: u32) -> u32 {
-    var lo = 0u;
-    var hi = params.locations;
+// The location of interval `i`, known to lie in `low..=high`: the last
+// `l` of them with offsets[l] <= i.
+fn locate(i: u32, low: u32, high: u32) -> u32 {
+    var lo = low;
+    var hi = high;
     loop {
         if (lo >= hi) {
             break;
@@ -173,11 +176,21 @@ fn load(i: u32, origin: vec2<u32>) -> Acc {
 }
 
 // The node of lane `lane`'s PER intervals of tile `tile`, folded in order.
+// Lanes 0 and 1 find the locations of the tile's first and last
+// intervals over all locations (log2(locations) steps, side by side);
+// every lane then searches only between them (a few steps where the tile
+// holds few locations) instead of over all locations.
 fn fold_lane(tile: u32, lane: u32) -> Node {
-    let base = tile * TILE + lane * PER;
+    let first = tile * TILE;
+    if (lane < 2u && first < params.intervals) {
+        let last = min(first + TILE, params.intervals) - 1u;
+        span[lane] = locate(select(first, last, lane == 1u), 0u, params.locations);
+    }
+    let within = workgroupUniformLoad(&span);
+    let base = first + lane * PER;
     var node = empty();
     if (base < params.intervals) {
-        var l = locate(base);
+        var l = locate(base, within[0], within[1]);
         var next = offsets[l + 1u];
         var origin = origins[l];
         let stop = min(base + PER, params.intervals);
