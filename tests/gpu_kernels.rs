@@ -906,6 +906,69 @@ fn prv_with_idle_tasks(p: usize, per: usize, empty: impl Fn(usize) -> bool) -> S
     format!("#Paraver (01/01/70 at 00:00):{end}_ns:1({p}):1:{p}({tasks})\n{body}")
 }
 
+/// A busy field larger than one storage binding (here lowered by
+/// `GpuTrace::limit_fields`) cannot feed the Kiviat tube's or the Gantt
+/// chart's kernels: both views are then computed on the CPU, say so, and
+/// draw what the CPU draws; a field that just fits stays on the GPU.
+#[test]
+fn views_compute_a_field_too_large_for_one_binding_on_the_cpu() {
+    use std::sync::Arc;
+    use tapestry::views::{BuildCtx, Prepared, ViewState, inputs::GpuInput};
+    let Some(ctx) = context() else { return };
+    if !kernels::moments::supported(&ctx) {
+        eprintln!("skipped: no SHADER_F64");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let prv = prv_with_idle_tasks(37, 40, |l| l % 7 == 3);
+    let path = common::write(d.path(), "f.prv", prv.as_bytes());
+    let loaded = tapestry::readers::load(&path, &Default::default()).unwrap();
+    let tapestry::readers::Loaded::Trace(t) = &loaded else {
+        panic!("a trace")
+    };
+    let bins = 24usize;
+    let field = 37 * bins as u64 * 8;
+    for (limit, stays) in [(field - 1, false), (field, true)] {
+        let mut g = tapestry::gpu::GpuTrace::upload(&ctx, t, None).unwrap();
+        g.limit_fields(limit);
+        assert_eq!(g.field_fits(bins), stays);
+        let g = Arc::new(g);
+        for view in ["moments", "kiviat"] {
+            let what = format!("{view}, a field of {field} bytes, limit {limit}");
+            let mut state = ViewState::new(view);
+            state.data.bins = bins;
+            let cpu = Prepared::new(&loaded, &state).unwrap();
+            let gpu = Prepared::with_gpu(&loaded, &state, Some(GpuInput(g.clone()))).unwrap();
+            assert_eq!(gpu.on_gpu(), stays, "{what}");
+            match gpu.gpu_note() {
+                Some(note) => {
+                    assert!(!stays, "{what}");
+                    assert!(note.contains("computed on the CPU"), "{what}: {note}");
+                    assert!(note.contains("one GPU storage binding"), "{what}: {note}");
+                }
+                None => assert!(stays, "{what}"),
+            }
+            let bctx = BuildCtx::still(960, 540);
+            let (c, s) = (cpu.build(bctx).unwrap(), gpu.build(bctx).unwrap());
+            assert_eq!(c.title, s.title, "{what}");
+            assert_eq!(c.key, s.key, "{what}");
+            if !stays {
+                // the CPU's scene, legend and mesh for mesh (on the GPU the
+                // tube's range comes from f32 bin summaries)
+                assert_eq!(c.legend, s.legend, "{what}");
+                assert!(s.resident.is_empty(), "{what}");
+                assert_eq!(c.meshes.len(), s.meshes.len(), "{what}");
+                for (a, b) in c.meshes.iter().zip(&s.meshes) {
+                    assert_eq!(a.indices, b.indices, "{what}");
+                    assert_eq!(a.vertices.len(), b.vertices.len(), "{what}");
+                }
+            } else {
+                assert!(!s.resident.is_empty(), "{what}");
+            }
+        }
+    }
+}
+
 /// The moment display with its trace resident on the GPU (moments from the
 /// moments kernel, the Gantt chart made from the busy field left on the
 /// GPU) draws what the CPU display draws: the same bars and lines (to

@@ -95,6 +95,9 @@ pub struct GpuTrace {
     /// Whether the moments kernel combines its tiles' first levels in
     /// subgroups (where the adapter has them; see [`GpuTrace::use_subgroups`]).
     pub(crate) subgroups: bool,
+    /// The largest busy field (bytes) the views keep on the GPU: the tube
+    /// and Gantt kernels bind the whole field at once.
+    field_limit: u64,
 }
 
 /// A result buffer and its host-readable twin, reused while large enough.
@@ -202,7 +205,24 @@ impl GpuTrace {
             scratch: std::sync::Mutex::new(None),
             row_inputs: std::sync::OnceLock::new(),
             subgroups: ctx.features.contains(wgpu::Features::SUBGROUP),
+            field_limit: ctx.max_binding().min(ctx.limits.max_buffer_size),
         })
+    }
+
+    /// Whether a busy field of `bins` bins over every location fits one
+    /// storage binding, as the Kiviat tube's and the Gantt chart's kernels
+    /// need; the views compute on the CPU otherwise (and say so).
+    pub fn field_fits(&self, bins: usize) -> bool {
+        (self.num_locations() as u64)
+            .saturating_mul(bins as u64)
+            .saturating_mul(8)
+            <= self.field_limit
+    }
+
+    /// Lowers the largest field [`GpuTrace::field_fits`] accepts (bytes;
+    /// never above the device's binding), to test the views' fallback.
+    pub fn limit_fields(&mut self, bytes: u64) {
+        self.field_limit = self.field_limit.min(bytes);
     }
 
     /// Lets the moments kernel combine the first levels of each tile's tree

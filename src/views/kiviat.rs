@@ -209,13 +209,15 @@ impl View for Kiviat {
     }
 
     fn compute(input: &Loaded, spec: &Resolved, p: &KiviatParams) -> Result<KiviatData> {
-        // the busy field of a trace resident on the GPU stays there
+        // the busy field of a trace resident on the GPU stays there, where
+        // it fits one storage binding (the tube's kernels bind it whole)
         if let (Some(g), Loaded::Trace(t), "busy", None) = (
             &spec.gpu,
             input,
             spec.spec.quantity.as_str(),
             &spec.spec.color_by,
-        ) {
+        ) && g.0.field_fits(spec.bins)
+        {
             let mask = t.states.select(&spec.spec.states)?;
             let field = g.0.busy_field(&mask, spec.t0, spec.t1, spec.bins)?;
             let eg = p.elements_per_sector(field.elements);

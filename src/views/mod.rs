@@ -525,7 +525,7 @@ impl Prepared {
     pub fn gpu_note(&self) -> Option<String> {
         (self.spec.gpu.is_some() && !self.on_gpu()).then(|| {
             format!(
-                "the {} view was computed on the CPU (on the GPU: the moments view where the adapter has f64, and the kiviat view of the busy field without --color-by)",
+                "the {} view was computed on the CPU (on the GPU: the moments view where the adapter has f64, and the kiviat view of the busy field without --color-by, each with a busy field of processors × bins that fits one GPU storage binding)",
                 self.view.name()
             )
         })

@@ -149,12 +149,12 @@ impl View for Moments {
             format!("fraction of time in {}", spec.states_label)
         };
         // a trace resident on the GPU: the moments computed there, the busy
-        // field left there for the chart (the moments need SHADER_F64)
-        if let Some(g) = spec
-            .gpu
-            .as_ref()
-            .filter(|g| crate::gpu::kernels::moments::supported(g.0.context()))
-        {
+        // field left there for the chart (the moments need SHADER_F64, the
+        // chart's kernel a field within one storage binding)
+        if let Some(g) = spec.gpu.as_ref().filter(|g| {
+            crate::gpu::kernels::moments::supported(g.0.context())
+                && (!p.gantt || g.0.field_fits(spec.bins))
+        }) {
             let mask = t.states.select(&spec.spec.states)?;
             let (gantt, field) = if p.gantt {
                 let f = g.0.busy_field(&mask, spec.t0, spec.t1, spec.bins)?;
