@@ -54,8 +54,9 @@ fn every_shader_validates_with_naga() {
         let module = naga::front::wgsl::parse_str(&src)
             .unwrap_or_else(|e| panic!("{}: {}", p.display(), e.emit_to_string(&src)));
         // exactly the capabilities the device is asked for: none beyond the
-        // defaults, and FLOAT64 (SHADER_F64, requested when the adapter has
-        // it) for the kernels that check for it before running
+        // defaults, FLOAT64 (SHADER_F64) and SUBGROUP (requested when the
+        // adapter has them) for the kernels that check for them before
+        // running
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         let mut caps = naga::valid::Capabilities::empty();
         let needed = [
