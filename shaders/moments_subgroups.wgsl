@@ -12,7 +12,8 @@
 // promise: a workgroup with a subgroup laid out otherwise combines its
 // lanes' own nodes with the workgroup's tree alone.
 
-// 1 when a subgroup of this workgroup is not a run of consecutive lanes.
+// 1 when a subgroup of this workgroup is not a run of consecutive lanes
+// (workgroup memory starts at zero in every workgroup).
 var<workgroup> scattered: atomic<u32>;
 // Where the workgroup's tree starts: the subgroups' width, or 1.
 var<workgroup> from_stride: u32;
@@ -44,9 +45,6 @@ fn main_subgroups(
     @builtin(subgroup_size) width: u32,
 ) {
     let tile = wid.x + wid.y * groups.x;
-    if (lid.x == 0u) {
-        atomicStore(&scattered, 0u);
-    }
     let own = fold_lane(tile, lid.x);
     // a power of two that divides the workgroup, lanes in order
     let in_order = subgroupAll(lid.x == subgroupBroadcastFirst(lid.x) + sid)

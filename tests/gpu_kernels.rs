@@ -27,6 +27,17 @@ fn context() -> Option<GpuContext> {
     }
 }
 
+/// [`context`], where the adapter has `SHADER_F64` (which the moments
+/// kernels need); `None`, said on stderr, otherwise.
+fn f64_context() -> Option<GpuContext> {
+    let ctx = context()?;
+    if !kernels::moments::supported(&ctx) {
+        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
+        return None;
+    }
+    Some(ctx)
+}
+
 /// The shaders that need `SHADER_F64`.
 const NEEDS_F64: &[&str] = &["moments.wgsl", "moment_rows.wgsl", "moments_subgroups.wgsl"];
 /// The shaders that need `SUBGROUP` (built only where the adapter has it).
@@ -93,11 +104,7 @@ fn every_shader_validates_with_naga() {
 
 #[test]
 fn moments_kernel_matches_the_cpu() {
-    let Some(ctx) = context() else { return };
-    if !kernels::moments::supported(&ctx) {
-        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
-        return;
-    }
+    let Some(ctx) = f64_context() else { return };
     for (locs, per, limit) in [
         (7u32, 3u32, None),
         (64, 300, None),
@@ -122,11 +129,7 @@ fn moments_kernel_matches_the_cpu() {
 /// a trace cut into chunks; the moment display's rows too.
 #[test]
 fn moments_in_subgroups_equal_the_workgroup_tree_bit_for_bit() {
-    let Some(ctx) = context() else { return };
-    if !kernels::moments::supported(&ctx) {
-        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
-        return;
-    }
+    let Some(ctx) = f64_context() else { return };
     if !ctx.features.contains(wgpu::Features::SUBGROUP) {
         assert!(
             std::env::var_os("TAPESTRY_REQUIRE_GPU").is_none(),
@@ -226,11 +229,7 @@ fn assert_same_moments(cpu: &[moments::Moments], gpu: &[moments::Moments], what:
 
 #[test]
 fn moments_kernel_is_exact_on_adversarial_intervals() {
-    let Some(ctx) = context() else { return };
-    if !kernels::moments::supported(&ctx) {
-        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
-        return;
-    }
+    let Some(ctx) = f64_context() else { return };
     const S: u64 = 1_000_000_000;
     const E18: u64 = 1_000_000_000_000_000_000;
     type Locations = Vec<Vec<(u64, u64, bool)>>;
@@ -535,9 +534,7 @@ fn csv_cells(path: &std::path::Path) -> Vec<Vec<String>> {
 /// --gpu` writes the identical field.
 #[test]
 fn analyze_on_the_gpu_equals_the_cpu_on_real_traces() {
-    let Some(ctx) = context() else { return };
-    if !kernels::moments::supported(&ctx) {
-        eprintln!("skipped: {} has no SHADER_F64", ctx.describe());
+    if f64_context().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -616,10 +613,7 @@ fn analyze_on_the_gpu_equals_the_cpu_on_real_traces() {
 /// timestamp queries (lavapipe does), the kernels' own time.
 #[test]
 fn timed_kernels_report_their_gpu_time() {
-    let Some(ctx) = context() else { return };
-    if !kernels::moments::supported(&ctx) {
-        return;
-    }
+    let Some(ctx) = f64_context() else { return };
     let t = synth::random_intervals(64, 300, 5);
     let mask = t.states.select(&["busy".into()]).unwrap();
     let span = t.meta.span;
@@ -881,6 +875,13 @@ fn kiviat_tube_made_on_the_gpu_equals_the_cpu_tube() {
     assert!(g.busy_field(&mask, 10, 10, 4).is_err());
 }
 
+/// A Paraver trace from its text, read as `tapestry` reads a file.
+fn load_prv(text: &str) -> tapestry::readers::Loaded {
+    let d = tempfile::tempdir().unwrap();
+    let path = common::write(d.path(), "t.prv", text.as_bytes());
+    tapestry::readers::load(&path, &Default::default()).unwrap()
+}
+
 /// A Paraver trace of `p` tasks (one CPU each), task `l` idle (no record)
 /// when `empty(l)`, the others busy and waiting in turns of random length.
 fn prv_with_idle_tasks(p: usize, per: usize, empty: impl Fn(usize) -> bool) -> String {
@@ -915,15 +916,8 @@ fn prv_with_idle_tasks(p: usize, per: usize, empty: impl Fn(usize) -> bool) -> S
 fn views_compute_a_field_too_large_for_one_binding_on_the_cpu() {
     use std::sync::Arc;
     use tapestry::views::{BuildCtx, Prepared, ViewState, inputs::GpuInput};
-    let Some(ctx) = context() else { return };
-    if !kernels::moments::supported(&ctx) {
-        eprintln!("skipped: no SHADER_F64");
-        return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let prv = prv_with_idle_tasks(37, 40, |l| l % 7 == 3);
-    let path = common::write(d.path(), "f.prv", prv.as_bytes());
-    let loaded = tapestry::readers::load(&path, &Default::default()).unwrap();
+    let Some(ctx) = f64_context() else { return };
+    let loaded = load_prv(&prv_with_idle_tasks(37, 40, |l| l % 7 == 3));
     let tapestry::readers::Loaded::Trace(t) = &loaded else {
         panic!("a trace")
     };
@@ -983,16 +977,11 @@ fn views_compute_a_field_too_large_for_one_binding_on_the_cpu() {
 fn moment_display_made_on_the_gpu_equals_the_cpu_display() {
     use std::sync::Arc;
     use tapestry::views::{BuildCtx, Prepared, ViewState, inputs::GpuInput};
-    let Some(ctx) = context() else { return };
-    if !kernels::moments::supported(&ctx) {
-        eprintln!("skipped: no SHADER_F64");
-        return;
-    }
-    let d = tempfile::tempdir().unwrap();
+    let Some(ctx) = f64_context() else { return };
     // tasks 20..=26 idle: a whole merged row without data
-    let prv = prv_with_idle_tasks(37, 40, |l| l % 7 == 3 || (20..27).contains(&l));
-    let path = common::write(d.path(), "idle.prv", prv.as_bytes());
-    let loaded = tapestry::readers::load(&path, &Default::default()).unwrap();
+    let loaded = load_prv(&prv_with_idle_tasks(37, 40, |l| {
+        l % 7 == 3 || (20..27).contains(&l)
+    }));
     let tapestry::readers::Loaded::Trace(t) = &loaded else {
         panic!("a trace")
     };

@@ -66,7 +66,7 @@ impl Camera {
                 let column = super::LEGEND_COLUMN;
                 let (usable, shift) = if scene.legend.is_none() {
                     (w, 0.0)
-                } else if w < 2.0 * (scene.margins.left + scene.margins.right) {
+                } else if scene.margins.narrow(w) {
                     let usable = (w - column).max(w * 0.4);
                     (usable, (w - usable) / 2.0 / w)
                 } else {

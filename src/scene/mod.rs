@@ -235,6 +235,12 @@ pub struct Margins {
 pub const LEGEND_COLUMN: f32 = 150.0;
 
 impl Margins {
+    /// Whether an image `width` pixels wide is too narrow for the side
+    /// margins as they are (they would take more than half of it).
+    pub fn narrow(&self, width: f32) -> bool {
+        width < 2.0 * (self.left + self.right)
+    }
+
     /// The margins of a chart of `width × height` pixels: small images
     /// shrink them so that the chart keeps half the image, except that the
     /// right one keeps the legend's column when the scene has a legend or
