@@ -536,6 +536,13 @@ impl TraceBuilder {
         let mut blocks = std::mem::take(&mut self.interval_chunks);
         blocks.push(IntervalBlock::Records(single));
         let n_raw: usize = blocks.iter().map(IntervalBlock::len).sum();
+        // the raw records grew by doubling: up to half of each is spare
+        // room (32 MB of messages at 65,536 PICL processors), given back
+        // before the columns come (a large block shrinks in place)
+        self.messages.shrink_to_fit();
+        self.events.shrink_to_fit();
+        self.counters.shrink_to_fit();
+        self.collectives.shrink_to_fit();
         // the blocks freed while reading leave before the columns come
         crate::memory::return_freed_memory();
         let (mut offsets, mut start, mut end, mut state) =
