@@ -17,7 +17,7 @@ mod cut;
 pub mod share;
 pub mod stream;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -720,9 +720,9 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     // the processors as they first come: their locations, and the event
     // kinds, are numbered so until the end
     let mut procs: Vec<Proc> = Vec::new();
-    let mut index: HashMap<u32, usize> = HashMap::new();
+    let mut index: HashMap<u32, usize> = HashMap::default();
     let mut kinds: Vec<(i32, i32)> = Vec::new();
-    let mut kind_of: HashMap<(i32, i32), u32> = HashMap::new();
+    let mut kind_of: HashMap<(i32, i32), u32> = HashMap::default();
     let mut refused = false;
     {
         let b = &mut b;
@@ -945,7 +945,7 @@ pub fn read_holding(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         ));
     }
     // each processor's records in file order: its runs in the blocks
-    let mut pieces: HashMap<u32, Vec<&[Rec]>> = HashMap::new();
+    let mut pieces: HashMap<u32, Vec<&[Rec]>> = HashMap::default();
     for c in &chunks {
         for run in c.chunk_by(|a, b| a.proc_ == b.proc_) {
             pieces.entry(run[0].proc_).or_default().push(run);
@@ -955,7 +955,8 @@ pub fn read_holding(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     runs.sort_unstable_by_key(|r| r.0);
 
     // locations: one per processor, in processor order
-    let mut loc_of: HashMap<u32, LocId> = HashMap::with_capacity(runs.len());
+    let mut loc_of: HashMap<u32, LocId> =
+        HashMap::with_capacity_and_hasher(runs.len(), Default::default());
     for (p, _) in &runs {
         let id = b
             .locations
@@ -1000,7 +1001,7 @@ pub fn read_holding(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         .collect();
     let mut sends = Vec::with_capacity(done.iter().map(|d| d.sends.len()).sum());
     let mut recvs = Vec::with_capacity(done.iter().map(|d| d.recvs.len()).sum());
-    let mut kinds: HashMap<(i32, i32), u32> = HashMap::new();
+    let mut kinds: HashMap<(i32, i32), u32> = HashMap::default();
     for mut d in done {
         let loc = loc_of[&d.proc_];
         b.add_interval_block(std::mem::take(&mut d.flat));
