@@ -290,7 +290,7 @@ impl Fields<'_> {
 /// fraction, a blank line, text that is not ASCII, an error), which
 /// `parse_line` then judges; where this gives a record, it is the one
 /// `parse_line` gives (test). The `str` path's tokenizer and the checks
-/// for its messages took half of a one-core read.
+/// for its messages took 43 % of a one-core read (`perf`).
 fn parse_line_fast(line: &[u8], seq: u64) -> Option<Rec> {
     let mut f = Fields { b: line, i: 0 };
     let rectype = i32::try_from(f.int()?).ok()?;
@@ -1203,9 +1203,8 @@ mod tests {
         }
     }
 
-    /// A line that is not text is
-    /// refused at its own line and byte, and the lines before it are
-    /// parsed (CRLF line ends too).
+    /// A line that is not text is refused at its own line and byte, and
+    /// the lines before it are parsed (CRLF line ends too).
     #[test]
     fn invalid_text_is_refused_at_its_line() {
         let mut data = b"-3 -901 0.5 0 0 0\r\n-3 -10 0.6 0 0 0\n".to_vec();
