@@ -88,7 +88,13 @@ fn parse_scaled_short(text: &[u8], scale: i32) -> Option<i64> {
 /// Appends the digits of `b` from `*i` on (to the first other byte) to the
 /// decimal number `v` of `digits` digits; how many it took, or `None`
 /// past 18 digits in all.
-fn take_digits(b: &[u8], i: &mut usize, v: &mut u64, digits: &mut usize) -> Option<usize> {
+#[inline(always)]
+pub(crate) fn take_digits(
+    b: &[u8],
+    i: &mut usize,
+    v: &mut u64,
+    digits: &mut usize,
+) -> Option<usize> {
     let from = *i;
     while let Some(d) = b.get(*i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
         if *digits == 18 {

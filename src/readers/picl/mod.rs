@@ -23,7 +23,7 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::ReadOptions;
-use super::decimal::{digits_u64, parse_scaled};
+use super::decimal::{digits_u64, parse_scaled, take_digits};
 use super::input::{self, Block, LineBlocks};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
@@ -75,6 +75,24 @@ struct Rec {
 }
 
 const _: () = assert!(std::mem::size_of::<Rec>() == 48);
+
+impl Rec {
+    /// A record of a line whose processor is checked (within
+    /// `0..MAX_PROC`), with its first three data values (bytes, tag,
+    /// peer; zeros where the line has fewer).
+    fn new(time: i64, seq: u64, proc_: i64, rectype: i32, event: i32, data: [i64; 3]) -> Rec {
+        Rec {
+            time,
+            seq,
+            bytes: data[0],
+            tag: data[1],
+            proc_: proc_ as u32,
+            rectype,
+            event,
+            peer: i32::try_from(data[2]).unwrap_or(-1),
+        }
+    }
+}
 
 #[derive(Default)]
 struct Chunk {
@@ -193,16 +211,7 @@ fn parse_line(line: &str, seq: u64) -> std::result::Result<Option<Rec>, String> 
     let rectype =
         i32::try_from(rectype).map_err(|_| format!("record type {rectype} out of range"))?;
     let event = i32::try_from(event).map_err(|_| format!("event {event} out of range"))?;
-    Ok(Some(Rec {
-        time,
-        seq,
-        bytes: data[0],
-        tag: data[1],
-        proc_: proc_ as u32,
-        rectype,
-        event,
-        peer: i32::try_from(data[2]).unwrap_or(-1),
-    }))
+    Ok(Some(Rec::new(time, seq, proc_, rectype, event, data)))
 }
 
 /// A cursor over the fields of one line, for [`parse_line_fast`].
@@ -224,26 +233,6 @@ impl Fields<'_> {
         }
     }
 
-    /// Appends the digits from the cursor on to `v`: how many, or `None`
-    /// past 18 digits in all (`*n` counts them).
-    #[inline(always)]
-    fn digits(&mut self, v: &mut u64, n: &mut usize) -> Option<usize> {
-        let from = self.i;
-        while let Some(&c) = self.b.get(self.i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            if *n == 18 {
-                return None;
-            }
-            *v = *v * 10 + u64::from(d);
-            *n += 1;
-            self.i += 1;
-        }
-        Some(self.i - from)
-    }
-
     /// Whether the field ends at the cursor (a space or the line's end).
     #[inline(always)]
     fn field_ends(&self) -> bool {
@@ -257,7 +246,7 @@ impl Fields<'_> {
         let neg = self.b.get(self.i) == Some(&b'-');
         self.i += neg as usize;
         let (mut v, mut n) = (0u64, 0usize);
-        self.digits(&mut v, &mut n)?;
+        take_digits(self.b, &mut self.i, &mut v, &mut n)?;
         if n == 0 || !self.field_ends() {
             return None;
         }
@@ -271,11 +260,11 @@ impl Fields<'_> {
     fn seconds(&mut self) -> Option<i64> {
         self.skip_space();
         let (mut v, mut n) = (0u64, 0usize);
-        self.digits(&mut v, &mut n)?;
+        take_digits(self.b, &mut self.i, &mut v, &mut n)?;
         let mut frac = 0usize;
         if self.b.get(self.i) == Some(&b'.') {
             self.i += 1;
-            frac = self.digits(&mut v, &mut n)?;
+            frac = take_digits(self.b, &mut self.i, &mut v, &mut n)?;
         }
         if n == 0 || frac > 9 || !self.field_ends() {
             return None;
@@ -319,16 +308,7 @@ fn parse_line_fast(line: &[u8], seq: u64) -> Option<Rec> {
     if f.i != line.len() {
         return None;
     }
-    Some(Rec {
-        time,
-        seq,
-        bytes: data[0],
-        tag: data[1],
-        proc_: proc_ as u32,
-        rectype,
-        event,
-        peer: i32::try_from(data[2]).unwrap_or(-1),
-    })
+    Some(Rec::new(time, seq, proc_, rectype, event, data))
 }
 
 fn parse_block(block: &Block) -> Chunk {
