@@ -28,14 +28,105 @@ pub struct RawInterval {
     pub end: Time,
 }
 
-/// A block of state records as a reader hands it over: records as read,
-/// or grouped by location (columns without the location, 20 bytes a record
+/// A block of state records as a reader hands it over: records as read;
+/// grouped by location (columns without the location, 20 bytes a record
 /// instead of 24, and a run per location), which a reader makes in its
-/// parsing threads when a block has many records per location.
+/// parsing threads when a block has many records per location; or packed
+/// (16 bytes a record: times as 32-bit offsets), which the builder makes
+/// of any block of records whose times allow it. Raw blocks are held until
+/// the model is built, beside the other raw records: at 65,536 locations
+/// of few records each, where blocks cannot be grouped, packing them is
+/// what keeps a read's peak near the model's size.
 #[derive(Debug, Clone)]
 pub(crate) enum IntervalBlock {
     Records(Vec<RawInterval>),
     Grouped(GroupedIntervals),
+    Packed(PackedIntervals),
+}
+
+/// A state record of a packed block: its start as an offset from the
+/// block's base, and its length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PackedInterval {
+    loc: LocId,
+    state: StateId,
+    start: u32,
+    len: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<PackedInterval>() == 16);
+
+/// Records whose starts lie within `u32::MAX` of the earliest (`base`) and
+/// whose lengths fit in `u32` (in the trace's time unit: 4.29 s of
+/// nanoseconds), in their order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PackedIntervals {
+    base: Time,
+    recs: Vec<PackedInterval>,
+}
+
+impl PackedIntervals {
+    /// The records of `rows` (`len` of them), packed, unless one ends
+    /// before it starts or lies too far from the earliest start.
+    fn pack<I>(rows: I, len: usize) -> Option<PackedIntervals>
+    where
+        I: Iterator<Item = RawInterval> + Clone,
+    {
+        let base = rows.clone().map(|r| r.start).min()?;
+        let fits = |r: &RawInterval| {
+            r.start - base <= u32::MAX as Time
+                && r.end >= r.start
+                && r.end - r.start <= u32::MAX as Time
+        };
+        if !rows.clone().all(|r| fits(&r)) {
+            return None;
+        }
+        let mut recs = Vec::with_capacity(len);
+        recs.extend(rows.map(|r| PackedInterval {
+            loc: r.loc,
+            state: r.state,
+            start: (r.start - base) as u32,
+            len: (r.end - r.start) as u32,
+        }));
+        Some(PackedIntervals { base, recs })
+    }
+}
+
+impl RawRow for PackedInterval {
+    #[inline(always)]
+    fn loc(&self) -> LocId {
+        self.loc
+    }
+
+    #[inline(always)]
+    fn interval(&self, base: Time) -> RawInterval {
+        let start = base + self.start as Time;
+        RawInterval {
+            loc: self.loc,
+            state: self.state,
+            start,
+            end: start + self.len as Time,
+        }
+    }
+}
+
+impl RawRow for RawInterval {
+    #[inline(always)]
+    fn loc(&self) -> LocId {
+        self.loc
+    }
+
+    #[inline(always)]
+    fn interval(&self, _base: Time) -> RawInterval {
+        *self
+    }
+}
+
+/// A raw record of a block of records (as read, or packed against the
+/// block's base time), as the bucketing reads it.
+trait RawRow: Copy + Send + Sync {
+    fn loc(&self) -> LocId;
+    fn interval(&self, base: Time) -> RawInterval;
 }
 
 /// Records grouped by location, in their order within each location.
@@ -65,6 +156,15 @@ impl IntervalBlock {
     ) -> (IntervalBlock, Option<Vec<RawInterval>>) {
         match Self::grouped(&v, nloc) {
             Some(g) => (IntervalBlock::Grouped(g), Some(v)),
+            None => Self::pack(v),
+        }
+    }
+
+    /// `v` packed where its times allow, with `v` given back (its records
+    /// copied, for the caller to use again); otherwise as it is.
+    pub(crate) fn pack(v: Vec<RawInterval>) -> (IntervalBlock, Option<Vec<RawInterval>>) {
+        match PackedIntervals::pack(v.iter().copied(), v.len()) {
+            Some(p) => (IntervalBlock::Packed(p), Some(v)),
             None => (IntervalBlock::Records(v), None),
         }
     }
@@ -117,7 +217,10 @@ impl IntervalBlock {
                 Some((l, k)) if *l == r.loc && *k < u32::MAX => *k += 1,
                 _ => {
                     if (runs.len() + 1) * 4 > v.len() {
-                        return IntervalBlock::Records(v.to_vec());
+                        return match PackedIntervals::pack(v.iter().copied(), v.len()) {
+                            Some(p) => IntervalBlock::Packed(p),
+                            None => IntervalBlock::Records(v.to_vec()),
+                        };
                     }
                     runs.push((r.loc, 1));
                 }
@@ -161,6 +264,7 @@ impl IntervalBlock {
         match self {
             IntervalBlock::Records(v) => v.len(),
             IntervalBlock::Grouped(g) => g.start.len(),
+            IntervalBlock::Packed(p) => p.recs.len(),
         }
     }
 
@@ -177,6 +281,7 @@ impl IntervalBlock {
                 g.end.shrink_to_fit();
                 g.state.shrink_to_fit();
             }
+            IntervalBlock::Packed(p) => p.recs.shrink_to_fit(),
         }
     }
 }
@@ -458,8 +563,11 @@ impl TraceBuilder {
             let single = std::mem::take(&mut self.intervals);
             self.interval_chunks.push(IntervalBlock::Records(single));
         }
-        // kept until the model is built: without its growth slack (a
-        // shrink in place, no copy)
+        // kept until the model is built: packed where it can be, else
+        // without its growth slack (a shrink in place, no copy)
+        if let IntervalBlock::Records(v) = block {
+            block = IntervalBlock::pack(v).0;
+        }
         block.shrink_to_fit();
         self.interval_chunks.push(block);
     }
@@ -473,6 +581,7 @@ impl TraceBuilder {
                 match b {
                     IntervalBlock::Records(v) => Box::new(v.iter().map(|r| r.loc)),
                     IntervalBlock::Grouped(g) => Box::new(g.runs.iter().map(|r| r.0)),
+                    IntervalBlock::Packed(p) => Box::new(p.recs.iter().map(|r| r.loc)),
                 }
             })
             .chain(self.intervals.iter().map(|r| r.loc))
@@ -486,6 +595,7 @@ impl TraceBuilder {
             match b {
                 IntervalBlock::Records(v) => v.par_iter_mut().for_each(|r| f(&mut r.loc)),
                 IntervalBlock::Grouped(g) => g.runs.iter_mut().for_each(|r| f(&mut r.0)),
+                IntervalBlock::Packed(p) => p.recs.par_iter_mut().for_each(|r| f(&mut r.loc)),
             }
         }
         self.intervals.par_iter_mut().for_each(|r| f(&mut r.loc));
@@ -507,6 +617,9 @@ impl TraceBuilder {
             match b {
                 IntervalBlock::Records(v) => v.par_iter_mut().for_each(|r| r.state = f(r.state)),
                 IntervalBlock::Grouped(g) => g.state.par_iter_mut().for_each(|s| *s = f(*s)),
+                IntervalBlock::Packed(p) => {
+                    p.recs.par_iter_mut().for_each(|r| r.state = f(r.state))
+                }
             }
         }
         self.intervals
@@ -953,6 +1066,11 @@ fn bucket(
                             v[l as usize] += k as u64;
                         }
                     }
+                    IntervalBlock::Packed(p) => {
+                        for r in &p.recs {
+                            v[r.loc as usize] += 1;
+                        }
+                    }
                 }
                 v
             },
@@ -1002,13 +1120,13 @@ fn bucket(
             .iter()
             .map(|&o| (o / per).min(slabs as u64 - 1) as u16)
             .collect();
-        let mut pieces: Vec<Vec<Vec<RawInterval>>> = vec![Vec::new(); slabs];
+        let mut pieces: Vec<Vec<IntervalBlock>> = vec![Vec::new(); slabs];
         loop {
             let batch = next_batch();
             if batch.is_empty() {
                 break;
             }
-            let split: Vec<Vec<Vec<RawInterval>>> = batch
+            let split: Vec<Vec<IntervalBlock>> = batch
                 .into_par_iter()
                 .map(|b| split_into_slabs(b, &slab_of, slabs))
                 .collect();
@@ -1031,9 +1149,7 @@ fn bucket(
         }
         for (s, slab) in pieces.iter_mut().enumerate() {
             let slab = std::mem::take(slab);
-            let refs: Vec<&[RawInterval]> = slab.iter().map(Vec::as_slice).collect();
-            scatter_batch(&refs, first[s]..first[s + 1], &mut next, &dst);
-            drop(refs);
+            scatter_blocks(&slab, first[s]..first[s + 1], &mut next, &dst);
             drop(slab);
             crate::memory::return_freed_memory();
         }
@@ -1048,35 +1164,7 @@ fn bucket(
         if batch.is_empty() {
             break;
         }
-        // runs of blocks of one form, in order (each location's records
-        // stay in the order of the blocks)
-        for seg in batch.chunk_by(|a, b| {
-            matches!(
-                (a, b),
-                (IntervalBlock::Records(_), IntervalBlock::Records(_))
-                    | (IntervalBlock::Grouped(_), IntervalBlock::Grouped(_))
-            )
-        }) {
-            if let IntervalBlock::Records(_) = seg[0] {
-                let recs: Vec<&[RawInterval]> = seg
-                    .iter()
-                    .filter_map(|b| match b {
-                        IntervalBlock::Records(v) => Some(v.as_slice()),
-                        IntervalBlock::Grouped(_) => None,
-                    })
-                    .collect();
-                scatter_batch(&recs, 0..nloc, &mut next, &dst);
-            } else {
-                let groups: Vec<&GroupedIntervals> = seg
-                    .iter()
-                    .filter_map(|b| match b {
-                        IntervalBlock::Grouped(g) => Some(g),
-                        IntervalBlock::Records(_) => None,
-                    })
-                    .collect();
-                copy_groups(&groups, &mut next, &dst);
-            }
-        }
+        scatter_blocks(&batch, 0..nloc, &mut next, &dst);
         drop(batch);
         crate::memory::return_freed_memory();
     }
@@ -1086,45 +1174,117 @@ fn bucket(
 }
 
 /// One block's records split by slab (`slab_of` each location's), in
-/// order within each slab; the block is freed.
-fn split_into_slabs(b: IntervalBlock, slab_of: &[u16], slabs: usize) -> Vec<Vec<RawInterval>> {
+/// order within each slab, packed where the block's times allow; the block
+/// is freed.
+fn split_into_slabs(b: IntervalBlock, slab_of: &[u16], slabs: usize) -> Vec<IntervalBlock> {
+    let slab = |l: LocId| slab_of[l as usize] as usize;
     let mut count = vec![0usize; slabs];
     match &b {
-        IntervalBlock::Records(rs) => {
-            for r in rs {
-                count[slab_of[r.loc as usize] as usize] += 1;
-            }
-        }
-        IntervalBlock::Grouped(g) => {
-            for &(l, k) in &g.runs {
-                count[slab_of[l as usize] as usize] += k as usize;
-            }
-        }
+        IntervalBlock::Records(rs) => rs.iter().for_each(|r| count[slab(r.loc)] += 1),
+        IntervalBlock::Packed(p) => p.recs.iter().for_each(|r| count[slab(r.loc)] += 1),
+        IntervalBlock::Grouped(g) => g
+            .runs
+            .iter()
+            .for_each(|&(l, k)| count[slab(l)] += k as usize),
     }
-    let mut out: Vec<Vec<RawInterval>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
+    let base = match &b {
+        IntervalBlock::Records(_) => None,
+        IntervalBlock::Packed(p) => Some(p.base),
+        IntervalBlock::Grouped(g) => packed_base(&g.start, &g.end),
+    };
+    let Some(base) = base else {
+        let mut out: Vec<Vec<RawInterval>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
+        match b {
+            IntervalBlock::Records(rs) => rs.iter().for_each(|&r| out[slab(r.loc)].push(r)),
+            IntervalBlock::Grouped(g) => for_each_grouped(&g, |r| out[slab(r.loc)].push(r)),
+            IntervalBlock::Packed(_) => unreachable!("a packed block has a base"),
+        }
+        return out.into_iter().map(IntervalBlock::Records).collect();
+    };
+    let mut out: Vec<Vec<PackedInterval>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
     match b {
-        IntervalBlock::Records(rs) => {
-            for r in rs {
-                out[slab_of[r.loc as usize] as usize].push(r);
-            }
+        IntervalBlock::Packed(p) => p.recs.iter().for_each(|&r| out[slab(r.loc)].push(r)),
+        IntervalBlock::Grouped(g) => for_each_grouped(&g, |r| {
+            out[slab(r.loc)].push(PackedInterval {
+                loc: r.loc,
+                state: r.state,
+                start: (r.start - base) as u32,
+                len: (r.end - r.start) as u32,
+            })
+        }),
+        IntervalBlock::Records(_) => unreachable!("records have no base"),
+    }
+    out.into_iter()
+        .map(|recs| IntervalBlock::Packed(PackedIntervals { base, recs }))
+        .collect()
+}
+
+/// The base a block of these times packs against: its earliest start,
+/// when every start lies within `u32::MAX` of it and every length fits.
+fn packed_base(start: &[Time], end: &[Time]) -> Option<Time> {
+    let base = start.iter().copied().min()?;
+    start
+        .iter()
+        .zip(end)
+        .all(|(&s, &e)| s - base <= u32::MAX as Time && e >= s && e - s <= u32::MAX as Time)
+        .then_some(base)
+}
+
+/// Calls `f` with each record of a grouped block, in its order.
+fn for_each_grouped(g: &GroupedIntervals, mut f: impl FnMut(RawInterval)) {
+    let mut i = 0usize;
+    for &(loc, k) in &g.runs {
+        for j in i..i + k as usize {
+            f(RawInterval {
+                loc,
+                state: g.state[j],
+                start: g.start[j],
+                end: g.end[j],
+            });
         }
-        IntervalBlock::Grouped(g) => {
-            let mut i = 0usize;
-            for &(loc, k) in &g.runs {
-                let o = &mut out[slab_of[loc as usize] as usize];
-                for j in i..i + k as usize {
-                    o.push(RawInterval {
-                        loc,
-                        state: g.state[j],
-                        start: g.start[j],
-                        end: g.end[j],
-                    });
-                }
-                i += k as usize;
+        i += k as usize;
+    }
+}
+
+/// Copies blocks (in order: each location's records stay in the order of
+/// the blocks) to the columns, a run of blocks of one form at a time.
+/// Every record's location lies in `locs`.
+fn scatter_blocks(blocks: &[IntervalBlock], locs: Range<usize>, next: &mut [u64], dst: &Columns) {
+    let form = std::mem::discriminant::<IntervalBlock>;
+    for seg in blocks.chunk_by(|a, b| form(a) == form(b)) {
+        match &seg[0] {
+            IntervalBlock::Records(_) => {
+                let recs: Vec<(Time, &[RawInterval])> = seg
+                    .iter()
+                    .filter_map(|b| match b {
+                        IntervalBlock::Records(v) => Some((0, v.as_slice())),
+                        _ => None,
+                    })
+                    .collect();
+                scatter_batch(&recs, locs.clone(), next, dst);
+            }
+            IntervalBlock::Packed(_) => {
+                let recs: Vec<(Time, &[PackedInterval])> = seg
+                    .iter()
+                    .filter_map(|b| match b {
+                        IntervalBlock::Packed(p) => Some((p.base, p.recs.as_slice())),
+                        _ => None,
+                    })
+                    .collect();
+                scatter_batch(&recs, locs.clone(), next, dst);
+            }
+            IntervalBlock::Grouped(_) => {
+                let groups: Vec<&GroupedIntervals> = seg
+                    .iter()
+                    .filter_map(|b| match b {
+                        IntervalBlock::Grouped(g) => Some(g),
+                        _ => None,
+                    })
+                    .collect();
+                copy_groups(&groups, next, dst);
             }
         }
     }
-    out
 }
 
 /// Copies grouped blocks (in order) to the columns: each run to where its
@@ -1171,19 +1331,24 @@ fn copy_groups(groups: &[&GroupedIntervals], next: &mut [u64], dst: &Columns) {
 /// location's records from `next[l]` on (advanced past them): parts of
 /// the batch are counted, given their positions and copied in parallel.
 /// Every record's location lies in `locs` (the counts span it alone).
-fn scatter_batch(batch: &[&[RawInterval]], locs: Range<usize>, next: &mut [u64], dst: &Columns) {
+fn scatter_batch<R: RawRow>(
+    batch: &[(Time, &[R])],
+    locs: Range<usize>,
+    next: &mut [u64],
+    dst: &Columns,
+) {
     let nloc = locs.len();
     let base = locs.start;
-    let len: usize = batch.iter().map(|b| b.len()).sum();
+    let len: usize = batch.iter().map(|b| b.1.len()).sum();
     // at most one count per record in the per-part tables
     let parts = rayon::current_num_threads()
         .min(len / nloc.max(1))
         .clamp(1, 64);
     let part_len = len.div_ceil(parts).max(1);
     // the parts: runs of part_len records, as pieces of the blocks
-    let mut groups: Vec<Vec<&[RawInterval]>> = vec![Vec::new()];
+    let mut groups: Vec<Vec<(Time, &[R])>> = vec![Vec::new()];
     let mut fill = 0usize;
-    for &block in batch {
+    for &(block_base, block) in batch {
         let mut rest = block;
         while !rest.is_empty() {
             if fill == part_len {
@@ -1192,7 +1357,7 @@ fn scatter_batch(batch: &[&[RawInterval]], locs: Range<usize>, next: &mut [u64],
             }
             let take = (part_len - fill).min(rest.len());
             if let Some(g) = groups.last_mut() {
-                g.push(&rest[..take]);
+                g.push((block_base, &rest[..take]));
             }
             fill += take;
             rest = &rest[take..];
@@ -1202,8 +1367,8 @@ fn scatter_batch(batch: &[&[RawInterval]], locs: Range<usize>, next: &mut [u64],
         .par_iter()
         .map(|g| {
             let mut v = vec![0u64; nloc];
-            for r in g.iter().flat_map(|c| c.iter()) {
-                v[r.loc as usize - base] += 1;
+            for r in g.iter().flat_map(|c| c.1.iter()) {
+                v[r.loc() as usize - base] += 1;
             }
             v
         })
@@ -1222,16 +1387,19 @@ fn scatter_batch(batch: &[&[RawInterval]], locs: Range<usize>, next: &mut [u64],
         .par_iter()
         .zip(cursors.par_iter_mut())
         .for_each(|(g, cur)| {
-            for r in g.iter().flat_map(|c| c.iter()) {
-                let k = &mut cur[r.loc as usize - base];
-                // SAFETY: part p of this batch writes location l's records
-                // at [cursor(p, l), cursor(p, l) + count(p, l)): ranges
-                // disjoint across parts, locations and batches (each
-                // batch starts where the previous one ended in each
-                // location's run, within [offsets[l], offsets[l + 1]),
-                // which partition 0..n), and the columns outlive this loop.
-                unsafe { dst.write(*k as usize, r) };
-                *k += 1;
+            for &(block_base, rows) in g {
+                for r in rows {
+                    let r = r.interval(block_base);
+                    let k = &mut cur[r.loc as usize - base];
+                    // SAFETY: part p of this batch writes location l's records
+                    // at [cursor(p, l), cursor(p, l) + count(p, l)): ranges
+                    // disjoint across parts, locations and batches (each
+                    // batch starts where the previous one ended in each
+                    // location's run, within [offsets[l], offsets[l + 1]),
+                    // which partition 0..n), and the columns outlive this loop.
+                    unsafe { dst.write(*k as usize, &r) };
+                    *k += 1;
+                }
             }
         });
 }
@@ -1368,15 +1536,30 @@ mod tests {
             .num_threads(3)
             .build()
             .unwrap();
-        for (nloc, nblocks) in [(1usize, 5usize), (13, 40), (700, 60)] {
+        // times of any order (most blocks then cannot be packed), and
+        // times that pack: ends after starts, some blocks far in time
+        // (beyond 32 bits from time 0) and one that spans too long a time
+        for (nloc, nblocks, packable) in [(1usize, 5usize), (13, 40), (700, 60)]
+            .into_iter()
+            .flat_map(|(l, b)| [(l, b, false), (l, b, true)])
+        {
             let blocks: Vec<Vec<RawInterval>> = (0..nblocks)
-                .map(|_| {
+                .map(|i| {
+                    let far = if i % 4 == 1 { 1u64 << 40 } else { 0 };
                     (0..rnd(300))
-                        .map(|_| RawInterval {
-                            loc: rnd(nloc as u64) as u32,
-                            state: rnd(5) as u32,
-                            start: rnd(1000),
-                            end: rnd(1000),
+                        .map(|j| {
+                            let start = far + rnd(1000);
+                            let end = match (packable, i, j) {
+                                (false, ..) => rnd(1000),
+                                (true, 2, 7) => start + (1 << 33),
+                                (true, ..) => start + rnd(50),
+                            };
+                            RawInterval {
+                                loc: rnd(nloc as u64) as u32,
+                                state: rnd(5) as u32,
+                                start,
+                                end,
+                            }
                         })
                         .collect()
                 })
@@ -1387,8 +1570,9 @@ mod tests {
                 .into_iter()
                 .flat_map(|b| [(b, 1usize), (b, 3), (b, SLABS)])
             {
-                // as records, grouped where the blocks allow, and mixed
-                let forms: [Vec<IntervalBlock>; 3] = [
+                // as records, grouped where the blocks allow, packed where
+                // they allow, and mixed
+                let forms: [Vec<IntervalBlock>; 5] = [
                     blocks.iter().cloned().map(IntervalBlock::Records).collect(),
                     blocks
                         .iter()
@@ -1405,7 +1589,34 @@ mod tests {
                             }
                         })
                         .collect(),
+                    blocks
+                        .iter()
+                        .map(|b| IntervalBlock::pack(b.clone()).0)
+                        .collect(),
+                    blocks
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| match i % 3 {
+                            0 => IntervalBlock::Records(b.clone()),
+                            1 => IntervalBlock::pack(b.clone()).0,
+                            _ => IntervalBlock::group(b.clone(), nloc).0,
+                        })
+                        .collect(),
                 ];
+                if packable {
+                    // packed exactly where the times allow: not an empty
+                    // block, nor the one with a record too long
+                    let packed: Vec<bool> = forms[3]
+                        .iter()
+                        .map(|b| matches!(b, IntervalBlock::Packed(_)))
+                        .collect();
+                    let fits: Vec<bool> = blocks
+                        .iter()
+                        .map(|b| !b.is_empty() && b.iter().all(|r| r.end - r.start < 1 << 32))
+                        .collect();
+                    assert_eq!(packed, fits);
+                    assert!(fits.iter().filter(|&&f| !f).count() < nblocks / 2);
+                }
                 for (form, blocks) in forms.into_iter().enumerate() {
                     let (offsets, start, end, state) =
                         pool.install(|| bucket(blocks, nloc, batch_len, slabs));

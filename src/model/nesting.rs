@@ -47,7 +47,9 @@ pub fn sort_nested(slices: &mut [NestedSlice]) {
 #[derive(Debug, Default, Clone)]
 pub struct Flattener {
     /// Open regions: (end, state), outermost first.
-    stack: Vec<(Time, StateId)>,
+    /// (Inline for two: the flatteners of many locations are held at
+    /// once, and most have one or two regions open.)
+    stack: smallvec::SmallVec<[(Time, StateId); 2]>,
     cursor: Time,
     /// Regions clipped to their parent's end so far.
     pub clipped: u64,

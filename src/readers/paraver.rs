@@ -890,6 +890,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 
     damage.report(&mut b.diagnostics, path, "records")?;
     make_locations(&mut b, &header, &table, declared, &row, true)?;
+    // the names are the locations' now: freed before the model is built
+    // (4.6 MB of strings at 65,536 threads)
+    drop(row);
 
     add_states(&mut b, &pcf, state_values);
     let state_map = dense_map(b.states.iter().map(|(id, s)| (s.external_id, id)));

@@ -18,6 +18,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 
 use super::{MAX_PROC, Rec, is_recv, is_send};
 use crate::model::builder::RawInterval;
@@ -31,36 +32,48 @@ pub(super) struct Refusal {
     pub why: String,
 }
 
-/// One processor while its records come by.
+/// One processor while its records come by. Every processor's is held
+/// until the end, so it is kept small: the few regions open or not yet
+/// flattened inline (a processor rarely has more than one of each), what
+/// only some processors need apart ([`Rare`]). At 65,536 processors that
+/// is 16 MiB, where a vector each for the open regions, the run and the
+/// flattener's stack took 37.
 pub(super) struct Proc {
     pub loc: LocId,
     pub proc_: u32,
     /// Where busy begins: its first record's time, which must be its
     /// trace start's when it has one.
     t0: i64,
-    started: bool,
-    start_seen: bool,
     first_seq: u64,
     last_time: i64,
     last_seq: u64,
     /// The latest start among `run`'s regions.
     run_start: Time,
-    /// Its latest trace stop, and the records after it.
+    /// Its latest trace stop (the records after it wait in `Rare::post`).
     stop: Option<i64>,
-    post: Vec<Rec>,
-    /// Send and receive begins not yet ended: (event, time).
-    open: Vec<(i32, i64)>,
-    /// Regions since the processor last had nothing open.
-    run: Vec<NestedSlice>,
-    flat: Flattener,
     /// Busy's end, once the last stop is known.
     root_end: Option<Time>,
+    started: bool,
+    start_seen: bool,
+    /// Send and receive begins not yet ended: (event, time).
+    open: SmallVec<[(i32, i64); 2]>,
+    /// Regions since the processor last had nothing open.
+    run: SmallVec<[NestedSlice; 2]>,
+    flat: Flattener,
+    rare: Option<Box<Rare>>,
+}
+
+/// What few processors need: records after a trace stop, and what went
+/// wrong.
+#[derive(Default)]
+struct Rare {
+    post: Vec<Rec>,
     /// A send or receive from busy's start past its end (start, line):
     /// the in-memory nesting puts it outside busy, which a stream cannot.
     outside: Option<(Time, u64)>,
-    pub unmatched_end: u64,
-    pub unclosed: u64,
-    pub first_bad: Option<u64>,
+    unmatched_end: u64,
+    unclosed: u64,
+    first_bad: Option<u64>,
 }
 
 /// A message's key: (source, destination, tag) processors.
@@ -189,23 +202,31 @@ impl Proc {
             loc,
             proc_,
             t0: 0,
-            started: false,
-            start_seen: false,
             first_seq: 0,
             last_time: i64::MIN,
             last_seq: 0,
             run_start: 0,
             stop: None,
-            post: Vec::new(),
-            open: Vec::new(),
-            run: Vec::new(),
-            flat: Flattener::default(),
             root_end: None,
-            outside: None,
-            unmatched_end: 0,
-            unclosed: 0,
-            first_bad: None,
+            started: false,
+            start_seen: false,
+            open: SmallVec::new(),
+            run: SmallVec::new(),
+            flat: Flattener::default(),
+            rare: None,
         }
+    }
+
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// End records without a begin, begins never ended, and the first
+    /// line of either.
+    pub fn faults(&self) -> (u64, u64, Option<u64>) {
+        self.rare
+            .as_ref()
+            .map_or((0, 0, None), |r| (r.unmatched_end, r.unclosed, r.first_bad))
     }
 
     /// Takes one record of this processor, in file order.
@@ -260,10 +281,10 @@ impl Proc {
         let is_stop = r.rectype == -4 && r.event == -901;
         if self.stop.is_some() {
             // after a stop: inside busy only if another stop follows
-            self.post.push(*r);
+            self.rare().post.push(*r);
             if is_stop {
                 self.stop = Some(r.time);
-                for p in std::mem::take(&mut self.post) {
+                for p in std::mem::take(&mut self.rare().post) {
                     self.cut(&p, c);
                 }
             }
@@ -309,7 +330,7 @@ impl Proc {
                             .root_end
                             .is_some_and(|re| bt == self.t0 && r.time as Time > re)
                         {
-                            self.outside.get_or_insert((bt as Time, r.seq));
+                            self.rare().outside.get_or_insert((bt as Time, r.seq));
                         }
                         self.run.push(NestedSlice {
                             start: bt as Time,
@@ -320,8 +341,9 @@ impl Proc {
                         self.run_start = self.run_start.max(bt as Time);
                     }
                     None => {
-                        self.unmatched_end += 1;
-                        self.first_bad.get_or_insert(r.seq);
+                        let rare = self.rare();
+                        rare.unmatched_end += 1;
+                        rare.first_bad.get_or_insert(r.seq);
                     }
                 }
                 if is_recv(e) {
@@ -355,12 +377,16 @@ impl Proc {
         let root_end = t1.max(self.t0) as Time;
         self.flat.set_root_end(root_end);
         self.root_end = Some(root_end);
-        for p in std::mem::take(&mut self.post) {
-            self.cut(&p, c);
+        if let Some(rare) = &mut self.rare {
+            for p in std::mem::take(&mut rare.post) {
+                self.cut(&p, c);
+            }
         }
         for (e, bt) in std::mem::take(&mut self.open) {
-            self.unclosed += 1;
-            self.first_bad.get_or_insert(self.first_seq);
+            let first_seq = self.first_seq;
+            let rare = self.rare();
+            rare.unclosed += 1;
+            rare.first_bad.get_or_insert(first_seq);
             self.run.push(NestedSlice {
                 start: bt as Time,
                 end: t1.max(bt) as Time,
@@ -370,9 +396,10 @@ impl Proc {
         }
         let t0 = self.t0 as Time;
         if let Some(s) = self.run.iter().find(|s| s.start == t0 && s.end > root_end) {
-            self.outside.get_or_insert((s.start, s.seq));
+            let at = (s.start, s.seq);
+            self.rare().outside.get_or_insert(at);
         }
-        if let Some((start, seq)) = self.outside {
+        if let Some((start, seq)) = self.rare.as_ref().and_then(|r| r.outside) {
             return Err(refuse(
                 seq.min(self.last_seq),
                 format!(
@@ -389,5 +416,22 @@ impl Proc {
         self.flat.finish(&mut c.scratch);
         c.emit(self.loc);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_processor_state_stays_small() {
+        // held for every processor until the end of a read: 65,536 of
+        // them took 37 MiB with a vector each for the open regions, the
+        // run and the flattener's stack
+        assert!(
+            std::mem::size_of::<Proc>() <= 272,
+            "{}",
+            std::mem::size_of::<Proc>()
+        );
     }
 }

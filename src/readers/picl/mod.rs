@@ -787,13 +787,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     b.events
         .par_iter_mut()
         .for_each(|e| e.kind = kind[e.kind as usize]);
-    report_cut(
-        &mut b,
-        path,
-        procs
-            .iter()
-            .map(|p| (p.unmatched_end, p.unclosed, p.first_bad)),
-    )?;
+    report_cut(&mut b, path, procs.iter().map(|p| p.faults()))?;
     report_unmatched_messages(&mut b, path, matcher.unmatched())?;
     // the cut's state (per processor, per thread, the matcher's) is not
     // needed by the build: freed first, for the build's room (17 MB and

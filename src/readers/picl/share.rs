@@ -444,10 +444,7 @@ pub fn read_share(
         path: path.to_path_buf(),
         procs,
         first: lo,
-        cut: state
-            .iter()
-            .map(|p| (p.unmatched_end, p.unclosed, p.first_bad))
-            .collect(),
+        cut: state.iter().map(|p| p.faults()).collect(),
         unmatched: m.unmatched(),
         kinds: std::mem::take(&mut c.kinds),
         truncated,

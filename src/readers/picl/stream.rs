@@ -133,13 +133,7 @@ pub fn stream(
         .map_err(|e| Error::parse(path, Position::none(), e))?;
     c.out.clear();
 
-    super::report_cut(
-        &mut b,
-        path,
-        state
-            .iter()
-            .map(|p| (p.unmatched_end, p.unclosed, p.first_bad)),
-    )?;
+    super::report_cut(&mut b, path, state.iter().map(|p| p.faults()))?;
     m.apply(&mut c.ops);
     hand_over(&mut m.matched, &procs, &state, sink, path)?;
     super::report_unmatched_messages(&mut b, path, m.unmatched())?;
