@@ -33,11 +33,12 @@ pub(super) struct Refusal {
 }
 
 /// One processor while its records come by. Every processor's is held
-/// until the end, so it is kept small: the few regions open or not yet
-/// flattened inline (a processor rarely has more than one of each), what
-/// only some processors need apart ([`Rare`]). At 65,536 processors that
-/// is 16 MiB, where a vector each for the open regions, the run and the
-/// flattener's stack took 37.
+/// until the end, so it is kept small: the regions open or not yet
+/// flattened inline (one of each: a processor rarely has more, and one
+/// that does spills to the heap, as a vector would), what only some
+/// processors need apart ([`Rare`]). At 65,536 processors that is 13.5
+/// MiB (216 bytes each), where a vector each for the open regions, the
+/// run and the flattener's stack took 37.
 pub(super) struct Proc {
     pub loc: LocId,
     pub proc_: u32,
@@ -56,9 +57,9 @@ pub(super) struct Proc {
     started: bool,
     start_seen: bool,
     /// Send and receive begins not yet ended: (event, time).
-    open: SmallVec<[(i32, i64); 2]>,
+    open: SmallVec<[(i32, i64); 1]>,
     /// Regions since the processor last had nothing open.
-    run: SmallVec<[NestedSlice; 2]>,
+    run: SmallVec<[NestedSlice; 1]>,
     flat: Flattener,
     rare: Option<Box<Rare>>,
 }
@@ -429,7 +430,7 @@ mod tests {
         // them took 37 MiB with a vector each for the open regions, the
         // run and the flattener's stack
         assert!(
-            std::mem::size_of::<Proc>() <= 272,
+            std::mem::size_of::<Proc>() <= 216,
             "{}",
             std::mem::size_of::<Proc>()
         );
