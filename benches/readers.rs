@@ -2,7 +2,7 @@
 //!
 //! Inputs are generated once with the synthetic workload generator into
 //! `target/bench-data/` (Gaussian elimination on 512 processors in each
-//! format, and a broadcast on 65,536 processors in Paraver: many
+//! format, and a broadcast on 65,536 processors in Paraver and PICL: many
 //! locations of few intervals each), and the Paraver input is converted
 //! once into its columnar cache (`gauss.prv.tapestry/`, the `cache` row:
 //! re-opening).
@@ -85,9 +85,10 @@ fn input(format: OutputFormat, name: &str) -> PathBuf {
 }
 
 /// A hypercube broadcast on 65,536 processors of at least the target
-/// size, as Paraver: few intervals per location (about 65 at 220 MB),
-/// where the model is built through slabs of locations.
-fn wide_input(name: &str) -> PathBuf {
+/// size: few intervals per location (about 65 at 220 MB), where the model
+/// is built through slabs of locations and a block's records are packed,
+/// not grouped.
+fn wide_input(format: OutputFormat, name: &str) -> PathBuf {
     let bcast = |reps: u64| SynthConfig {
         workload: Workload::Broadcast {
             bytes: 4096,
@@ -99,7 +100,7 @@ fn wide_input(name: &str) -> PathBuf {
         model: MachineModel::default(),
         seed: 1,
     };
-    sized_input(name, OutputFormat::Paraver, 16, bcast, |reps, r| {
+    sized_input(name, format, 16, bcast, |reps, r| {
         (reps as f64 * r * 1.05).ceil() as u64 + 1
     })
 }
@@ -187,9 +188,16 @@ fn main() {
     let cache = cache_of(&prv);
     let inputs = [
         ("paraver", prv),
-        ("paraver-65536", wide_input("bcast-65536.prv")),
+        (
+            "paraver-65536",
+            wide_input(OutputFormat::Paraver, "bcast-65536.prv"),
+        ),
         ("chrome-json", input(OutputFormat::ChromeJson, "gauss.json")),
         ("picl", input(OutputFormat::Picl, "gauss.trf")),
+        (
+            "picl-65536",
+            wide_input(OutputFormat::Picl, "bcast-65536.trf"),
+        ),
         ("cache", cache),
     ];
     let mut c = Criterion::default()
