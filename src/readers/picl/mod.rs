@@ -797,7 +797,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     report_cut(&mut b, path, procs.iter().map(|p| p.faults()))?;
     report_unmatched_messages(&mut b, path, matcher.unmatched())?;
     // the cut's state (per processor, per thread, the matcher's) is not
-    // needed by the build: freed first, for the build's room (17 MB and
+    // needed by the build: freed first, for the build's room (14 MB and
     // more at 65,536 processors)
     drop((procs, ctxs, matcher, index, kind_of));
     let mut t = b.finish(BuildOptions {
