@@ -66,38 +66,39 @@ pub(crate) struct PackedIntervals {
 }
 
 impl PackedIntervals {
-    /// The records of `rows` (`len` of them), packed, unless one ends
-    /// before it starts or lies too far from the earliest start.
-    fn pack<I>(rows: I, len: usize) -> Option<PackedIntervals>
-    where
-        I: Iterator<Item = RawInterval> + Clone,
-    {
-        let base = rows.clone().map(|r| r.start).min()?;
-        let fits = |r: &RawInterval| {
-            r.start - base <= u32::MAX as Time
-                && r.end >= r.start
-                && r.end - r.start <= u32::MAX as Time
-        };
-        if !rows.clone().all(|r| fits(&r)) {
-            return None;
-        }
-        let mut recs = Vec::with_capacity(len);
-        recs.extend(rows.map(|r| PackedInterval {
-            loc: r.loc,
-            state: r.state,
-            start: (r.start - base) as u32,
-            len: (r.end - r.start) as u32,
-        }));
+    /// `v` packed, unless a record ends before it starts or lies too far
+    /// from the earliest start.
+    fn pack(v: &[RawInterval]) -> Option<PackedIntervals> {
+        let base = packed_base(v.iter().map(|r| (r.start, r.end)))?;
+        let recs = v.iter().map(|r| PackedInterval::of(r, base)).collect();
         Some(PackedIntervals { base, recs })
     }
 }
 
-impl RawRow for PackedInterval {
-    #[inline(always)]
-    fn loc(&self) -> LocId {
-        self.loc
-    }
+/// The base records of these `(start, end)` times pack against: the
+/// earliest start, when every start lies within `u32::MAX` of it and every
+/// length fits in `u32` (none for no records).
+fn packed_base(mut times: impl Iterator<Item = (Time, Time)> + Clone) -> Option<Time> {
+    let base = times.clone().map(|t| t.0).min()?;
+    times
+        .all(|(s, e)| s - base <= u32::MAX as Time && e >= s && e - s <= u32::MAX as Time)
+        .then_some(base)
+}
 
+impl PackedInterval {
+    /// `r` against `base` (its times checked by [`packed_base`]).
+    #[inline(always)]
+    fn of(r: &RawInterval, base: Time) -> PackedInterval {
+        PackedInterval {
+            loc: r.loc,
+            state: r.state,
+            start: (r.start - base) as u32,
+            len: (r.end - r.start) as u32,
+        }
+    }
+}
+
+impl RawRow for PackedInterval {
     #[inline(always)]
     fn interval(&self, base: Time) -> RawInterval {
         let start = base + self.start as Time;
@@ -112,11 +113,6 @@ impl RawRow for PackedInterval {
 
 impl RawRow for RawInterval {
     #[inline(always)]
-    fn loc(&self) -> LocId {
-        self.loc
-    }
-
-    #[inline(always)]
     fn interval(&self, _base: Time) -> RawInterval {
         *self
     }
@@ -125,7 +121,6 @@ impl RawRow for RawInterval {
 /// A raw record of a block of records (as read, or packed against the
 /// block's base time), as the bucketing reads it.
 trait RawRow: Copy + Send + Sync {
-    fn loc(&self) -> LocId;
     fn interval(&self, base: Time) -> RawInterval;
 }
 
@@ -163,7 +158,7 @@ impl IntervalBlock {
     /// `v` packed where its times allow, with `v` given back (its records
     /// copied, for the caller to use again); otherwise as it is.
     pub(crate) fn pack(v: Vec<RawInterval>) -> (IntervalBlock, Option<Vec<RawInterval>>) {
-        match PackedIntervals::pack(v.iter().copied(), v.len()) {
+        match PackedIntervals::pack(&v) {
             Some(p) => (IntervalBlock::Packed(p), Some(v)),
             None => (IntervalBlock::Records(v), None),
         }
@@ -217,7 +212,7 @@ impl IntervalBlock {
                 Some((l, k)) if *l == r.loc && *k < u32::MAX => *k += 1,
                 _ => {
                     if (runs.len() + 1) * 4 > v.len() {
-                        return match PackedIntervals::pack(v.iter().copied(), v.len()) {
+                        return match PackedIntervals::pack(v) {
                             Some(p) => IntervalBlock::Packed(p),
                             None => IntervalBlock::Records(v.to_vec()),
                         };
@@ -1190,7 +1185,9 @@ fn split_into_slabs(b: IntervalBlock, slab_of: &[u16], slabs: usize) -> Vec<Inte
     let base = match &b {
         IntervalBlock::Records(_) => None,
         IntervalBlock::Packed(p) => Some(p.base),
-        IntervalBlock::Grouped(g) => packed_base(&g.start, &g.end),
+        IntervalBlock::Grouped(g) => {
+            packed_base(g.start.iter().copied().zip(g.end.iter().copied()))
+        }
     };
     let Some(base) = base else {
         let mut out: Vec<Vec<RawInterval>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
@@ -1204,30 +1201,14 @@ fn split_into_slabs(b: IntervalBlock, slab_of: &[u16], slabs: usize) -> Vec<Inte
     let mut out: Vec<Vec<PackedInterval>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
     match b {
         IntervalBlock::Packed(p) => p.recs.iter().for_each(|&r| out[slab(r.loc)].push(r)),
-        IntervalBlock::Grouped(g) => for_each_grouped(&g, |r| {
-            out[slab(r.loc)].push(PackedInterval {
-                loc: r.loc,
-                state: r.state,
-                start: (r.start - base) as u32,
-                len: (r.end - r.start) as u32,
-            })
-        }),
+        IntervalBlock::Grouped(g) => {
+            for_each_grouped(&g, |r| out[slab(r.loc)].push(PackedInterval::of(&r, base)))
+        }
         IntervalBlock::Records(_) => unreachable!("records have no base"),
     }
     out.into_iter()
         .map(|recs| IntervalBlock::Packed(PackedIntervals { base, recs }))
         .collect()
-}
-
-/// The base a block of these times packs against: its earliest start,
-/// when every start lies within `u32::MAX` of it and every length fits.
-fn packed_base(start: &[Time], end: &[Time]) -> Option<Time> {
-    let base = start.iter().copied().min()?;
-    start
-        .iter()
-        .zip(end)
-        .all(|(&s, &e)| s - base <= u32::MAX as Time && e >= s && e - s <= u32::MAX as Time)
-        .then_some(base)
 }
 
 /// Calls `f` with each record of a grouped block, in its order.
@@ -1367,8 +1348,10 @@ fn scatter_batch<R: RawRow>(
         .par_iter()
         .map(|g| {
             let mut v = vec![0u64; nloc];
-            for r in g.iter().flat_map(|c| c.1.iter()) {
-                v[r.loc() as usize - base] += 1;
+            for &(block_base, rows) in g {
+                for r in rows {
+                    v[r.interval(block_base).loc as usize - base] += 1;
+                }
             }
             v
         })
