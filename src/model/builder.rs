@@ -129,9 +129,56 @@ trait RawRow: Copy + Send + Sync {
 pub(crate) struct GroupedIntervals {
     /// (location, records), by increasing location.
     pub runs: Vec<(LocId, u32)>,
-    pub start: Vec<Time>,
-    pub end: Vec<Time>,
+    pub times: GroupedTimes,
     pub state: Vec<StateId>,
+}
+
+/// The times of a grouped block: packed (12 bytes a record with the
+/// state instead of 20) when every record allows it, as in
+/// [`PackedIntervals`].
+#[derive(Debug, Clone)]
+pub(crate) enum GroupedTimes {
+    Full { start: Vec<Time>, end: Vec<Time> },
+    Packed { base: Time, start: Vec<u32>, len: Vec<u32> },
+}
+
+impl Default for GroupedTimes {
+    fn default() -> Self {
+        GroupedTimes::Full {
+            start: Vec::new(),
+            end: Vec::new(),
+        }
+    }
+}
+
+impl GroupedTimes {
+    /// The `(start, end)` times in order, packed where they allow it.
+    fn of(times: impl ExactSizeIterator<Item = (Time, Time)> + Clone) -> GroupedTimes {
+        match packed_base(times.clone()) {
+            Some(base) => GroupedTimes::Packed {
+                base,
+                start: times.clone().map(|(s, _)| (s - base) as u32).collect(),
+                len: times.map(|(s, e)| (e - s) as u32).collect(),
+            },
+            None => GroupedTimes::Full {
+                start: times.clone().map(|t| t.0).collect(),
+                end: times.map(|t| t.1).collect(),
+            },
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            GroupedTimes::Full { start, end } => {
+                start.shrink_to_fit();
+                end.shrink_to_fit();
+            }
+            GroupedTimes::Packed { start, len, .. } => {
+                start.shrink_to_fit();
+                len.shrink_to_fit();
+            }
+        }
+    }
 }
 
 impl Default for IntervalBlock {
@@ -185,21 +232,34 @@ impl IntervalBlock {
             at += k;
         }
         let n = v.len();
-        let mut g = GroupedIntervals {
-            runs,
-            start: vec![0; n],
-            end: vec![0; n],
-            state: vec![0; n],
+        let mut state = vec![0; n];
+        let times = match packed_base(v.iter().map(|r| (r.start, r.end))) {
+            Some(base) => {
+                let (mut start, mut len) = (vec![0u32; n], vec![0u32; n]);
+                for r in v {
+                    let k = &mut count[r.loc as usize];
+                    let i = *k as usize;
+                    start[i] = (r.start - base) as u32;
+                    len[i] = (r.end - r.start) as u32;
+                    state[i] = r.state;
+                    *k += 1;
+                }
+                GroupedTimes::Packed { base, start, len }
+            }
+            None => {
+                let (mut start, mut end) = (vec![0; n], vec![0; n]);
+                for r in v {
+                    let k = &mut count[r.loc as usize];
+                    let i = *k as usize;
+                    start[i] = r.start;
+                    end[i] = r.end;
+                    state[i] = r.state;
+                    *k += 1;
+                }
+                GroupedTimes::Full { start, end }
+            }
         };
-        for r in v {
-            let k = &mut count[r.loc as usize];
-            let i = *k as usize;
-            g.start[i] = r.start;
-            g.end[i] = r.end;
-            g.state[i] = r.state;
-            *k += 1;
-        }
-        Some(g)
+        Some(GroupedIntervals { runs, times, state })
     }
 
     /// A copy of `v`, of exactly its size, as runs of consecutive records
@@ -223,8 +283,7 @@ impl IntervalBlock {
         }
         IntervalBlock::Grouped(GroupedIntervals {
             runs,
-            start: v.iter().map(|r| r.start).collect(),
-            end: v.iter().map(|r| r.end).collect(),
+            times: GroupedTimes::of(v.iter().map(|r| (r.start, r.end))),
             state: v.iter().map(|r| r.state).collect(),
         })
     }
@@ -249,8 +308,7 @@ impl IntervalBlock {
             } else {
                 vec![(loc, flat.len() as u32)]
             },
-            start: flat.iter().map(|r| r.0).collect(),
-            end: flat.iter().map(|r| r.1).collect(),
+            times: GroupedTimes::of(flat.iter().map(|r| (r.0, r.1))),
             state: flat.iter().map(|r| r.2).collect(),
         })
     }
@@ -258,7 +316,7 @@ impl IntervalBlock {
     pub(crate) fn len(&self) -> usize {
         match self {
             IntervalBlock::Records(v) => v.len(),
-            IntervalBlock::Grouped(g) => g.start.len(),
+            IntervalBlock::Grouped(g) => g.state.len(),
             IntervalBlock::Packed(p) => p.recs.len(),
         }
     }
@@ -272,8 +330,7 @@ impl IntervalBlock {
             IntervalBlock::Records(v) => v.shrink_to_fit(),
             IntervalBlock::Grouped(g) => {
                 g.runs.shrink_to_fit();
-                g.start.shrink_to_fit();
-                g.end.shrink_to_fit();
+                g.times.shrink_to_fit();
                 g.state.shrink_to_fit();
             }
             IntervalBlock::Packed(p) => p.recs.shrink_to_fit(),
@@ -1173,58 +1230,110 @@ fn bucket(
 /// is freed.
 fn split_into_slabs(b: IntervalBlock, slab_of: &[u16], slabs: usize) -> Vec<IntervalBlock> {
     let slab = |l: LocId| slab_of[l as usize] as usize;
-    let mut count = vec![0usize; slabs];
-    match &b {
-        IntervalBlock::Records(rs) => rs.iter().for_each(|r| count[slab(r.loc)] += 1),
-        IntervalBlock::Packed(p) => p.recs.iter().for_each(|r| count[slab(r.loc)] += 1),
-        IntervalBlock::Grouped(g) => g
-            .runs
-            .iter()
-            .for_each(|&(l, k)| count[slab(l)] += k as usize),
-    }
-    let base = match &b {
-        IntervalBlock::Records(_) => None,
-        IntervalBlock::Packed(p) => Some(p.base),
-        IntervalBlock::Grouped(g) => {
-            packed_base(g.start.iter().copied().zip(g.end.iter().copied()))
-        }
-    };
-    let Some(base) = base else {
-        let mut out: Vec<Vec<RawInterval>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
-        match b {
-            IntervalBlock::Records(rs) => rs.iter().for_each(|&r| out[slab(r.loc)].push(r)),
-            IntervalBlock::Grouped(g) => for_each_grouped(&g, |r| out[slab(r.loc)].push(r)),
-            IntervalBlock::Packed(_) => unreachable!("a packed block has a base"),
-        }
-        return out.into_iter().map(IntervalBlock::Records).collect();
-    };
-    let mut out: Vec<Vec<PackedInterval>> = count.iter().map(|&c| Vec::with_capacity(c)).collect();
     match b {
-        IntervalBlock::Packed(p) => p.recs.iter().for_each(|&r| out[slab(r.loc)].push(r)),
-        IntervalBlock::Grouped(g) => {
-            for_each_grouped(&g, |r| out[slab(r.loc)].push(PackedInterval::of(&r, base)))
+        // a grouped block stays grouped (its times as they are): moved
+        // whole when its runs lie in one slab, else its runs copied out
+        IntervalBlock::Grouped(g) => split_grouped(g, slab_of, slabs),
+        IntervalBlock::Packed(p) => {
+            let mut count = vec![0usize; slabs];
+            p.recs.iter().for_each(|r| count[slab(r.loc)] += 1);
+            let mut out: Vec<Vec<PackedInterval>> =
+                count.iter().map(|&c| Vec::with_capacity(c)).collect();
+            p.recs.iter().for_each(|&r| out[slab(r.loc)].push(r));
+            let base = p.base;
+            drop(p);
+            out.into_iter()
+                .map(|recs| IntervalBlock::Packed(PackedIntervals { base, recs }))
+                .collect()
         }
-        IntervalBlock::Records(_) => unreachable!("records have no base"),
+        IntervalBlock::Records(rs) => {
+            let mut count = vec![0usize; slabs];
+            rs.iter().for_each(|r| count[slab(r.loc)] += 1);
+            // packed where the block's times allow
+            if let Some(base) = packed_base(rs.iter().map(|r| (r.start, r.end))) {
+                let mut out: Vec<Vec<PackedInterval>> =
+                    count.iter().map(|&c| Vec::with_capacity(c)).collect();
+                rs.iter()
+                    .for_each(|r| out[slab(r.loc)].push(PackedInterval::of(r, base)));
+                return out
+                    .into_iter()
+                    .map(|recs| IntervalBlock::Packed(PackedIntervals { base, recs }))
+                    .collect();
+            }
+            let mut out: Vec<Vec<RawInterval>> =
+                count.iter().map(|&c| Vec::with_capacity(c)).collect();
+            rs.iter().for_each(|&r| out[slab(r.loc)].push(r));
+            out.into_iter().map(IntervalBlock::Records).collect()
+        }
     }
-    out.into_iter()
-        .map(|recs| IntervalBlock::Packed(PackedIntervals { base, recs }))
-        .collect()
 }
 
-/// Calls `f` with each record of a grouped block, in its order.
-fn for_each_grouped(g: &GroupedIntervals, mut f: impl FnMut(RawInterval)) {
+/// [`split_into_slabs`] of a grouped block: grouped pieces, in the form
+/// of its times.
+fn split_grouped(g: GroupedIntervals, slab_of: &[u16], slabs: usize) -> Vec<IntervalBlock> {
+    let slab = |l: LocId| slab_of[l as usize] as usize;
+    let mut out: Vec<IntervalBlock> = (0..slabs).map(|_| IntervalBlock::default()).collect();
+    let Some(&(first, _)) = g.runs.first() else {
+        return out;
+    };
+    let s0 = slab(first);
+    if g.runs.iter().all(|&(l, _)| slab(l) == s0) {
+        out[s0] = IntervalBlock::Grouped(g);
+        return out;
+    }
+    let mut count = vec![0usize; slabs];
+    for &(l, k) in &g.runs {
+        count[slab(l)] += k as usize;
+    }
+    let mut pieces: Vec<GroupedIntervals> = count
+        .iter()
+        .map(|&c| GroupedIntervals {
+            runs: Vec::new(),
+            times: match &g.times {
+                GroupedTimes::Full { .. } => GroupedTimes::Full {
+                    start: Vec::with_capacity(c),
+                    end: Vec::with_capacity(c),
+                },
+                GroupedTimes::Packed { base, .. } => GroupedTimes::Packed {
+                    base: *base,
+                    start: Vec::with_capacity(c),
+                    len: Vec::with_capacity(c),
+                },
+            },
+            state: Vec::with_capacity(c),
+        })
+        .collect();
     let mut i = 0usize;
-    for &(loc, k) in &g.runs {
-        for j in i..i + k as usize {
-            f(RawInterval {
-                loc,
-                state: g.state[j],
-                start: g.start[j],
-                end: g.end[j],
-            });
+    for &(l, k) in &g.runs {
+        let r = i..i + k as usize;
+        let p = &mut pieces[slab(l)];
+        p.runs.push((l, k));
+        match (&mut p.times, &g.times) {
+            (GroupedTimes::Full { start, end }, GroupedTimes::Full { start: s, end: e }) => {
+                start.extend_from_slice(&s[r.clone()]);
+                end.extend_from_slice(&e[r.clone()]);
+            }
+            (
+                GroupedTimes::Packed { start, len, .. },
+                GroupedTimes::Packed {
+                    start: s, len: n, ..
+                },
+            ) => {
+                start.extend_from_slice(&s[r.clone()]);
+                len.extend_from_slice(&n[r.clone()]);
+            }
+            _ => unreachable!("a piece has its block's form"),
         }
+        p.state.extend_from_slice(&g.state[r]);
         i += k as usize;
     }
+    drop(g);
+    for (o, p) in out.iter_mut().zip(pieces) {
+        if !p.runs.is_empty() {
+            *o = IntervalBlock::Grouped(p);
+        }
+    }
+    out
 }
 
 /// Copies blocks (in order: each location's records stay in the order of
@@ -1296,12 +1405,20 @@ fn copy_groups(groups: &[&GroupedIntervals], next: &mut [u64], dst: &Columns) {
             // columns outlive this loop; the source ranges are in bounds
             // (the runs' counts sum to the block's length).
             unsafe {
-                dst.copy_run(
-                    p as usize,
-                    &g.start[i..i + k],
-                    &g.end[i..i + k],
-                    &g.state[i..i + k],
-                );
+                match &g.times {
+                    GroupedTimes::Full { start, end } => dst.copy_run(
+                        p as usize,
+                        &start[i..i + k],
+                        &end[i..i + k],
+                        &g.state[i..i + k],
+                    ),
+                    GroupedTimes::Packed { base, start, len } => dst.copy_packed_run(
+                        p as usize,
+                        *base,
+                        (&start[i..i + k], &len[i..i + k]),
+                        &g.state[i..i + k],
+                    ),
+                }
             }
             i += k;
         }
@@ -1440,6 +1557,30 @@ impl Columns {
         unsafe {
             std::ptr::copy_nonoverlapping(start.as_ptr(), self.start.add(at), start.len());
             std::ptr::copy_nonoverlapping(end.as_ptr(), self.end.add(at), end.len());
+            std::ptr::copy_nonoverlapping(state.as_ptr(), self.state.add(at), state.len());
+        }
+    }
+
+    /// [`Columns::copy_run`] of packed times: starts as offsets from
+    /// `base`, and lengths.
+    ///
+    /// # Safety
+    /// As [`Columns::copy_run`]'s; the three sources have one length.
+    unsafe fn copy_packed_run(
+        &self,
+        at: usize,
+        base: Time,
+        (start, len): (&[u32], &[u32]),
+        state: &[StateId],
+    ) {
+        for (i, (&s, &l)) in start.iter().zip(len).enumerate() {
+            let s = base + s as Time;
+            unsafe {
+                self.start.add(at + i).write(s);
+                self.end.add(at + i).write(s + l as Time);
+            }
+        }
+        unsafe {
             std::ptr::copy_nonoverlapping(state.as_ptr(), self.state.add(at), state.len());
         }
     }

@@ -16,6 +16,7 @@
 
 pub mod boxfish;
 pub mod chrome;
+mod chunked;
 pub mod decimal;
 pub mod exchange;
 pub mod input;

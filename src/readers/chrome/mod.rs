@@ -35,6 +35,7 @@ use serde_json::value::RawValue;
 
 use super::ReadOptions;
 use super::decimal::{digits_u64, parse_scaled};
+use super::chunked::Chunked;
 use super::input;
 use super::json_split::{Batch, ReadAhead, Splitter, Truncation};
 use crate::diagnostics::Position;
@@ -460,21 +461,135 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
     })
 }
 
-#[derive(Default)]
+/// An `X` slice as a thread holds it until it is flattened, in 12 bytes:
+/// its start as an offset from its chunk's base ([`HeldSlices`]), its
+/// duration, and its state. Its place among the thread's slice events is
+/// not kept: the `X` slices are held in order, and the `B`/`E` events
+/// between them carry theirs ([`ThreadAcc::be`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HeldSlice {
+    start: u32,
+    /// [`SLICE_APART`]: the start and duration are in [`HeldSlices::apart`].
+    dur: u32,
+    state: StateId,
+}
+
+const _: () = assert!(std::mem::size_of::<HeldSlice>() == 12);
+
+/// [`HeldSlice::dur`]: the slice is kept apart.
+const SLICE_APART: u32 = u32::MAX;
+
+/// Slices a chunk of [`HeldSlices`] holds.
+const SLICE_CHUNK: usize = 256;
+
+/// A thread's `X` slices in file order, in chunks of [`SLICE_CHUNK`]
+/// (the first grows up to it as a vector does): a chunk's starts are
+/// offsets from its base, 2^31 ns (2.1 s) before its first slice's start.
+/// A slice starting more than 2.1 s before or after that, or lasting 4.3 s
+/// or more, is kept apart.
+#[derive(Debug, Default, Clone)]
+struct HeldSlices {
+    chunks: Vec<(u64, Vec<HeldSlice>)>,
+    len: usize,
+    /// The slices kept apart: (index, start, duration), in order.
+    apart: Vec<(usize, u64, u64)>,
+}
+
+impl HeldSlices {
+    fn push(&mut self, start: u64, dur: u64, state: StateId) {
+        let (base, recs) = match self.chunks.last_mut() {
+            Some(c) if c.1.len() < SLICE_CHUNK => c,
+            _ => {
+                let recs = if self.chunks.is_empty() {
+                    Vec::new()
+                } else {
+                    Vec::with_capacity(SLICE_CHUNK)
+                };
+                self.chunks.push((start.saturating_sub(1 << 31), recs));
+                self.chunks.last_mut().expect("a chunk was just pushed")
+            }
+        };
+        let off = start.checked_sub(*base).and_then(|o| u32::try_from(o).ok());
+        let held = match (off, u32::try_from(dur)) {
+            (Some(off), Ok(d)) if d != SLICE_APART => HeldSlice {
+                start: off,
+                dur: d,
+                state,
+            },
+            _ => {
+                self.apart.push((self.len, start, dur));
+                HeldSlice {
+                    start: 0,
+                    dur: SLICE_APART,
+                    state,
+                }
+            }
+        };
+        recs.push(held);
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes its records take.
+    fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<HeldSlice>()
+            + std::mem::size_of_val(self.apart.as_slice())
+    }
+
+    /// The slices in order: (start, duration, state).
+    fn iter(&self) -> impl Iterator<Item = (u64, u64, StateId)> + '_ {
+        let mut apart = self.apart.iter();
+        self.chunks.iter().flat_map(|(base, recs)| recs.iter().map(move |r| (*base, r)))
+            .map(move |(base, r)| {
+                if r.dur == SLICE_APART {
+                    // every slice held apart has its entry, in order
+                    let &(_, start, dur) = apart.next().unwrap_or(&(0, base, 0));
+                    (start, dur, r.state)
+                } else {
+                    (base + u64::from(r.start), u64::from(r.dur), r.state)
+                }
+            })
+    }
+}
+
+#[derive(Default, Clone)]
 struct ThreadAcc {
     name: Option<String>,
     sort: Option<i64>,
-    /// (ts, seq, begin?, state)
-    be: Vec<(i64, u64, bool, StateId)>,
-    /// The `X` slices, their times absolute (`ts` is never negative):
-    /// made relative in place when the thread is flattened.
-    slices: Vec<NestedSlice>,
+    /// (ts, place, begin?, state): the place is the event's among this
+    /// thread's slice events (`B`, `E` and `X`), counted from 0.
+    be: Chunked<(i64, u64, bool, StateId), 256>,
+    /// The `X` slices in file order.
+    slices: HeldSlices,
+    /// Slice events (`B`, `E`, `X`) so far.
+    events: u64,
 }
 
 impl ThreadAcc {
+    /// Holds an `X` slice (`ts` and `ts + dur` are non-negative and do not
+    /// overflow: [`parse_event`] checks it).
+    fn push_x(&mut self, ts: i64, dur: i64, state: StateId) {
+        self.slices.push(ts as u64, dur as u64, state);
+        self.events += 1;
+    }
+
+    /// Holds a `B` (`begin`) or `E` event.
+    fn push_be(&mut self, ts: i64, begin: bool, state: StateId) {
+        self.be.push((ts, self.events, begin, state));
+        self.events += 1;
+    }
+
     /// Bytes its slice records take.
     fn record_bytes(&self) -> usize {
-        std::mem::size_of_val(self.slices.as_slice()) + std::mem::size_of_val(self.be.as_slice())
+        self.slices.bytes() + self.be.bytes()
     }
 
     /// Its flat timeline into `flat` (emptied first; times relative to
@@ -488,16 +603,33 @@ impl ThreadAcc {
     ) -> Nesting {
         let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
         let mut nesting = Nesting::default();
-        // the X slices made relative where they are (the times and the
-        // origin are never negative), with room for the matched B/E
-        let mut slices = std::mem::take(&mut self.slices);
-        let o = origin.max(0) as Time;
-        for s in &mut slices {
-            s.start = s.start.saturating_sub(o);
-            s.end = s.end.saturating_sub(o);
+        // (a vector of exactly their number: they are many on some threads)
+        let mut be = Vec::with_capacity(self.be.len());
+        if !self.be.is_empty() {
+            be.extend(std::mem::take(&mut self.be).iter().copied());
         }
-        slices.reserve_exact(self.be.len() / 2);
-        let mut be = std::mem::take(&mut self.be);
+        // the X slices made relative (the times and the origin are never
+        // negative), each given back its place among the thread's slice
+        // events: the places the B/E events (in file order) do not take
+        let held = std::mem::take(&mut self.slices);
+        self.events = 0;
+        let o = origin.max(0) as Time;
+        let mut slices = Vec::with_capacity(held.len() + be.len() / 2);
+        let (mut next_be, mut place) = (0, 0u64);
+        for (start, dur, state) in held.iter() {
+            while be.get(next_be).is_some_and(|e| e.1 == place) {
+                next_be += 1;
+                place += 1;
+            }
+            slices.push(NestedSlice {
+                start: start.saturating_sub(o),
+                end: (start + dur).saturating_sub(o),
+                state,
+                seq: place,
+            });
+            place += 1;
+        }
+        drop(held);
         be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
         let mut stack: Vec<(i64, u64, StateId)> = Vec::new();
         for &(ts, seq, begin, st) in &be {
@@ -544,7 +676,8 @@ struct ProcAcc {
 /// one block of their own.
 const GROUPED_THREAD: usize = 1024;
 
-/// A flow event in 40 bytes (every one is held until the end).
+/// A flow step a stream's second pass holds until it is matched
+/// ([`stream`], [`share`]: few at a time).
 struct Flow {
     ts: i64,
     /// The event's sequence number times 4 plus its phase (0 `s`, 1 `t`,
@@ -557,11 +690,83 @@ struct Flow {
     thread: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Flow>() == 40);
-
 impl Flow {
     fn ph(&self) -> u8 {
         [b's', b't', b'f', b'f'][(self.seq_ph & 3) as usize]
+    }
+}
+
+/// A flow event as a one-pass read holds it until the end, in 28 bytes
+/// (aligned to 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, packed(4))]
+struct HeldFlow {
+    ts: i64,
+    key: u32,
+    thread: u32,
+    /// The event's place among the flow events times 4 plus its phase (0
+    /// `s`, 1 `t`, 2 `f`): sorting by it sorts by the place in the file.
+    place_ph: u32,
+    /// Its bytes ([`BYTES_APART`]: the bytes and tag are in [`FlowsApart`]).
+    bytes: u32,
+    /// Its message tag ([`TAG_KEY`]: none given, the flow's key).
+    tag: i32,
+}
+
+const _: () = assert!(std::mem::size_of::<HeldFlow>() == 28);
+
+/// [`HeldFlow::bytes`]: the bytes and tag are kept apart.
+const BYTES_APART: u32 = u32::MAX;
+/// [`HeldFlow::tag`]: no tag given; the message's is the flow's key.
+const TAG_KEY: i32 = i32::MIN;
+
+/// Flow events one pass can hold: their places take 30 bits.
+const MAX_FLOWS: usize = 1 << 30;
+
+impl HeldFlow {
+    fn ph(&self) -> u8 {
+        [b's', b't', b'f', b'f'][(self.place_ph & 3) as usize]
+    }
+}
+
+/// The bytes and tags of the flow events whose bytes take more than 32
+/// bits (or whose tag is outside `i32`, or is `i32::MIN`): (place, bytes,
+/// tag), in the order of the places.
+#[derive(Default)]
+struct FlowsApart(Vec<(u32, u64, i64)>);
+
+impl FlowsApart {
+    /// [`HeldFlow::bytes`] and [`HeldFlow::tag`] of the flow event at
+    /// `place` with `bytes` and `tag` (`None`: the flow's key, `key`).
+    fn pack(&mut self, place: u32, bytes: u64, tag: Option<i64>, key: u32) -> (u32, i32) {
+        let tag32 = match tag {
+            None => Some(TAG_KEY),
+            Some(t) => i32::try_from(t).ok().filter(|&t| t != TAG_KEY),
+        };
+        match (u32::try_from(bytes), tag32) {
+            (Ok(b), Some(t)) if b != BYTES_APART => (b, t),
+            _ => {
+                self.0.push((place, bytes, tag.unwrap_or(i64::from(key))));
+                (BYTES_APART, 0)
+            }
+        }
+    }
+
+    /// The bytes and tag of `f`.
+    fn unpack(&self, f: &HeldFlow) -> (u64, i64) {
+        let (bytes, tag) = (f.bytes, f.tag);
+        if bytes == BYTES_APART {
+            let place = f.place_ph >> 2;
+            if let Ok(i) = self.0.binary_search_by_key(&place, |a| a.0) {
+                return (self.0[i].1, self.0[i].2);
+            }
+        }
+        let tag = if tag == TAG_KEY {
+            i64::from(f.key)
+        } else {
+            i64::from(tag)
+        };
+        (u64::from(bytes), tag)
     }
 }
 
@@ -585,7 +790,8 @@ struct Acc {
     proc_idx: FxHashMap<Ident<'static>, u32>,
     instants: Vec<(i64, u32, u32, i64)>,
     counters: Vec<(i64, u32, u32, f64)>,
-    flows: Vec<Flow>,
+    flows: Vec<HeldFlow>,
+    flows_apart: FlowsApart,
     flow_keys: FxHashMap<String, u32>,
     /// Flow keys whose id is a plain decimal number: per category, each
     /// id's key + 1 (0: none yet), for ids up to about twice the keys so
@@ -835,14 +1041,14 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             let st = acc.state_of(b, &ev.name, &ev.cat);
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].2.be.push((ts, seq, true, st)),
+                None => acc.threads[t as usize].2.push_be(ts, true, st),
             }
         }
         b'E' => {
             let t = thread(acc);
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].2.be.push((ts, seq, false, 0)),
+                None => acc.threads[t as usize].2.push_be(ts, false, 0),
             }
         }
         b'X' => {
@@ -858,12 +1064,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             };
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].2.slices.push(NestedSlice {
-                    start: ts as Time,
-                    end: (ts + dur) as Time,
-                    state: st,
-                    seq,
-                }),
+                None => acc.threads[t as usize].2.push_x(ts, dur, st),
             }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
@@ -926,19 +1127,31 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             let id = ev.id.as_deref().unwrap_or("");
             let key = acc.flow_key(&ev.cat, id);
             let bytes = ev.lite.bytes.unwrap_or(0);
-            let tag = ev.lite.tag.unwrap_or(key as i64);
             let ph = match ev.ph {
                 b's' => 0,
                 b't' => 1,
                 _ => 2,
             };
-            acc.flows.push(Flow {
+            let place = acc.flows.len();
+            if place >= MAX_FLOWS {
+                return Err(Error::parse(
+                    &b.source,
+                    batch.position(ev.off),
+                    format!(
+                        "more than {MAX_FLOWS} flow events, more than one pass \
+                         holds: read the trace with --stream"
+                    ),
+                ));
+            }
+            let place = place as u32;
+            let (bytes, tag) = acc.flows_apart.pack(place, bytes, ev.lite.tag, key);
+            acc.flows.push(HeldFlow {
                 ts,
-                seq_ph: (seq << 2) | ph,
-                bytes,
-                tag,
                 key,
                 thread: t,
+                place_ph: (place << 2) | ph,
+                bytes,
+                tag,
             });
         }
         b'b' | b'e' | b'S' | b'F' => {
@@ -1422,12 +1635,78 @@ fn add_threads(
     }
 }
 
+/// The messages of the flows, each step to the next per (category, id),
+/// the flows freed as they go: how many steps had no other end.
+fn add_messages(
+    flows: &mut Vec<HeldFlow>,
+    apart: &FlowsApart,
+    b: &mut TraceBuilder,
+    loc_of_thread: &[LocId],
+    rel: impl Fn(i64) -> Time,
+) -> u64 {
+    // the place in the file makes the order total (a sort in place gives
+    // the one order)
+    flows.sort_unstable_by_key(|f| (f.key, f.ts, f.place_ph));
+    // a message per step at most, in one allocation; the keys are taken
+    // from the last, the flows freed as they go (the builder orders the
+    // messages itself)
+    let steps = flows.iter().filter(|f| f.ph() != b's').count();
+    b.messages.reserve_exact(steps);
+    let mut orphans = 0u64;
+    let mut freed = flows.len();
+    while let Some(last) = flows.last() {
+        let key = last.key;
+        // the key's run, found from its end: most runs are two or three
+        // flows long, where a binary search over all flows takes some 20
+        // probes, each a cache miss (half the loop's time)
+        let run = flows.iter().rev().take_while(|f| f.key == key).count();
+        let first = flows.len() - run;
+        let mut prev: Option<&HeldFlow> = None;
+        for f in &flows[first..] {
+            match (prev, f.ph()) {
+                (None, b's') => prev = Some(f),
+                (None, _) => orphans += 1,
+                (Some(_), b's') => {
+                    orphans += 1;
+                    prev = Some(f);
+                }
+                (Some(p), ph) => {
+                    let (bytes, tag) = apart.unpack(p);
+                    b.message(
+                        loc_of_thread[p.thread as usize],
+                        loc_of_thread[f.thread as usize],
+                        rel(p.ts),
+                        rel(f.ts),
+                        bytes,
+                        tag,
+                    );
+                    prev = if ph == b'f' { None } else { Some(f) };
+                }
+            }
+        }
+        if prev.is_some() {
+            orphans += 1;
+        }
+        flows.truncate(first);
+        if freed - first >= 1 << 16 {
+            flows.shrink_to_fit();
+            freed = first;
+        }
+    }
+    *flows = Vec::new();
+    orphans
+}
+
 fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let origin = acc.origin();
     let end_abs = acc.end_abs();
     b.set_origin(origin);
     let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
     let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b);
+    // the flows before the slices: as the flows leave, the messages take
+    // less room than they did, where the slices' intervals take more
+    let orphans = add_messages(&mut acc.flows, &acc.flows_apart, &mut b, &loc_of_thread, rel);
+    acc.flows_apart = FlowsApart::default();
     let mut nesting = Nesting::default();
 
     add_threads(
@@ -1458,54 +1737,6 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
         b.counter(loc_of_thread[t as usize], c, rel(ts), v);
     }
 
-    // flows: each step to the next, per (category, id); the sequence
-    // number makes the order total (a sort in place gives the one order)
-    acc.flows.sort_unstable_by_key(|f| (f.key, f.ts, f.seq_ph));
-    // a message per step at most, in one allocation; the keys are taken
-    // from the last, the flows freed as they go (the builder orders the
-    // messages itself)
-    let steps = acc.flows.iter().filter(|f| f.ph() != b's').count();
-    b.messages.reserve_exact(steps);
-    let mut orphans = 0u64;
-    let mut freed = acc.flows.len();
-    while let Some(last) = acc.flows.last() {
-        let key = last.key;
-        // the key's run, found from its end: most runs are two or three
-        // flows long, where a binary search over all flows takes some 20
-        // probes, each a cache miss (half the loop's time)
-        let run = acc.flows.iter().rev().take_while(|f| f.key == key).count();
-        let first = acc.flows.len() - run;
-        let mut prev: Option<&Flow> = None;
-        for f in &acc.flows[first..] {
-            match (prev, f.ph()) {
-                (None, b's') => prev = Some(f),
-                (None, _) => orphans += 1,
-                (Some(_), b's') => {
-                    orphans += 1;
-                    prev = Some(f);
-                }
-                (Some(p), ph) => {
-                    b.message(
-                        loc_of_thread[p.thread as usize],
-                        loc_of_thread[f.thread as usize],
-                        rel(p.ts),
-                        rel(f.ts),
-                        p.bytes,
-                        p.tag,
-                    );
-                    prev = if ph == b'f' { None } else { Some(f) };
-                }
-            }
-        }
-        if prev.is_some() {
-            orphans += 1;
-        }
-        acc.flows.truncate(first);
-        if freed - first >= 1 << 16 {
-            acc.flows.shrink_to_fit();
-            freed = first;
-        }
-    }
     report_orphans(&mut b, &src, orphans)?;
 
     // what is left of the records leaves before the model is built
@@ -1541,21 +1772,14 @@ mod tests {
                 } else {
                     (rng.next() % 60) as usize
                 };
-                let mut seq = 0u64;
                 let mut ts = 1_000i64;
                 for _ in 0..n {
                     ts += (rng.next() % 50) as i64;
-                    seq += 1;
                     let st = (rng.next() % 5) as StateId;
                     match rng.next() % 3 {
-                        0 => ta.slices.push(NestedSlice {
-                            start: ts as Time,
-                            end: (ts + (rng.next() % 80) as i64) as Time,
-                            state: st,
-                            seq,
-                        }),
-                        1 => ta.be.push((ts, seq, true, st)),
-                        _ => ta.be.push((ts, seq, false, 0)),
+                        0 => ta.push_x(ts, (rng.next() % 80) as i64, st),
+                        1 => ta.push_be(ts, true, st),
+                        _ => ta.push_be(ts, false, 0),
                     }
                 }
                 threads.push((Ident::Num(0), Ident::Num(t), ta));
@@ -1567,14 +1791,7 @@ mod tests {
         for group in [1usize, 700, 64 << 10, usize::MAX] {
             let mut threads: Vec<_> = threads
                 .iter()
-                .map(|(p, t, ta)| {
-                    let c = ThreadAcc {
-                        be: ta.be.clone(),
-                        slices: ta.slices.clone(),
-                        ..Default::default()
-                    };
-                    (p.clone(), t.clone(), c)
-                })
+                .map(|(p, t, ta)| (p.clone(), t.clone(), ta.clone()))
                 .collect();
             let mut b = TraceBuilder::new(
                 Format::ChromeJson,
@@ -1630,6 +1847,155 @@ mod tests {
             assert_eq!(&r.0, first);
             assert_eq!(&r.1, counts);
         }
+    }
+
+    /// A thread's slices held in 12 bytes (their places among its slice
+    /// events implied; starts far from their chunk's and durations past
+    /// 32 bits kept apart) flatten as the same events held whole with
+    /// their sequence numbers in the file: `X` slices and `B`/`E` pairs of
+    /// equal extents (the order of appearance decides which is inside),
+    /// slices of 4.3 s and more, jumps of 3 s, parents written 6 s after
+    /// they start, many chunks, unmatched ends and unclosed begins.
+    #[test]
+    fn held_slices_flatten_as_the_events_held_whole() {
+        let mut rng = crate::test_rng::XorShift(0x5eed_1e55_c0ffee);
+        let (origin, end_abs) = (500i64, 1_000_000_000_000i64);
+        let mut apart = 0;
+        for round in 0..200 {
+            let mut ta = ThreadAcc::default();
+            // the events as the reader held them before: X slices with
+            // their sequence numbers in the file (other threads' events
+            // between), B/E with theirs
+            let mut x = Vec::new();
+            let mut be = Vec::new();
+            let mut seq = 0u64;
+            let mut ts = 10_000_000_000i64;
+            let n = 1 + (rng.next() % 700) as usize;
+            for _ in 0..n {
+                // few distinct times and lengths: equal extents are common;
+                // now and then a jump of 3 s (past a chunk's offsets)
+                ts += (rng.next() % 3) as i64 * 10;
+                if rng.next() % 60 == 0 {
+                    ts += 3_000_000_000;
+                }
+                seq += 1 + rng.next() % 3;
+                let st = (rng.next() % 4) as StateId;
+                match rng.next() % 4 {
+                    0 | 1 => {
+                        let dur = match rng.next() % 16 {
+                            0 => u32::MAX as i64 + (rng.next() % 3) as i64 - 1,
+                            1 => 9_000_000_000,
+                            k => (k as i64 % 4) * 10,
+                        };
+                        // a parent written after its children, 6 s back
+                        let ts = if rng.next() % 40 == 0 {
+                            ts - 6_000_000_000
+                        } else {
+                            ts
+                        };
+                        ta.push_x(ts, dur, st);
+                        x.push(NestedSlice {
+                            start: (ts - origin) as Time,
+                            end: (ts + dur - origin) as Time,
+                            state: st,
+                            seq,
+                        });
+                    }
+                    2 => {
+                        ta.push_be(ts, true, st);
+                        be.push((ts, seq, true, st));
+                    }
+                    _ => {
+                        ta.push_be(ts, false, 0);
+                        be.push((ts, seq, false, 0));
+                    }
+                }
+            }
+            be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
+            let mut stack = Vec::new();
+            let (mut unmatched, mut unclosed) = (0, 0);
+            for &(ts, seq, begin, st) in &be {
+                if begin {
+                    stack.push((ts, seq, st));
+                } else if let Some((bt, bseq, bst)) = stack.pop() {
+                    x.push(NestedSlice {
+                        start: (bt - origin) as Time,
+                        end: (ts - origin) as Time,
+                        state: bst,
+                        seq: bseq,
+                    });
+                } else {
+                    unmatched += 1;
+                }
+            }
+            for (bt, bseq, bst) in stack {
+                unclosed += 1;
+                x.push(NestedSlice {
+                    start: (bt - origin) as Time,
+                    end: (end_abs - origin) as Time,
+                    state: bst,
+                    seq: bseq,
+                });
+            }
+            let mut want = Vec::new();
+            let clipped = flatten_nested(&mut x, &mut want);
+            apart += ta.slices.apart.len();
+            let mut got = vec![(1, 2, 3)];
+            let n = ta.flatten(origin, end_abs, &mut got);
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(
+                (n.unmatched_end, n.unclosed, n.clipped),
+                (unmatched, unclosed, clipped),
+                "round {round}"
+            );
+            assert!(ta.slices.is_empty() && ta.be.is_empty());
+        }
+        assert!(apart > 500, "{apart}");
+    }
+
+    /// Every byte count and tag comes back from a flow event held in 28
+    /// bytes, at the bounds of each field; only those that do not fit are
+    /// kept apart.
+    #[test]
+    fn held_flows_give_back_their_bytes_and_tags() {
+        let mut apart = FlowsApart::default();
+        let bytes = [0u64, 1, u32::MAX as u64 - 1, u32::MAX as u64, 1 << 32, u64::MAX];
+        let tags = [
+            None,
+            Some(0i64),
+            Some(-1),
+            Some(i32::MAX as i64),
+            Some(i32::MIN as i64 + 1),
+            Some(i32::MIN as i64),
+            Some(i32::MAX as i64 + 1),
+            Some(i64::MIN),
+            Some(i64::MAX),
+        ];
+        let mut flows = Vec::new();
+        let mut want = Vec::new();
+        for key in [0u32, 7, u32::MAX] {
+            for &b in &bytes {
+                for &t in &tags {
+                    let place = flows.len() as u32;
+                    let (fb, ft) = apart.pack(place, b, t, key);
+                    flows.push(HeldFlow {
+                        ts: 5,
+                        key,
+                        thread: 1,
+                        place_ph: (place << 2) | 2,
+                        bytes: fb,
+                        tag: ft,
+                    });
+                    want.push((b, t.unwrap_or(i64::from(key))));
+                    let fits = b < u32::MAX as u64
+                        && t.is_none_or(|t| i32::try_from(t).is_ok_and(|t| t != i32::MIN));
+                    assert_eq!(fb != BYTES_APART, fits, "{b} {t:?}");
+                }
+            }
+        }
+        let got: Vec<_> = flows.iter().map(|f| apart.unpack(f)).collect();
+        assert_eq!(got, want);
+        assert!(!apart.0.is_empty() && apart.0.len() < flows.len());
     }
 
     #[test]

@@ -938,9 +938,19 @@ pub(crate) mod tests {
                     &mut evs,
                     s,
                     format!(
-                        r#"{{"ph":"s","pid":{pa},"tid":{ta},"ts":{},"name":"m","cat":"{cat}","id":{fid},"args":{{"bytes":{}}}}}"#,
+                        r#"{{"ph":"s","pid":{pa},"tid":{ta},"ts":{},"name":"m","cat":"{cat}","id":{fid},"args":{{{}}}}}"#,
                         us(s),
-                        8 * rng.below(100)
+                        // byte counts and tags of every size a one-pass
+                        // read packs differently (most, no tag)
+                        match (8 * rng.below(100), m % 12) {
+                            (b, 1) => format!(r#""bytes":{b},"tag":{}"#, m % 256),
+                            (b, 3) => format!(r#""bytes":{},"tag":{}"#, b + (4 << 20), m % 256),
+                            (b, 5) => format!(r#""bytes":{},"tag":-{}"#, b % 24, m % 3),
+                            (b, 7) => format!(r#""bytes":{},"tag":{}"#, b, 256 + m),
+                            (b, 9) => format!(r#""bytes":{}"#, (1u64 << 30) + b),
+                            (b, 10) => format!(r#""bytes":{},"tag":5"#, (1u64 << 40) + b % 16),
+                            (b, _) => format!(r#""bytes":{b}"#),
+                        }
                     ),
                 );
             }
