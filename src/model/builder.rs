@@ -138,8 +138,15 @@ pub(crate) struct GroupedIntervals {
 /// [`PackedIntervals`].
 #[derive(Debug, Clone)]
 pub(crate) enum GroupedTimes {
-    Full { start: Vec<Time>, end: Vec<Time> },
-    Packed { base: Time, start: Vec<u32>, len: Vec<u32> },
+    Full {
+        start: Vec<Time>,
+        end: Vec<Time>,
+    },
+    Packed {
+        base: Time,
+        start: Vec<u32>,
+        len: Vec<u32>,
+    },
 }
 
 impl Default for GroupedTimes {
@@ -977,7 +984,10 @@ const COLUMN_CHUNK: usize = 16 << 10;
 /// do not coexist beyond one step. `put` returns the latest time of its
 /// records; the latest of all is returned.
 fn into_columns<T>(mut v: Vec<T>, mut put: impl FnMut(&[T], Range<usize>) -> Time) -> Time {
-    let step = (v.len() / 16).max(1 << 16);
+    // each step is a transient beside the columns, at the read's peak: a
+    // 64th of the records, or a chunk per thread (up to 8) to keep the
+    // threads busy
+    let step = (v.len() / 64).max(COLUMN_CHUNK * rayon::current_num_threads().clamp(1, 8));
     let (mut hi, mut latest) = (v.len(), 0);
     while hi > 0 {
         let lo = hi.saturating_sub(step);
@@ -1695,8 +1705,10 @@ mod tests {
                 .flat_map(|b| [(b, 1usize), (b, 3), (b, SLABS)])
             {
                 // as records, grouped where the blocks allow, packed where
-                // they allow, and mixed
-                let forms: [Vec<IntervalBlock>; 5] = [
+                // they allow, mixed, and in runs of one location (by
+                // decreasing location: a grouped block's runs need not be
+                // in order)
+                let forms: [Vec<IntervalBlock>; 6] = [
                     blocks.iter().cloned().map(IntervalBlock::Records).collect(),
                     blocks
                         .iter()
@@ -1726,6 +1738,14 @@ mod tests {
                             _ => IntervalBlock::group(b.clone(), nloc).0,
                         })
                         .collect(),
+                    blocks
+                        .iter()
+                        .map(|b| {
+                            let mut b = b.clone();
+                            b.sort_by_key(|r| std::cmp::Reverse(r.loc));
+                            IntervalBlock::of_runs(&b)
+                        })
+                        .collect(),
                 ];
                 if packable {
                     // packed exactly where the times allow: not an empty
@@ -1740,6 +1760,17 @@ mod tests {
                         .collect();
                     assert_eq!(packed, fits);
                     assert!(fits.iter().filter(|&&f| !f).count() < nblocks / 2);
+                }
+                // grouped blocks of both time forms where there are some
+                if nloc == 13 {
+                    let times = |packed: bool| {
+                        forms[1].iter().any(|b| {
+                            matches!(b, IntervalBlock::Grouped(g)
+                                if matches!(g.times, GroupedTimes::Packed { .. }) == packed)
+                        })
+                    };
+                    assert!(times(packable));
+                    assert_eq!(times(!packable), packable, "far blocks keep full times");
                 }
                 for (form, blocks) in forms.into_iter().enumerate() {
                     let (offsets, start, end, state) =

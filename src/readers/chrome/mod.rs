@@ -34,8 +34,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::ReadOptions;
-use super::decimal::{digits_u64, parse_scaled};
 use super::chunked::Chunked;
+use super::decimal::{digits_u64, parse_scaled};
 use super::input;
 use super::json_split::{Batch, ReadAhead, Splitter, Truncation};
 use crate::diagnostics::Position;
@@ -540,14 +540,15 @@ impl HeldSlices {
 
     /// Bytes its records take.
     fn bytes(&self) -> usize {
-        self.len * std::mem::size_of::<HeldSlice>()
-            + std::mem::size_of_val(self.apart.as_slice())
+        self.len * std::mem::size_of::<HeldSlice>() + std::mem::size_of_val(self.apart.as_slice())
     }
 
     /// The slices in order: (start, duration, state).
     fn iter(&self) -> impl Iterator<Item = (u64, u64, StateId)> + '_ {
         let mut apart = self.apart.iter();
-        self.chunks.iter().flat_map(|(base, recs)| recs.iter().map(move |r| (*base, r)))
+        self.chunks
+            .iter()
+            .flat_map(|(base, recs)| recs.iter().map(move |r| (*base, r)))
             .map(move |(base, r)| {
                 if r.dur == SLICE_APART {
                     // every slice held apart has its entry, in order
@@ -696,8 +697,9 @@ impl Flow {
     }
 }
 
-/// A flow event as a one-pass read holds it until the end, in 28 bytes
-/// (aligned to 4).
+/// A flow event as a one-pass read holds it until the end, in 20 bytes
+/// (aligned to 4); a step that starts a message (`s`, `t`) has its bytes
+/// and tag in [`FlowPayloads`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C, packed(4))]
 struct HeldFlow {
@@ -707,18 +709,9 @@ struct HeldFlow {
     /// The event's place among the flow events times 4 plus its phase (0
     /// `s`, 1 `t`, 2 `f`): sorting by it sorts by the place in the file.
     place_ph: u32,
-    /// Its bytes ([`BYTES_APART`]: the bytes and tag are in [`FlowsApart`]).
-    bytes: u32,
-    /// Its message tag ([`TAG_KEY`]: none given, the flow's key).
-    tag: i32,
 }
 
-const _: () = assert!(std::mem::size_of::<HeldFlow>() == 28);
-
-/// [`HeldFlow::bytes`]: the bytes and tag are kept apart.
-const BYTES_APART: u32 = u32::MAX;
-/// [`HeldFlow::tag`]: no tag given; the message's is the flow's key.
-const TAG_KEY: i32 = i32::MIN;
+const _: () = assert!(std::mem::size_of::<HeldFlow>() == 20);
 
 /// Flow events one pass can hold: their places take 30 bits.
 const MAX_FLOWS: usize = 1 << 30;
@@ -727,39 +720,90 @@ impl HeldFlow {
     fn ph(&self) -> u8 {
         [b's', b't', b'f', b'f'][(self.place_ph & 3) as usize]
     }
+
+    fn place(&self) -> u32 {
+        self.place_ph >> 2
+    }
 }
 
-/// The bytes and tags of the flow events whose bytes take more than 32
-/// bits (or whose tag is outside `i32`, or is `i32::MIN`): (place, bytes,
-/// tag), in the order of the places.
-#[derive(Default)]
-struct FlowsApart(Vec<(u32, u64, i64)>);
+/// [`FlowPayloads::pairs`]: the bytes and tag are kept apart.
+const BYTES_APART: u32 = u32::MAX;
+/// [`FlowPayloads::pairs`]: no tag given; the message's is the flow's key.
+const TAG_KEY: i32 = i32::MIN;
 
-impl FlowsApart {
-    /// [`HeldFlow::bytes`] and [`HeldFlow::tag`] of the flow event at
-    /// `place` with `bytes` and `tag` (`None`: the flow's key, `key`).
-    fn pack(&mut self, place: u32, bytes: u64, tag: Option<i64>, key: u32) -> (u32, i32) {
+/// The bytes and tags of the flow events that start a message (`s`, `t`;
+/// an `f` ends one, and its own are never read), found by place: a bit
+/// per flow event says whether it has them, and they are in file order,
+/// 8 bytes each (12 bytes a message where the events held them whole in
+/// each of their 16).
+#[derive(Default)]
+struct FlowPayloads {
+    /// Bit `place`: the flow event at `place` has a payload.
+    has: Vec<u64>,
+    /// Per word of `has`, the payloads before it ([`FlowPayloads::index`]).
+    before: Vec<u32>,
+    /// (bytes, tag) in file order: bytes [`BYTES_APART`], kept in `apart`;
+    /// tag [`TAG_KEY`], the flow's key.
+    pairs: Vec<(u32, i32)>,
+    /// (place, bytes, tag) of the payloads whose bytes take more than 32
+    /// bits, or whose tag is outside `i32` or is `i32::MIN`, by place.
+    apart: Vec<(u32, u64, i64)>,
+}
+
+impl FlowPayloads {
+    /// Notes the flow event at `place` (the next one), with its bytes and
+    /// tag (`None`: the flow's key, `key`) if it starts a message.
+    fn push(&mut self, place: u32, payload: Option<(u64, Option<i64>, u32)>) {
+        let (w, bit) = ((place / 64) as usize, place % 64);
+        if w == self.has.len() {
+            self.has.push(0);
+        }
+        let Some((bytes, tag, key)) = payload else {
+            return;
+        };
+        self.has[w] |= 1 << bit;
         let tag32 = match tag {
             None => Some(TAG_KEY),
             Some(t) => i32::try_from(t).ok().filter(|&t| t != TAG_KEY),
         };
-        match (u32::try_from(bytes), tag32) {
+        let pair = match (u32::try_from(bytes), tag32) {
             (Ok(b), Some(t)) if b != BYTES_APART => (b, t),
             _ => {
-                self.0.push((place, bytes, tag.unwrap_or(i64::from(key))));
+                self.apart
+                    .push((place, bytes, tag.unwrap_or(i64::from(key))));
                 (BYTES_APART, 0)
             }
-        }
+        };
+        self.pairs.push(pair);
     }
 
-    /// The bytes and tag of `f`.
-    fn unpack(&self, f: &HeldFlow) -> (u64, i64) {
-        let (bytes, tag) = (f.bytes, f.tag);
-        if bytes == BYTES_APART {
-            let place = f.place_ph >> 2;
-            if let Ok(i) = self.0.binary_search_by_key(&place, |a| a.0) {
-                return (self.0[i].1, self.0[i].2);
-            }
+    /// Counts the payloads before each word, for [`FlowPayloads::get`].
+    fn index(&mut self) {
+        let mut n = 0u32;
+        self.before = self
+            .has
+            .iter()
+            .map(|w| {
+                let b = n;
+                n += w.count_ones();
+                b
+            })
+            .collect();
+    }
+
+    /// The bytes and tag of `f` (a step that has them; indexed).
+    fn get(&self, f: &HeldFlow) -> (u64, i64) {
+        let place = f.place();
+        let (w, bit) = ((place / 64) as usize, place % 64);
+        let below = self.has.get(w).map_or(0, |&x| x & ((1u64 << bit) - 1));
+        let i = self.before.get(w).map_or(0, |&b| b as usize) + below.count_ones() as usize;
+        let Some(&(bytes, tag)) = self.pairs.get(i) else {
+            return (0, i64::from(f.key));
+        };
+        if bytes == BYTES_APART
+            && let Ok(k) = self.apart.binary_search_by_key(&place, |a| a.0)
+        {
+            return (self.apart[k].1, self.apart[k].2);
         }
         let tag = if tag == TAG_KEY {
             i64::from(f.key)
@@ -791,7 +835,7 @@ struct Acc {
     instants: Vec<(i64, u32, u32, i64)>,
     counters: Vec<(i64, u32, u32, f64)>,
     flows: Vec<HeldFlow>,
-    flows_apart: FlowsApart,
+    flow_payloads: FlowPayloads,
     flow_keys: FxHashMap<String, u32>,
     /// Flow keys whose id is a plain decimal number: per category, each
     /// id's key + 1 (0: none yet), for ids up to about twice the keys so
@@ -1144,14 +1188,13 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                 ));
             }
             let place = place as u32;
-            let (bytes, tag) = acc.flows_apart.pack(place, bytes, ev.lite.tag, key);
+            let payload = (ph != 2).then_some((bytes, ev.lite.tag, key));
+            acc.flow_payloads.push(place, payload);
             acc.flows.push(HeldFlow {
                 ts,
                 key,
                 thread: t,
                 place_ph: (place << 2) | ph,
-                bytes,
-                tag,
             });
         }
         b'b' | b'e' | b'S' | b'F' => {
@@ -1639,7 +1682,7 @@ fn add_threads(
 /// the flows freed as they go: how many steps had no other end.
 fn add_messages(
     flows: &mut Vec<HeldFlow>,
-    apart: &FlowsApart,
+    payloads: &FlowPayloads,
     b: &mut TraceBuilder,
     loc_of_thread: &[LocId],
     rel: impl Fn(i64) -> Time,
@@ -1671,7 +1714,7 @@ fn add_messages(
                     prev = Some(f);
                 }
                 (Some(p), ph) => {
-                    let (bytes, tag) = apart.unpack(p);
+                    let (bytes, tag) = payloads.get(p);
                     b.message(
                         loc_of_thread[p.thread as usize],
                         loc_of_thread[f.thread as usize],
@@ -1705,8 +1748,15 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b);
     // the flows before the slices: as the flows leave, the messages take
     // less room than they did, where the slices' intervals take more
-    let orphans = add_messages(&mut acc.flows, &acc.flows_apart, &mut b, &loc_of_thread, rel);
-    acc.flows_apart = FlowsApart::default();
+    acc.flow_payloads.index();
+    let orphans = add_messages(
+        &mut acc.flows,
+        &acc.flow_payloads,
+        &mut b,
+        &loc_of_thread,
+        rel,
+    );
+    acc.flow_payloads = FlowPayloads::default();
     let mut nesting = Nesting::default();
 
     add_threads(
@@ -1953,13 +2003,21 @@ mod tests {
         assert!(apart > 500, "{apart}");
     }
 
-    /// Every byte count and tag comes back from a flow event held in 28
-    /// bytes, at the bounds of each field; only those that do not fit are
-    /// kept apart.
+    /// Every byte count and tag comes back for a flow event that starts
+    /// a message, at the bounds of each field and among events without
+    /// (`f`) across words of the bitmap; only those that do not fit in 8
+    /// bytes are kept apart.
     #[test]
-    fn held_flows_give_back_their_bytes_and_tags() {
-        let mut apart = FlowsApart::default();
-        let bytes = [0u64, 1, u32::MAX as u64 - 1, u32::MAX as u64, 1 << 32, u64::MAX];
+    fn flow_payloads_come_back_whole() {
+        let mut p = FlowPayloads::default();
+        let bytes = [
+            0u64,
+            1,
+            u32::MAX as u64 - 1,
+            u32::MAX as u64,
+            1 << 32,
+            u64::MAX,
+        ];
         let tags = [
             None,
             Some(0i64),
@@ -1973,29 +2031,40 @@ mod tests {
         ];
         let mut flows = Vec::new();
         let mut want = Vec::new();
+        let mut apart = 0;
         for key in [0u32, 7, u32::MAX] {
             for &b in &bytes {
-                for &t in &tags {
-                    let place = flows.len() as u32;
-                    let (fb, ft) = apart.pack(place, b, t, key);
-                    flows.push(HeldFlow {
-                        ts: 5,
-                        key,
-                        thread: 1,
-                        place_ph: (place << 2) | 2,
-                        bytes: fb,
-                        tag: ft,
-                    });
-                    want.push((b, t.unwrap_or(i64::from(key))));
+                for (k, &t) in tags.iter().enumerate() {
+                    // an end now and then, none or several in a row
+                    for _ in 0..(k + b as usize) % 3 {
+                        p.push(flows.len() as u32, None);
+                        flows.push((key, None));
+                    }
+                    p.push(flows.len() as u32, Some((b, t, key)));
+                    flows.push((key, Some((b, t.unwrap_or(i64::from(key))))));
                     let fits = b < u32::MAX as u64
                         && t.is_none_or(|t| i32::try_from(t).is_ok_and(|t| t != i32::MIN));
-                    assert_eq!(fb != BYTES_APART, fits, "{b} {t:?}");
+                    apart += usize::from(!fits);
                 }
             }
         }
-        let got: Vec<_> = flows.iter().map(|f| apart.unpack(f)).collect();
-        assert_eq!(got, want);
-        assert!(!apart.0.is_empty() && apart.0.len() < flows.len());
+        p.index();
+        for (place, &(key, payload)) in flows.iter().enumerate() {
+            let f = HeldFlow {
+                ts: 5,
+                key,
+                thread: 1,
+                place_ph: (place as u32) << 2,
+            };
+            if let Some(pair) = payload {
+                want.push(pair);
+                assert_eq!(p.get(&f), pair, "place {place}");
+            }
+        }
+        assert!(flows.len() > 200 && want.len() < flows.len());
+        assert_eq!(p.pairs.len(), want.len());
+        assert_eq!(p.apart.len(), apart);
+        assert!(apart > 0 && apart < want.len());
     }
 
     #[test]
