@@ -1908,7 +1908,7 @@ mod tests {
     /// they start, many chunks, unmatched ends and unclosed begins.
     #[test]
     fn held_slices_flatten_as_the_events_held_whole() {
-        let mut rng = crate::test_rng::XorShift(0x5eed_1e55_c0ffee);
+        let mut rng = crate::test_rng::XorShift(0x005e_ed1e_55c0_ffee);
         let (origin, end_abs) = (500i64, 1_000_000_000_000i64);
         let mut apart = 0;
         for round in 0..200 {
@@ -1925,7 +1925,7 @@ mod tests {
                 // few distinct times and lengths: equal extents are common;
                 // now and then a jump of 3 s (past a chunk's offsets)
                 ts += (rng.next() % 3) as i64 * 10;
-                if rng.next() % 60 == 0 {
+                if rng.next().is_multiple_of(60) {
                     ts += 3_000_000_000;
                 }
                 seq += 1 + rng.next() % 3;
@@ -1938,7 +1938,7 @@ mod tests {
                             k => (k as i64 % 4) * 10,
                         };
                         // a parent written after its children, 6 s back
-                        let ts = if rng.next() % 40 == 0 {
+                        let ts = if rng.next().is_multiple_of(40) {
                             ts - 6_000_000_000
                         } else {
                             ts
