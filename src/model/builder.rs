@@ -127,7 +127,9 @@ trait RawRow: Copy + Send + Sync {
 /// Records grouped by location, in their order within each location.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GroupedIntervals {
-    /// (location, records), by increasing location.
+    /// (location, records): by increasing location, except from
+    /// [`IntervalBlock::of_runs`], whose runs come in any order (a
+    /// location may have several).
     pub runs: Vec<(LocId, u32)>,
     pub times: GroupedTimes,
     pub state: Vec<StateId>,

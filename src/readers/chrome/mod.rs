@@ -491,8 +491,8 @@ const SLICE_CHUNK: usize = 256;
 struct HeldSlices {
     chunks: Vec<(u64, Vec<HeldSlice>)>,
     len: usize,
-    /// The slices kept apart: (index, start, duration), in order.
-    apart: Vec<(usize, u64, u64)>,
+    /// The slices kept apart: (start, duration), in order.
+    apart: Vec<(u64, u64)>,
 }
 
 impl HeldSlices {
@@ -517,7 +517,7 @@ impl HeldSlices {
                 state,
             },
             _ => {
-                self.apart.push((self.len, start, dur));
+                self.apart.push((start, dur));
                 HeldSlice {
                     start: 0,
                     dur: SLICE_APART,
@@ -552,7 +552,7 @@ impl HeldSlices {
             .map(move |(base, r)| {
                 if r.dur == SLICE_APART {
                     // every slice held apart has its entry, in order
-                    let &(_, start, dur) = apart.next().unwrap_or(&(0, base, 0));
+                    let &(start, dur) = apart.next().unwrap_or(&(base, 0));
                     (start, dur, r.state)
                 } else {
                     (base + u64::from(r.start), u64::from(r.dur), r.state)
