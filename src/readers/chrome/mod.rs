@@ -483,33 +483,25 @@ const SLICE_APART: u32 = u32::MAX;
 const SLICE_CHUNK: usize = 256;
 
 /// A thread's `X` slices in file order, in chunks of [`SLICE_CHUNK`]
-/// (the first grows up to it as a vector does): a chunk's starts are
-/// offsets from its base, 2^31 ns (2.1 s) before its first slice's start.
-/// A slice starting more than 2.1 s before or after that, or lasting 4.3 s
-/// or more, is kept apart.
+/// ([`Chunked`]): a chunk's starts are offsets from its base, 2^31 ns
+/// (2.1 s) before its first slice's start. A slice starting more than
+/// 2.1 s before or after that, or lasting 4.3 s or more, is kept apart.
 #[derive(Debug, Default, Clone)]
 struct HeldSlices {
-    chunks: Vec<(u64, Vec<HeldSlice>)>,
-    len: usize,
+    recs: Chunked<HeldSlice, SLICE_CHUNK>,
+    /// Each chunk's base.
+    bases: Vec<u64>,
     /// The slices kept apart: (start, duration), in order.
     apart: Vec<(u64, u64)>,
 }
 
 impl HeldSlices {
     fn push(&mut self, start: u64, dur: u64, state: StateId) {
-        let (base, recs) = match self.chunks.last_mut() {
-            Some(c) if c.1.len() < SLICE_CHUNK => c,
-            _ => {
-                let recs = if self.chunks.is_empty() {
-                    Vec::new()
-                } else {
-                    Vec::with_capacity(SLICE_CHUNK)
-                };
-                self.chunks.push((start.saturating_sub(1 << 31), recs));
-                self.chunks.last_mut().expect("a chunk was just pushed")
-            }
-        };
-        let off = start.checked_sub(*base).and_then(|o| u32::try_from(o).ok());
+        if self.recs.len().is_multiple_of(SLICE_CHUNK) {
+            self.bases.push(start.saturating_sub(1 << 31));
+        }
+        let base = self.bases.last().copied().unwrap_or(0);
+        let off = start.checked_sub(base).and_then(|o| u32::try_from(o).ok());
         let held = match (off, u32::try_from(dur)) {
             (Some(off), Ok(d)) if d != SLICE_APART => HeldSlice {
                 start: off,
@@ -525,39 +517,36 @@ impl HeldSlices {
                 }
             }
         };
-        recs.push(held);
-        self.len += 1;
+        self.recs.push(held);
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.recs.len()
     }
 
     #[cfg(test)]
     fn is_empty(&self) -> bool {
-        self.len == 0
+        self.recs.is_empty()
     }
 
     /// Bytes its records take.
     fn bytes(&self) -> usize {
-        self.len * std::mem::size_of::<HeldSlice>() + std::mem::size_of_val(self.apart.as_slice())
+        self.recs.bytes() + std::mem::size_of_val(self.apart.as_slice())
     }
 
     /// The slices in order: (start, duration, state).
     fn iter(&self) -> impl Iterator<Item = (u64, u64, StateId)> + '_ {
         let mut apart = self.apart.iter();
-        self.chunks
-            .iter()
-            .flat_map(|(base, recs)| recs.iter().map(move |r| (*base, r)))
-            .map(move |(base, r)| {
-                if r.dur == SLICE_APART {
-                    // every slice held apart has its entry, in order
-                    let &(start, dur) = apart.next().unwrap_or(&(base, 0));
-                    (start, dur, r.state)
-                } else {
-                    (base + u64::from(r.start), u64::from(r.dur), r.state)
-                }
-            })
+        self.recs.iter().enumerate().map(move |(i, r)| {
+            if r.dur == SLICE_APART {
+                // every slice held apart has its entry, in order
+                let &(start, dur) = apart.next().unwrap_or(&(0, 0));
+                (start, dur, r.state)
+            } else {
+                let base = self.bases.get(i / SLICE_CHUNK).copied().unwrap_or(0);
+                (base + u64::from(r.start), u64::from(r.dur), r.state)
+            }
+        })
     }
 }
 
@@ -570,8 +559,6 @@ struct ThreadAcc {
     be: Chunked<(i64, u64, bool, StateId), 256>,
     /// The `X` slices in file order.
     slices: HeldSlices,
-    /// Slice events (`B`, `E`, `X`) so far.
-    events: u64,
 }
 
 impl ThreadAcc {
@@ -579,13 +566,13 @@ impl ThreadAcc {
     /// overflow: [`parse_event`] checks it).
     fn push_x(&mut self, ts: i64, dur: i64, state: StateId) {
         self.slices.push(ts as u64, dur as u64, state);
-        self.events += 1;
     }
 
     /// Holds a `B` (`begin`) or `E` event.
     fn push_be(&mut self, ts: i64, begin: bool, state: StateId) {
-        self.be.push((ts, self.events, begin, state));
-        self.events += 1;
+        // its place: the slice events before it
+        let place = (self.slices.len() + self.be.len()) as u64;
+        self.be.push((ts, place, begin, state));
     }
 
     /// Bytes its slice records take.
@@ -613,7 +600,6 @@ impl ThreadAcc {
         // negative), each given back its place among the thread's slice
         // events: the places the B/E events (in file order) do not take
         let held = std::mem::take(&mut self.slices);
-        self.events = 0;
         let o = origin.max(0) as Time;
         let mut slices = Vec::with_capacity(held.len() + be.len() / 2);
         let (mut next_be, mut place) = (0, 0u64);
