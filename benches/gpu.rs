@@ -15,8 +15,12 @@
 //! read back from the resident trace and the tube built on the host, and
 //! all on the CPU.
 //!
+//! Each input also times variants of the moments kernel
+//! (`gpu/variants.rs`) with the card kept busy.
+//!
 //! Run: `cargo bench --bench gpu` (`TAPESTRY_GPU_BENCH_CASES=65536x256,1048576x128`
-//! chooses the inputs: locations x intervals per location).
+//! chooses the inputs: locations x intervals per location;
+//! `TAPESTRY_GPU_BENCH_VARIANTS=only` times the variants alone).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -25,6 +29,9 @@ use criterion::{Criterion, Throughput};
 use tapestry::analysis::{fields, moments};
 use tapestry::gpu::{GpuContext, GpuTrace, Timing, kernels};
 use tapestry::synth;
+
+#[path = "gpu/variants.rs"]
+mod variants;
 
 fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
     (0..runs)
@@ -86,6 +93,17 @@ fn main() {
                 .collect::<Vec<_>>()
         })
         .unwrap_or_else(|| vec![(65_536u32, 256u32), (1_048_576, 16)]);
+    // `TAPESTRY_GPU_BENCH_VARIANTS=only`: the moments kernel's variants
+    // alone (benches/gpu/variants.rs), for a short run on a lent card
+    if std::env::var("TAPESTRY_GPU_BENCH_VARIANTS").as_deref() == Ok("only") {
+        for &(p, per) in &cases {
+            let t = synth::random_intervals(p, per, 5);
+            let mask = t.states.select(&["busy".into()]).expect("busy");
+            let g = GpuTrace::upload(&ctx, &t, None).expect("upload");
+            variants::run(&ctx, &g, &mask, t.meta.span, t.intervals.len() as u64);
+        }
+        return;
+    }
     let mut c = Criterion::default()
         .sample_size(10)
         .measurement_time(Duration::from_secs(10))
@@ -165,6 +183,7 @@ fn main() {
         } else {
             None
         };
+        variants::run(&ctx, &g, &mask, span, n);
         rows.push(Row {
             p,
             n,

@@ -36,7 +36,7 @@ fn shuffle_node(n: Node, d: u32) -> Node {
     );
 }
 
-@compute @workgroup_size(128)
+@compute @workgroup_size(32)
 fn main_subgroups(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,

@@ -26,7 +26,13 @@
 //! cut anywhere): m0 identical (integer lengths, exact sums below 2^53), m1
 //! within 1e-9 of the scaled deviation, m2 within 1e-9 relative, the cube
 //! of m3 within 1e-9 of the cube of m2 — only the order of the f64 merges
-//! differs.
+//! differs, and the merge's roundings (it divides once, by the weight, and
+//! multiplies where the CPU divides three times).
+//!
+//! Shape: 32 lanes a workgroup, each folding 32 consecutive intervals. On
+//! an H200 at its working clock this ran at 81 G intervals/s against 54 G
+//! for 128 lanes of 8 with the CPU's three divisions (the bench's
+//! `gpu/variants.rs` times the alternatives).
 
 use std::time::Instant;
 
@@ -109,6 +115,26 @@ struct Node {
     la: [f64; 4],
 }
 
+/// The moments kernel to run: its pipeline, the intervals a workgroup
+/// takes, and how many times its dispatches are recorded (once, but for
+/// the bench's variants).
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    pipe: &'a wgpu::ComputePipeline,
+    tile: u64,
+    repeat: u32,
+}
+
+impl<'a> Run<'a> {
+    fn shipped(pipe: &'a wgpu::ComputePipeline) -> Self {
+        Run {
+            pipe,
+            tile: TILE,
+            repeat: 1,
+        }
+    }
+}
+
 fn f64s(b: &[u8]) -> [f64; 4] {
     let mut v = [0f64; 4];
     for (k, x) in v.iter_mut().enumerate() {
@@ -132,7 +158,37 @@ impl GpuTrace {
         t0: Time,
         t1: Time,
     ) -> Result<(Vec<Moments>, Timing), GpuError> {
-        self.reduce(mask, t0, t1, |a| a.moments())
+        self.reduce(Run::shipped(&self.moments_pipeline()), mask, t0, t1, |a| {
+            a.moments()
+        })
+    }
+
+    /// [`GpuTrace::moments`] with another WGSL source of the kernel (the
+    /// same bindings and `Node`; `tile` intervals a workgroup), its
+    /// dispatches recorded `repeat` times back to back in the timed pass
+    /// (the kernel's time is then that of all of them). The bench times
+    /// variants of the kernel on a real card through this, with the card
+    /// kept busy long enough to run at its working clocks. `source` is
+    /// compiled once per context (cached by its address).
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moments_variant(
+        &self,
+        source: &'static str,
+        entry: &str,
+        tile: u64,
+        repeat: u32,
+        mask: &[bool],
+        t0: Time,
+        t1: Time,
+    ) -> Result<(Vec<Moments>, Timing), GpuError> {
+        let pipe = pipeline_entry(&self.ctx, "moments (variant)", source, entry);
+        let run = Run {
+            pipe: &pipe,
+            tile: tile.max(1),
+            repeat: repeat.max(1),
+        };
+        self.reduce(run, mask, t0, t1, |a| a.moments())
     }
 
     /// The accumulators behind [`GpuTrace::moments`] (32 bytes a location
@@ -144,13 +200,14 @@ impl GpuTrace {
         t0: Time,
         t1: Time,
     ) -> Result<(Vec<MomentAcc>, Timing), GpuError> {
-        self.reduce(mask, t0, t1, |a| a)
+        self.reduce(Run::shipped(&self.moments_pipeline()), mask, t0, t1, |a| a)
     }
 
     /// Runs the moments kernel and turns each location's accumulator by
     /// `finish`.
     fn reduce<T: Send>(
         &self,
+        kernel: Run<'_>,
         mask: &[bool],
         t0: Time,
         t1: Time,
@@ -165,10 +222,11 @@ impl GpuTrace {
             return Ok((none, Timing::default()));
         }
         let run = Instant::now();
-        let (layout, size) = self.layout();
+        let (layout, size) = self.layout(kernel.tile);
         let timers = PassTimer::new(ctx);
         let total = size + timers.as_ref().map_or(0, |_| STAMPS);
-        let (mut enc, scratch) = self.record(mask, t0, t1, &layout, size, total, timers.as_ref());
+        let (mut enc, scratch) =
+            self.record(kernel, mask, t0, t1, &layout, size, total, timers.as_ref());
         let (out, back) = (&scratch.out, &scratch.back);
         enc.copy_buffer_to_buffer(out, 0, back, 0, size);
         if let Some(t) = &timers {
@@ -183,7 +241,7 @@ impl GpuTrace {
     /// of its complete locations' accumulators, of its tiles' nodes, and
     /// its tiles; and the bytes of all (each region aligned for binding
     /// offsets).
-    fn layout(&self) -> (Vec<(u64, u64, u64)>, u64) {
+    fn layout(&self, tile: u64) -> (Vec<(u64, u64, u64)>, u64) {
         let align = self.ctx.limits.min_storage_buffer_offset_alignment.max(256) as u64;
         let mut layout = Vec::with_capacity(self.chunks.len());
         let mut size = 0u64;
@@ -191,19 +249,35 @@ impl GpuTrace {
             let done = size;
             size = (size + c.locs as u64 * 32).next_multiple_of(align);
             let tiles = size;
-            let n_tiles = c.len.div_ceil(TILE);
+            let n_tiles = c.len.div_ceil(tile);
             size = (size + n_tiles.max(1) * NODE).next_multiple_of(align);
             layout.push((done, tiles, n_tiles));
         }
         (layout, size)
     }
 
-    /// Records the moments kernel over every chunk into a new encoder,
+    /// The moments kernel's pipeline: with subgroups where
+    /// [`GpuTrace::use_subgroups`] says so.
+    fn moments_pipeline(&self) -> wgpu::ComputePipeline {
+        if self.subgroups {
+            pipeline_entry(
+                &self.ctx,
+                "moments (subgroups)",
+                SHADER_SUBGROUPS,
+                "main_subgroups",
+            )
+        } else {
+            pipeline(&self.ctx, "moments", SHADER)
+        }
+    }
+
+    /// Records the moments kernel (`pipe`) over every chunk into a new encoder,
     /// its results in a scratch buffer of at least `size` bytes (read-back
     /// buffer of at least `back`), timed by `timers`.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
+        kernel: Run<'_>,
         mask: &[bool],
         t0: Time,
         t1: Time,
@@ -213,16 +287,7 @@ impl GpuTrace {
         timers: Option<&PassTimer>,
     ) -> (wgpu::CommandEncoder, crate::gpu::resident::Scratch) {
         let ctx = &self.ctx;
-        let pipe = if self.subgroups {
-            pipeline_entry(
-                ctx,
-                "moments (subgroups)",
-                SHADER_SUBGROUPS,
-                "main_subgroups",
-            )
-        } else {
-            pipeline(ctx, "moments", SHADER)
-        };
+        let pipe = kernel.pipe;
         let mask_gpu: Vec<u32> = mask.iter().map(|&m| m as u32).collect();
         let mask_buf = super::storage(ctx, "mask", bytemuck::cast_slice(&mask_gpu), false);
         let scratch = self.scratch(size, back);
@@ -262,7 +327,7 @@ impl GpuTrace {
                 };
                 super::bind_in_order(
                     ctx,
-                    &pipe,
+                    pipe,
                     "moments",
                     vec![
                         c.starts.as_entire_binding(),
@@ -288,14 +353,16 @@ impl GpuTrace {
                 label: Some("moments"),
                 timestamp_writes: timers.map(|t| t.writes()),
             });
-            pass.set_pipeline(&pipe);
-            for (bind, &(_, _, n_tiles)) in binds.iter().zip(layout) {
-                if n_tiles == 0 {
-                    continue;
+            pass.set_pipeline(pipe);
+            for _ in 0..kernel.repeat {
+                for (bind, &(_, _, n_tiles)) in binds.iter().zip(layout) {
+                    if n_tiles == 0 {
+                        continue;
+                    }
+                    let (x, y) = grid(n_tiles as u32);
+                    pass.set_bind_group(0, bind, &[]);
+                    pass.dispatch_workgroups(x, y, 1);
                 }
-                let (x, y) = grid(n_tiles as u32);
-                pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(x, y, 1);
             }
         }
         (enc, scratch)
@@ -426,7 +493,7 @@ impl GpuTrace {
         let p = self.num_locations();
         let group = group.max(1);
         let rows = p.div_ceil(group);
-        let (layout, size) = self.layout();
+        let (layout, size) = self.layout(TILE);
         if self.chunks.is_empty()
             || size > ctx.max_binding()
             || rows as u64 * 40 > ctx.max_binding()
@@ -438,7 +505,16 @@ impl GpuTrace {
         let timers = PassTimer::new(ctx);
         let nodes: u64 = layout.iter().map(|l| l.2 * NODE).sum();
         let total = nodes + timers.as_ref().map_or(0, |_| STAMPS);
-        let (mut enc, scratch) = self.record(mask, t0, t1, &layout, size, total, timers.as_ref());
+        let (mut enc, scratch) = self.record(
+            Run::shipped(&self.moments_pipeline()),
+            mask,
+            t0,
+            t1,
+            &layout,
+            size,
+            total,
+            timers.as_ref(),
+        );
         // the tiles' nodes, packed
         let mut at = 0;
         for &(_, tiles, n) in &layout {
