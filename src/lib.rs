@@ -24,6 +24,7 @@ pub mod export;
 pub mod gpu;
 pub mod memory;
 pub mod model;
+pub mod phases;
 pub mod readers;
 pub mod render;
 pub mod scene;

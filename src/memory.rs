@@ -106,6 +106,7 @@ pub fn bytes_of(n: u64, size: u64) -> u64 {
 /// model's columns) and after each batch of raw records copied into them,
 /// so that the peak does not carry it. A no-op elsewhere than glibc.
 pub fn return_freed_memory() {
+    let _p = crate::phases::span("memory given back (malloc_trim, one thread)");
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         unsafe extern "C" {

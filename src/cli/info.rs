@@ -44,6 +44,7 @@ pub struct InfoArgs {
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let t0 = Instant::now();
+    tapestry::phases::enable(a.stats);
     let auto = if a.stream || a.no_stream {
         None
     } else {
@@ -164,6 +165,12 @@ pub fn run(a: InfoArgs) -> Result<()> {
             records as f64 / 1e6 / read_s,
             super::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
         );
+        let phases = tapestry::phases::line();
+        if !phases.is_empty() {
+            eprintln!(
+                "phases (wall time; a phase marked one thread holds the others up): {phases}"
+            );
+        }
     }
     Ok(())
 }

@@ -702,6 +702,8 @@ impl TraceBuilder {
     pub fn finish(mut self, opts: BuildOptions) -> Result<Trace> {
         let nloc = self.locations.len();
         let src = self.source.clone();
+        let phase = crate::phases::span("build: intervals");
+        let step = crate::phases::span("build: intervals: memory given back");
 
         // bucket by location (stable, O(N)), in parallel, freeing the raw
         // blocks as they are copied: records mostly arrive in time order,
@@ -719,8 +721,12 @@ impl TraceBuilder {
         self.collectives.shrink_to_fit();
         // the blocks freed while reading leave before the columns come
         crate::memory::return_freed_memory();
+        drop(step);
+        let step = crate::phases::span("build: intervals: bucketed");
         let (mut offsets, mut start, mut end, mut state) =
             bucket_by_location(blocks, nloc, (n_raw / 32).max(256 << 10));
+        drop(step);
+        let step = crate::phases::span("build: intervals: runs sorted and clipped");
         // per location, in parallel: sort the runs that are not in order
         // (counting them), clip overlaps and drop empty intervals, keeping
         // each location's result at the front of its run
@@ -740,6 +746,7 @@ impl TraceBuilder {
                 .map(|(s, e, st)| clean_run(s, e, st))
                 .collect::<Vec<Run>>()
         };
+        drop(step);
         let unsorted: u64 = runs.iter().map(|r| r.unsorted).sum();
         let first_unsorted = runs
             .iter()
@@ -779,6 +786,8 @@ impl TraceBuilder {
         }
         self.overlaps_clipped(overlaps, first_overlap)?;
         let intervals = Intervals::from_columns(offsets, start, end, state);
+        drop(phase);
+        let phase = crate::phases::span("build: events");
 
         // events: by location (global last), then time, stable
         let mut ev = std::mem::take(&mut self.events);
@@ -832,13 +841,17 @@ impl TraceBuilder {
         };
         max_time = max_time.max(latest);
 
+        drop(phase);
+        let phase = crate::phases::span("build: messages");
         // messages: by send time, receive time, sender, receiver, bytes,
         // tag (a total order: sorted in place, without a copy)
         let mut ms = std::mem::take(&mut self.messages);
         let by = |m: &RawMessage| (m.send, m.recv, m.src, m.dst, m.bytes, m.tag);
+        let step = crate::phases::span("build: messages: sorted");
         if !ms.is_sorted_by_key(by) {
             ms.par_sort_unstable_by_key(by);
         }
+        drop(step);
         let n = ms.len();
         let (mut sender, mut receiver) = (Unfilled::new(n), Unfilled::new(n));
         let (mut send_time, mut recv_time) = (Unfilled::new(n), Unfilled::new(n));
@@ -883,6 +896,8 @@ impl TraceBuilder {
         };
         max_time = max_time.max(latest);
 
+        drop(phase);
+        let _phase = crate::phases::span("build: counters and the rest");
         let mut cs = std::mem::take(&mut self.counters);
         cs.par_sort_by_key(|c| (c.loc, c.counter, c.time));
         let mut counters = Counters {
@@ -1185,15 +1200,20 @@ fn bucket(
             .map(|&o| (o / per).min(slabs as u64 - 1) as u16)
             .collect();
         let mut pieces: Vec<Vec<IntervalBlock>> = vec![Vec::new(); slabs];
+        // the memory each step frees goes back to the system beside the
+        // next step
+        let mut freed = false;
         loop {
             let batch = next_batch();
             if batch.is_empty() {
                 break;
             }
-            let split: Vec<Vec<IntervalBlock>> = batch
-                .into_par_iter()
-                .map(|b| split_into_slabs(b, &slab_of, slabs))
-                .collect();
+            let split: Vec<Vec<IntervalBlock>> = beside_trim(freed, || {
+                batch
+                    .into_par_iter()
+                    .map(|b| split_into_slabs(b, &slab_of, slabs))
+                    .collect()
+            });
             for per_block in split {
                 for (s, v) in per_block.into_iter().enumerate() {
                     if !v.is_empty() {
@@ -1201,7 +1221,7 @@ fn bucket(
                     }
                 }
             }
-            crate::memory::return_freed_memory();
+            freed = true;
         }
         // slab s holds the locations from the first of slab s on
         let mut first = vec![nloc; slabs + 1];
@@ -1213,28 +1233,54 @@ fn bucket(
         }
         for (s, slab) in pieces.iter_mut().enumerate() {
             let slab = std::mem::take(slab);
-            scatter_blocks(&slab, first[s]..first[s + 1], &mut next, &dst);
+            beside_trim(freed, || {
+                scatter_blocks(&slab, first[s]..first[s + 1], &mut next, &dst)
+            });
             drop(slab);
-            crate::memory::return_freed_memory();
+            freed = true;
         }
+        crate::memory::return_freed_memory();
         // SAFETY: every row of 0..n was written: each record went to the
         // next row of its location's range, and the ranges (from the
         // counts of the records) partition 0..n
         unsafe { dst.filled(n, &mut start, &mut end, &mut state) };
         return (offsets, start, end, state);
     }
+    let mut freed = false;
     loop {
         let batch = next_batch();
         if batch.is_empty() {
             break;
         }
-        scatter_blocks(&batch, 0..nloc, &mut next, &dst);
+        beside_trim(freed, || scatter_blocks(&batch, 0..nloc, &mut next, &dst));
         drop(batch);
+        freed = true;
+    }
+    if freed {
         crate::memory::return_freed_memory();
     }
     // SAFETY: as above, every row of 0..n was written
     unsafe { dst.filled(n, &mut start, &mut end, &mut state) };
     (offsets, start, end, state)
+}
+
+/// `work`, with the memory freed before it given back to the system
+/// beside it when `trim` (on another thread of the pool, once one is free;
+/// first, with one thread):
+/// the walk over the heap, which grows with the threads' arenas (0.14 s in
+/// all at 16 cores), stays off the critical path. What a step frees is
+/// given back while the next one runs.
+fn beside_trim<R: Send>(trim: bool, work: impl FnOnce() -> R + Send) -> R {
+    if !trim {
+        return work();
+    }
+    if rayon::current_num_threads() < 2 {
+        // nothing would run beside: given back first, as the step's
+        // allocations then come from the system's pages again
+        crate::memory::return_freed_memory();
+        return work();
+    }
+    rayon::join(work, crate::memory::return_freed_memory).0
 }
 
 /// One block's records split by slab (`slab_of` each location's), in

@@ -771,6 +771,7 @@ impl LineBlocks {
                 if more {
                     let (next, parse, path) = (&mut next, &parse, &path);
                     s.spawn(move |_| {
+                        let _p = crate::phases::span("lines: read and parse a batch (all threads)");
                         *next = Some(read_batch(
                             file,
                             path,

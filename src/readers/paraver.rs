@@ -14,6 +14,7 @@
 //! `Tracing disabled` and `Outside` are idle; every other state is overhead.
 //! Without a `.pcf`, state values get Paraver's standard names.
 
+use crate::phases;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -854,6 +855,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     // the provisional location ids are 0..declared
     let declared_ids = usize::try_from(declared).unwrap_or(usize::MAX);
     let spare = SpareVecs::default();
+    let records = phases::span("paraver: records (read, parse, hand over)");
     {
         let b = &mut b;
         blocks.for_each_parallel(
@@ -869,6 +871,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 (chunk, grouped)
             },
             |_block, (chunk, intervals)| {
+                let _p = phases::span("paraver: hand over (one thread)");
                 chunk_error(&chunk, b, &damage, &src)?;
                 b.add_interval_block(intervals);
                 b.events.extend_from_slice(&chunk.events);
@@ -887,6 +890,8 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     // freed before the model is built (its peak): kept until then, the
     // spare vectors (a few MiB a thread) would add to it
     drop(spare);
+    drop(records);
+    let tables = phases::span("paraver: locations, states, ids");
 
     damage.report(&mut b.diagnostics, path, "records")?;
     make_locations(&mut b, &header, &table, declared, &row, true)?;
@@ -916,6 +921,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let op_map = dense_map(op_map.into_iter().map(|(k, v)| (k as i64, v)));
     remap(&mut b.collectives, |c| &mut c.op, &op_map);
 
+    drop(tables);
     let mut t = b.finish(BuildOptions {
         warn_unsorted: true,
     })?;

@@ -22,6 +22,7 @@
 //! Default state classes: a slice whose category contains `idle` is idle,
 //! one whose category contains `overhead` is overhead, all others are busy.
 
+use crate::phases;
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
@@ -1223,6 +1224,7 @@ fn for_each_event(
         all.extend(0..batch.spans.len());
         let ((), taken) = rayon::join(
             || {
+                let _p = phases::span("chrome: split (beside the rest)");
                 ahead.top_up();
                 ahead.top_up();
             },
@@ -1258,6 +1260,7 @@ fn take_batch(
     for (j, run) in runs.iter().enumerate() {
         let (taken, next) = rayon::join(
             || -> std::result::Result<(), (usize, Error)> {
+                let _p = phases::span("chrome: intake (one thread)");
                 for (&k, ev) in which[run.clone()].iter().zip(std::mem::take(&mut parsed)) {
                     let ev = ev.map_err(|msg| {
                         let pos = batch.position(batch.spans[k].0 as usize);
@@ -1335,9 +1338,11 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let damage = inp.damage.clone();
     let mut b = builder(path, opts);
     let mut acc = Acc::new(None);
+    let events = phases::span("chrome: events (split, parse, intake)");
     let split = for_each_event(path, inp.reader, |ev, batch| {
         intake(ev, &mut acc, &mut b, batch)
     })?;
+    drop(events);
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     assemble(acc, b, path, opts)
 }
@@ -1731,6 +1736,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let end_abs = acc.end_abs();
     b.set_origin(origin);
     let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
+    let to_model = phases::span("chrome: threads and messages");
     let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b);
     // the flows before the slices: as the flows leave, the messages take
     // less room than they did, where the slices' intervals take more
@@ -1778,6 +1784,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     // what is left of the records leaves before the model is built
     let any_ts = acc.min_ts != i64::MAX;
     drop(acc);
+    drop(to_model);
     let mut t = b.finish(BuildOptions {
         warn_unsorted: false,
     })?;

@@ -17,6 +17,7 @@ mod cut;
 pub mod share;
 pub mod stream;
 
+use crate::phases;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
@@ -704,11 +705,13 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     let mut kinds: Vec<(i32, i32)> = Vec::new();
     let mut kind_of: HashMap<(i32, i32), u32> = HashMap::default();
     let mut refused = false;
+    let records = phases::span("picl: records (read, parse, cut, hand over)");
     {
         let b = &mut b;
         let procs = &mut procs;
         let refused = &mut refused;
         blocks.for_each_parallel(parse_block, |_blk, chunk| {
+            let runs_phase = phases::span("picl: runs by processor (one thread)");
             if let Some((pos, msg)) = chunk.error {
                 repair_truncated(b, &damage, path, chunk.truncated, pos, msg)?;
             }
@@ -723,11 +726,15 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
                     (i, run)
                 })
                 .collect();
+            drop(runs_phase);
+            let cut_phase = phases::span("picl: cut (all threads)");
             let Ok(cut) = cut_block(procs, &mut runs, &mut ctxs) else {
                 *refused = true;
                 // ends the reading: the file is read again
                 return Err(Error::Invalid(String::new()));
             };
+            drop(cut_phase);
+            let _p = phases::span("picl: matching, hand over (one thread)");
             for (c, intervals) in ctxs.iter_mut().zip(cut) {
                 b.add_interval_block(intervals);
                 take_cut(b, c, &mut matcher, &index, &mut kinds, &mut kind_of);
@@ -736,9 +743,11 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
         })
     }
     .or_else(|e| if refused { Ok(()) } else { Err(e) })?;
+    drop(records);
     if refused {
         return Ok(None);
     }
+    let ends = phases::span("picl: processors' ends, locations, kinds");
     damage.report(&mut b.diagnostics, path, "records")?;
     if procs.is_empty() {
         return Err(Error::parse(
@@ -800,6 +809,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     // needed by the build: freed first, for the build's room (14 MB and
     // more at 65,536 processors)
     drop((procs, ctxs, matcher, index, kind_of));
+    drop(ends);
     let mut t = b.finish(BuildOptions {
         warn_unsorted: false,
     })?;
