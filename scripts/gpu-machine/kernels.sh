@@ -7,14 +7,9 @@
 # H200. Everything goes to $OUT; the variants' tables last on stdout.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=/tmp/b; mkdir -p $B
-if command -v xz >/dev/null; then xz -dc .dev/b.tar.xz; else
-  python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)" .dev/b.tar.xz
-fi | tar -xf - -C $B
-export LD_LIBRARY_PATH=$B/lib
+. scripts/gpu-machine/common.sh
+unpack_loaders
+unpack_bundle
 nvidia-smi -L
 nvidia-smi dmon -s pc -d 1 > "$OUT/dmon.txt" 2>&1 &
 DMON=$!

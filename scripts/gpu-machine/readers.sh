@@ -8,11 +8,8 @@
 # stdout.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-B=/tmp/b; mkdir -p $B
-if command -v xz >/dev/null; then xz -dc .dev/b.tar.xz; else
-  python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)" .dev/b.tar.xz
-fi | tar -xf - -C $B
-export LD_LIBRARY_PATH=$B/lib
+. scripts/gpu-machine/common.sh
+unpack_bundle
 T=$B/bin/tapestry
 W=/tmp/w; mkdir -p $W; cd $W || exit 1
 FILES=${FILES:-b.prv c.json p.trf}

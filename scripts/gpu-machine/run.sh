@@ -15,15 +15,12 @@ R=$PWD
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 SUM=$OUT/summary.txt
 say() { echo "$*" | tee -a $SUM; }
-unxz_to() { if command -v xz >/dev/null; then xz -dc "$1"; else python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)" "$1"; fi; }
+. scripts/gpu-machine/common.sh
 
 if [ -z "${SMALL:-}" ]; then
-  for f in .gl/*.deb; do dpkg -x $f /; done
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
   unxz_to .dev/ompi.tar.xz | tar --skip-old-files -xf - -C / 2>&1 | tail -3
-  ldconfig
-  B=/tmp/b; mkdir -p $B; unxz_to .dev/b.tar.xz | tar -xf - -C $B
-  export LD_LIBRARY_PATH=$B/lib
+  unpack_loaders
+  unpack_bundle
   P_REPS=128; C_REPS=1000; L_REPS=32; CASES='65536x256,1048576x16 1048576x128'; GT=200
 else
   B=/tmp/dev/b; P_REPS=2; C_REPS=16; L_REPS=2; CASES=4096x16; GT=20

@@ -44,7 +44,6 @@ pub struct InfoArgs {
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let t0 = Instant::now();
-    tapestry::phases::enable(a.stats);
     let auto = if a.stream || a.no_stream {
         None
     } else {
@@ -57,6 +56,8 @@ pub fn run(a: InfoArgs) -> Result<()> {
     if a.stream {
         return run_stream(&a, t0);
     }
+    // the in-memory read's phases, which `--stats` prints
+    tapestry::phases::enable(a.stats);
     // library errors name the file and the position already
     let trace = match tapestry::readers::load(&a.trace, &a.read.options())? {
         Loaded::Trace(t) => t,

@@ -1,0 +1,24 @@
+# Sourced by the scripts that run on a lent GPU machine (run.sh,
+# kernels.sh, readers.sh), from the repository's root with `.dev` (and,
+# for the GPU, `.gl`) carried, as scripts/gpu-machine/pack.sh made them.
+
+# Decompresses an .xz file to stdout (python3 where the machine has no xz).
+unxz_to() {
+  if command -v xz >/dev/null; then xz -dc "$1"; else
+    python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)" "$1"
+  fi
+}
+
+# Unpacks the binaries and their libraries into $B (/tmp/b).
+unpack_bundle() {
+  B=/tmp/b; mkdir -p $B
+  unxz_to .dev/b.tar.xz | tar -xf - -C $B
+  export LD_LIBRARY_PATH=$B/lib
+}
+
+# Unpacks the Vulkan loader and points it at the NVIDIA driver.
+unpack_loaders() {
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+}
