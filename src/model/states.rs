@@ -167,10 +167,17 @@ impl StateTable {
         };
         for v in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
             // the common case (already tagged) allocates nothing
+            // (a value with letters beyond ASCII is compared lower case, as
+            // it is kept: tags merged from parts of a trace stay one each)
+            let lower = (!v.is_ascii()).then(|| v.to_lowercase());
             let known = s.tags.iter().any(|t| {
-                t.len() == key.len() + 1 + v.len()
+                t.len() > key.len()
                     && t.starts_with(key)
-                    && t[key.len() + 1..].eq_ignore_ascii_case(v)
+                    && t.as_bytes()[key.len()] == b':'
+                    && match &lower {
+                        None => t[key.len() + 1..].eq_ignore_ascii_case(v),
+                        Some(l) => t[key.len() + 1..] == *l,
+                    }
             });
             if known {
                 continue;

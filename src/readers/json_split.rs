@@ -80,6 +80,9 @@ pub struct Splitter {
     /// The input is a share of the events array that ends between two
     /// events ([`Splitter::ending_a_share`]): its end is not a cut file.
     share_end: bool,
+    /// The bytes a batch is read up to ([`BATCH_BYTES`] unless
+    /// [`Splitter::with_batch_bytes`] says otherwise).
+    batch_bytes: usize,
 }
 
 pub(crate) enum Scan {
@@ -430,7 +433,15 @@ impl Splitter {
             top_strings: Vec::new(),
             spare: Vec::new(),
             share_end: false,
+            batch_bytes: BATCH_BYTES,
         }
+    }
+
+    /// The same splitter, reading batches of about `bytes` (at least 4
+    /// KiB; a batch still holds at least one whole event).
+    pub fn with_batch_bytes(mut self, bytes: usize) -> Self {
+        self.batch_bytes = bytes.max(4 << 10);
+        self
     }
 
     /// A splitter of `reader`, the bytes of a file from offset `base` (on
@@ -500,8 +511,8 @@ impl Splitter {
             if self.phase == Phase::Done {
                 return self.finish_trailing();
             }
-            while !self.eof && self.buf.len() < BATCH_BYTES {
-                let want = BATCH_BYTES - self.buf.len();
+            while !self.eof && self.buf.len() < self.batch_bytes {
+                let want = self.batch_bytes - self.buf.len();
                 self.fill(want)?;
             }
             let mut spans = Vec::new();
@@ -538,7 +549,7 @@ impl Splitter {
                     ),
                 ));
             }
-            let more = self.buf.len().max(BATCH_BYTES);
+            let more = self.buf.len().max(self.batch_bytes);
             self.fill(more)?;
         }
     }

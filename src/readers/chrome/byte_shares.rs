@@ -557,7 +557,49 @@ pub(super) fn plan(
         }
         walks.push(RangeWalk::from_words(&w[5..]).ok_or_else(damaged)?);
     }
-    let (Some(at), Some(file)) = (entries(line, &walks), file.as_ref()) else {
+    let Some(file) = file.as_ref() else {
+        return Ok(None);
+    };
+    let head = Head {
+        first,
+        len,
+        nested,
+        line,
+    };
+    share_of(path, file, &head, &walks, rank)
+}
+
+/// Where the events array starts and how the file is laid out: what every
+/// share is cut from.
+struct Head {
+    /// The first event's offset.
+    first: u64,
+    /// The file's length.
+    len: u64,
+    /// The array is an object's `traceEvents`.
+    nested: bool,
+    /// The first event's line.
+    line: u64,
+}
+
+/// Share `rank` of `walks.len()`, from every nominal range's walk: `None`
+/// when the file cannot be cut (a backslash outside a string, a range that
+/// starts too deep inside an event).
+fn share_of(
+    path: &Path,
+    file: &File,
+    head: &Head,
+    walks: &[RangeWalk],
+    rank: usize,
+) -> Result<Option<Share>> {
+    let n = walks.len();
+    let Head {
+        first,
+        len,
+        nested,
+        line,
+    } = *head;
+    let Some(at) = entries(line, walks) else {
         return Ok(None);
     };
     // where the cut of range k moves to, its line and the events before
@@ -603,6 +645,46 @@ pub(super) fn plan(
         },
     };
     Ok(Some(share))
+}
+
+/// The plain file at `path` cut into `n` shares for the threads of one
+/// process, in file order (each range walked on all threads): `None` when
+/// it cannot be cut (gzip, no event in the first MiB, a backslash outside
+/// a string, a cut 16 or more brackets deep inside an event, a read that
+/// fails) and is to be read whole.
+pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Vec<Share>>> {
+    if n < 2 || inp.compressed {
+        return Ok(None);
+    }
+    let Ok(file) = File::open(path) else {
+        return Ok(None);
+    };
+    let len = inp.file_len;
+    let Some((first, line, nested)) = head(path, &file) else {
+        return Ok(None);
+    };
+    let mut walks = Vec::with_capacity(n);
+    for k in 0..n {
+        let (a, b) = range(first, len, n, k);
+        let Ok(w) = walk_range(&file, a, b, first) else {
+            return Ok(None);
+        };
+        walks.push(w);
+    }
+    let head = Head {
+        first,
+        len,
+        nested,
+        line,
+    };
+    let mut shares = Vec::with_capacity(n);
+    for k in 0..n {
+        let Some(s) = share_of(path, &file, &head, &walks, k)? else {
+            return Ok(None);
+        };
+        shares.push(s);
+    }
+    Ok(Some(shares))
 }
 
 /// The nominal range `k` of `n`: an equal part of the bytes from the first

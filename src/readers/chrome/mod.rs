@@ -48,6 +48,7 @@ use crate::model::{
 };
 
 mod byte_shares;
+mod ranges;
 pub mod share;
 pub mod stream;
 
@@ -555,6 +556,9 @@ impl HeldSlices {
 struct ThreadAcc {
     name: Option<String>,
     sort: Option<i64>,
+    /// A `thread_sort_index` event set `sort` (to a value or to none): a
+    /// later range's then replaces an earlier one's ([`ranges`]).
+    sort_set: bool,
     /// (ts, place, begin?, state): the place is the event's among this
     /// thread's slice events (`B`, `E` and `X`), counted from 0.
     be: Chunked<(i64, u64, bool, StateId), 256>,
@@ -658,6 +662,8 @@ const FLATTEN_GROUP_BYTES: usize = 8 << 20;
 struct ProcAcc {
     name: Option<String>,
     sort: Option<i64>,
+    /// A `process_sort_index` event set `sort` ([`ThreadAcc::sort_set`]).
+    sort_set: bool,
 }
 
 /// Threads with at least this many intervals hand them to the builder as
@@ -732,20 +738,21 @@ struct FlowPayloads {
     /// (bytes, tag) in file order: bytes [`BYTES_APART`], kept in `apart`;
     /// tag [`TAG_KEY`], the flow's key.
     pairs: Vec<(u32, i32)>,
-    /// (place, bytes, tag) of the payloads whose bytes take more than 32
-    /// bits, or whose tag is outside `i32` or is `i32::MIN`, by place.
-    apart: Vec<(u32, u64, i64)>,
+    /// (place, bytes, tag: `None` for the flow's key) of the payloads
+    /// whose bytes take more than 32 bits, or whose tag is outside `i32` or
+    /// is `i32::MIN`, by place.
+    apart: Vec<(u32, u64, Option<i64>)>,
 }
 
 impl FlowPayloads {
     /// Notes the flow event at `place` (the next one), with its bytes and
     /// tag (`None`: the flow's key, `key`) if it starts a message.
-    fn push(&mut self, place: u32, payload: Option<(u64, Option<i64>, u32)>) {
+    fn push(&mut self, place: u32, payload: Option<(u64, Option<i64>)>) {
         let (w, bit) = ((place / 64) as usize, place % 64);
         if w == self.has.len() {
             self.has.push(0);
         }
-        let Some((bytes, tag, key)) = payload else {
+        let Some((bytes, tag)) = payload else {
             return;
         };
         self.has[w] |= 1 << bit;
@@ -756,8 +763,7 @@ impl FlowPayloads {
         let pair = match (u32::try_from(bytes), tag32) {
             (Ok(b), Some(t)) if b != BYTES_APART => (b, t),
             _ => {
-                self.apart
-                    .push((place, bytes, tag.unwrap_or(i64::from(key))));
+                self.apart.push((place, bytes, tag));
                 (BYTES_APART, 0)
             }
         };
@@ -780,23 +786,25 @@ impl FlowPayloads {
 
     /// The bytes and tag of `f` (a step that has them; indexed).
     fn get(&self, f: &HeldFlow) -> (u64, i64) {
-        let place = f.place();
+        let (bytes, tag) = self.given(f.place());
+        (bytes, tag.unwrap_or(i64::from(f.key)))
+    }
+
+    /// The bytes and tag (`None`: the flow's key) of the flow event at
+    /// `place` as it gave them (a step that has them; indexed).
+    fn given(&self, place: u32) -> (u64, Option<i64>) {
         let (w, bit) = ((place / 64) as usize, place % 64);
         let below = self.has.get(w).map_or(0, |&x| x & ((1u64 << bit) - 1));
         let i = self.before.get(w).map_or(0, |&b| b as usize) + below.count_ones() as usize;
         let Some(&(bytes, tag)) = self.pairs.get(i) else {
-            return (0, i64::from(f.key));
+            return (0, None);
         };
         if bytes == BYTES_APART
             && let Ok(k) = self.apart.binary_search_by_key(&place, |a| a.0)
         {
             return (self.apart[k].1, self.apart[k].2);
         }
-        let tag = if tag == TAG_KEY {
-            i64::from(f.key)
-        } else {
-            i64::from(tag)
-        };
+        let tag = (tag != TAG_KEY).then_some(i64::from(tag));
         (u64::from(bytes), tag)
     }
 }
@@ -810,6 +818,21 @@ struct AsyncEv {
     seq: u64,
 }
 
+/// The flow keys of one category whose ids are plain decimal numbers
+/// from `base` on ([`Acc::flow_tables`]).
+#[derive(Default)]
+struct FlowTable {
+    /// The id of `keys[0]`: 0, unless the category's first id was far
+    /// above the keys so far.
+    base: u64,
+    /// Each id's key + 1 (0: none yet).
+    keys: Vec<u32>,
+}
+
+/// Room a flow table leaves past twice its keys (and below its first id
+/// when that is high).
+const FLOW_TABLE_SLACK: u64 = 1024;
+
 #[derive(Default)]
 struct Acc {
     threads: Vec<(Ident<'static>, Ident<'static>, ThreadAcc)>,
@@ -822,14 +845,20 @@ struct Acc {
     instants: Vec<(i64, u32, u32, i64)>,
     counters: Vec<(i64, u32, u32, f64)>,
     flows: Vec<HeldFlow>,
+    /// The flow events of the later ranges of a read by ranges
+    /// ([`ranges`]), one vector each (their keys, threads and places the
+    /// merged ones): kept apart rather than copied into `flows`, which
+    /// would hold them twice for a while.
+    flow_runs: Vec<Vec<HeldFlow>>,
     flow_payloads: FlowPayloads,
     flow_keys: FxHashMap<String, u32>,
     /// Flow keys whose id is a plain decimal number: per category, each
-    /// id's key + 1 (0: none yet), for ids up to about twice the keys so
-    /// far (tools number their flows from 0 or 1: 4 bytes an id where a
-    /// hash map takes some 50); ids beyond in `flow_num_keys` as
+    /// id's key + 1 (0: none yet), for ids from the table's base up to
+    /// about twice the keys so far past it (tools number their flows from
+    /// 0 or 1: 4 bytes an id where a hash map takes some 50; a later range
+    /// of a read by ranges starts high); ids beyond in `flow_num_keys` as
     /// (category, id). All keys are numbered in order of first appearance.
-    flow_tables: Vec<Vec<u32>>,
+    flow_tables: Vec<FlowTable>,
     flow_num_keys: FxHashMap<(u32, u64), u32>,
     /// Flow keys so far.
     flow_count: u32,
@@ -873,43 +902,86 @@ impl Acc {
     /// decimal number (as most are).
     fn flow_key(&mut self, cat: &str, id: &str) -> u32 {
         if let Some(n) = plain_decimal(id) {
-            let c = match self.flow_cats.get(cat) {
-                Some(&c) => c,
-                None => {
-                    let c = self.flow_cats.len() as u32;
-                    self.flow_cats.insert(cat.to_string(), c);
-                    c
-                }
-            };
-            if self.flow_tables.len() <= c as usize {
-                self.flow_tables.resize_with(c as usize + 1, Vec::new);
-            }
-            let table = &mut self.flow_tables[c as usize];
-            if let Some(&k) = usize::try_from(n).ok().and_then(|i| table.get(i))
-                && k != 0
-            {
-                return k - 1;
-            }
-            if let Some(&k) = self.flow_num_keys.get(&(c, n)) {
-                return k;
-            }
-            let next = self.flow_count;
-            self.flow_count += 1;
-            if n <= 2 * u64::from(self.flow_count) + 1024 {
-                let i = n as usize;
-                if i >= table.len() {
-                    table.resize(i + 1, 0);
-                }
-                table[i] = next + 1;
-            } else {
-                self.flow_num_keys.insert((c, n), next);
-            }
-            return next;
+            return self.flow_key_number(cat, n);
         }
         self.key_buf.clear();
         self.key_buf.push_str(cat);
         self.key_buf.push('\u{1}');
         self.key_buf.push_str(id);
+        self.flow_key_text()
+    }
+
+    /// The number of the flow of category `cat` whose id is the plain
+    /// decimal number `n` ([`Acc::flow_key`]).
+    fn flow_key_number(&mut self, cat: &str, n: u64) -> u32 {
+        let c = self.flow_cat(cat);
+        if let Some(k) = self.flow_number_get(c, n) {
+            return k;
+        }
+        let next = self.flow_count;
+        self.flow_count += 1;
+        self.flow_number_put(c, n, next);
+        next
+    }
+
+    /// The number of flow category `cat`.
+    fn flow_cat(&mut self, cat: &str) -> u32 {
+        match self.flow_cats.get(cat) {
+            Some(&c) => c,
+            None => {
+                let c = self.flow_cats.len() as u32;
+                self.flow_cats.insert(cat.to_string(), c);
+                c
+            }
+        }
+    }
+
+    /// The key of the flow of category number `c` and plain decimal id
+    /// `n`, if it has one.
+    fn flow_number_get(&self, c: u32, n: u64) -> Option<u32> {
+        if let Some(table) = self.flow_tables.get(c as usize)
+            && let Some(&k) = n
+                .checked_sub(table.base)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| table.keys.get(i))
+            && k != 0
+        {
+            return Some(k - 1);
+        }
+        self.flow_num_keys.get(&(c, n)).copied()
+    }
+
+    /// Gives the flow of category number `c` and plain decimal id `n` (not
+    /// numbered yet) the key `key`.
+    fn flow_number_put(&mut self, c: u32, n: u64, key: u32) {
+        if self.flow_tables.len() <= c as usize {
+            self.flow_tables
+                .resize_with(c as usize + 1, FlowTable::default);
+        }
+        let table = &mut self.flow_tables[c as usize];
+        let room = 2 * u64::from(self.flow_count) + FLOW_TABLE_SLACK;
+        if table.keys.is_empty() && n > room {
+            // ids that start high (a range of a read by ranges): the table
+            // starts a little below the first
+            table.base = n - FLOW_TABLE_SLACK;
+        }
+        match n.checked_sub(table.base).filter(|&i| i <= room) {
+            Some(i) => {
+                let i = i as usize;
+                if i >= table.keys.len() {
+                    table.keys.resize(i + 1, 0);
+                }
+                table.keys[i] = key + 1;
+            }
+            None => {
+                self.flow_num_keys.insert((c, n), key);
+            }
+        }
+    }
+
+    /// The number of the flow whose category and id (not a plain decimal
+    /// number) `key_buf` holds, joined by U+0001 ([`Acc::flow_key`]).
+    fn flow_key_text(&mut self) -> u32 {
         if let Some(&k) = self.flow_keys.get(self.key_buf.as_str()) {
             return k;
         }
@@ -1134,6 +1206,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                 "process_sort_index" => {
                     let p = acc.proc_of(&pid);
                     acc.procs[p as usize].1.sort = sort;
+                    acc.procs[p as usize].1.sort_set = true;
                 }
                 "thread_name" => {
                     let t = thread(acc);
@@ -1144,6 +1217,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                 "thread_sort_index" => {
                     let t = thread(acc);
                     acc.threads[t as usize].2.sort = sort;
+                    acc.threads[t as usize].2.sort_set = true;
                 }
                 _ => *acc.ignored.entry(b'M').or_default() += 1,
             }
@@ -1175,7 +1249,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                 ));
             }
             let place = place as u32;
-            let payload = (ph != 2).then_some((bytes, ev.lite.tag, key));
+            let payload = (ph != 2).then_some((bytes, ev.lite.tag));
             acc.flow_payloads.push(place, payload);
             acc.flows.push(HeldFlow {
                 ts,
@@ -1213,10 +1287,10 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
 /// the intake. The splitter at the end (what it found past the last event).
 fn for_each_event(
     path: &Path,
-    reader: Box<dyn std::io::Read + Send>,
+    split: Splitter,
     mut take: impl FnMut(Ev, &Batch) -> Result<()> + Send,
 ) -> Result<Splitter> {
-    let mut ahead = ReadAhead::new(Splitter::new(path, reader));
+    let mut ahead = ReadAhead::new(split);
     let mut all = Vec::new();
     while let Some(batch) = ahead.next() {
         let batch = batch?;
@@ -1333,13 +1407,30 @@ fn report_intake(
 }
 
 /// Reads a Chrome trace.
+///
+/// A plain file of at least [`ranges::MIN_RANGE_BYTES`] a thread is cut
+/// into one range of events per thread, read side by side and merged
+/// ([`ranges`]); otherwise (one thread, gzip, a file that cannot be cut)
+/// its events are read in file order by one pipeline. Both give the same
+/// model.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    read_in(path, opts, None)
+}
+
+/// [`read`], by `ranges` ranges when given (1: one pipeline), by one a
+/// thread otherwise.
+fn read_in(path: &Path, opts: &ReadOptions, ranges: Option<usize>) -> Result<Trace> {
     let inp = input::open(path)?;
     let damage = inp.damage.clone();
+    let n = ranges.unwrap_or_else(|| ranges::count(&inp));
+    if let Some((acc, mut b, truncated)) = ranges::read(path, opts, &inp, n)? {
+        report_intake(&acc, &mut b, path, &damage, truncated.as_ref())?;
+        return assemble(acc, b, path, opts);
+    }
     let mut b = builder(path, opts);
     let mut acc = Acc::new(None);
     let events = phases::span("chrome: events (split, parse, intake)");
-    let split = for_each_event(path, inp.reader, |ev, batch| {
+    let split = for_each_event(path, Splitter::new(path, inp.reader), |ev, batch| {
         intake(ev, &mut acc, &mut b, batch)
     })?;
     drop(events);
@@ -1672,31 +1763,46 @@ fn add_threads(
 /// The messages of the flows, each step to the next per (category, id),
 /// the flows freed as they go: how many steps had no other end.
 fn add_messages(
-    flows: &mut Vec<HeldFlow>,
+    runs: Vec<Vec<HeldFlow>>,
     payloads: &FlowPayloads,
     b: &mut TraceBuilder,
     loc_of_thread: &[LocId],
     rel: impl Fn(i64) -> Time,
 ) -> u64 {
+    let mut runs: Vec<Vec<HeldFlow>> = runs.into_iter().filter(|r| !r.is_empty()).collect();
     // the place in the file makes the order total (a sort in place gives
-    // the one order)
-    flows.sort_unstable_by_key(|f| (f.key, f.ts, f.place_ph));
+    // the one order); a read by ranges has a vector per range, each sorted
+    // on its own, and a key's flows are gathered from all
+    runs.par_iter_mut()
+        .for_each(|r| r.sort_unstable_by_key(|f| (f.key, f.ts, f.place_ph)));
     // a message per step at most, in one allocation; the keys are taken
     // from the last, the flows freed as they go (the builder orders the
     // messages itself)
-    let steps = flows.iter().filter(|f| f.ph() != b's').count();
+    let steps = runs.iter().flatten().filter(|f| f.ph() != b's').count();
     b.messages.reserve_exact(steps);
     let mut orphans = 0u64;
-    let mut freed = flows.len();
-    while let Some(last) = flows.last() {
-        let key = last.key;
+    let mut freed: Vec<usize> = runs.iter().map(Vec::len).collect();
+    let mut flows: Vec<HeldFlow> = Vec::new();
+    while let Some(key) = runs.iter().filter_map(|r| r.last().map(|f| f.key)).max() {
         // the key's run, found from its end: most runs are two or three
         // flows long, where a binary search over all flows takes some 20
         // probes, each a cache miss (half the loop's time)
-        let run = flows.iter().rev().take_while(|f| f.key == key).count();
-        let first = flows.len() - run;
+        flows.clear();
+        for (r, freed) in runs.iter_mut().zip(&mut freed) {
+            let run = r.iter().rev().take_while(|f| f.key == key).count();
+            let first = r.len() - run;
+            flows.extend_from_slice(&r[first..]);
+            r.truncate(first);
+            if *freed - first >= 1 << 16 {
+                r.shrink_to_fit();
+                *freed = first;
+            }
+        }
+        if runs.len() > 1 {
+            flows.sort_unstable_by_key(|f| (f.ts, f.place_ph));
+        }
         let mut prev: Option<&HeldFlow> = None;
-        for f in &flows[first..] {
+        for f in &flows {
             match (prev, f.ph()) {
                 (None, b's') => prev = Some(f),
                 (None, _) => orphans += 1,
@@ -1721,13 +1827,7 @@ fn add_messages(
         if prev.is_some() {
             orphans += 1;
         }
-        flows.truncate(first);
-        if freed - first >= 1 << 16 {
-            flows.shrink_to_fit();
-            freed = first;
-        }
     }
-    *flows = Vec::new();
     orphans
 }
 
@@ -1741,13 +1841,9 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     // the flows before the slices: as the flows leave, the messages take
     // less room than they did, where the slices' intervals take more
     acc.flow_payloads.index();
-    let orphans = add_messages(
-        &mut acc.flows,
-        &acc.flow_payloads,
-        &mut b,
-        &loc_of_thread,
-        rel,
-    );
+    let mut runs = std::mem::take(&mut acc.flow_runs);
+    runs.insert(0, std::mem::take(&mut acc.flows));
+    let orphans = add_messages(runs, &acc.flow_payloads, &mut b, &loc_of_thread, rel);
     acc.flow_payloads = FlowPayloads::default();
     let mut nesting = Nesting::default();
 
@@ -2033,7 +2129,7 @@ mod tests {
                         p.push(flows.len() as u32, None);
                         flows.push((key, None));
                     }
-                    p.push(flows.len() as u32, Some((b, t, key)));
+                    p.push(flows.len() as u32, Some((b, t)));
                     flows.push((key, Some((b, t.unwrap_or(i64::from(key))))));
                     let fits = b < u32::MAX as u64
                         && t.is_none_or(|t| i32::try_from(t).is_ok_and(|t| t != i32::MIN));

@@ -43,6 +43,7 @@ use crate::model::{
     BuildOptions, Flattener, LocId, NestedSlice, StateId, Time, Trace, TraceBuilder, sort_nested,
 };
 use crate::readers::ReadOptions;
+use crate::readers::json_split::Splitter;
 use rustc_hash::FxHashMap;
 
 /// Events per epoch: a thread's slices are held at least until the end of
@@ -574,7 +575,7 @@ fn two_pass<'s>(
         epoch_events,
         ..Default::default()
     })));
-    let split = super::for_each_event(path, inp.reader, |ev, batch| {
+    let split = super::for_each_event(path, Splitter::new(path, inp.reader), |ev, batch| {
         super::intake(ev, &mut acc, &mut b, batch)
     })?;
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
@@ -628,7 +629,7 @@ fn two_pass<'s>(
     };
     pass.hand_over(&mut b)?;
     let inp = input::open(path)?;
-    super::for_each_event(path, inp.reader, |ev, batch| {
+    super::for_each_event(path, Splitter::new(path, inp.reader), |ev, batch| {
         pass.take(ev, &mut acc, &mut b, batch)
     })?;
     pass.end_epoch(&mut b)?;

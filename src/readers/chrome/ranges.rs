@@ -1,0 +1,674 @@
+//! A plain Chrome trace read into memory by every thread at once.
+//!
+//! One pipeline reads a file's events in file order, and its intake (each
+//! event into the accumulator, on one thread) and its splitter (the JSON's
+//! structure, on one thread) bound it: on 16 cores they took 0.77 and 0.45
+//! of a 1.01 s read. Here the file is cut into one range of events per
+//! thread ([`byte_shares::cut`], the cut that `mpirun … reduce` makes for
+//! its processes), each range is split, parsed and taken into an
+//! accumulator of its own by its own pipeline, and the accumulators are
+//! merged in file order:
+//!
+//! * what is numbered in order of first appearance (processes, threads,
+//!   states and their categories, event types, counters, flow ids, async
+//!   ids) is taken range by range, each range's in its own order: the first
+//!   appearance in the file is the first in some range, after every range
+//!   before it, so the numbers are those one pipeline gives;
+//! * a thread's slices, `B`/`E` events and metadata are appended range by
+//!   range (the threads on all cores), its `B`/`E` events' places moved on
+//!   by the slice events of the ranges before;
+//! * flow events (their places), instants, counter samples and async
+//!   slices (their sequence numbers) are appended in range order beside
+//!   the threads.
+//!
+//! The model is the one pipeline's, byte for byte (tested for every cut of
+//! small traces and on the real ones). A file that cannot be cut (gzip, a
+//! backslash outside a string, a cut deep inside an event) is read by one
+//! pipeline, as is one with more flow events than one read holds (which
+//! then fails where that read fails).
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use super::byte_shares::{self, Share};
+use super::{Acc, AsyncEv, MAX_FLOWS, ThreadAcc, builder, for_each_event, intake};
+use crate::error::Result;
+use crate::model::{StateId, TraceBuilder};
+use crate::phases;
+use crate::readers::ReadOptions;
+use crate::readers::input;
+use crate::readers::json_split::Truncation;
+
+/// A range takes at least this many bytes of the file (fewer ranges than
+/// threads for a smaller file; one pipeline below twice this).
+pub(super) const MIN_RANGE_BYTES: u64 = 16 << 20;
+
+/// A range reads batches of this many bytes: the ranges are what runs
+/// side by side, and each holds a few batches at a time.
+const RANGE_BATCH_BYTES: usize = 256 << 10;
+
+/// At most this many ranges.
+const MAX_RANGES: usize = 64;
+
+/// The ranges to cut the trace `inp` into: one per thread, each at least
+/// [`MIN_RANGE_BYTES`]; 1 (one pipeline) for gzip.
+pub(super) fn count(inp: &input::Input) -> usize {
+    if inp.compressed {
+        return 1;
+    }
+    let by_size = usize::try_from(inp.file_len / MIN_RANGE_BYTES).unwrap_or(usize::MAX);
+    rayon::current_num_threads()
+        .min(by_size)
+        .clamp(1, MAX_RANGES)
+}
+
+/// One range's accumulator and dictionaries.
+struct Part {
+    acc: Acc,
+    b: TraceBuilder,
+    truncated: Option<Truncation>,
+}
+
+/// The events of the plain Chrome trace at `path` taken by `n` ranges read
+/// side by side and merged: the accumulator, the builder and where the
+/// file was cut short. `None` when `n` is below 2 or the file is not to be
+/// cut; the caller reads it with one pipeline.
+pub(super) fn read(
+    path: &Path,
+    opts: &ReadOptions,
+    inp: &input::Input,
+    n: usize,
+) -> Result<Option<(Acc, TraceBuilder, Option<Truncation>)>> {
+    if n < 2 {
+        return Ok(None);
+    }
+    let cut = phases::span("chrome: cut into ranges (all threads)");
+    let Some(shares) = byte_shares::cut(path, inp, n)? else {
+        return Ok(None);
+    };
+    drop(cut);
+    let each = phases::span("chrome: ranges read side by side (all threads)");
+    let parts: Vec<Result<Part>> = shares
+        .par_iter()
+        .with_max_len(1)
+        .map(|s| read_share(path, opts, s))
+        .collect();
+    drop(each);
+    // the ranges' batches, freed in every thread's arena, leave before the
+    // merge
+    crate::memory::return_freed_memory();
+    // the first error in file order, as one pipeline meets it
+    let parts = parts.into_iter().collect::<Result<Vec<Part>>>()?;
+    let _m = phases::span("chrome: ranges merged");
+    Ok(merge(parts))
+}
+
+/// One range's events into an accumulator of its own.
+fn read_share(path: &Path, opts: &ReadOptions, share: &Share) -> Result<Part> {
+    let mut b = builder(path, opts);
+    let mut acc = Acc::new(None);
+    let split = share.splitter(path)?.with_batch_bytes(RANGE_BATCH_BYTES);
+    let split = for_each_event(path, split, |ev, batch| intake(ev, &mut acc, &mut b, batch))?;
+    Ok(Part {
+        acc,
+        b,
+        truncated: split.truncated,
+    })
+}
+
+/// What a range's own numbers are in the merged accumulator.
+#[derive(Default)]
+struct Numbers {
+    procs: Vec<u32>,
+    threads: Vec<u32>,
+    states: Vec<StateId>,
+    kinds: Vec<u32>,
+    counters: Vec<u32>,
+    flows: Vec<u32>,
+    asyncs: Vec<u32>,
+    /// The events of the ranges before.
+    seq: u64,
+}
+
+/// The ranges' accumulators merged into the first's, in file order.
+/// `None` when they hold more flow events than one read can.
+fn merge(parts: Vec<Part>) -> Option<(Acc, TraceBuilder, Option<Truncation>)> {
+    let flows: usize = parts.iter().map(|p| p.acc.flows.len()).sum();
+    if flows > MAX_FLOWS {
+        return None;
+    }
+    let mut parts = parts.into_iter();
+    let Part {
+        mut acc,
+        mut b,
+        mut truncated,
+    } = parts.next()?;
+    let mut rest: Vec<Part> = parts.collect();
+    let ranges = rest.len();
+    let numbers: Vec<Numbers> = rest
+        .iter_mut()
+        .enumerate()
+        .map(|(r, p)| {
+            if truncated.is_none() {
+                truncated = p.truncated.take();
+            }
+            let m = dictionaries(&mut acc, &mut b, p, r + 1 == ranges);
+            // its flows' dictionaries are done with
+            p.acc.flow_tables = Vec::new();
+            p.acc.flow_num_keys = Default::default();
+            p.acc.flow_keys = Default::default();
+            m
+        })
+        .collect();
+    // and so are the merged ones (no event is taken after)
+    acc.flow_tables = Vec::new();
+    acc.flow_num_keys = Default::default();
+    acc.flow_keys = Default::default();
+
+    // each thread's pieces in range order
+    let mut pieces: Vec<Vec<(usize, ThreadAcc)>> = Vec::new();
+    pieces.resize_with(acc.threads.len(), Vec::new);
+    for (r, (p, m)) in rest.iter_mut().zip(&numbers).enumerate() {
+        for ((_, _, ta), &g) in std::mem::take(&mut p.acc.threads)
+            .into_iter()
+            .zip(&m.threads)
+        {
+            pieces[g as usize].push((r, ta));
+        }
+    }
+    let Acc {
+        threads,
+        flows: held,
+        flow_runs,
+        flow_payloads,
+        instants,
+        counters,
+        asyncs,
+        ..
+    } = &mut acc;
+    rayon::join(
+        || {
+            threads
+                .par_iter_mut()
+                .zip(pieces.into_par_iter())
+                .for_each(|((_, _, ta), ps)| {
+                    for (r, piece) in ps {
+                        ta.append(piece, &numbers[r].states);
+                    }
+                })
+        },
+        || {
+            let mut before = held.len() as u32;
+            for (p, m) in rest.iter_mut().zip(&numbers) {
+                // each range's flows keep their vector, renumbered in place
+                p.acc.flow_payloads.index();
+                let mut own = std::mem::take(&mut p.acc.flows);
+                for f in &mut own {
+                    let place_ph = f.place_ph;
+                    let (place, ph) = (before + (place_ph >> 2), place_ph & 3);
+                    let payload = (ph != 2).then(|| p.acc.flow_payloads.given(place_ph >> 2));
+                    flow_payloads.push(place, payload);
+                    f.key = m.flows[f.key as usize];
+                    f.thread = m.threads[f.thread as usize];
+                    f.place_ph = (place << 2) | ph;
+                }
+                before += own.len() as u32;
+                flow_runs.push(own);
+                p.acc.flow_payloads = Default::default();
+                let thread = |t: u32| {
+                    if t == u32::MAX {
+                        t
+                    } else {
+                        m.threads[t as usize]
+                    }
+                };
+                instants.extend(
+                    p.acc
+                        .instants
+                        .iter()
+                        .map(|&(ts, t, k, v)| (ts, thread(t), m.kinds[k as usize], v)),
+                );
+                counters.extend(
+                    p.acc.counters.iter().map(|&(ts, t, c, v)| {
+                        (ts, m.threads[t as usize], m.counters[c as usize], v)
+                    }),
+                );
+                asyncs.extend(
+                    std::mem::take(&mut p.acc.asyncs)
+                        .into_iter()
+                        .map(|a| AsyncEv {
+                            pid: m.procs[a.pid as usize],
+                            key: m.asyncs[a.key as usize],
+                            seq: a.seq + m.seq,
+                            ..a
+                        }),
+                );
+            }
+        },
+    );
+    acc.last_thread = None;
+    acc.last_state = None;
+    Some((acc, b, truncated))
+}
+
+/// Takes the dictionaries, metadata and totals of range `p` into `acc`
+/// and `b` (after the ranges before it): what its numbers become.
+fn dictionaries(acc: &mut Acc, b: &mut TraceBuilder, p: &mut Part, last: bool) -> Numbers {
+    let mut m = Numbers {
+        seq: acc.seq,
+        ..Default::default()
+    };
+    let part = &mut p.acc;
+    // processes before threads: a thread's process is met no later than it
+    m.procs = part.procs.iter().map(|(pid, _)| acc.proc_of(pid)).collect();
+    for ((_, pa), &g) in part.procs.iter_mut().zip(&m.procs) {
+        let to = &mut acc.procs[g as usize].1;
+        if let Some(name) = pa.name.take() {
+            to.name = Some(name);
+        }
+        if pa.sort_set {
+            to.sort = pa.sort;
+            to.sort_set = true;
+        }
+    }
+    m.threads = part
+        .threads
+        .iter()
+        .map(|(pid, tid, _)| acc.thread_of(pid, tid))
+        .collect();
+    m.states =
+        p.b.states
+            .iter()
+            .map(|(_, st)| {
+                let g = b.states.intern(&st.name, st.class);
+                for t in &st.tags {
+                    if let Some((key, value)) = t.split_once(':') {
+                        b.states.tag(g, key, value);
+                    }
+                }
+                g
+            })
+            .collect();
+    m.kinds =
+        p.b.event_types
+            .iter()
+            .map(|t| b.event_types.intern(&t.name))
+            .collect();
+    m.counters =
+        p.b.counter_defs
+            .iter()
+            .map(|c| b.counter_def(&c.name, &c.unit))
+            .collect();
+    m.flows = flow_numbers(acc, part, last);
+    // an async id's key starts with its process's number in the range
+    let mut keys = vec![""; part.async_keys.len()];
+    for (k, &i) in &part.async_keys {
+        if let Some(slot) = keys.get_mut(i as usize) {
+            *slot = k.as_str();
+        }
+    }
+    m.asyncs = keys
+        .iter()
+        .map(|k| {
+            let (proc, rest) = k.split_once('\u{1}').unwrap_or(("", k));
+            let proc = proc
+                .parse::<usize>()
+                .ok()
+                .and_then(|p| m.procs.get(p))
+                .map_or_else(|| proc.to_string(), |g| g.to_string());
+            let rest = rest.strip_suffix('\u{1}').unwrap_or(rest);
+            Acc::key(&mut acc.async_keys, &mut acc.key_buf, &[&proc, rest])
+        })
+        .collect();
+    // totals
+    acc.seq += part.seq;
+    acc.min_ts = acc.min_ts.min(part.min_ts);
+    acc.max_ts = acc.max_ts.max(part.max_ts);
+    for (&ph, &n) in &part.ignored {
+        *acc.ignored.entry(ph).or_default() += n;
+    }
+    acc.missing_dur.0 += part.missing_dur.0;
+    if acc.missing_dur.1.is_none() {
+        acc.missing_dur.1 = part.missing_dur.1;
+    }
+    m
+}
+
+/// The merged numbers of range `part`'s flows (`last`: no range follows,
+/// whose flows would need to find these): a flow met before keeps its
+/// number, and the new ones are numbered on in the range's own order.
+fn flow_numbers(acc: &mut Acc, part: &Acc, last: bool) -> Vec<u32> {
+    let mut cats = vec![0u32; part.flow_cats.len()];
+    for (c, &i) in &part.flow_cats {
+        if let Some(slot) = cats.get_mut(i as usize) {
+            *slot = acc.flow_cat(c);
+        }
+    }
+    let cat = |c: usize| cats.get(c).copied().unwrap_or(0);
+    // (a key a range numbered is in exactly one of its three tables, and
+    // below its count)
+    let numeric = part.flow_tables.iter().enumerate().flat_map(|(c, t)| {
+        t.keys
+            .iter()
+            .enumerate()
+            .filter(|&(_, &k)| k != 0)
+            .map(move |(i, &k)| (c, t.base + i as u64, k - 1))
+    });
+    let numeric = numeric.chain(
+        part.flow_num_keys
+            .iter()
+            .map(|(&(c, n), &k)| (c as usize, n, k)),
+    );
+    let mut numbers = vec![u32::MAX; part.flow_count as usize];
+    let mut set = |k: u32, to: Option<u32>| {
+        if let (Some(slot), Some(to)) = (numbers.get_mut(k as usize), to) {
+            *slot = to;
+        }
+    };
+    for (c, n, k) in numeric.clone() {
+        set(k, acc.flow_number_get(cat(c), n));
+    }
+    for (text, &k) in &part.flow_keys {
+        set(k, acc.flow_keys.get(text.as_str()).copied());
+    }
+    // the new ones, in the range's order
+    let first_new = acc.flow_count;
+    for slot in &mut numbers {
+        if *slot == u32::MAX {
+            *slot = acc.flow_count;
+            acc.flow_count += 1;
+        }
+    }
+    if !last {
+        let new = |k: u32| numbers.get(k as usize).copied().filter(|&g| g >= first_new);
+        for (c, n, k) in numeric {
+            if let Some(g) = new(k) {
+                acc.flow_number_put(cat(c), n, g);
+            }
+        }
+        for (text, &k) in &part.flow_keys {
+            if let Some(g) = new(k) {
+                acc.flow_keys.insert(text.clone(), g);
+            }
+        }
+    }
+    numbers
+}
+
+impl ThreadAcc {
+    /// Appends `later`, the same thread's records in a later range (its
+    /// states numbered by `states`), after its own.
+    fn append(&mut self, mut later: ThreadAcc, states: &[StateId]) {
+        if let Some(name) = later.name.take() {
+            self.name = Some(name);
+        }
+        if later.sort_set {
+            self.sort = later.sort;
+            self.sort_set = true;
+        }
+        let state = |s: StateId| states.get(s as usize).copied().unwrap_or(s);
+        // the places of its B/E events among its slice events move on by
+        // this thread's slice events so far
+        let before = (self.slices.len() + self.be.len()) as u64;
+        for &(ts, place, begin, st) in later.be.iter() {
+            let st = if begin { state(st) } else { st };
+            self.be.push((ts, place + before, begin, st));
+        }
+        let slices = std::mem::take(&mut later.slices);
+        for (start, dur, st) in slices.iter() {
+            self.slices.push(start, dur, state(st));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::read_in;
+    use super::super::stream::tests::messy_chrome;
+    use super::*;
+    use crate::model::Trace;
+    use crate::test_rng::XorShift;
+
+    fn model(path: &Path, ranges: usize) -> std::result::Result<String, String> {
+        read_in(path, &ReadOptions::default(), Some(ranges))
+            .map(|t: Trace| serde_json::to_string(&t).unwrap())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The model (or the error) of `path` read by 2 to 9 ranges is the one
+    /// pipeline's, byte for byte.
+    fn assert_ranges_equal_one_pipeline(path: &Path) {
+        let want = model(path, 1);
+        for n in 2..=9 {
+            let got = model(path, n);
+            assert!(
+                got == want,
+                "{} by {n} ranges: {:?}",
+                path.display(),
+                match (&got, &want) {
+                    (Err(e), _) | (_, Err(e)) => e.clone(),
+                    _ => "the models differ".to_string(),
+                }
+            );
+        }
+    }
+
+    /// Everything the ranges merge, spread over the file so that each
+    /// range meets some of it first: threads and processes named by
+    /// numbers and strings, renamed and reordered by metadata in later
+    /// ranges (a sort index set, then set to none), states met with new
+    /// categories late (beyond ASCII, lists), nested `B`/`E` crossing the
+    /// cuts, `X` without `dur`, instants on threads and global, counters,
+    /// flows with numeric and string ids whose steps lie in different
+    /// ranges (bytes beyond 32 bits, tags beyond `i32`), async slices,
+    /// ignored phases.
+    fn everything(seed: u64, events: usize) -> String {
+        let mut rng = XorShift(seed);
+        let mut ev = Vec::new();
+        let pid = |k: u64| ["1", "2", "\"svc\""][(k % 3) as usize];
+        let tid = |k: u64| {
+            if k % 5 == 4 {
+                format!("\"w{}\"", k % 7)
+            } else {
+                format!("{}", k % 9)
+            }
+        };
+        let cats = ["compute", "mpi", "Été", "io,net", "ÉTÉ"];
+        let mut open_flows: Vec<(String, u64)> = Vec::new();
+        for k in 0..events as u64 {
+            let ts = 10 * k + rng.below(5);
+            let who = rng.below(40);
+            let (p, t) = (pid(who), tid(who));
+            let name = format!("s{}", rng.below(6));
+            let cat = cats[rng.below(cats.len() as u64) as usize];
+            let head = format!(r#""pid":{p},"tid":{t},"ts":{ts}"#);
+            let e = match rng.below(24) {
+                0..=5 => format!(
+                    r#"{{"ph":"X",{head},"dur":{},"name":"{name}","cat":"{cat}"}}"#,
+                    rng.below(40)
+                ),
+                6 => format!(r#"{{"ph":"X",{head},"name":"{name}","cat":"{cat}"}}"#),
+                7..=8 => format!(r#"{{"ph":"B",{head},"name":"{name}","cat":"{cat}"}}"#),
+                9..=10 => format!(r#"{{"ph":"E",{head}}}"#),
+                11 => format!(
+                    r#"{{"ph":"i",{head},"name":"mark{}","s":"{}","args":{{"value":{}}}}}"#,
+                    rng.below(4),
+                    ["t", "g", "p"][rng.below(3) as usize],
+                    rng.below(100)
+                ),
+                12 => format!(
+                    r#"{{"ph":"C",{head},"name":"ctr{}","args":{{"a":{},"b{}":1.5}}}}"#,
+                    rng.below(3),
+                    rng.below(1000),
+                    rng.below(3)
+                ),
+                13 => format!(
+                    r#"{{"ph":"M",{head},"name":"thread_sort_index","args":{{"sort_index":{}}}}}"#,
+                    rng.below(50)
+                ),
+                14 => format!(r#"{{"ph":"M",{head},"name":"thread_sort_index"}}"#),
+                15 => format!(
+                    r#"{{"ph":"M","pid":{p},"name":"process_name","args":{{"name":"p{k}"}}}}"#
+                ),
+                16 => format!(
+                    r#"{{"ph":"M","pid":{p},"name":"process_sort_index","args":{{"sort_index":{}}}}}"#,
+                    rng.below(9)
+                ),
+                17 => {
+                    format!(r#"{{"ph":"M",{head},"name":"thread_name","args":{{"name":"t{k}"}}}}"#)
+                }
+                18..=19 => {
+                    let id = match rng.below(3) {
+                        0 => format!("{k}"),
+                        1 => format!("\"x{k}\""),
+                        _ => format!("{}", 1_000_000_000 + k),
+                    };
+                    let (bytes, tag) = match rng.below(4) {
+                        0 => (5_000_000_000u64, String::new()),
+                        1 => (64, r#","tag":9999999999"#.to_string()),
+                        2 => (8, r#","tag":7"#.to_string()),
+                        _ => (16, String::new()),
+                    };
+                    open_flows.push((id.clone(), ts));
+                    format!(
+                        r#"{{"ph":"s",{head},"name":"m","cat":"c{}","id":{id},"args":{{"bytes":{bytes}{tag}}}}}"#,
+                        k % 2
+                    )
+                }
+                20..=21 if !open_flows.is_empty() => {
+                    let i = rng.below(open_flows.len() as u64) as usize;
+                    let (id, _) = open_flows.swap_remove(i);
+                    let ph = if rng.below(4) == 0 { "t" } else { "f" };
+                    // the category is the step's: some flows end in another
+                    format!(
+                        r#"{{"ph":"{ph}",{head},"name":"m","cat":"c{}","id":{id},"bp":"e"}}"#,
+                        rng.below(2)
+                    )
+                }
+                // (at times shared by many, in several ranges: their order
+                // is the file's)
+                22 => format!(
+                    r#"{{"ph":"{}","pid":{p},"ts":{},"name":"{name}","cat":"net","id":{}}}"#,
+                    ["b", "e", "S", "F"][rng.below(4) as usize],
+                    ts / 4000 * 4000,
+                    rng.below(5)
+                ),
+                _ => format!(r#"{{"ph":"O","pid":{p},"ts":{ts},"name":"obj","id":"1"}}"#),
+            };
+            ev.push(e);
+        }
+        format!(
+            "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{}\n]}}",
+            ev.join(",\n")
+        )
+    }
+
+    #[test]
+    fn ranges_give_the_one_pipelines_model() {
+        let d = tempfile::tempdir().unwrap();
+        for (seed, events) in [(3u64, 400), (17, 3000), (29, 12_000)] {
+            let p = d.path().join(format!("all{seed}.json"));
+            std::fs::write(&p, everything(seed, events)).unwrap();
+            assert_ranges_equal_one_pipeline(&p);
+        }
+        for (seed, threads, slices, by_process) in
+            [(7u64, 6, 40, false), (99, 11, 25, false), (5, 8, 30, true)]
+        {
+            let p = d.path().join(format!("messy{seed}.json"));
+            std::fs::write(&p, messy_chrome(seed, threads, slices, by_process)).unwrap();
+            assert_ranges_equal_one_pipeline(&p);
+        }
+        let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/chrome");
+        for f in std::fs::read_dir(&shared).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "json") {
+                assert_ranges_equal_one_pipeline(&p);
+            }
+        }
+    }
+
+    /// The test is about what it says: the file is cut into as many
+    /// ranges as asked, each with events, and what the merge renumbers is
+    /// met first in later ranges.
+    #[test]
+    fn the_cuts_split_the_events() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("all.json");
+        std::fs::write(&p, everything(17, 3000)).unwrap();
+        let inp = input::open(&p).unwrap();
+        for n in 2..=9 {
+            let shares = byte_shares::cut(&p, &inp, n).unwrap().unwrap();
+            assert_eq!(shares.len(), n);
+            assert!(shares.iter().all(|s| !s.empty));
+            let (acc, b, _) = read(&p, &ReadOptions::default(), &inp, n).unwrap().unwrap();
+            assert_eq!(acc.seq, 3000);
+            assert!(acc.threads.len() == 17 && b.states.len() == 6);
+            assert!(b.states.iter().any(|(_, s)| s.tags.len() > 3));
+        }
+        // the categories beyond ASCII are one tag whatever their case
+        let t = read_in(&p, &ReadOptions::default(), Some(3)).unwrap();
+        assert!(
+            t.states
+                .iter()
+                .all(|(_, s)| { s.tags.iter().filter(|t| t.as_str() == "cat:été").count() <= 1 })
+        );
+    }
+
+    /// A file that cannot be cut (gzip, a cut deep inside an event) and
+    /// damaged files (a bad event in a later range, two bad events, a file
+    /// cut short, an array that does not close) give the one pipeline's
+    /// model or error.
+    #[test]
+    fn uncut_and_damaged_files_give_the_one_pipelines_answer() {
+        let d = tempfile::tempdir().unwrap();
+        let all = everything(41, 2000);
+        let lines: Vec<&str> = all.lines().collect();
+        let bad_at = |at: &[usize]| -> String {
+            lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    if at.contains(&i) {
+                        l.replacen("\"ts\":", "\"ts\":\"x\",\"was\":", 1)
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let n = lines.len();
+        let deep = format!("{}1{}", "[".repeat(30), "]".repeat(30));
+        let deep_events: Vec<String> = (0..300)
+            .map(|k| {
+                format!(
+                    r#"{{"ph":"X","pid":1,"tid":{},"ts":{},"dur":3,"name":"n{}","args":{{"v":{deep}}}}}"#,
+                    k % 3,
+                    10 * k,
+                    k % 4
+                )
+            })
+            .collect();
+        for (name, text) in [
+            ("late-bad", bad_at(&[n * 3 / 4])),
+            ("two-bad", bad_at(&[n / 3, n * 5 / 6])),
+            ("cut-short", all[..all.len() * 2 / 3].to_string()),
+            ("not-closed", format!("{}]]]", &all[..all.len() / 2])),
+            ("deep", format!("[{}]", deep_events.join(","))),
+        ] {
+            let p = d.path().join(format!("{name}.json"));
+            std::fs::write(&p, text).unwrap();
+            assert_ranges_equal_one_pipeline(&p);
+        }
+        // gzip is read by one pipeline
+        let p = d.path().join("all.json.gz");
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, all.as_bytes()).unwrap();
+        std::fs::write(&p, z.finish().unwrap()).unwrap();
+        let inp = input::open(&p).unwrap();
+        assert_eq!(count(&inp), 1);
+        assert!(byte_shares::cut(&p, &inp, 4).unwrap().is_none());
+        assert_ranges_equal_one_pipeline(&p);
+    }
+}
