@@ -83,6 +83,10 @@ pub struct Splitter {
     /// The bytes a batch is read up to ([`BATCH_BYTES`] unless
     /// [`Splitter::with_batch_bytes`] says otherwise).
     batch_bytes: usize,
+    /// The share's end was guessed ([`Splitter::ending_a_guessed_share`]).
+    guessed_end: bool,
+    /// A guessed end did not fall between two events of the array.
+    pub misplaced_end: bool,
 }
 
 pub(crate) enum Scan {
@@ -434,7 +438,19 @@ impl Splitter {
             spare: Vec::new(),
             share_end: false,
             batch_bytes: BATCH_BYTES,
+            guessed_end: false,
+            misplaced_end: false,
         }
+    }
+
+    /// The same splitter, for an input whose end was guessed to fall
+    /// between two events of the array: where it does not, the splitter
+    /// ends there and says so ([`Splitter::misplaced_end`]) instead of
+    /// failing; where it does, the share after it starts where it should.
+    pub fn ending_a_guessed_share(mut self) -> Self {
+        self.share_end = true;
+        self.guessed_end = true;
+        self
     }
 
     /// The same splitter, reading batches of about `bytes` (at least 4
@@ -558,7 +574,9 @@ impl Splitter {
     fn at_eof(&mut self) -> Result<Option<Batch>> {
         let i = skip_ws(&self.buf, 0);
         if self.share_end {
-            if matches!(self.phase, Phase::Events { .. }) && i == self.buf.len() {
+            let between = matches!(self.phase, Phase::Events { .. }) && i == self.buf.len();
+            if between || self.guessed_end {
+                self.misplaced_end = !between;
                 self.phase = Phase::Done;
                 self.buf.clear();
                 return Ok(None);

@@ -63,6 +63,9 @@ pub(super) struct Share {
     /// How many events it holds, when another share follows it (the last
     /// share's run to the end of the file, which the walks do not count).
     pub events: Option<u64>,
+    /// Its end was guessed at a line break between two events ([`guess`]),
+    /// not walked to: its splitter says whether it fell there.
+    pub guessed: bool,
 }
 
 impl Share {
@@ -90,6 +93,7 @@ impl Share {
             Splitter::resume(path, reader, self.start, self.line, self.nested)
         };
         Ok(match self.end {
+            Some(_) if self.guessed => split.ending_a_guessed_share(),
             Some(_) => split.ending_a_share(),
             None => split,
         })
@@ -633,6 +637,7 @@ fn share_of(
             empty: false,
             before,
             events: next.map(|(_, _, upto)| upto.saturating_sub(before)),
+            guessed: false,
         },
         None => Share {
             start: len,
@@ -642,6 +647,7 @@ fn share_of(
             empty: true,
             before: 0,
             events: Some(0),
+            guessed: false,
         },
     };
     Ok(Some(share))
@@ -685,6 +691,124 @@ pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Ve
         shares.push(s);
     }
     Ok(Some(shares))
+}
+
+/// The bytes after a nominal cut searched for a line break between two
+/// events.
+const GUESS_WINDOW: usize = 64 << 10;
+
+/// The plain file at `path` cut into up to `n` shares for the threads of
+/// one process, each cut guessed at the first line break between two
+/// events after its nominal place (a `}` and a `{` with a comma and a line
+/// break between them, only blanks besides), without walking the file:
+/// only the lines before each cut are counted. A guess can be wrong (the
+/// pattern inside a string or a nested value, or after the events array):
+/// the share before it then says so when it is read, its end not between
+/// two events ([`Share::guessed`]), and the caller cuts again with
+/// [`cut`]. Fewer shares when a nominal cut has no line break near it (a
+/// file on one line has none); `None` when there would be one, or the
+/// file is gzip or has no event within its first MiB.
+pub(super) fn guess(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Vec<Share>>> {
+    if n < 2 || inp.compressed {
+        return Ok(None);
+    }
+    let Ok(file) = File::open(path) else {
+        return Ok(None);
+    };
+    let len = inp.file_len;
+    let Some((first, _, nested)) = head(path, &file) else {
+        return Ok(None);
+    };
+    let mut cuts: Vec<u64> = Vec::with_capacity(n);
+    let mut buf = vec![0u8; GUESS_WINDOW];
+    for k in 1..n {
+        let (a, _) = range(first, len, n, k);
+        let got = file.read_at(&mut buf, a).map_err(|e| Error::io(path, e))?;
+        let Some(p) = boundary(&buf[..got]).map(|p| a + p as u64) else {
+            continue;
+        };
+        if p < len && cuts.last().is_none_or(|&c| c < p) {
+            cuts.push(p);
+        }
+    }
+    if cuts.is_empty() {
+        return Ok(None);
+    }
+    // the lines of each share, counted on all threads
+    let starts: Vec<u64> = std::iter::once(0).chain(cuts.iter().copied()).collect();
+    let lines = starts
+        .par_iter()
+        .enumerate()
+        .map(|(k, &a)| newlines(&file, a, cuts.get(k).copied().unwrap_or(len)))
+        .collect::<std::io::Result<Vec<u64>>>()
+        .map_err(|e| Error::io(path, e))?;
+    let mut line = 1;
+    let mut shares = Vec::with_capacity(starts.len());
+    for (k, &start) in starts.iter().enumerate() {
+        shares.push(Share {
+            start,
+            line,
+            end: cuts.get(k).copied(),
+            nested,
+            empty: false,
+            before: 0,
+            events: None,
+            guessed: true,
+        });
+        line += lines[k];
+    }
+    Ok(Some(shares))
+}
+
+/// Where a guessed cut falls in `b`: just after the first `}` that a
+/// comma and a line break (and blanks) separate from a `{`.
+fn boundary(b: &[u8]) -> Option<usize> {
+    let blank = |c: u8| matches!(c, b' ' | b'\t' | b'\r');
+    for j in memchr::memchr_iter(b'\n', b) {
+        let mut comma = false;
+        let mut i = j;
+        while i > 0 {
+            match b[i - 1] {
+                c if blank(c) => i -= 1,
+                b',' if !comma => {
+                    comma = true;
+                    i -= 1;
+                }
+                _ => break,
+            }
+        }
+        if i == 0 || b[i - 1] != b'}' {
+            continue;
+        }
+        let mut k = j + 1;
+        while k < b.len() {
+            match b[k] {
+                c if blank(c) || c == b'\n' => k += 1,
+                b',' if !comma => {
+                    comma = true;
+                    k += 1;
+                }
+                _ => break,
+            }
+        }
+        if comma && b.get(k) == Some(&b'{') {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// The line breaks in bytes `[from, to)` of `file`.
+fn newlines(file: &File, from: u64, to: u64) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; CHUNK.min(to.saturating_sub(from) as usize)];
+    let (mut at, mut n) = (from, 0u64);
+    while at < to {
+        let k = ((to - at) as usize).min(CHUNK);
+        file.read_exact_at(&mut buf[..k], at)?;
+        n += memchr::memchr_iter(b'\n', &buf[..k]).count() as u64;
+        at += k as u64;
+    }
+    Ok(n)
 }
 
 /// The nominal range `k` of `n`: an equal part of the bytes from the first

@@ -68,6 +68,8 @@ struct Part {
     acc: Acc,
     b: TraceBuilder,
     truncated: Option<Truncation>,
+    /// Its end was guessed and is not between two events.
+    misplaced: bool,
 }
 
 /// The events of the plain Chrome trace at `path` taken by `n` ranges read
@@ -83,11 +85,31 @@ pub(super) fn read(
     if n < 2 {
         return Ok(None);
     }
+    // cuts guessed at line breaks first; walked to where a guess was wrong
     let cut = phases::span("chrome: cut into ranges (all threads)");
+    let guessed = byte_shares::guess(path, inp, n)?;
+    drop(cut);
+    if let Some(shares) = guessed
+        && let Some(read) = read_shares(path, opts, &shares)?
+    {
+        return Ok(Some(read));
+    }
+    let cut = phases::span("chrome: cut into ranges, walked (all threads)");
     let Some(shares) = byte_shares::cut(path, inp, n)? else {
         return Ok(None);
     };
     drop(cut);
+    read_shares(path, opts, &shares)
+}
+
+/// The events of `shares` read side by side and merged; `None` when a
+/// guessed cut was wrong, or there are too many flow events.
+#[allow(clippy::type_complexity)]
+fn read_shares(
+    path: &Path,
+    opts: &ReadOptions,
+    shares: &[Share],
+) -> Result<Option<(Acc, TraceBuilder, Option<Truncation>)>> {
     let each = phases::span("chrome: ranges read side by side (all threads)");
     let parts: Vec<Result<Part>> = shares
         .par_iter()
@@ -98,10 +120,19 @@ pub(super) fn read(
     // the ranges' batches, freed in every thread's arena, leave before the
     // merge
     crate::memory::return_freed_memory();
-    // the first error in file order, as one pipeline meets it
-    let parts = parts.into_iter().collect::<Result<Vec<Part>>>()?;
+    // in file order: the first error is the one pipeline's, once every
+    // range before it ended where the next one starts (a range whose start
+    // was not guessed right is not looked at)
+    let mut ok = Vec::with_capacity(parts.len());
+    for p in parts {
+        let p = p?;
+        if p.misplaced {
+            return Ok(None);
+        }
+        ok.push(p);
+    }
     let _m = phases::span("chrome: ranges merged");
-    Ok(merge(parts))
+    Ok(merge(ok))
 }
 
 /// One range's events into an accumulator of its own.
@@ -114,6 +145,7 @@ fn read_share(path: &Path, opts: &ReadOptions, share: &Share) -> Result<Part> {
         acc,
         b,
         truncated: split.truncated,
+        misplaced: split.misplaced_end,
     })
 }
 
@@ -143,6 +175,7 @@ fn merge(parts: Vec<Part>) -> Option<(Acc, TraceBuilder, Option<Truncation>)> {
         mut acc,
         mut b,
         mut truncated,
+        ..
     } = parts.next()?;
     let mut rest: Vec<Part> = parts.collect();
     let ranges = rest.len();
@@ -166,17 +199,10 @@ fn merge(parts: Vec<Part>) -> Option<(Acc, TraceBuilder, Option<Truncation>)> {
     acc.flow_num_keys = Default::default();
     acc.flow_keys = Default::default();
 
-    // each thread's pieces in range order
-    let mut pieces: Vec<Vec<(usize, ThreadAcc)>> = Vec::new();
-    pieces.resize_with(acc.threads.len(), Vec::new);
-    for (r, (p, m)) in rest.iter_mut().zip(&numbers).enumerate() {
-        for ((_, _, ta), &g) in std::mem::take(&mut p.acc.threads)
-            .into_iter()
-            .zip(&m.threads)
-        {
-            pieces[g as usize].push((r, ta));
-        }
-    }
+    let thread_parts: Vec<_> = rest
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.acc.threads))
+        .collect();
     let Acc {
         threads,
         flows: held,
@@ -189,14 +215,14 @@ fn merge(parts: Vec<Part>) -> Option<(Acc, TraceBuilder, Option<Truncation>)> {
     } = &mut acc;
     rayon::join(
         || {
-            threads
-                .par_iter_mut()
-                .zip(pieces.into_par_iter())
-                .for_each(|((_, _, ta), ps)| {
-                    for (r, piece) in ps {
-                        ta.append(piece, &numbers[r].states);
-                    }
-                })
+            // each thread's records from the later ranges after its own,
+            // range by range: each range's threads freed as they go (a
+            // vector of every thread's pieces would hold them twice)
+            for (p, m) in thread_parts.into_iter().zip(&numbers) {
+                for ((_, _, piece), &g) in p.into_iter().zip(&m.threads) {
+                    threads[g as usize].2.append(piece, &m.states);
+                }
+            }
         },
         || {
             let mut before = held.len() as u32;
@@ -601,6 +627,13 @@ mod tests {
             let shares = byte_shares::cut(&p, &inp, n).unwrap().unwrap();
             assert_eq!(shares.len(), n);
             assert!(shares.iter().all(|s| !s.empty));
+            // the guessed cuts fall where the walked ones do (one event a
+            // line), and the read takes them
+            let guessed = byte_shares::guess(&p, &inp, n).unwrap().unwrap();
+            let at = |s: &[Share]| s.iter().map(|s| (s.start, s.line)).collect::<Vec<_>>();
+            assert_eq!(at(&guessed), at(&shares));
+            let opts = ReadOptions::default();
+            assert!(read_shares(&p, &opts, &guessed).unwrap().is_some());
             let (acc, b, _) = read(&p, &ReadOptions::default(), &inp, n).unwrap().unwrap();
             assert_eq!(acc.seq, 3000);
             assert!(acc.threads.len() == 17 && b.states.len() == 6);
@@ -660,6 +693,48 @@ mod tests {
             let p = d.path().join(format!("{name}.json"));
             std::fs::write(&p, text).unwrap();
             assert_ranges_equal_one_pipeline(&p);
+        }
+        // guesses that fall inside an event (an argument holding objects
+        // on lines of their own) or after the events array (an object's
+        // member that holds such lines), and a file on one line (nothing to
+        // guess at): cut again by the walk, or read by one pipeline
+        let nested_args: Vec<String> = (0..400)
+            .map(|k| {
+                format!(
+                    "{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{},\"dur\":3,\"name\":\"n\",\"args\":{{\"l\":[{{\"a\":1}},\n{{\"b\":{k}}}]}}}}",
+                    k % 3,
+                    10 * k
+                )
+            })
+            .collect();
+        let trailer: Vec<String> = (0..2000).map(|k| format!("{{\"k\":{k}}}")).collect();
+        let one_line = everything(43, 600).replace('\n', "");
+        for (name, text) in [
+            ("nested-args", format!("[{}]", nested_args.join(",\n"))),
+            (
+                "after-the-array",
+                format!(
+                    "{{\"traceEvents\":[\n{}\n],\n\"more\":[\n{}\n]}}",
+                    lines[1..lines.len() / 4].join("\n").trim_end_matches(','),
+                    trailer.join(",\n")
+                ),
+            ),
+            ("one-line", one_line),
+        ] {
+            let p = d.path().join(format!("{name}.json"));
+            std::fs::write(&p, text).unwrap();
+            assert_ranges_equal_one_pipeline(&p);
+            let inp = input::open(&p).unwrap();
+            let guessed = byte_shares::guess(&p, &inp, 4).unwrap();
+            if name == "one-line" {
+                assert!(guessed.is_none());
+            } else {
+                // the guesses are wrong, and the read says so
+                let shares = guessed.unwrap();
+                let opts = ReadOptions::default();
+                assert!(read_shares(&p, &opts, &shares).unwrap().is_none(), "{name}");
+                assert!(byte_shares::cut(&p, &inp, 4).unwrap().is_some(), "{name}");
+            }
         }
         // gzip is read by one pipeline
         let p = d.path().join("all.json.gz");
