@@ -5,7 +5,8 @@
 # thread does while the others wait, beside what all do). About 2
 # minutes on 16 cores. FILES chooses among b.prv, c.json and p.trf (all
 # by default); CORES among 1 2 4 8 16. Output to $OUT/readers.txt and
-# stdout.
+# stdout. TAPESTRY_CHROME_RANGES=1 reads c.json by one pipeline (ranges
+# from 4 cores otherwise), for the two side by side.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 . scripts/gpu-machine/common.sh
