@@ -659,16 +659,10 @@ fn share_of(
 /// a string, a cut 16 or more brackets deep inside an event, a read that
 /// fails) and is to be read whole.
 pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Vec<Share>>> {
-    if n < 2 || inp.compressed {
-        return Ok(None);
-    }
-    let Ok(file) = File::open(path) else {
+    let Some((file, head)) = to_cut(path, inp, n) else {
         return Ok(None);
     };
-    let len = inp.file_len;
-    let Some((first, line, nested)) = head(path, &file) else {
-        return Ok(None);
-    };
+    let (first, len) = (head.first, head.len);
     let mut walks = Vec::with_capacity(n);
     for k in 0..n {
         let (a, b) = range(first, len, n, k);
@@ -677,12 +671,6 @@ pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Ve
         };
         walks.push(w);
     }
-    let head = Head {
-        first,
-        len,
-        nested,
-        line,
-    };
     let mut shares = Vec::with_capacity(n);
     for k in 0..n {
         let Some(s) = share_of(path, &file, &head, &walks, k)? else {
@@ -691,6 +679,24 @@ pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Ve
         shares.push(s);
     }
     Ok(Some(shares))
+}
+
+/// The file to cut into `n` shares for the threads of one process, its
+/// length and its head ([`head`]): `None` for fewer than two shares, gzip,
+/// a file that does not open, or no event in its first MiB.
+fn to_cut(path: &Path, inp: &input::Input, n: usize) -> Option<(File, Head)> {
+    if n < 2 || inp.compressed {
+        return None;
+    }
+    let file = File::open(path).ok()?;
+    let (first, line, nested) = head(path, &file)?;
+    let head = Head {
+        first,
+        len: inp.file_len,
+        nested,
+        line,
+    };
+    Some((file, head))
 }
 
 /// The bytes after a nominal cut searched for a line break between two
@@ -709,14 +715,13 @@ const GUESS_WINDOW: usize = 64 << 10;
 /// file on one line has none); `None` when there would be one, or the
 /// file is gzip or has no event within its first MiB.
 pub(super) fn guess(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Vec<Share>>> {
-    if n < 2 || inp.compressed {
-        return Ok(None);
-    }
-    let Ok(file) = File::open(path) else {
-        return Ok(None);
-    };
-    let len = inp.file_len;
-    let Some((first, _, nested)) = head(path, &file) else {
+    let Some((
+        file,
+        Head {
+            first, len, nested, ..
+        },
+    )) = to_cut(path, inp, n)
+    else {
         return Ok(None);
     };
     let mut cuts: Vec<u64> = Vec::with_capacity(n);

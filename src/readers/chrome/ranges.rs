@@ -78,6 +78,10 @@ pub(super) fn count(inp: &input::Input) -> usize {
     threads.min(by_size).clamp(1, MAX_RANGES)
 }
 
+/// The ranges merged: the accumulator, the builder, and where the file
+/// was cut short.
+pub(super) type Merged = (Acc, TraceBuilder, Option<Truncation>);
+
 /// One range's accumulator and dictionaries.
 struct Part {
     acc: Acc,
@@ -96,7 +100,7 @@ pub(super) fn read(
     opts: &ReadOptions,
     inp: &input::Input,
     n: usize,
-) -> Result<Option<(Acc, TraceBuilder, Option<Truncation>)>> {
+) -> Result<Option<Merged>> {
     if n < 2 {
         return Ok(None);
     }
@@ -119,12 +123,7 @@ pub(super) fn read(
 
 /// The events of `shares` read side by side and merged; `None` when a
 /// guessed cut was wrong, or there are too many flow events.
-#[allow(clippy::type_complexity)]
-fn read_shares(
-    path: &Path,
-    opts: &ReadOptions,
-    shares: &[Share],
-) -> Result<Option<(Acc, TraceBuilder, Option<Truncation>)>> {
+fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Option<Merged>> {
     let each = phases::span("chrome: ranges read side by side (all threads)");
     let parts: Vec<Result<Part>> = shares
         .par_iter()
@@ -180,7 +179,7 @@ struct Numbers {
 
 /// The ranges' accumulators merged into the first's, in file order.
 /// `None` when they hold more flow events than one read can.
-fn merge(parts: Vec<Part>) -> Option<(Acc, TraceBuilder, Option<Truncation>)> {
+fn merge(parts: Vec<Part>) -> Option<Merged> {
     let flows: usize = parts.iter().map(|p| p.acc.flows.len()).sum();
     if flows > MAX_FLOWS {
         return None;
@@ -466,7 +465,7 @@ impl ThreadAcc {
 #[cfg(test)]
 mod tests {
     use super::super::read_in;
-    use super::super::stream::tests::messy_chrome;
+    use super::super::stream::tests::messy_and_shared_chrome;
     use super::*;
     use crate::model::Trace;
     use crate::test_rng::XorShift;
@@ -613,19 +612,8 @@ mod tests {
             std::fs::write(&p, everything(seed, events)).unwrap();
             assert_ranges_equal_one_pipeline(&p);
         }
-        for (seed, threads, slices, by_process) in
-            [(7u64, 6, 40, false), (99, 11, 25, false), (5, 8, 30, true)]
-        {
-            let p = d.path().join(format!("messy{seed}.json"));
-            std::fs::write(&p, messy_chrome(seed, threads, slices, by_process)).unwrap();
+        for p in messy_and_shared_chrome(d.path()) {
             assert_ranges_equal_one_pipeline(&p);
-        }
-        let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/chrome");
-        for f in std::fs::read_dir(&shared).unwrap() {
-            let p = f.unwrap().path();
-            if p.extension().is_some_and(|e| e == "json") {
-                assert_ranges_equal_one_pipeline(&p);
-            }
         }
     }
 

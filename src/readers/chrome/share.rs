@@ -1108,7 +1108,7 @@ fn keep(batch: &mut Vec<RawInterval>, out: &[(Time, Time, StateId)], loc: LocId)
 
 #[cfg(test)]
 mod tests {
-    use super::super::stream::tests::{Collect, messy_chrome};
+    use super::super::stream::tests::{Collect, messy_and_shared_chrome, messy_chrome};
     use super::*;
     use crate::readers::exchange::ThreadExchange;
 
@@ -1209,19 +1209,8 @@ mod tests {
     #[test]
     fn shares_equal_the_stream_on_messy_traces() {
         let d = tempfile::tempdir().unwrap();
-        for (seed, threads, slices, by_process) in
-            [(7u64, 6, 40, false), (99, 11, 25, false), (5, 8, 30, true)]
-        {
-            let p = d.path().join(format!("messy{seed}.json"));
-            std::fs::write(&p, messy_chrome(seed, threads, slices, by_process)).unwrap();
+        for p in messy_and_shared_chrome(d.path()) {
             assert_shares_equal_the_stream(&p);
-        }
-        let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/chrome");
-        for f in std::fs::read_dir(&shared).unwrap() {
-            let p = f.unwrap().path();
-            if p.extension().is_some_and(|e| e == "json") {
-                assert_shares_equal_the_stream(&p);
-            }
         }
     }
 

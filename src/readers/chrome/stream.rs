@@ -748,6 +748,28 @@ pub(crate) mod tests {
         }
     }
 
+    /// Untidy traces written into `dir` (three seeds of
+    /// [`messy_chrome`]) and the shared Chrome traces: what the readers
+    /// that cut a file are held equal to one read on.
+    pub(crate) fn messy_and_shared_chrome(dir: &Path) -> Vec<std::path::PathBuf> {
+        let mut paths = Vec::new();
+        for (seed, threads, slices, by_process) in
+            [(7u64, 6, 40, false), (99, 11, 25, false), (5, 8, 30, true)]
+        {
+            let p = dir.join(format!("messy{seed}.json"));
+            std::fs::write(&p, messy_chrome(seed, threads, slices, by_process)).unwrap();
+            paths.push(p);
+        }
+        let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/chrome");
+        for f in std::fs::read_dir(&shared).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "json") {
+                paths.push(p);
+            }
+        }
+        paths
+    }
+
     /// A Chrome trace with what real ones hold and then some: threads of
     /// several processes (string ids too), nested `X` slices written when
     /// they start or when they end (as Chrome writes them), `B`/`E` pairs,
