@@ -465,7 +465,7 @@ impl ThreadAcc {
 #[cfg(test)]
 mod tests {
     use super::super::read_in;
-    use super::super::stream::tests::messy_and_shared_chrome;
+    use super::super::stream::tests::{deep_chrome, messy_and_shared_chrome};
     use super::*;
     use crate::model::Trace;
     use crate::test_rng::XorShift;
@@ -675,23 +675,12 @@ mod tests {
                 .join("\n")
         };
         let n = lines.len();
-        let deep = format!("{}1{}", "[".repeat(30), "]".repeat(30));
-        let deep_events: Vec<String> = (0..300)
-            .map(|k| {
-                format!(
-                    r#"{{"ph":"X","pid":1,"tid":{},"ts":{},"dur":3,"name":"n{}","args":{{"v":{deep}}}}}"#,
-                    k % 3,
-                    10 * k,
-                    k % 4
-                )
-            })
-            .collect();
         for (name, text) in [
             ("late-bad", bad_at(&[n * 3 / 4])),
             ("two-bad", bad_at(&[n / 3, n * 5 / 6])),
             ("cut-short", all[..all.len() * 2 / 3].to_string()),
             ("not-closed", format!("{}]]]", &all[..all.len() / 2])),
-            ("deep", format!("[{}]", deep_events.join(","))),
+            ("deep", deep_chrome(300)),
         ] {
             let p = d.path().join(format!("{name}.json"));
             std::fs::write(&p, text).unwrap();

@@ -1108,7 +1108,9 @@ fn keep(batch: &mut Vec<RawInterval>, out: &[(Time, Time, StateId)], loc: LocId)
 
 #[cfg(test)]
 mod tests {
-    use super::super::stream::tests::{Collect, messy_and_shared_chrome, messy_chrome};
+    use super::super::stream::tests::{
+        Collect, deep_chrome, messy_and_shared_chrome, messy_chrome,
+    };
     use super::*;
     use crate::readers::exchange::ThreadExchange;
 
@@ -1280,19 +1282,8 @@ mod tests {
     #[test]
     fn uncut_files_give_the_same_result() {
         let d = tempfile::tempdir().unwrap();
-        let deep = format!("{}1{}", "[".repeat(30), "]".repeat(30));
-        let ev: Vec<String> = (0..60)
-            .map(|k| {
-                format!(
-                    r#"{{"ph":"X","pid":1,"tid":{},"ts":{},"dur":3,"name":"n{}","args":{{"v":{deep}}}}}"#,
-                    k % 3,
-                    10 * k,
-                    k % 4
-                )
-            })
-            .collect();
         let p = d.path().join("deep.json");
-        std::fs::write(&p, format!("[{}]", ev.join(","))).unwrap();
+        std::fs::write(&p, deep_chrome(60)).unwrap();
         assert_shares_equal_the_stream(&p);
     }
 

@@ -748,6 +748,23 @@ pub(crate) mod tests {
         }
     }
 
+    /// A trace of `events` slices whose arguments nest 30 arrays deep:
+    /// cuts inside an event fall too deep for the walk to count.
+    pub(crate) fn deep_chrome(events: usize) -> String {
+        let deep = format!("{}1{}", "[".repeat(30), "]".repeat(30));
+        let ev: Vec<String> = (0..events)
+            .map(|k| {
+                format!(
+                    r#"{{"ph":"X","pid":1,"tid":{},"ts":{},"dur":3,"name":"n{}","args":{{"v":{deep}}}}}"#,
+                    k % 3,
+                    10 * k,
+                    k % 4
+                )
+            })
+            .collect();
+        format!("[{}]", ev.join(","))
+    }
+
     /// Untidy traces written into `dir` (three seeds of
     /// [`messy_chrome`]) and the shared Chrome traces: what the readers
     /// that cut a file are held equal to one read on.
