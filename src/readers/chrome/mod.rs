@@ -746,7 +746,7 @@ struct FlowPayloads {
 
 impl FlowPayloads {
     /// Notes the flow event at `place` (the next one), with its bytes and
-    /// tag (`None`: the flow's key, `key`) if it starts a message.
+    /// tag (`None`: the flow's key) if it starts a message.
     fn push(&mut self, place: u32, payload: Option<(u64, Option<i64>)>) {
         let (w, bit) = ((place / 64) as usize, place % 64);
         if w == self.has.len() {
