@@ -1782,53 +1782,75 @@ fn add_messages(
     b.messages.reserve_exact(steps);
     let mut orphans = 0u64;
     let mut freed: Vec<usize> = runs.iter().map(Vec::len).collect();
-    let mut flows: Vec<HeldFlow> = Vec::new();
+    let mut firsts = vec![0usize; runs.len()];
+    let mut gathered: Vec<HeldFlow> = Vec::new();
+    let mut pair = |run: &[HeldFlow]| pair_steps(run, payloads, b, loc_of_thread, &rel);
     while let Some(key) = runs.iter().filter_map(|r| r.last().map(|f| f.key)).max() {
         // the key's run, found from its end: most runs are two or three
         // flows long, where a binary search over all flows takes some 20
         // probes, each a cache miss (half the loop's time)
-        flows.clear();
-        for (r, freed) in runs.iter_mut().zip(&mut freed) {
-            let run = r.iter().rev().take_while(|f| f.key == key).count();
-            let first = r.len() - run;
-            flows.extend_from_slice(&r[first..]);
+        for (r, first) in runs.iter().zip(&mut firsts) {
+            *first = r.len() - r.iter().rev().take_while(|f| f.key == key).count();
+        }
+        let mut holders = runs.iter().zip(&firsts).filter(|(r, f)| **f < r.len());
+        match (holders.next(), holders.next()) {
+            // in one vector (always with one pipeline): paired where it is
+            (Some((r, &f)), None) => orphans += pair(&r[f..]),
+            // steps in several ranges: gathered in file order
+            _ => {
+                gathered.clear();
+                for (r, &f) in runs.iter().zip(&firsts) {
+                    gathered.extend_from_slice(&r[f..]);
+                }
+                gathered.sort_unstable_by_key(|f| (f.ts, f.place_ph));
+                orphans += pair(&gathered);
+            }
+        }
+        for ((r, &first), freed) in runs.iter_mut().zip(&firsts).zip(&mut freed) {
             r.truncate(first);
             if *freed - first >= 1 << 16 {
                 r.shrink_to_fit();
                 *freed = first;
             }
         }
-        if runs.len() > 1 {
-            flows.sort_unstable_by_key(|f| (f.ts, f.place_ph));
-        }
-        let mut prev: Option<&HeldFlow> = None;
-        for f in &flows {
-            match (prev, f.ph()) {
-                (None, b's') => prev = Some(f),
-                (None, _) => orphans += 1,
-                (Some(_), b's') => {
-                    orphans += 1;
-                    prev = Some(f);
-                }
-                (Some(p), ph) => {
-                    let (bytes, tag) = payloads.get(p);
-                    b.message(
-                        loc_of_thread[p.thread as usize],
-                        loc_of_thread[f.thread as usize],
-                        rel(p.ts),
-                        rel(f.ts),
-                        bytes,
-                        tag,
-                    );
-                    prev = if ph == b'f' { None } else { Some(f) };
-                }
-            }
-        }
-        if prev.is_some() {
-            orphans += 1;
-        }
     }
     orphans
+}
+
+/// Pairs the steps of one flow (`run`, in file order) into messages: the
+/// steps that could not be paired.
+fn pair_steps(
+    run: &[HeldFlow],
+    payloads: &FlowPayloads,
+    b: &mut TraceBuilder,
+    loc_of_thread: &[LocId],
+    rel: impl Fn(i64) -> Time,
+) -> u64 {
+    let mut orphans = 0;
+    let mut prev: Option<&HeldFlow> = None;
+    for f in run {
+        match (prev, f.ph()) {
+            (None, b's') => prev = Some(f),
+            (None, _) => orphans += 1,
+            (Some(_), b's') => {
+                orphans += 1;
+                prev = Some(f);
+            }
+            (Some(p), ph) => {
+                let (bytes, tag) = payloads.get(p);
+                b.message(
+                    loc_of_thread[p.thread as usize],
+                    loc_of_thread[f.thread as usize],
+                    rel(p.ts),
+                    rel(f.ts),
+                    bytes,
+                    tag,
+                );
+                prev = if ph == b'f' { None } else { Some(f) };
+            }
+        }
+    }
+    orphans + u64::from(prev.is_some())
 }
 
 fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) -> Result<Trace> {

@@ -30,6 +30,7 @@
 use std::path::Path;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use super::byte_shares::{self, Share};
 use super::{Acc, AsyncEv, MAX_FLOWS, ThreadAcc, builder, for_each_event, intake};
@@ -108,22 +109,37 @@ pub(super) fn read(
     let cut = phases::span("chrome: cut into ranges (all threads)");
     let guessed = byte_shares::guess(path, inp, n)?;
     drop(cut);
-    if let Some(shares) = guessed
-        && let Some(read) = read_shares(path, opts, &shares)?
-    {
-        return Ok(Some(read));
+    if let Some(shares) = guessed {
+        match read_shares(path, opts, &shares)? {
+            Outcome::Read(merged) => return Ok(Some(*merged)),
+            Outcome::Whole => return Ok(None),
+            Outcome::Misplaced => {}
+        }
     }
     let cut = phases::span("chrome: cut into ranges, walked (all threads)");
     let Some(shares) = byte_shares::cut(path, inp, n)? else {
         return Ok(None);
     };
     drop(cut);
-    read_shares(path, opts, &shares)
+    Ok(match read_shares(path, opts, &shares)? {
+        Outcome::Read(merged) => Some(*merged),
+        // (a walked cut is never misplaced)
+        Outcome::Misplaced | Outcome::Whole => None,
+    })
 }
 
-/// The events of `shares` read side by side and merged; `None` when a
-/// guessed cut was wrong, or there are too many flow events.
-fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Option<Merged>> {
+/// What reading a file's shares came to.
+enum Outcome {
+    Read(Box<Merged>),
+    /// A guessed cut was not between two events: to be cut again.
+    Misplaced,
+    /// More flow events than one read holds: to be read by one pipeline,
+    /// which fails where it meets the first too many.
+    Whole,
+}
+
+/// The events of `shares` read side by side and merged.
+fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Outcome> {
     let each = phases::span("chrome: ranges read side by side (all threads)");
     let parts: Vec<Result<Part>> = shares
         .par_iter()
@@ -141,12 +157,12 @@ fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Opti
     for p in parts {
         let p = p?;
         if p.misplaced {
-            return Ok(None);
+            return Ok(Outcome::Misplaced);
         }
         ok.push(p);
     }
     let _m = phases::span("chrome: ranges merged");
-    Ok(merge(ok))
+    Ok(merge(ok).map_or(Outcome::Whole, |m| Outcome::Read(Box::new(m))))
 }
 
 /// One range's events into an accumulator of its own.
@@ -287,8 +303,6 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
             }
         },
     );
-    acc.last_thread = None;
-    acc.last_state = None;
     Some((acc, b, truncated))
 }
 
@@ -342,14 +356,8 @@ fn dictionaries(acc: &mut Acc, b: &mut TraceBuilder, p: &mut Part, last: bool) -
             .collect();
     m.flows = flow_numbers(acc, part, last);
     // an async id's key starts with its process's number in the range
-    let mut keys = vec![""; part.async_keys.len()];
-    for (k, &i) in &part.async_keys {
-        if let Some(slot) = keys.get_mut(i as usize) {
-            *slot = k.as_str();
-        }
-    }
-    m.asyncs = keys
-        .iter()
+    m.asyncs = by_number(&part.async_keys)
+        .into_iter()
         .map(|k| {
             let (proc, rest) = k.split_once('\u{1}').unwrap_or(("", k));
             let proc = proc
@@ -375,16 +383,25 @@ fn dictionaries(acc: &mut Acc, b: &mut TraceBuilder, p: &mut Part, last: bool) -
     m
 }
 
+/// The names of a dictionary (name → number from 0) in order of number.
+fn by_number(map: &FxHashMap<String, u32>) -> Vec<&str> {
+    let mut names = vec![""; map.len()];
+    for (name, &i) in map {
+        if let Some(slot) = names.get_mut(i as usize) {
+            *slot = name.as_str();
+        }
+    }
+    names
+}
+
 /// The merged numbers of range `part`'s flows (`last`: no range follows,
 /// whose flows would need to find these): a flow met before keeps its
 /// number, and the new ones are numbered on in the range's own order.
 fn flow_numbers(acc: &mut Acc, part: &Acc, last: bool) -> Vec<u32> {
-    let mut cats = vec![0u32; part.flow_cats.len()];
-    for (c, &i) in &part.flow_cats {
-        if let Some(slot) = cats.get_mut(i as usize) {
-            *slot = acc.flow_cat(c);
-        }
-    }
+    let cats: Vec<u32> = by_number(&part.flow_cats)
+        .into_iter()
+        .map(|c| acc.flow_cat(c))
+        .collect();
     let cat = |c: usize| cats.get(c).copied().unwrap_or(0);
     // (a key a range numbered is in exactly one of its three tables, and
     // below its count)
@@ -636,7 +653,10 @@ mod tests {
             let at = |s: &[Share]| s.iter().map(|s| (s.start, s.line)).collect::<Vec<_>>();
             assert_eq!(at(&guessed), at(&shares));
             let opts = ReadOptions::default();
-            assert!(read_shares(&p, &opts, &guessed).unwrap().is_some());
+            assert!(matches!(
+                read_shares(&p, &opts, &guessed).unwrap(),
+                Outcome::Read(_)
+            ));
             let (acc, b, _) = read(&p, &ReadOptions::default(), &inp, n).unwrap().unwrap();
             assert_eq!(acc.seq, 3000);
             assert!(acc.threads.len() == 17 && b.states.len() == 6);
@@ -724,7 +744,10 @@ mod tests {
                 // the guesses are wrong, and the read says so
                 let shares = guessed.unwrap();
                 let opts = ReadOptions::default();
-                assert!(read_shares(&p, &opts, &shares).unwrap().is_none(), "{name}");
+                assert!(
+                    matches!(read_shares(&p, &opts, &shares).unwrap(), Outcome::Misplaced),
+                    "{name}"
+                );
                 assert!(byte_shares::cut(&p, &inp, 4).unwrap().is_some(), "{name}");
             }
         }
