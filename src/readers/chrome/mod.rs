@@ -484,86 +484,193 @@ const SLICE_APART: u32 = u32::MAX;
 /// Slices a chunk of [`HeldSlices`] holds.
 const SLICE_CHUNK: usize = 256;
 
-/// A thread's `X` slices in file order, in chunks of [`SLICE_CHUNK`]
-/// ([`Chunked`]): a chunk's starts are offsets from its base, 2^31 ns
-/// (2.1 s) before its first slice's start. A slice starting more than
-/// 2.1 s before or after that, or lasting 4.3 s or more, is kept apart.
+/// A thread's `X` slices in file order, in chunks of [`SLICE_CHUNK`]: a
+/// chunk's starts are offsets from its base, 2^31 ns (2.1 s) before its
+/// first slice's start. A slice starting more than 2.1 s before or after
+/// that, or lasting 4.3 s or more, is kept apart.
+///
+/// The first chunk is held inline and grows as a vector does; the later
+/// chunks, their bases and the slices kept apart are boxed. Most threads of
+/// a range ([`ranges`]) have a few slices: at 65,536 threads read by 16
+/// ranges, a vector of chunks and one of bases took some 180 bytes per
+/// thread and range.
 #[derive(Debug, Default, Clone)]
 struct HeldSlices {
-    recs: Chunked<HeldSlice, SLICE_CHUNK>,
+    first: Vec<HeldSlice>,
+    /// The first chunk's base.
+    base: u64,
+    more: Option<Box<MoreSlices>>,
+}
+
+/// The slices of [`HeldSlices`] past its first chunk, and those kept apart.
+#[derive(Debug, Default, Clone)]
+struct MoreSlices {
+    /// Full chunks but the last.
+    chunks: Vec<Vec<HeldSlice>>,
     /// Each chunk's base.
     bases: Vec<u64>,
     /// The slices kept apart: (start, duration), in order.
     apart: Vec<(u64, u64)>,
 }
 
+/// A chunk's base for its first slice's start.
+fn chunk_base(start: u64) -> u64 {
+    start.saturating_sub(1 << 31)
+}
+
 impl HeldSlices {
     fn push(&mut self, start: u64, dur: u64, state: StateId) {
-        if self.recs.len().is_multiple_of(SLICE_CHUNK) {
-            self.bases.push(start.saturating_sub(1 << 31));
+        let n = self.first.len();
+        if n < SLICE_CHUNK {
+            if n == 0 {
+                self.base = chunk_base(start);
+            }
+            let held = match fit(self.base, start, dur) {
+                Some((off, d)) => HeldSlice {
+                    start: off,
+                    dur: d,
+                    state,
+                },
+                None => self.more().held_apart(start, dur, state),
+            };
+            self.first.push(held);
+            return;
         }
-        let base = self.bases.last().copied().unwrap_or(0);
-        let off = start.checked_sub(base).and_then(|o| u32::try_from(o).ok());
-        let held = match (off, u32::try_from(dur)) {
-            (Some(off), Ok(d)) if d != SLICE_APART => HeldSlice {
+        let more = self.more();
+        if more.chunks.last().is_none_or(|c| c.len() == SLICE_CHUNK) {
+            more.bases.push(chunk_base(start));
+            more.chunks.push(Vec::with_capacity(SLICE_CHUNK));
+        }
+        let base = more.bases.last().copied().unwrap_or(0);
+        let held = match fit(base, start, dur) {
+            Some((off, d)) => HeldSlice {
                 start: off,
                 dur: d,
                 state,
             },
-            _ => {
-                self.apart.push((start, dur));
-                HeldSlice {
-                    start: 0,
-                    dur: SLICE_APART,
-                    state,
-                }
-            }
+            None => more.held_apart(start, dur, state),
         };
-        self.recs.push(held);
+        if let Some(c) = more.chunks.last_mut() {
+            c.push(held);
+        }
+    }
+
+    fn more(&mut self) -> &mut MoreSlices {
+        self.more.get_or_insert_with(Box::default)
     }
 
     fn len(&self) -> usize {
-        self.recs.len()
+        let later = self.more.as_ref().map_or(0, |m| match m.chunks.last() {
+            // every later chunk but the last is full
+            Some(last) => (m.chunks.len() - 1) * SLICE_CHUNK + last.len(),
+            None => 0,
+        });
+        self.first.len() + later
     }
 
     #[cfg(test)]
     fn is_empty(&self) -> bool {
-        self.recs.is_empty()
+        self.first.is_empty()
     }
 
     /// Bytes its records take.
     fn bytes(&self) -> usize {
-        self.recs.bytes() + std::mem::size_of_val(self.apart.as_slice())
+        self.len() * std::mem::size_of::<HeldSlice>()
+            + self
+                .more
+                .as_ref()
+                .map_or(0, |m| std::mem::size_of_val(m.apart.as_slice()))
     }
 
     /// The slices in order: (start, duration, state).
     fn iter(&self) -> impl Iterator<Item = (u64, u64, StateId)> + '_ {
-        let mut apart = self.apart.iter();
-        self.recs.iter().enumerate().map(move |(i, r)| {
-            if r.dur == SLICE_APART {
-                // every slice held apart has its entry, in order
-                let &(start, dur) = apart.next().unwrap_or(&(0, 0));
-                (start, dur, r.state)
-            } else {
-                let base = self.bases.get(i / SLICE_CHUNK).copied().unwrap_or(0);
-                (base + u64::from(r.start), u64::from(r.dur), r.state)
-            }
-        })
+        let more = self.more.as_deref();
+        let later = more.into_iter().flat_map(|m| {
+            m.bases
+                .iter()
+                .copied()
+                .zip(m.chunks.iter().map(Vec::as_slice))
+        });
+        let mut apart = more.map_or(&[][..], |m| m.apart.as_slice()).iter();
+        std::iter::once((self.base, self.first.as_slice()))
+            .chain(later)
+            .flat_map(|(base, c)| c.iter().map(move |r| (base, r)))
+            .map(move |(base, r)| {
+                if r.dur == SLICE_APART {
+                    // every slice held apart has its entry, in order
+                    let &(start, dur) = apart.next().unwrap_or(&(0, 0));
+                    (start, dur, r.state)
+                } else {
+                    (base + u64::from(r.start), u64::from(r.dur), r.state)
+                }
+            })
+    }
+
+    /// The slices kept apart.
+    #[cfg(test)]
+    fn apart(&self) -> usize {
+        self.more.as_ref().map_or(0, |m| m.apart.len())
     }
 }
 
-#[derive(Default, Clone)]
-struct ThreadAcc {
+/// The offset from `base` and the duration of a slice, when they fit.
+fn fit(base: u64, start: u64, dur: u64) -> Option<(u32, u32)> {
+    let off = u32::try_from(start.checked_sub(base)?).ok()?;
+    let d = u32::try_from(dur).ok().filter(|&d| d != SLICE_APART)?;
+    Some((off, d))
+}
+
+impl MoreSlices {
+    /// A slice kept apart.
+    fn held_apart(&mut self, start: u64, dur: u64, state: StateId) -> HeldSlice {
+        self.apart.push((start, dur));
+        HeldSlice {
+            start: 0,
+            dur: SLICE_APART,
+            state,
+        }
+    }
+}
+
+/// A name and sort index a thread's or process's metadata events gave.
+#[derive(Debug, Default, Clone)]
+struct Meta {
     name: Option<String>,
     sort: Option<i64>,
-    /// A `thread_sort_index` event set `sort` (to a value or to none): a
-    /// later range's then replaces an earlier one's ([`ranges`]).
+    /// A sort index event set `sort` (to a value or to none): a later
+    /// range's then replaces an earlier one's ([`ranges`]).
     sort_set: bool,
+}
+
+impl Meta {
+    /// Takes what a later range's metadata events of the same thread or
+    /// process set.
+    fn take_later(&mut self, later: Meta) {
+        if let Some(name) = later.name {
+            self.name = Some(name);
+        }
+        if later.sort_set {
+            self.sort = later.sort;
+            self.sort_set = true;
+        }
+    }
+}
+
+/// One thread's records as a one-pass read holds them: 48 bytes, and its
+/// `X` slices (most threads have no metadata and no `B`/`E` events, which
+/// are boxed).
+#[derive(Default, Clone)]
+struct ThreadAcc {
+    slices: HeldSlices,
+    rare: Option<Box<ThreadRare>>,
+}
+
+#[derive(Default, Clone)]
+struct ThreadRare {
+    meta: Meta,
     /// (ts, place, begin?, state): the place is the event's among this
     /// thread's slice events (`B`, `E` and `X`), counted from 0.
     be: Chunked<(i64, u64, bool, StateId), 256>,
-    /// The `X` slices in file order.
-    slices: HeldSlices,
 }
 
 impl ThreadAcc {
@@ -576,13 +683,31 @@ impl ThreadAcc {
     /// Holds a `B` (`begin`) or `E` event.
     fn push_be(&mut self, ts: i64, begin: bool, state: StateId) {
         // its place: the slice events before it
-        let place = (self.slices.len() + self.be.len()) as u64;
-        self.be.push((ts, place, begin, state));
+        let place = (self.slices.len() + self.be_len()) as u64;
+        self.rare_mut().be.push((ts, place, begin, state));
+    }
+
+    fn rare_mut(&mut self) -> &mut ThreadRare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Its metadata, to be set.
+    fn meta_mut(&mut self) -> &mut Meta {
+        &mut self.rare_mut().meta
+    }
+
+    /// Its name and sort index.
+    fn meta(&self) -> Option<&Meta> {
+        self.rare.as_ref().map(|r| &r.meta)
+    }
+
+    fn be_len(&self) -> usize {
+        self.rare.as_ref().map_or(0, |r| r.be.len())
     }
 
     /// Bytes its slice records take.
     fn record_bytes(&self) -> usize {
-        self.slices.bytes() + self.be.bytes()
+        self.slices.bytes() + self.rare.as_ref().map_or(0, |r| r.be.bytes())
     }
 
     /// Its flat timeline into `flat` (emptied first; times relative to
@@ -597,9 +722,11 @@ impl ThreadAcc {
         let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
         let mut nesting = Nesting::default();
         // (a vector of exactly their number: they are many on some threads)
-        let mut be = Vec::with_capacity(self.be.len());
-        if !self.be.is_empty() {
-            be.extend(std::mem::take(&mut self.be).iter().copied());
+        let mut be = Vec::with_capacity(self.be_len());
+        if let Some(r) = &mut self.rare
+            && !r.be.is_empty()
+        {
+            be.extend(std::mem::take(&mut r.be).iter().copied());
         }
         // the X slices made relative (the times and the origin are never
         // negative), each given back its place among the thread's slice
@@ -658,12 +785,25 @@ impl ThreadAcc {
 /// many bytes of records together (one thread may hold more).
 const FLATTEN_GROUP_BYTES: usize = 8 << 20;
 
+/// A process as a one-pass read holds it: its metadata, boxed (most
+/// processes have none).
 #[derive(Default)]
 struct ProcAcc {
-    name: Option<String>,
-    sort: Option<i64>,
-    /// A `process_sort_index` event set `sort` ([`ThreadAcc::sort_set`]).
-    sort_set: bool,
+    meta: Option<Box<Meta>>,
+}
+
+impl ProcAcc {
+    fn meta_mut(&mut self) -> &mut Meta {
+        self.meta.get_or_insert_with(Box::default)
+    }
+
+    fn name(&self) -> Option<&String> {
+        self.meta.as_ref().and_then(|m| m.name.as_ref())
+    }
+
+    fn sort(&self) -> Option<i64> {
+        self.meta.as_ref().and_then(|m| m.sort)
+    }
 }
 
 /// Threads with at least this many intervals hand them to the builder as
@@ -835,13 +975,22 @@ const FLOW_TABLE_SLACK: u64 = 1024;
 
 #[derive(Default)]
 struct Acc {
-    threads: Vec<(Ident<'static>, Ident<'static>, ThreadAcc)>,
+    /// The threads by number, in order of first appearance; their ids are
+    /// the keys of `thread_idx` and `num_thread_idx` ([`Acc::thread_keys`]),
+    /// held once: every range of a read by ranges holds a record of each
+    /// thread it meets.
+    threads: Vec<ThreadAcc>,
     /// Threads whose process or thread id is a string.
     thread_idx: FxHashMap<(Ident<'static>, Ident<'static>), u32>,
     /// Threads whose process and thread ids are numbers (most).
     num_thread_idx: FxHashMap<(i64, i64), u32>,
-    procs: Vec<(Ident<'static>, ProcAcc)>,
+    /// The processes by number; their ids are the keys of `proc_idx` and
+    /// `num_proc_idx` ([`Acc::proc_keys`]).
+    procs: Vec<ProcAcc>,
+    /// Processes whose id is a string.
     proc_idx: FxHashMap<Ident<'static>, u32>,
+    /// Processes whose id is a number (most).
+    num_proc_idx: FxHashMap<i64, u32>,
     instants: Vec<(i64, u32, u32, i64)>,
     counters: Vec<(i64, u32, u32, f64)>,
     flows: Vec<HeldFlow>,
@@ -991,14 +1140,58 @@ impl Acc {
         next
     }
 
+    /// The number of the process `pid`, when it is known.
+    fn proc_index(&self, pid: &Ident) -> Option<u32> {
+        match pid {
+            Ident::Num(n) => self.num_proc_idx.get(n),
+            Ident::Str(_) => self.proc_idx.get(pid),
+        }
+        .copied()
+    }
+
     fn proc_of(&mut self, pid: &Ident) -> u32 {
-        if let Some(&i) = self.proc_idx.get(pid) {
+        if let Some(i) = self.proc_index(pid) {
             return i;
         }
         let i = self.procs.len() as u32;
-        self.procs.push((pid.owned(), ProcAcc::default()));
-        self.proc_idx.insert(pid.owned(), i);
+        self.procs.push(ProcAcc::default());
+        match pid {
+            Ident::Num(n) => self.num_proc_idx.insert(*n, i),
+            Ident::Str(_) => self.proc_idx.insert(pid.owned(), i),
+        };
         i
+    }
+
+    /// Each process's id, by number.
+    fn proc_keys(&self) -> Vec<Ident<'static>> {
+        let mut keys = vec![Ident::Num(0); self.procs.len()];
+        for (&n, &i) in &self.num_proc_idx {
+            if let Some(k) = keys.get_mut(i as usize) {
+                *k = Ident::Num(n);
+            }
+        }
+        for (id, &i) in &self.proc_idx {
+            if let Some(k) = keys.get_mut(i as usize) {
+                *k = id.clone();
+            }
+        }
+        keys
+    }
+
+    /// Each thread's process and thread id, by number.
+    fn thread_keys(&self) -> Vec<(Ident<'static>, Ident<'static>)> {
+        let mut keys = vec![(Ident::Num(0), Ident::Num(0)); self.threads.len()];
+        for (&(p, t), &i) in &self.num_thread_idx {
+            if let Some(k) = keys.get_mut(i as usize) {
+                *k = (Ident::Num(p), Ident::Num(t));
+            }
+        }
+        for (id, &i) in &self.thread_idx {
+            if let Some(k) = keys.get_mut(i as usize) {
+                *k = id.clone();
+            }
+        }
+        keys
     }
 
     /// The thread of an event: its `pid` and `tid` (the `pid` without
@@ -1030,8 +1223,7 @@ impl Acc {
         }
         self.proc_of(pid);
         let i = self.threads.len() as u32;
-        self.threads
-            .push((pid.owned(), tid.owned(), ThreadAcc::default()));
+        self.threads.push(ThreadAcc::default());
         match nums {
             Some(k) => self.num_thread_idx.insert(k, i),
             None => self.thread_idx.insert((pid.owned(), tid.owned()), i),
@@ -1144,14 +1336,14 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             let st = acc.state_of(b, &ev.name, &ev.cat);
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].2.push_be(ts, true, st),
+                None => acc.threads[t as usize].push_be(ts, true, st),
             }
         }
         b'E' => {
             let t = thread(acc);
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].2.push_be(ts, false, 0),
+                None => acc.threads[t as usize].push_be(ts, false, 0),
             }
         }
         b'X' => {
@@ -1167,7 +1359,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             };
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].2.push_x(ts, dur, st),
+                None => acc.threads[t as usize].push_x(ts, dur, st),
             }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
@@ -1200,24 +1392,26 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                 "process_name" => {
                     let p = acc.proc_of(&pid);
                     if name.is_some() {
-                        acc.procs[p as usize].1.name = name;
+                        acc.procs[p as usize].meta_mut().name = name;
                     }
                 }
                 "process_sort_index" => {
                     let p = acc.proc_of(&pid);
-                    acc.procs[p as usize].1.sort = sort;
-                    acc.procs[p as usize].1.sort_set = true;
+                    let meta = acc.procs[p as usize].meta_mut();
+                    meta.sort = sort;
+                    meta.sort_set = true;
                 }
                 "thread_name" => {
                     let t = thread(acc);
                     if name.is_some() {
-                        acc.threads[t as usize].2.name = name;
+                        acc.threads[t as usize].meta_mut().name = name;
                     }
                 }
                 "thread_sort_index" => {
                     let t = thread(acc);
-                    acc.threads[t as usize].2.sort = sort;
-                    acc.threads[t as usize].2.sort_set = true;
+                    let meta = acc.threads[t as usize].meta_mut();
+                    meta.sort = sort;
+                    meta.sort_set = true;
                 }
                 _ => *acc.ignored.entry(b'M').or_default() += 1,
             }
@@ -1480,40 +1674,43 @@ impl Acc {
 /// pid), threads by (sort index, tid)): each thread's location, and each
 /// process's group so far.
 fn place_threads(acc: &Acc, b: &mut TraceBuilder) -> (Vec<LocId>, HashMap<u32, u32>) {
+    let keys = acc.thread_keys();
+    let pids = acc.proc_keys();
+    // (a thread's process is numbered before it)
+    let proc_of: Vec<u32> = keys
+        .iter()
+        .map(|(pid, _)| acc.proc_index(pid).unwrap_or(0))
+        .collect();
     let mut order: Vec<u32> = (0..acc.threads.len() as u32).collect();
-    let proc_key = |p: u32, acc: &Acc| {
-        let (id, pa) = &acc.procs[p as usize];
-        (pa.sort.unwrap_or(i64::MAX), id.clone())
+    let proc_key = |p: u32| {
+        let sort = acc.procs.get(p as usize).and_then(ProcAcc::sort);
+        (sort.unwrap_or(i64::MAX), pids.get(p as usize))
     };
     order.sort_by(|&x, &y| {
-        let (px, tx, ax) = &acc.threads[x as usize];
-        let (py, ty, ay) = &acc.threads[y as usize];
-        let kx = proc_key(acc.proc_idx[px], acc);
-        let ky = proc_key(acc.proc_idx[py], acc);
+        let (ax, tx) = (&acc.threads[x as usize], &keys[x as usize].1);
+        let (ay, ty) = (&acc.threads[y as usize], &keys[y as usize].1);
+        let kx = proc_key(proc_of[x as usize]);
+        let ky = proc_key(proc_of[y as usize]);
         kx.cmp(&ky)
             .then(
-                ax.sort
+                (ax.meta().and_then(|m| m.sort))
                     .unwrap_or(i64::MAX)
-                    .cmp(&ay.sort.unwrap_or(i64::MAX)),
+                    .cmp(&ay.meta().and_then(|m| m.sort).unwrap_or(i64::MAX)),
             )
             .then(tx.cmp(ty))
     });
     let mut group_of_proc: HashMap<u32, u32> = HashMap::new();
     let mut loc_of_thread = vec![0 as LocId; acc.threads.len()];
     for &t in &order {
-        let (pid, tid, ta) = &acc.threads[t as usize];
-        let p = acc.proc_idx[pid];
+        let ((pid, tid), ta) = (&keys[t as usize], &acc.threads[t as usize]);
+        let p = proc_of[t as usize];
         let g = *group_of_proc.entry(p).or_insert_with(|| {
-            let pa = &acc.procs[p as usize].1;
-            let name = pa
-                .name
-                .clone()
+            let name = (acc.procs[p as usize].name())
+                .cloned()
                 .unwrap_or_else(|| format!("pid {}", pid.text()));
             b.locations.add_group(name, GroupKind::Process, None)
         });
-        let name = ta
-            .name
-            .clone()
+        let name = (ta.meta().and_then(|m| m.name.clone()))
             .unwrap_or_else(|| format!("tid {}", tid.text()));
         let ext = match tid {
             Ident::Num(n) => *n,
@@ -1590,6 +1787,7 @@ fn pack_async(
     let end_abs = acc.end_abs();
     let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
     let mut intervals = Vec::new();
+    let pids = acc.proc_keys();
     // async slices: per process and name, packed into lanes
     acc.asyncs.sort_by_key(|a| (a.key, a.ts, a.seq));
     let mut async_slices: Vec<(u32, String, i64, i64)> = Vec::new();
@@ -1643,11 +1841,10 @@ fn pack_async(
     while j < async_slices.len() {
         let (pid, name) = (async_slices[j].0, async_slices[j].1.clone());
         let g = *group_of_proc.entry(pid).or_insert_with(|| {
-            let (id, pa) = &acc.procs[pid as usize];
-            let n = pa
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("pid {}", id.text()));
+            let n = (acc.procs[pid as usize].name().cloned()).unwrap_or_else(|| {
+                let id = pids.get(pid as usize).map_or_else(String::new, Ident::text);
+                format!("pid {id}")
+            });
             b.locations.add_group(n, GroupKind::Process, None)
         });
         let state = b.states.intern(&name, StateClass::Busy);
@@ -1700,7 +1897,7 @@ fn pack_async(
 /// records leave as its intervals come (and leave the process every 16
 /// MiB: the threads' blocks are small, and glibc keeps them).
 fn add_threads(
-    threads: &mut [(Ident<'static>, Ident<'static>, ThreadAcc)],
+    threads: &mut [ThreadAcc],
     b: &mut TraceBuilder,
     loc_of_thread: &[LocId],
     (origin, end_abs): (i64, i64),
@@ -1714,7 +1911,7 @@ fn add_threads(
         let mut t1 = t0;
         let mut bytes = 0;
         while t1 < threads.len() && (t1 == t0 || bytes < group_bytes) {
-            bytes += threads[t1].2.record_bytes();
+            bytes += threads[t1].record_bytes();
             t1 += 1;
         }
         let run = (t1 - t0).div_ceil(tasks).max(1);
@@ -1726,7 +1923,7 @@ fn add_threads(
                 let mut quiet: Vec<RawInterval> = Vec::new();
                 let mut nesting = Nesting::default();
                 let mut flat = Vec::new();
-                for ((_, _, ta), &loc) in ths.iter_mut().zip(locs) {
+                for (ta, &loc) in ths.iter_mut().zip(locs) {
                     nesting.add(&ta.flatten(origin, end_abs, &mut flat));
                     if flat.len() >= GROUPED_THREAD {
                         blocks.push(IntervalBlock::of_location(loc, &flat));
@@ -1943,17 +2140,14 @@ mod tests {
                         _ => ta.push_be(ts, false, 0),
                     }
                 }
-                threads.push((Ident::Num(0), Ident::Num(t), ta));
+                threads.push(ta);
             }
             threads
         };
         let threads = make(&mut rng);
         let mut results = Vec::new();
         for group in [1usize, 700, 64 << 10, usize::MAX] {
-            let mut threads: Vec<_> = threads
-                .iter()
-                .map(|(p, t, ta)| (p.clone(), t.clone(), ta.clone()))
-                .collect();
+            let mut threads: Vec<_> = threads.to_vec();
             let mut b = TraceBuilder::new(
                 Format::ChromeJson,
                 Path::new("t.json"),
@@ -1981,7 +2175,7 @@ mod tests {
             assert!(
                 threads
                     .iter()
-                    .all(|(_, _, ta)| ta.be.is_empty() && ta.slices.is_empty())
+                    .all(|ta| ta.be_len() == 0 && ta.slices.is_empty())
             );
             let t = b
                 .finish(BuildOptions {
@@ -2007,6 +2201,42 @@ mod tests {
         for r in &results[1..] {
             assert_eq!(&r.0, first);
             assert_eq!(&r.1, counts);
+        }
+    }
+
+    /// Every thread of every range of a read by ranges holds one: 65,536
+    /// threads read by 16 ranges took some 560 bytes per thread and range
+    /// (vectors of chunks and bases, metadata and `B`/`E` lists inline).
+    #[test]
+    fn thread_and_process_records_stay_small() {
+        assert!(std::mem::size_of::<ThreadAcc>() <= 48);
+        assert!(std::mem::size_of::<ProcAcc>() <= 8);
+        // a thread with slices but no metadata or B/E events: one
+        // allocation, its first chunk
+        let mut ta = ThreadAcc::default();
+        ta.push_x(5, 10, 1);
+        assert!(ta.rare.is_none() && ta.slices.more.is_none());
+    }
+
+    /// Slices come back in order at every count around the chunks' size,
+    /// those kept apart among them, and are counted.
+    #[test]
+    fn held_slices_come_back_in_order() {
+        for n in [0usize, 1, 255, 256, 257, 511, 512, 513, 1300] {
+            let mut h = HeldSlices::default();
+            let want: Vec<(u64, u64, StateId)> = (0..n as u64)
+                .map(|i| {
+                    let start = 7_000_000_000 + i * 1_000 + (i % 97 == 3) as u64 * (5 << 32);
+                    let dur = if i % 101 == 5 { 1 << 33 } else { i % 7 };
+                    (start, dur, (i % 5) as StateId)
+                })
+                .collect();
+            for &(s, d, st) in &want {
+                h.push(s, d, st);
+            }
+            assert_eq!(h.len(), n);
+            assert_eq!(h.bytes(), 12 * n + 16 * h.apart());
+            assert_eq!(h.iter().collect::<Vec<_>>(), want, "{n}");
         }
     }
 
@@ -2100,7 +2330,7 @@ mod tests {
             }
             let mut want = Vec::new();
             let clipped = flatten_nested(&mut x, &mut want);
-            apart += ta.slices.apart.len();
+            apart += ta.slices.apart();
             let mut got = vec![(1, 2, 3)];
             let n = ta.flatten(origin, end_abs, &mut got);
             assert_eq!(got, want, "round {round}");
@@ -2109,7 +2339,7 @@ mod tests {
                 (unmatched, unclosed, clipped),
                 "round {round}"
             );
-            assert!(ta.slices.is_empty() && ta.be.is_empty());
+            assert!(ta.slices.is_empty() && ta.be_len() == 0);
         }
         assert!(apart > 500, "{apart}");
     }

@@ -33,7 +33,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::byte_shares::{self, Share};
-use super::{Acc, AsyncEv, MAX_FLOWS, ThreadAcc, builder, for_each_event, intake};
+use super::{Acc, AsyncEv, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake};
 use crate::error::Result;
 use crate::model::{StateId, TraceBuilder};
 use crate::phases;
@@ -249,8 +249,8 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
             // range by range: each range's threads freed as they go (a
             // vector of every thread's pieces would hold them twice)
             for (p, m) in thread_parts.into_iter().zip(&numbers) {
-                for ((_, _, piece), &g) in p.into_iter().zip(&m.threads) {
-                    threads[g as usize].2.append(piece, &m.states);
+                for (piece, &g) in p.into_iter().zip(&m.threads) {
+                    threads[g as usize].append(piece, &m.states);
                 }
             }
         },
@@ -315,21 +315,20 @@ fn dictionaries(acc: &mut Acc, b: &mut TraceBuilder, p: &mut Part, last: bool) -
     };
     let part = &mut p.acc;
     // processes before threads: a thread's process is met no later than it
-    m.procs = part.procs.iter().map(|(pid, _)| acc.proc_of(pid)).collect();
-    for ((_, pa), &g) in part.procs.iter_mut().zip(&m.procs) {
-        let to = &mut acc.procs[g as usize].1;
-        if let Some(name) = pa.name.take() {
-            to.name = Some(name);
-        }
-        if pa.sort_set {
-            to.sort = pa.sort;
-            to.sort_set = true;
+    m.procs = part
+        .proc_keys()
+        .iter()
+        .map(|pid| acc.proc_of(pid))
+        .collect();
+    for (pa, &g) in part.procs.iter_mut().zip(&m.procs) {
+        if let Some(later) = pa.meta.take() {
+            acc.procs[g as usize].meta_mut().take_later(*later);
         }
     }
     m.threads = part
-        .threads
+        .thread_keys()
         .iter()
-        .map(|(pid, tid, _)| acc.thread_of(pid, tid))
+        .map(|(pid, tid)| acc.thread_of(pid, tid))
         .collect();
     m.states =
         p.b.states
@@ -456,24 +455,23 @@ fn flow_numbers(acc: &mut Acc, part: &Acc, last: bool) -> Vec<u32> {
 impl ThreadAcc {
     /// Appends `later`, the same thread's records in a later range (its
     /// states numbered by `states`), after its own.
-    fn append(&mut self, mut later: ThreadAcc, states: &[StateId]) {
-        if let Some(name) = later.name.take() {
-            self.name = Some(name);
-        }
-        if later.sort_set {
-            self.sort = later.sort;
-            self.sort_set = true;
-        }
+    fn append(&mut self, later: ThreadAcc, states: &[StateId]) {
         let state = |s: StateId| states.get(s as usize).copied().unwrap_or(s);
         // the places of its B/E events among its slice events move on by
         // this thread's slice events so far
-        let before = (self.slices.len() + self.be.len()) as u64;
-        for &(ts, place, begin, st) in later.be.iter() {
-            let st = if begin { state(st) } else { st };
-            self.be.push((ts, place + before, begin, st));
+        let before = (self.slices.len() + self.be_len()) as u64;
+        if let Some(rare) = later.rare {
+            let ThreadRare { meta, be } = *rare;
+            self.meta_mut().take_later(meta);
+            if !be.is_empty() {
+                let to = &mut self.rare_mut().be;
+                for &(ts, place, begin, st) in be.iter() {
+                    let st = if begin { state(st) } else { st };
+                    to.push((ts, place + before, begin, st));
+                }
+            }
         }
-        let slices = std::mem::take(&mut later.slices);
-        for (start, dur, st) in slices.iter() {
+        for (start, dur, st) in later.slices.iter() {
             self.slices.push(start, dur, state(st));
         }
     }

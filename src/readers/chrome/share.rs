@@ -727,8 +727,9 @@ pub fn read_share(
 
     // the slice marks of this share's threads, to their owners
     let mut to_owner: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let keys = survey.acc.thread_keys();
     for (i, m) in local_marks.per_thread.iter().enumerate() {
-        let Some((pid, tid, _)) = survey.acc.threads.get(i) else {
+        let Some((pid, tid)) = keys.get(i) else {
             continue;
         };
         let t = acc.thread_of(pid, tid) as usize;
