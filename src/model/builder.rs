@@ -849,7 +849,7 @@ impl TraceBuilder {
         let by = |m: &RawMessage| (m.send, m.recv, m.src, m.dst, m.bytes, m.tag);
         let step = crate::phases::span("build: messages: sorted");
         if !ms.is_sorted_by_key(by) {
-            ms.par_sort_unstable_by_key(by);
+            super::nearly_sorted::par_sort_nearly_sorted_by_key(&mut ms, by);
         }
         drop(step);
         let n = ms.len();

@@ -18,6 +18,7 @@ mod events;
 mod intervals;
 mod locations;
 pub mod matching;
+pub mod nearly_sorted;
 mod nesting;
 pub mod profile;
 mod states;
