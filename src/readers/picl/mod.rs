@@ -718,7 +718,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
             blocks.for_each_parallel(parse_block, |_blk, chunk| {
                 let runs_phase = phases::span("picl: runs by processor (one thread)");
                 if let Some((pos, msg)) = chunk.error {
-                    repair_truncated(b, &damage, path, chunk.truncated, pos, msg)?;
+                    repair_truncated(b, damage, path, chunk.truncated, pos, msg)?;
                 }
                 let mut runs: Vec<(usize, &[Rec])> = chunk
                     .recs
