@@ -505,7 +505,7 @@ struct HeldSlices {
 /// The slices of [`HeldSlices`] past its first chunk, and those kept apart.
 #[derive(Debug, Default, Clone)]
 struct MoreSlices {
-    /// Full chunks but the last.
+    /// The chunks after the first, all full but the last.
     chunks: Vec<Vec<HeldSlice>>,
     /// Each chunk's base.
     bases: Vec<u64>,
@@ -520,37 +520,31 @@ fn chunk_base(start: u64) -> u64 {
 
 impl HeldSlices {
     fn push(&mut self, start: u64, dur: u64, state: StateId) {
-        let n = self.first.len();
-        if n < SLICE_CHUNK {
-            if n == 0 {
+        let in_first = self.first.len() < SLICE_CHUNK;
+        let base = if in_first {
+            if self.first.is_empty() {
                 self.base = chunk_base(start);
             }
-            let held = match fit(self.base, start, dur) {
-                Some((off, d)) => HeldSlice {
-                    start: off,
-                    dur: d,
-                    state,
-                },
-                None => self.more().held_apart(start, dur, state),
-            };
-            self.first.push(held);
-            return;
-        }
-        let more = self.more();
-        if more.chunks.last().is_none_or(|c| c.len() == SLICE_CHUNK) {
-            more.bases.push(chunk_base(start));
-            more.chunks.push(Vec::with_capacity(SLICE_CHUNK));
-        }
-        let base = more.bases.last().copied().unwrap_or(0);
+            self.base
+        } else {
+            let more = self.more();
+            if more.chunks.last().is_none_or(|c| c.len() == SLICE_CHUNK) {
+                more.bases.push(chunk_base(start));
+                more.chunks.push(Vec::with_capacity(SLICE_CHUNK));
+            }
+            more.bases.last().copied().unwrap_or(0)
+        };
         let held = match fit(base, start, dur) {
             Some((off, d)) => HeldSlice {
                 start: off,
                 dur: d,
                 state,
             },
-            None => more.held_apart(start, dur, state),
+            None => self.more().held_apart(start, dur, state),
         };
-        if let Some(c) = more.chunks.last_mut() {
+        if in_first {
+            self.first.push(held);
+        } else if let Some(c) = self.more().chunks.last_mut() {
             c.push(held);
         }
     }
