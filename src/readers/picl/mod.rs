@@ -714,37 +714,64 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
         let (blocks, damage) = (&mut blocks, &damage);
         let (index, ctxs, matcher) = (&mut index, &mut ctxs, &mut matcher);
         let (kinds, kind_of) = (&mut kinds, &mut kind_of);
-        on_a_worker(move || {
-            blocks.for_each_parallel(parse_block, |_blk, chunk| {
-                let runs_phase = phases::span("picl: runs by processor (one thread)");
-                if let Some((pos, msg)) = chunk.error {
+        // the blocks of a batch consumed some at a time, about a block's
+        // bytes of text (`BLOCK_SIZE`): the cut's shares and the
+        // matching's shards cost their setting up each time, however small
+        // each thread's block is (they get smaller with more threads:
+        // `block_per_thread`), while the parsed records of what is taken
+        // together are held at once
+        let mut take = move |chunks: &mut [Chunk]| -> Result<()> {
+            let runs_phase = phases::span("picl: runs by processor (one thread)");
+            for chunk in chunks.iter_mut() {
+                if let Some((pos, msg)) = chunk.error.take() {
                     repair_truncated(b, damage, path, chunk.truncated, pos, msg)?;
                 }
-                let mut runs: Vec<(usize, &[Rec])> = chunk
-                    .recs
-                    .chunk_by(|a, b| a.proc_ == b.proc_)
-                    .map(|run| {
-                        let i = index.get(run[0].proc_).unwrap_or_else(|| {
-                            procs.push(Proc::new(procs.len() as LocId, run[0].proc_));
-                            index.set(run[0].proc_, procs.len() - 1);
-                            procs.len() - 1
-                        });
-                        (i, run)
-                    })
-                    .collect();
-                drop(runs_phase);
-                let cut_phase = phases::span("picl: cut (all threads)");
-                let Ok(cut) = cut_block(procs, &mut runs, ctxs) else {
-                    *refused = true;
-                    // ends the reading: the file is read again
-                    return Err(Error::Invalid(String::new()));
-                };
-                drop(cut_phase);
-                let _p = phases::span("picl: matching, hand over");
-                for intervals in cut {
-                    b.add_interval_block(intervals);
+            }
+            // each block's runs, in file order
+            let mut runs: Vec<(usize, &[Rec])> = chunks
+                .iter()
+                .flat_map(|chunk| chunk.recs.chunk_by(|a, b| a.proc_ == b.proc_))
+                .map(|run| {
+                    let i = index.get(run[0].proc_).unwrap_or_else(|| {
+                        procs.push(Proc::new(procs.len() as LocId, run[0].proc_));
+                        index.set(run[0].proc_, procs.len() - 1);
+                        procs.len() - 1
+                    });
+                    (i, run)
+                })
+                .collect();
+            drop(runs_phase);
+            let cut_phase = phases::span("picl: cut (all threads)");
+            let Ok(cut) = cut_block(procs, &mut runs, ctxs) else {
+                *refused = true;
+                // ends the reading: the file is read again
+                return Err(Error::Invalid(String::new()));
+            };
+            drop(cut_phase);
+            let _p = phases::span("picl: matching, hand over");
+            for intervals in cut {
+                b.add_interval_block(intervals);
+            }
+            take_cut(b, ctxs, matcher, index, kinds, kind_of);
+            Ok(())
+        };
+        on_a_worker(move || {
+            blocks.for_each_batch(parse_block, |blocks, mut chunks| {
+                let mut from = 0;
+                while from < chunks.len() {
+                    let mut to = from;
+                    let mut bytes = 0;
+                    while to < chunks.len() && bytes < input::BLOCK_SIZE {
+                        bytes += blocks[to].data.len();
+                        to += 1;
+                    }
+                    take(&mut chunks[from..to])?;
+                    // their records are done with
+                    for c in &mut chunks[from..to] {
+                        c.recs = Vec::new();
+                    }
+                    from = to;
                 }
-                take_cut(b, ctxs, matcher, index, kinds, kind_of);
                 Ok(())
             })
         })
@@ -846,45 +873,48 @@ fn on_a_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
-/// Cuts one block's runs (a processor's records each, by processor index
-/// `i`, sorted here) in parallel: in as many shares of about equal records
-/// as there are `ctxs`, where the block is large enough. The intervals of
-/// each share, in the order of `ctxs` (a block each, of exactly their
-/// size: a context's buffer is kept for the next block).
+/// Cuts one batch's runs (a processor's records each, by processor index
+/// `i`, in file order: a processor has a run in each block it has records
+/// in) in parallel: in as many shares of about equal records as there are
+/// `ctxs`, where the batch is large enough. The intervals of each share,
+/// in the order of `ctxs` (a block each, of exactly their size: a
+/// context's buffer is kept for the next batch).
 fn cut_block(
     procs: &mut [Proc],
     runs: &mut [(usize, &[Rec])],
     ctxs: &mut [Ctx],
 ) -> std::result::Result<Vec<IntervalBlock>, Refusal> {
-    runs.sort_unstable_by_key(|r| r.0);
-    // each run with its processor: the indices are distinct (a parsed
-    // block is grouped by processor, a run each) and now sorted
-    debug_assert!(runs.windows(2).all(|w| w[0].0 < w[1].0));
-    let mut work: Vec<(&mut Proc, &[Rec])> = Vec::with_capacity(runs.len());
+    // a processor's runs stay in file order (by their first lines)
+    runs.sort_unstable_by_key(|r| (r.0, r.1.first().map_or(0, |r| r.seq)));
+    // each processor with its runs
+    type Work<'p, 'r, 'a> = (&'p mut Proc, &'r [(usize, &'a [Rec])], usize);
+    let mut work: Vec<Work> = Vec::with_capacity(runs.len());
     let (mut rest, mut base) = (procs, 0usize);
-    for &(i, run) in runs.iter() {
+    for group in runs.chunk_by(|a, b| a.0 == b.0) {
+        let i = group[0].0;
         let Some((p, tail)) = std::mem::take(&mut rest)[i - base..].split_first_mut() else {
             break;
         };
-        work.push((p, run));
+        let len = group.iter().map(|r| r.1.len()).sum();
+        work.push((p, group, len));
         (rest, base) = (tail, i + 1);
     }
-    let records: usize = runs.iter().map(|r| r.1.len()).sum();
+    let records: usize = work.iter().map(|w| w.2).sum();
     let shares = ctxs.len().min(records / 4096).clamp(1, work.len().max(1));
-    let mut parts: Vec<Vec<(&mut Proc, &[Rec])>> = Vec::with_capacity(shares);
+    let mut parts: Vec<Vec<Work>> = Vec::with_capacity(shares);
     let mut part = Vec::new();
     let mut done = 0usize;
     for w in work {
-        done += w.1.len();
+        done += w.2;
         part.push(w);
         if parts.len() + 1 < shares && done * shares >= records * (parts.len() + 1) {
             parts.push(std::mem::take(&mut part));
         }
     }
     parts.push(part);
-    let cut = |(part, c): (Vec<(&mut Proc, &[Rec])>, &mut Ctx)| {
-        for (p, run) in part {
-            for r in run {
+    let cut = |(part, c): (Vec<Work>, &mut Ctx)| {
+        for (p, group, _) in part {
+            for r in group.iter().flat_map(|run| run.1) {
                 p.take(r, c)?;
             }
         }
@@ -1212,7 +1242,10 @@ mod tests {
         };
         let one = model(1);
         assert!(one.len() > 100_000);
-        for threads in [2, 3, 5] {
+        // from 5 threads on each thread's block is smaller than a block,
+        // and a batch is consumed some blocks at a time (12: in groups of
+        // 6, and a processor has runs in several blocks of a group)
+        for threads in [2, 3, 5, 12] {
             assert!(model(threads) == one, "{threads} threads");
         }
     }
