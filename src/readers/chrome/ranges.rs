@@ -161,8 +161,14 @@ fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Outc
         }
         ok.push(p);
     }
-    let _m = phases::span("chrome: ranges merged");
-    Ok(merge(ok).map_or(Outcome::Whole, |m| Outcome::Read(Box::new(m))))
+    let m = phases::span("chrome: ranges merged");
+    let merged = merge(ok);
+    drop(m);
+    // the later ranges' records, copied into the first's and freed in the
+    // arenas of the threads that read them, leave before the model's
+    // intervals come (from other arenas, which would not reuse them)
+    crate::memory::return_freed_memory();
+    Ok(merged.map_or(Outcome::Whole, |m| Outcome::Read(Box::new(m))))
 }
 
 /// One range's events into an accumulator of its own.
