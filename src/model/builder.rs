@@ -1129,11 +1129,18 @@ fn bucket(
     slabs: usize,
 ) -> (Vec<u64>, Vec<Time>, Vec<Time>, Vec<StateId>) {
     let n: usize = blocks.iter().map(IntervalBlock::len).sum();
+    // a vector of counts per thread, not per piece of rayon's split (at
+    // 65,536 locations each is 512 KiB, and the pieces of a fold over many
+    // small blocks numbered dozens at 16 threads)
+    let per = blocks
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1))
+        .max(1);
     let counts = blocks
-        .par_iter()
-        .fold(
-            || vec![0u64; nloc],
-            |mut v, b| {
+        .par_chunks(per)
+        .map(|some| {
+            let mut v = vec![0u64; nloc];
+            for b in some {
                 match b {
                     IntervalBlock::Records(rs) => {
                         for r in rs {
@@ -1151,9 +1158,9 @@ fn bucket(
                         }
                     }
                 }
-                v
-            },
-        )
+            }
+            v
+        })
         .reduce(
             || vec![0u64; nloc],
             |mut a, b| {
