@@ -388,10 +388,12 @@ fn parse_lines(block: &Block, mut each: impl FnMut(Rec)) -> (Option<(Position, S
 /// order kept within each: a counting sort when the processor numbers are
 /// no more than 16 times the records and 65,536 (as in every trace of one
 /// run), a comparison sort otherwise. (A block of 256 KiB, each thread's
-/// at 16 threads, holds some 8,700 records of a 65,536-processor trace:
-/// sorted by comparison, as with the bound of twice the records, it took
-/// half again the CPU time of the whole read.)
+/// at 16 threads, holds some 8,700 records of a 65,536-processor trace: it
+/// was sorted by comparison under the former bound of twice the records,
+/// some 6 % of a 16-thread read's CPU time.)
 fn group_by_proc(mut recs: Vec<Rec>) -> Vec<Rec> {
+    /// The most counts a thread keeps between blocks (512 KiB).
+    const AT_KEPT: usize = 1 << 17;
     let Some(max) = recs.iter().map(|r| r.proc_ as usize).max() else {
         return recs;
     };
@@ -431,7 +433,9 @@ fn group_by_proc(mut recs: Vec<Rec>) -> Vec<Rec> {
                 *out = Vec::new();
             }
         });
-        if at.capacity() > 4 * at.len().max(1 << 16) {
+        if at.capacity() > AT_KEPT {
+            // sparse numbers: counts of more processors than usual are
+            // not kept by the thread
             *at = Vec::new();
         }
     });
