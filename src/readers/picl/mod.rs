@@ -386,7 +386,7 @@ fn parse_lines(block: &Block, mut each: impl FnMut(Rec)) -> (Option<(Position, S
 
 /// `recs` (in file order) grouped by processor in increasing order, file
 /// order kept within each: a counting sort when the processor numbers are
-/// no more than 16 times the records and 65,536 (as in every trace of one
+/// no more than 16 times the records plus 65,536 (as in every trace of one
 /// run), a comparison sort otherwise. (A block of 256 KiB, each thread's
 /// at 16 threads, holds some 8,700 records of a 65,536-processor trace: it
 /// was sorted by comparison under the former bound of twice the records,
