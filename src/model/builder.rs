@@ -538,6 +538,16 @@ impl TraceBuilder {
         });
     }
 
+    /// Adds messages made in bulk (a reader's matched pairs), in any
+    /// order: the build sorts them. The first list is taken as it is.
+    pub(crate) fn add_messages(&mut self, v: Vec<RawMessage>) {
+        if self.messages.is_empty() {
+            self.messages = v;
+        } else {
+            self.messages.extend_from_slice(&v);
+        }
+    }
+
     /// Adds a counter sample.
     pub fn counter(&mut self, loc: LocId, counter: u32, time: Time, value: f64) {
         self.counters.push(RawCounter {

@@ -5,6 +5,7 @@
 //! ([`match_sides`]) with the same result.
 
 use std::hash::Hash;
+use std::mem::MaybeUninit;
 
 use rustc_hash::FxHashMap;
 
@@ -21,14 +22,41 @@ pub struct Matched<K> {
 /// Matches `sends` with `recvs` (`(key, time, bytes)` each); returns the
 /// pairs, by key and then in time order, and how many sends or receives
 /// found no partner.
-pub fn match_in_order<K: Ord + Hash + Copy + Send>(
+pub fn match_in_order<K: Ord + Hash + Copy + Send + Sync>(
     sends: Vec<(K, u64, u64)>,
     recvs: Vec<(K, u64, u64)>,
 ) -> (Vec<Matched<K>>, u64) {
-    match match_by_key(&sends, &recvs) {
-        Some(done) => done,
-        None => match_sorted(sends, recvs),
+    match_into(sends, recvs, |m| Some(*m))
+}
+
+/// Pairs at and above which [`match_into`] makes the pairs of different
+/// keys on several threads.
+const PARALLEL_PAIRS: usize = 1 << 15;
+
+/// [`match_in_order`], each pair made into a `T` by `f` where it is
+/// matched (`None`: the pair is left out and counted with the unmatched),
+/// in the order of the pairs. A reader gets its messages without a list of
+/// [`Matched`] between (OTF2: 56 bytes a pair, written once and read
+/// once), and with many pairs the keys are paired on all threads (OTF2's
+/// matching was a fifth of a one-core read and all on one thread).
+pub fn match_into<K, T, F>(sends: Vec<(K, u64, u64)>, recvs: Vec<(K, u64, u64)>, f: F) -> (Vec<T>, u64)
+where
+    K: Ord + Hash + Copy + Send + Sync,
+    T: Send,
+    F: Fn(&Matched<K>) -> Option<T> + Sync,
+{
+    if let Some(done) = match_by_key(&sends, &recvs, &f) {
+        return done;
     }
+    let (pairs, mut unmatched) = match_sorted(sends, recvs);
+    let out: Vec<T> = if pairs.len() >= PARALLEL_PAIRS {
+        use rayon::prelude::*;
+        pairs.par_iter().filter_map(&f).collect()
+    } else {
+        pairs.iter().filter_map(&f).collect()
+    };
+    unmatched += (pairs.len() - out.len()) as u64;
+    (out, unmatched)
 }
 
 /// [`match_in_order`] by sorting every event by (key, time), then walking
@@ -78,10 +106,16 @@ fn match_sorted<K: Ord + Copy + Send>(
 /// order (a counting sort), and each group is sorted by time only when it
 /// is out of order. The pairs are those sorting gives, in the same order.
 /// `None` when the keys are many.
-fn match_by_key<K: Ord + Hash + Copy>(
+fn match_by_key<K, T, F>(
     sends: &[(K, u64, u64)],
     recvs: &[(K, u64, u64)],
-) -> Option<(Vec<Matched<K>>, u64)> {
+    f: &F,
+) -> Option<(Vec<T>, u64)>
+where
+    K: Ord + Hash + Copy + Send + Sync,
+    T: Send,
+    F: Fn(&Matched<K>) -> Option<T> + Sync,
+{
     const NONE: u32 = u32::MAX;
     if sends.len().max(recvs.len()) >= NONE as usize {
         return None;
@@ -144,31 +178,140 @@ fn match_by_key<K: Ord + Hash + Copy>(
     let mut unmatched = (recvs.len() - r_idx.len()) as u64;
     let mut by_key: Vec<(K, u32)> = ids.into_iter().collect();
     by_key.sort_unstable_by_key(|k| k.0);
-    let mut out = Vec::with_capacity(s_idx.len().min(r_idx.len()));
-    for (key, id) in by_key {
-        let id = id as usize;
-        let s = &mut s_idx[s_at[id]..s_at[id + 1]];
-        let r = &mut r_idx[r_at[id]..r_at[id + 1]];
-        // stable: events of one key at one time keep their file order
-        if !s.is_sorted_by_key(|&i| sends[i as usize].1) {
-            s.sort_by_key(|&i| sends[i as usize].1);
+    let mut s_of = split_at_bounds(&mut s_idx, &s_at);
+    let mut r_of = split_at_bounds(&mut r_idx, &r_at);
+    // each key's pairs get their slots in `out`, in key order
+    let total: usize = s_of.iter().zip(&r_of).map(|(s, r)| s.len().min(r.len())).sum();
+    let mut out: Vec<T> = Vec::with_capacity(total);
+    let kept: Vec<(usize, usize)> = {
+        type Job<'a, K, T> = (K, &'a mut [u32], &'a mut [u32], &'a mut [MaybeUninit<T>], usize);
+        let mut rest = &mut out.spare_capacity_mut()[..total];
+        let mut jobs: Vec<Job<'_, K, T>> = Vec::with_capacity(by_key.len());
+        let mut at = 0;
+        for (key, id) in by_key {
+            let s = std::mem::take(&mut s_of[id as usize]);
+            let r = std::mem::take(&mut r_of[id as usize]);
+            unmatched += s.len().abs_diff(r.len()) as u64;
+            let n = s.len().min(r.len());
+            let (slots, tail) = std::mem::take(&mut rest).split_at_mut(n);
+            rest = tail;
+            jobs.push((key, s, r, slots, at));
+            at += n;
         }
-        if !r.is_sorted_by_key(|&i| recvs[i as usize].1) {
-            r.sort_by_key(|&i| recvs[i as usize].1);
+        // a key's pairs into its slots: those `f` keeps first, how many
+        let pair = |(key, s, r, slots, at): Job<'_, K, T>| -> (usize, usize) {
+            // stable: events of one key at one time keep their file order
+            if !s.is_sorted_by_key(|&i| sends[i as usize].1) {
+                s.sort_by_key(|&i| sends[i as usize].1);
+            }
+            if !r.is_sorted_by_key(|&i| recvs[i as usize].1) {
+                r.sort_by_key(|&i| recvs[i as usize].1);
+            }
+            let mut k = 0;
+            for (&si, &ri) in s.iter().zip(r.iter()) {
+                let (a, b) = (&sends[si as usize], &recvs[ri as usize]);
+                let m = Matched {
+                    key,
+                    send_time: a.1,
+                    send_bytes: a.2,
+                    recv_time: b.1,
+                    recv_bytes: b.2,
+                };
+                if let Some(t) = f(&m) {
+                    slots[k].write(t);
+                    k += 1;
+                }
+            }
+            (at, k)
+        };
+        if total >= PARALLEL_PAIRS {
+            use rayon::prelude::*;
+            jobs.into_par_iter().map(pair).collect()
+        } else {
+            jobs.into_iter().map(pair).collect()
         }
-        for (&si, &ri) in s.iter().zip(r.iter()) {
-            let (a, b) = (&sends[si as usize], &recvs[ri as usize]);
-            out.push(Matched {
-                key,
-                send_time: a.1,
-                send_bytes: a.2,
-                recv_time: b.1,
-                recv_bytes: b.2,
-            });
-        }
-        unmatched += s.len().abs_diff(r.len()) as u64;
-    }
+    };
+    // SAFETY: each key wrote the first `k` of its slots `at..`, the keys
+    // in rising order of `at`, apart and within `total`
+    unsafe { close_up(&mut out, &kept) };
+    unmatched += (total - out.len()) as u64;
     Some((out, unmatched))
+}
+
+/// Gives `out` the values its parts wrote into its spare capacity: part
+/// `(at, k)` wrote slots `at..at + k`; each part is moved up against the
+/// one before it, in order, and the length set.
+///
+/// # Safety
+/// Every part's slots were written; the parts come in rising order of
+/// `at`, apart, within the capacity.
+unsafe fn close_up<T>(out: &mut Vec<T>, parts: &[(usize, usize)]) {
+    let base = out.as_mut_ptr();
+    let mut len = out.len();
+    for &(at, k) in parts {
+        if at != len {
+            // SAFETY: `at..at + k` was written and lies at or after
+            // `len..len + k`; `copy` allows the two to overlap, and what
+            // it leaves behind is not read again
+            unsafe { std::ptr::copy(base.add(at), base.add(len), k) };
+        }
+        len += k;
+    }
+    // SAFETY: `0..len` now holds written values, moved up in order
+    unsafe { out.set_len(len) };
+}
+
+/// Events handed to [`par_filter_map`]'s tasks at a time.
+const FILTER_CHUNK: usize = 1 << 14;
+
+/// `v` filtered and mapped by `f` on all threads, in order, into one
+/// vector written in place (rayon's `filter_map(..).collect()` gathers a
+/// list of pieces and copies them: at 1 M events it took three times as
+/// long). Each task has a state of its own from `init` (a lookup's cache).
+pub fn par_filter_map<E, T, S>(
+    v: &[E],
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &E) -> Option<T> + Sync,
+) -> Vec<T>
+where
+    E: Sync,
+    T: Send,
+{
+    use rayon::prelude::*;
+    let mut out: Vec<T> = Vec::with_capacity(v.len());
+    let parts: Vec<(usize, usize)> = out.spare_capacity_mut()[..v.len()]
+        .par_chunks_mut(FILTER_CHUNK)
+        .zip(v.par_chunks(FILTER_CHUNK))
+        .enumerate()
+        .map(|(i, (slots, events))| {
+            let mut state = init();
+            let mut k = 0;
+            for e in events {
+                if let Some(t) = f(&mut state, e) {
+                    slots[k].write(t);
+                    k += 1;
+                }
+            }
+            (i * FILTER_CHUNK, k)
+        })
+        .collect();
+    // SAFETY: chunk `i` wrote the first `k` of its slots `i * FILTER_CHUNK..`,
+    // the chunks in order, apart and within `v.len()`
+    unsafe { close_up(&mut out, &parts) };
+    out
+}
+
+/// `v` cut at `at` (`at[i]..at[i + 1]` is part `i`; `at` rises from 0 to
+/// the length of `v`).
+fn split_at_bounds<'a>(v: &'a mut [u32], at: &[usize]) -> Vec<&'a mut [u32]> {
+    let mut out = Vec::with_capacity(at.len().saturating_sub(1));
+    let mut rest = v;
+    for w in at.windows(2) {
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+        out.push(part);
+        rest = tail;
+    }
+    out
 }
 
 /// Times kept of the last events of a side, to know the time of the last
@@ -358,7 +501,7 @@ mod tests {
             let sends = ev(ns);
             let recvs = ev(nr);
             let sorted = match_sorted(sends.clone(), recvs.clone());
-            let grouped = match_by_key(&sends, &recvs);
+            let grouped = match_by_key(&sends, &recvs, &|m| Some(*m));
             if ns / 16 >= 64 || keys <= 64 {
                 assert_eq!(grouped.as_ref(), Some(&sorted), "round {round}");
             }
@@ -366,7 +509,49 @@ mod tests {
         }
         // many keys: left to sorting
         let many: Vec<((u32, u32), u64, u64)> = (0..5000).map(|i| ((i, 0), 1, 1)).collect();
-        assert!(match_by_key(&many, &many).is_none());
+        assert!(match_by_key(&many, &many, &|m| Some(*m)).is_none());
+    }
+
+    /// Pairs made into values as they are matched, some left out, give
+    /// the pairs of [`match_in_order`] without those, in order, with the
+    /// left out counted as unmatched: few keys (paired by key, on several
+    /// threads above `PARALLEL_PAIRS`) and many (sorted), on 1 and 3
+    /// threads.
+    #[test]
+    fn pairs_made_into_values_keep_order_and_count_the_left_out() {
+        let mut rng = crate::test_rng::XorShift(0x51ed_270b_7a3e_1f09);
+        for (keys, n) in [(7u64, 1000usize), (40, PARALLEL_PAIRS * 3), (90_000, 100_000)] {
+            let mut ev = |len: usize| -> Vec<((u32, u32), u64, u64)> {
+                let mut t = 0u64;
+                (0..len)
+                    .map(|_| {
+                        t = (t + rng.next() % 3).saturating_sub(rng.next() % 2);
+                        let k = (rng.next() % keys) as u32;
+                        ((k, k % 5), t, rng.next() % 4)
+                    })
+                    .collect()
+            };
+            let (sends, recvs) = (ev(n), ev(n + n / 7));
+            let (all, left) = match_in_order(sends.clone(), recvs.clone());
+            // every third key's pairs and every pair of 3 bytes left out
+            let keep = |m: &Matched<(u32, u32)>| m.key.0 % 3 != 1 && m.send_bytes != 3;
+            let want: Vec<(u32, u64, u64)> = all
+                .iter()
+                .filter(|m| keep(m))
+                .map(|m| (m.key.0, m.send_time, m.recv_time))
+                .collect();
+            let dropped = (all.len() - want.len()) as u64;
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let (got, got_left) = pool.install(|| {
+                    match_into(sends.clone(), recvs.clone(), |m| {
+                        keep(m).then_some((m.key.0, m.send_time, m.recv_time))
+                    })
+                });
+                assert_eq!(got, want, "{keys} keys, {threads} threads");
+                assert_eq!(got_left, left + dropped, "{keys} keys, {threads} threads");
+            }
+        }
     }
 
     /// Counted sides give what pairing the events gives: the count and

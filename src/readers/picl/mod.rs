@@ -28,8 +28,8 @@ use super::decimal::{digits_u64, parse_scaled, take_digits};
 use super::input::{self, Block, LineBlocks};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::model::builder::IntervalBlock;
-use crate::model::matching::match_in_order;
+use crate::model::builder::{IntervalBlock, RawMessage};
+use crate::model::matching::match_into;
 use crate::model::{
     BuildOptions, Format, LocId, LocationKind, NestedSlice, StateClass, StateId, Time, TimeUnit,
     Trace, TraceBuilder, flatten_nested,
@@ -1174,21 +1174,20 @@ pub fn read_holding(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     }
     report_cut(&mut b, &src, ends)?;
 
-    let (pairs, mut unmatched_msgs) = match_in_order(sends, recvs);
-    for m in pairs {
+    // each pair made into the model's message where it is matched (one
+    // of unknown processors counts as unmatched)
+    let (messages, unmatched_msgs) = match_into(sends, recvs, |m| {
         let (s, d, tag) = m.key;
-        match (loc_of.get(&s), loc_of.get(&d)) {
-            (Some(&sl), Some(&dl)) => b.message(
-                sl,
-                dl,
-                m.send_time,
-                m.recv_time,
-                m.recv_bytes.max(m.send_bytes),
-                tag,
-            ),
-            _ => unmatched_msgs += 1,
-        }
-    }
+        Some(RawMessage {
+            send: m.send_time,
+            recv: m.recv_time,
+            bytes: m.recv_bytes.max(m.send_bytes),
+            tag,
+            src: *loc_of.get(&s)?,
+            dst: *loc_of.get(&d)?,
+        })
+    });
+    b.add_messages(messages);
     report_unmatched_messages(&mut b, &src, unmatched_msgs)?;
 
     let mut t = b.finish(BuildOptions {
