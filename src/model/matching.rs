@@ -39,7 +39,11 @@ const PARALLEL_PAIRS: usize = 1 << 15;
 /// [`Matched`] between (OTF2: 56 bytes a pair, written once and read
 /// once), and with many pairs the keys are paired on all threads (OTF2's
 /// matching was a fifth of a one-core read and all on one thread).
-pub fn match_into<K, T, F>(sends: Vec<(K, u64, u64)>, recvs: Vec<(K, u64, u64)>, f: F) -> (Vec<T>, u64)
+pub fn match_into<K, T, F>(
+    sends: Vec<(K, u64, u64)>,
+    recvs: Vec<(K, u64, u64)>,
+    f: F,
+) -> (Vec<T>, u64)
 where
     K: Ord + Hash + Copy + Send + Sync,
     T: Send,
@@ -181,10 +185,20 @@ where
     let mut s_of = split_at_bounds(&mut s_idx, &s_at);
     let mut r_of = split_at_bounds(&mut r_idx, &r_at);
     // each key's pairs get their slots in `out`, in key order
-    let total: usize = s_of.iter().zip(&r_of).map(|(s, r)| s.len().min(r.len())).sum();
+    let total: usize = s_of
+        .iter()
+        .zip(&r_of)
+        .map(|(s, r)| s.len().min(r.len()))
+        .sum();
     let mut out: Vec<T> = Vec::with_capacity(total);
     let kept: Vec<(usize, usize)> = {
-        type Job<'a, K, T> = (K, &'a mut [u32], &'a mut [u32], &'a mut [MaybeUninit<T>], usize);
+        type Job<'a, K, T> = (
+            K,
+            &'a mut [u32],
+            &'a mut [u32],
+            &'a mut [MaybeUninit<T>],
+            usize,
+        );
         let mut rest = &mut out.spare_capacity_mut()[..total];
         let mut jobs: Vec<Job<'_, K, T>> = Vec::with_capacity(by_key.len());
         let mut at = 0;
@@ -264,12 +278,14 @@ unsafe fn close_up<T>(out: &mut Vec<T>, parts: &[(usize, usize)]) {
 /// Events handed to [`par_filter_map`]'s tasks at a time.
 const FILTER_CHUNK: usize = 1 << 14;
 
-/// `v` filtered and mapped by `f` on all threads, in order, into one
-/// vector written in place (rayon's `filter_map(..).collect()` gathers a
-/// list of pieces and copies them: at 1 M events it took three times as
-/// long). Each task has a state of its own from `init` (a lookup's cache).
+/// The events of `parts`, one after the other, filtered and mapped by `f`
+/// on all threads, in order, into one vector written in place (rayon's
+/// `filter_map(..).collect()` gathers a list of pieces and copies them: at
+/// 1 M events it took three times as long; and the parts need not be
+/// copied into one first). Each task has a state of its own from `init`
+/// (a lookup's cache).
 pub fn par_filter_map<E, T, S>(
-    v: &[E],
+    parts: &[&[E]],
     init: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, &E) -> Option<T> + Sync,
 ) -> Vec<T>
@@ -278,26 +294,36 @@ where
     T: Send,
 {
     use rayon::prelude::*;
-    let mut out: Vec<T> = Vec::with_capacity(v.len());
-    let parts: Vec<(usize, usize)> = out.spare_capacity_mut()[..v.len()]
-        .par_chunks_mut(FILTER_CHUNK)
-        .zip(v.par_chunks(FILTER_CHUNK))
-        .enumerate()
-        .map(|(i, (slots, events))| {
-            let mut state = init();
-            let mut k = 0;
-            for e in events {
-                if let Some(t) = f(&mut state, e) {
-                    slots[k].write(t);
-                    k += 1;
+    type Job<'a, E, T> = (&'a mut [MaybeUninit<T>], &'a [E], usize);
+    let n: usize = parts.iter().map(|p| p.len()).sum();
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let done: Vec<(usize, usize)> = {
+        let mut rest = &mut out.spare_capacity_mut()[..n];
+        let mut jobs: Vec<Job<'_, E, T>> = Vec::new();
+        let mut at = 0;
+        for c in parts.iter().flat_map(|p| p.chunks(FILTER_CHUNK)) {
+            let (slots, tail) = std::mem::take(&mut rest).split_at_mut(c.len());
+            rest = tail;
+            jobs.push((slots, c, at));
+            at += c.len();
+        }
+        jobs.into_par_iter()
+            .map(|(slots, events, at)| {
+                let mut state = init();
+                let mut k = 0;
+                for e in events {
+                    if let Some(t) = f(&mut state, e) {
+                        slots[k].write(t);
+                        k += 1;
+                    }
                 }
-            }
-            (i * FILTER_CHUNK, k)
-        })
-        .collect();
-    // SAFETY: chunk `i` wrote the first `k` of its slots `i * FILTER_CHUNK..`,
-    // the chunks in order, apart and within `v.len()`
-    unsafe { close_up(&mut out, &parts) };
+                (at, k)
+            })
+            .collect()
+    };
+    // SAFETY: each chunk wrote the first `k` of its slots `at..`, the
+    // chunks in order, apart and within `n`
+    unsafe { close_up(&mut out, &done) };
     out
 }
 
@@ -520,7 +546,11 @@ mod tests {
     #[test]
     fn pairs_made_into_values_keep_order_and_count_the_left_out() {
         let mut rng = crate::test_rng::XorShift(0x51ed_270b_7a3e_1f09);
-        for (keys, n) in [(7u64, 1000usize), (40, PARALLEL_PAIRS * 3), (90_000, 100_000)] {
+        for (keys, n) in [
+            (7u64, 1000usize),
+            (40, PARALLEL_PAIRS * 3),
+            (90_000, 100_000),
+        ] {
             let mut ev = |len: usize| -> Vec<((u32, u32), u64, u64)> {
                 let mut t = 0u64;
                 (0..len)
@@ -542,7 +572,10 @@ mod tests {
                 .collect();
             let dropped = (all.len() - want.len()) as u64;
             for threads in [1, 3] {
-                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
                 let (got, got_left) = pool.install(|| {
                     match_into(sends.clone(), recvs.clone(), |m| {
                         keep(m).then_some((m.key.0, m.send_time, m.recv_time))

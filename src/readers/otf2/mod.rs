@@ -87,7 +87,7 @@ struct Events {
     coll_begin: HashMap<u64, VecDeque<u64>>,
     collectives: Vec<Coll>,
     /// (location, time, member, value)
-    metrics: Vec<(u64, u64, u32, f64)>,
+    metrics: Vec<Metric>,
     /// (location, time, kind: 0 program begin / 1 program end, value)
     markers: Vec<(u64, u64, u8, i64)>,
     mismatched_leave: u64,
@@ -101,6 +101,38 @@ struct Events {
     cur: Option<u64>,
     cur_stack: Vec<Open>,
     cur_slices: Vec<Closed>,
+    /// The sends, receives and metric samples of the parts absorbed after
+    /// this one, in order: kept apart, not copied onto this part's (the
+    /// copy was on one thread, and with many threads it is most of them).
+    later: Vec<Later>,
+}
+
+/// A metric sample: (location, time, member, value).
+type Metric = (u64, u64, u32, f64);
+
+/// The sends, receives and metric samples of a part of the locations.
+#[derive(Default)]
+struct Later {
+    sends: Vec<P2p>,
+    recvs: Vec<P2p>,
+    metrics: Vec<Metric>,
+}
+
+impl Events {
+    /// The sends (`recv` false) or receives of every part, in order.
+    fn p2p(&self, recv: bool) -> Vec<&[P2p]> {
+        let pick = |s, r| if recv { r } else { s };
+        std::iter::once(pick(&self.sends[..], &self.recvs[..]))
+            .chain(self.later.iter().map(|l| pick(&l.sends[..], &l.recvs[..])))
+            .collect()
+    }
+
+    /// The metric samples of every part, in order.
+    fn all_metrics(&self) -> impl Iterator<Item = &Metric> {
+        self.metrics
+            .iter()
+            .chain(self.later.iter().flat_map(|l| l.metrics.iter()))
+    }
 }
 
 /// What the definition callbacks fill.
@@ -846,11 +878,14 @@ impl Events {
         o.flush();
         self.stacks.extend(o.stacks);
         self.slices.extend(o.slices);
-        self.sends.extend(o.sends);
-        self.recvs.extend(o.recvs);
+        self.later.push(Later {
+            sends: o.sends,
+            recvs: o.recvs,
+            metrics: o.metrics,
+        });
+        self.later.extend(o.later);
         self.coll_begin.extend(o.coll_begin);
         self.collectives.extend(o.collectives);
-        self.metrics.extend(o.metrics);
         self.markers.extend(o.markers);
         self.mismatched_leave += o.mismatched_leave;
         self.unmatched_collective += o.unmatched_collective;
@@ -1720,9 +1755,9 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     // (sender, receiver, communicator, tag), time, bytes; on all threads,
     // each keeping the last communicator it resolved
     let ranks = Ranks::new(&defs);
-    let side = |events: &[P2p], send: bool| {
+    let side = |parts: Vec<&[P2p]>, send: bool| {
         let keyed = par_filter_map(
-            events,
+            &parts,
             || None,
             |last, &(t, loc, peer, comm, tag, len)| {
                 let other = ranks.location_in(last, comm, peer, loc)?;
@@ -1734,11 +1769,11 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
                 Some((key, t, len))
             },
         );
-        let unknown = (events.len() - keyed.len()) as u64;
+        let unknown = (parts.iter().map(|p| p.len()).sum::<usize>() - keyed.len()) as u64;
         (keyed, unknown)
     };
-    let (sends, unknown_sends) = side(&ev.sends, true);
-    let (recvs, unknown_recvs) = side(&ev.recvs, false);
+    let (sends, unknown_sends) = side(ev.p2p(false), true);
+    let (recvs, unknown_recvs) = side(ev.p2p(true), false);
     rep.unmatched_message += unknown_sends + unknown_recvs;
     // each pair made into the model's message where it is matched (a pair
     // whose locations are unknown counts as unmatched)
@@ -1777,8 +1812,9 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     // counters in the order of first appearance, as before): no name
     // built and looked up per sample
     let mut counter_of: HashMap<u32, u32> = HashMap::default();
-    b.counters.reserve(ev.metrics.len());
-    for &(l, t, member, x) in &ev.metrics {
+    b.counters
+        .reserve(ev.metrics.len() + ev.later.iter().map(|l| l.metrics.len()).sum::<usize>());
+    for &(l, t, member, x) in ev.all_metrics() {
         let Some(&loc) = loc_of.get(&l) else { continue };
         let c = *counter_of.entry(member).or_insert_with(|| {
             let (n, u) = metric_name(&defs, member, &name);
@@ -1908,7 +1944,14 @@ mod clock_tests {
         for &res in &resolutions {
             for origin in [0, 1000, 7_397_466_976_977_800, u64::MAX - 5] {
                 let c = Clock { res, origin };
-                let mut times = vec![0, 1, origin, origin.saturating_add(1), u64::MAX, u64::MAX - 1];
+                let mut times = vec![
+                    0,
+                    1,
+                    origin,
+                    origin.saturating_add(1),
+                    u64::MAX,
+                    u64::MAX - 1,
+                ];
                 times.extend((0..2000).map(|_| match rng.below(3) {
                     0 => rng.next(),
                     1 => origin.saturating_add(rng.below(1 << 40)),
