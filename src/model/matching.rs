@@ -252,16 +252,17 @@ where
     Some((out, unmatched))
 }
 
-/// Gives `out` the values its parts wrote into its spare capacity: part
-/// `(at, k)` wrote slots `at..at + k`; each part is moved up against the
-/// one before it, in order, and the length set.
+/// Gives the empty `out` the values its parts wrote into its spare
+/// capacity: part `(at, k)` wrote slots `at..at + k`; each part is moved up
+/// against the one before it, in order, and the length set.
 ///
 /// # Safety
-/// Every part's slots were written; the parts come in rising order of
-/// `at`, apart, within the capacity.
+/// `out` is empty; every part's slots were written; the parts come in
+/// rising order of `at`, apart, within the capacity.
 unsafe fn close_up<T>(out: &mut Vec<T>, parts: &[(usize, usize)]) {
+    debug_assert!(out.is_empty());
     let base = out.as_mut_ptr();
-    let mut len = out.len();
+    let mut len = 0;
     for &(at, k) in parts {
         if at != len {
             // SAFETY: `at..at + k` was written and lies at or after
@@ -585,6 +586,59 @@ mod tests {
                 assert_eq!(got_left, left + dropped, "{keys} keys, {threads} threads");
             }
         }
+    }
+
+    /// Parts of any size (empty ones, ones across several chunks), some
+    /// events left out (whole chunks too): the values of the events kept,
+    /// in order, as a plain `filter_map` gives them, on 1 and 3 threads;
+    /// each task's state starts afresh.
+    #[test]
+    fn filtering_parts_in_parallel_keeps_their_order() {
+        let sizes = [
+            0usize,
+            5,
+            FILTER_CHUNK * 2 + 17,
+            0,
+            FILTER_CHUNK - 1,
+            3 * FILTER_CHUNK,
+        ];
+        let mut next = 0u64;
+        let parts: Vec<Vec<u64>> = sizes
+            .iter()
+            .map(|&n| {
+                next += n as u64;
+                (next - n as u64..next).collect()
+            })
+            .collect();
+        let slices: Vec<&[u64]> = parts.iter().map(|p| p.as_slice()).collect();
+        // every event of a third of the chunks, and every seventh, left out
+        let keep = |x: u64| (x / FILTER_CHUNK as u64) % 3 != 2 && x % 7 != 0;
+        let want: Vec<(u64, u64)> = parts
+            .iter()
+            .flatten()
+            .filter(|&&x| keep(x))
+            .map(|&x| (x, x * 3))
+            .collect();
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let got = pool.install(|| {
+                par_filter_map(
+                    &slices,
+                    || 0u64,
+                    |seen, &x| {
+                        *seen += 1;
+                        // a task's state never outlives its chunk
+                        assert!(*seen as usize <= FILTER_CHUNK);
+                        keep(x).then_some((x, x * 3))
+                    },
+                )
+            });
+            assert_eq!(got, want, "{threads} threads");
+        }
+        assert!(par_filter_map::<u64, u64, ()>(&[], || (), |_, &x| Some(x)).is_empty());
     }
 
     /// Counted sides give what pairing the events gives: the count and
