@@ -127,11 +127,9 @@ impl Events {
             .collect()
     }
 
-    /// The metric samples of every part, in order.
-    fn all_metrics(&self) -> impl Iterator<Item = &Metric> {
-        self.metrics
-            .iter()
-            .chain(self.later.iter().flat_map(|l| l.metrics.iter()))
+    /// The metric samples of every part, part after part.
+    fn metric_parts(&self) -> impl Iterator<Item = &Vec<Metric>> {
+        std::iter::once(&self.metrics).chain(self.later.iter().map(|l| &l.metrics))
     }
 }
 
@@ -1812,9 +1810,8 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     // counters in the order of first appearance, as before): no name
     // built and looked up per sample
     let mut counter_of: HashMap<u32, u32> = HashMap::default();
-    b.counters
-        .reserve(ev.metrics.len() + ev.later.iter().map(|l| l.metrics.len()).sum::<usize>());
-    for &(l, t, member, x) in ev.all_metrics() {
+    b.counters.reserve(ev.metric_parts().map(Vec::len).sum());
+    for &(l, t, member, x) in ev.metric_parts().flatten() {
         let Some(&loc) = loc_of.get(&l) else { continue };
         let c = *counter_of.entry(member).or_insert_with(|| {
             let (n, u) = metric_name(&defs, member, &name);
