@@ -19,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::ReadOptions;
+use super::decimal::leading_field;
 use super::input::{self, Block, LineBlocks};
 use super::paraver_pcf::{Pcf, parse_pcf, parse_row};
 use crate::diagnostics::Position;
@@ -271,7 +272,7 @@ struct LocTable {
 }
 
 impl LocTable {
-    #[inline]
+    #[inline(always)]
     fn get(&self, appl: u64, task: u64, thread: u64) -> Option<LocId> {
         let a = self.apps.get((appl as usize).checked_sub(1)?)?;
         let (base, n) = *a.get((task as usize).checked_sub(1)?)?;
@@ -347,6 +348,10 @@ impl SpareVecs {
 
 struct Fields<'a> {
     s: &'a [u8],
+    /// `s` and the bytes after it in its block (the next lines), for
+    /// [`leading_field`]'s 16-byte loads near the end of the line: the
+    /// line end is not a digit, so a field it takes ends within `s`.
+    ahead: &'a [u8],
     pos: usize,
     idx: usize,
 }
@@ -399,8 +404,16 @@ const GLOBAL_FIELDS: [&str; 10] = [
 ];
 
 impl<'a> Fields<'a> {
-    fn new(s: &'a [u8]) -> Self {
-        Fields { s, pos: 0, idx: 0 }
+    fn new(s: &'a [u8], ahead: &'a [u8]) -> Self {
+        // `s` must begin `ahead` (the same bytes, not a copy)
+        let same = std::ptr::eq(s.as_ptr(), ahead.as_ptr()) && ahead.len() >= s.len();
+        let ahead = if same { ahead } else { s };
+        Fields {
+            s,
+            ahead,
+            pos: 0,
+            idx: 0,
+        }
     }
 
     fn at_end(&self) -> bool {
@@ -423,6 +436,20 @@ impl<'a> Fields<'a> {
 
     #[inline(always)]
     fn uint(&mut self, names: &[&str]) -> std::result::Result<u64, String> {
+        if let Some((v, next)) =
+            leading_field(self.ahead, self.pos, b':').filter(|&(_, next)| next <= self.s.len())
+        {
+            self.pos = next;
+            self.idx += 1;
+            return Ok(v);
+        }
+        self.uint_any(names)
+    }
+
+    /// [`Fields::uint`] of any field: the last of the line, one of 16 or
+    /// more digits, and the malformed ones (whose error it words).
+    #[inline(never)]
+    fn uint_any(&mut self, names: &[&str]) -> std::result::Result<u64, String> {
         let s = self.s;
         let start = self.pos;
         let mut i = start;
@@ -461,7 +488,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A signed integer; unsigned values above 2^63 keep their bits.
-    #[inline]
+    #[inline(always)]
     fn int(&mut self, names: &[&str]) -> std::result::Result<i64, String> {
         if self.s.get(self.pos) == Some(&b'-') {
             self.pos += 1;
@@ -493,21 +520,99 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    #[inline]
+    #[inline(always)]
     fn loc(&self, appl: u64, task: u64, thread: u64) -> std::result::Result<LocId, String> {
         self.locs.get(appl, task, thread).ok_or_else(|| {
             format!("expected an application:task:thread declared in the header, found {appl}:{task}:{thread}")
         })
     }
-    #[inline]
+    #[inline(always)]
     fn time(&self, t: u64) -> std::result::Result<Time, String> {
         t.checked_mul(self.unit)
             .ok_or_else(|| format!("time {t} overflows 64-bit nanoseconds"))
     }
 }
 
+/// A state record's interval: application, task, thread, begin, end and
+/// state value.
+#[inline(always)]
+fn push_state(
+    ctx: &Ctx,
+    out: &mut Chunk,
+    last_state: &mut u32,
+    [a, t, h, begin, end, state]: [u64; 6],
+) -> std::result::Result<(), String> {
+    if end < begin {
+        return Err(format!(
+            "state record ends before it begins ({end} < {begin})"
+        ));
+    }
+    let state =
+        u32::try_from(state).map_err(|_| format!("state value {state} does not fit 32 bits"))?;
+    let loc = ctx.loc(a, t, h)?;
+    if state != *last_state {
+        out.state_values.insert(state);
+        *last_state = state;
+    }
+    out.intervals.push(RawInterval {
+        loc,
+        state,
+        start: ctx.time(begin)?,
+        end: ctx.time(end)?,
+    });
+    Ok(())
+}
+
+/// One type:value pair of an event record.
+#[inline(always)]
+fn push_event(
+    out: &mut Chunk,
+    last_type: &mut u32,
+    time: Time,
+    loc: LocId,
+    ty: u64,
+    value: i64,
+) -> std::result::Result<(), String> {
+    let ty = u32::try_from(ty).map_err(|_| format!("event type {ty} does not fit 32 bits"))?;
+    if ty != *last_type {
+        out.event_types.insert(ty);
+        *last_type = ty;
+    }
+    out.events.push(RawEvent {
+        time,
+        loc,
+        kind: ty,
+        value,
+    });
+    Ok(())
+}
+
+/// A communication record's message: sender and receiver (application,
+/// task, thread, time), size and tag.
+#[inline(always)]
+fn push_message(
+    ctx: &Ctx,
+    out: &mut Chunk,
+    [a, t, h, send]: [u64; 4],
+    [ra, rt, rh, recv]: [u64; 4],
+    bytes: u64,
+    tag: i64,
+) -> std::result::Result<(), String> {
+    out.messages.push(RawMessage {
+        send: ctx.time(send)?,
+        recv: ctx.time(recv)?,
+        bytes,
+        tag,
+        src: ctx.loc(a, t, h)?,
+        dst: ctx.loc(ra, rt, rh)?,
+    });
+    Ok(())
+}
+
+/// Parses one record, `line`; `ahead` is `line` and the rest of its block.
 fn parse_record(
     line: &[u8],
+    ahead: &[u8],
     ctx: &Ctx,
     out: &mut Chunk,
     last_state: &mut u32,
@@ -519,7 +624,7 @@ fn parse_record(
             clip(&String::from_utf8_lossy(line))
         ));
     }
-    let mut f = Fields::new(&line[2..]);
+    let mut f = Fields::new(&line[2..], ahead.get(2..).unwrap_or_default());
     match line[0] {
         b'1' => {
             let n = &STATE_FIELDS;
@@ -534,24 +639,7 @@ fn parse_record(
                     f.found()
                 ));
             }
-            if end < begin {
-                return Err(format!(
-                    "state record ends before it begins ({end} < {begin})"
-                ));
-            }
-            let state = u32::try_from(state)
-                .map_err(|_| format!("state value {state} does not fit 32 bits"))?;
-            let loc = ctx.loc(a, t, h)?;
-            if state != *last_state {
-                out.state_values.insert(state);
-                *last_state = state;
-            }
-            out.intervals.push(RawInterval {
-                loc,
-                state,
-                start: ctx.time(begin)?,
-                end: ctx.time(end)?,
-            });
+            push_state(ctx, out, last_state, [a, t, h, begin, end, state])?;
         }
         b'2' => {
             let n = &EVENT_FIELDS;
@@ -569,18 +657,7 @@ fn parse_record(
                     ));
                 }
                 let value = f.int(n)?;
-                let ty = u32::try_from(ty)
-                    .map_err(|_| format!("event type {ty} does not fit 32 bits"))?;
-                if ty != *last_type {
-                    out.event_types.insert(ty);
-                    *last_type = ty;
-                }
-                out.events.push(RawEvent {
-                    time,
-                    loc,
-                    kind: ty,
-                    value,
-                });
+                push_event(out, last_type, time, loc, ty, value)?;
                 pairs += 1;
             }
             if pairs == 0 {
@@ -607,14 +684,7 @@ fn parse_record(
                     f.found()
                 ));
             }
-            out.messages.push(RawMessage {
-                send: ctx.time(lsend)?,
-                recv: ctx.time(precv)?,
-                bytes: size,
-                tag,
-                src: ctx.loc(a, t, h)?,
-                dst: ctx.loc(ra, rt, rh)?,
-            });
+            push_message(ctx, out, [a, t, h, lsend], [ra, rt, rh, precv], size, tag)?;
         }
         b'4' => {
             let n = &GLOBAL_FIELDS;
@@ -694,7 +764,12 @@ fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
         if line.is_empty() || line[0] == b'#' {
             continue;
         }
-        if let Err(msg) = parse_record(line, ctx, &mut out, &mut last_state, &mut last_type) {
+        let ahead = usize::try_from(byte - block.first_byte)
+            .ok()
+            .and_then(|at| block.data.get(at..))
+            .unwrap_or(line);
+        if let Err(msg) = parse_record(line, ahead, ctx, &mut out, &mut last_state, &mut last_type)
+        {
             out.error = Some((
                 Position {
                     line: Some(line_no),
@@ -1339,6 +1414,71 @@ fn remap<T: Send>(items: &mut [T], field: impl Fn(&mut T) -> &mut u32 + Sync, ma
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records of random fields, as written and with every field padded
+    /// with zeros to 16 to 20 digits: the padded fields are all read field
+    /// by field, the plain ones mostly in one pass ([`leading_field`]).
+    #[test]
+    fn fields_in_one_pass_give_the_records_of_the_field_by_field_parse() {
+        let locs = LocTable {
+            apps: vec![(0..8).map(|t| (t * 3, 3)).collect()],
+        };
+        let ctx = Ctx {
+            locs: &locs,
+            unit: 1,
+        };
+        let mut rng = crate::test_rng::XorShift(0x5EED);
+        // a number of up to `digits` digits
+        let num = |rng: &mut crate::test_rng::XorShift, digits: u64| {
+            let k = rng.below(digits + 1) as u32;
+            rng.below(10u64.pow(k))
+        };
+        let (mut plain, mut padded) = (String::new(), String::new());
+        for _ in 0..20_000 {
+            let (t, h) = (rng.below(8) + 1, rng.below(3) + 1);
+            let begin = num(&mut rng, 15);
+            let fields: Vec<u64> = match rng.below(3) {
+                0 => {
+                    let (len, state) = (num(&mut rng, 12), num(&mut rng, 4));
+                    vec![1, 1, 1, t, h, begin, begin + len, state]
+                }
+                1 => {
+                    let mut v = vec![2, 1, 1, t, h, begin];
+                    for _ in 0..=rng.below(4) {
+                        v.extend([num(&mut rng, 9), num(&mut rng, 19)]);
+                    }
+                    v
+                }
+                _ => {
+                    let (to, late) = (rng.below(8) + 1, num(&mut rng, 8));
+                    let (size, tag) = (num(&mut rng, 18), num(&mut rng, 6));
+                    let recv = begin + 5 + late;
+                    vec![
+                        3, 1, 1, t, h, begin, begin, 1, 1, to, 1, recv, recv, size, tag,
+                    ]
+                }
+            };
+            let text: Vec<String> = fields.iter().map(u64::to_string).collect();
+            plain += &(text.join(":") + "\n");
+            let pad = 16 + rng.below(5) as usize;
+            let text: Vec<String> = fields[1..].iter().map(|v| format!("{v:0pad$}")).collect();
+            padded += &format!("{}:{}\n", fields[0], text.join(":"));
+        }
+        let parse = |text: &str| {
+            let block = Block {
+                data: text.as_bytes().to_vec(),
+                first_line: 1,
+                first_byte: 0,
+                last: true,
+            };
+            let c = parse_block(&block, &ctx);
+            assert!(c.error.is_none(), "{:?}", c.error);
+            format!("{:?} {:?} {:?}", c.intervals, c.events, c.messages)
+        };
+        let (a, b) = (parse(&plain), parse(&padded));
+        assert!(a.len() > 1_000_000);
+        assert!(a == b);
+    }
 
     #[test]
     fn header_of_the_qsort_trace() {
