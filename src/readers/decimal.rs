@@ -96,7 +96,7 @@ pub fn parse_scaled(text: &[u8], scale: i32) -> Result<i64, DecimalError> {
 }
 
 /// `10^k` for `k` in `0..=18`.
-const POW10: [u64; 19] = {
+pub(crate) const POW10: [u64; 19] = {
     let mut t = [1u64; 19];
     let mut k = 1;
     while k < 19 {
