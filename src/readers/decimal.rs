@@ -77,6 +77,17 @@ pub fn leading_field(b: &[u8], from: usize, sep: u8) -> Option<(u64, usize)> {
     Some((eight_digits(d) * POW10[n] + low, from + 8 + n + 1))
 }
 
+/// `ahead` where it begins with `line` (the same bytes, not a copy: the
+/// line and what follows it in its buffer), else `line`: what a parser
+/// may hand [`leading_field`] to read past the end of `line`.
+pub fn lookahead<'a>(line: &'a [u8], ahead: &'a [u8]) -> &'a [u8] {
+    if std::ptr::eq(line.as_ptr(), ahead.as_ptr()) && ahead.len() >= line.len() {
+        ahead
+    } else {
+        line
+    }
+}
+
 /// The value of eight digits (bytes 0 to 9), the first in the lowest byte:
 /// pairs, then fours, then the eight.
 #[inline(always)]

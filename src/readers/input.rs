@@ -493,6 +493,14 @@ impl Block {
         })
     }
 
+    /// The block's bytes from stream offset `byte` (a line's, as
+    /// [`Block::lines`] gives it) on: that line and the lines after it,
+    /// for parsers that load a few bytes past the end of a line.
+    pub fn from_byte(&self, byte: u64) -> Option<&[u8]> {
+        let at = usize::try_from(byte.checked_sub(self.first_byte)?).ok()?;
+        self.data.get(at..)
+    }
+
     /// Whether the block's data ends without a newline (a truncated last line).
     pub fn ends_unterminated(&self) -> bool {
         self.last && !self.data.is_empty() && self.data.last() != Some(&b'\n')

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::ReadOptions;
-use super::decimal::leading_field;
+use super::decimal::{leading_field, lookahead};
 use super::input::{self, Block, LineBlocks};
 use super::paraver_pcf::{Pcf, parse_pcf, parse_row};
 use crate::diagnostics::Position;
@@ -405,9 +405,7 @@ const GLOBAL_FIELDS: [&str; 10] = [
 
 impl<'a> Fields<'a> {
     fn new(s: &'a [u8], ahead: &'a [u8]) -> Self {
-        // `s` must begin `ahead` (the same bytes, not a copy)
-        let same = std::ptr::eq(s.as_ptr(), ahead.as_ptr()) && ahead.len() >= s.len();
-        let ahead = if same { ahead } else { s };
+        let ahead = lookahead(s, ahead);
         Fields {
             s,
             ahead,
@@ -533,82 +531,6 @@ impl Ctx<'_> {
     }
 }
 
-/// A state record's interval: application, task, thread, begin, end and
-/// state value.
-#[inline(always)]
-fn push_state(
-    ctx: &Ctx,
-    out: &mut Chunk,
-    last_state: &mut u32,
-    [a, t, h, begin, end, state]: [u64; 6],
-) -> std::result::Result<(), String> {
-    if end < begin {
-        return Err(format!(
-            "state record ends before it begins ({end} < {begin})"
-        ));
-    }
-    let state =
-        u32::try_from(state).map_err(|_| format!("state value {state} does not fit 32 bits"))?;
-    let loc = ctx.loc(a, t, h)?;
-    if state != *last_state {
-        out.state_values.insert(state);
-        *last_state = state;
-    }
-    out.intervals.push(RawInterval {
-        loc,
-        state,
-        start: ctx.time(begin)?,
-        end: ctx.time(end)?,
-    });
-    Ok(())
-}
-
-/// One type:value pair of an event record.
-#[inline(always)]
-fn push_event(
-    out: &mut Chunk,
-    last_type: &mut u32,
-    time: Time,
-    loc: LocId,
-    ty: u64,
-    value: i64,
-) -> std::result::Result<(), String> {
-    let ty = u32::try_from(ty).map_err(|_| format!("event type {ty} does not fit 32 bits"))?;
-    if ty != *last_type {
-        out.event_types.insert(ty);
-        *last_type = ty;
-    }
-    out.events.push(RawEvent {
-        time,
-        loc,
-        kind: ty,
-        value,
-    });
-    Ok(())
-}
-
-/// A communication record's message: sender and receiver (application,
-/// task, thread, time), size and tag.
-#[inline(always)]
-fn push_message(
-    ctx: &Ctx,
-    out: &mut Chunk,
-    [a, t, h, send]: [u64; 4],
-    [ra, rt, rh, recv]: [u64; 4],
-    bytes: u64,
-    tag: i64,
-) -> std::result::Result<(), String> {
-    out.messages.push(RawMessage {
-        send: ctx.time(send)?,
-        recv: ctx.time(recv)?,
-        bytes,
-        tag,
-        src: ctx.loc(a, t, h)?,
-        dst: ctx.loc(ra, rt, rh)?,
-    });
-    Ok(())
-}
-
 /// Parses one record, `line`; `ahead` is `line` and the rest of its block.
 fn parse_record(
     line: &[u8],
@@ -639,7 +561,24 @@ fn parse_record(
                     f.found()
                 ));
             }
-            push_state(ctx, out, last_state, [a, t, h, begin, end, state])?;
+            if end < begin {
+                return Err(format!(
+                    "state record ends before it begins ({end} < {begin})"
+                ));
+            }
+            let state = u32::try_from(state)
+                .map_err(|_| format!("state value {state} does not fit 32 bits"))?;
+            let loc = ctx.loc(a, t, h)?;
+            if state != *last_state {
+                out.state_values.insert(state);
+                *last_state = state;
+            }
+            out.intervals.push(RawInterval {
+                loc,
+                state,
+                start: ctx.time(begin)?,
+                end: ctx.time(end)?,
+            });
         }
         b'2' => {
             let n = &EVENT_FIELDS;
@@ -657,7 +596,18 @@ fn parse_record(
                     ));
                 }
                 let value = f.int(n)?;
-                push_event(out, last_type, time, loc, ty, value)?;
+                let ty = u32::try_from(ty)
+                    .map_err(|_| format!("event type {ty} does not fit 32 bits"))?;
+                if ty != *last_type {
+                    out.event_types.insert(ty);
+                    *last_type = ty;
+                }
+                out.events.push(RawEvent {
+                    time,
+                    loc,
+                    kind: ty,
+                    value,
+                });
                 pairs += 1;
             }
             if pairs == 0 {
@@ -684,7 +634,14 @@ fn parse_record(
                     f.found()
                 ));
             }
-            push_message(ctx, out, [a, t, h, lsend], [ra, rt, rh, precv], size, tag)?;
+            out.messages.push(RawMessage {
+                send: ctx.time(lsend)?,
+                recv: ctx.time(precv)?,
+                bytes: size,
+                tag,
+                src: ctx.loc(a, t, h)?,
+                dst: ctx.loc(ra, rt, rh)?,
+            });
         }
         b'4' => {
             let n = &GLOBAL_FIELDS;
@@ -764,10 +721,7 @@ fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
         if line.is_empty() || line[0] == b'#' {
             continue;
         }
-        let ahead = usize::try_from(byte - block.first_byte)
-            .ok()
-            .and_then(|at| block.data.get(at..))
-            .unwrap_or(line);
+        let ahead = block.from_byte(byte).unwrap_or(line);
         if let Err(msg) = parse_record(line, ahead, ctx, &mut out, &mut last_state, &mut last_type)
         {
             out.error = Some((

@@ -24,7 +24,7 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::ReadOptions;
-use super::decimal::{POW10, digits_u64, leading_field, parse_scaled, take_digits};
+use super::decimal::{POW10, digits_u64, leading_field, lookahead, parse_scaled, take_digits};
 use super::input::{self, Block, LineBlocks};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
@@ -233,9 +233,7 @@ fn is_space(c: u8) -> bool {
 
 impl<'a> Fields<'a> {
     fn new(b: &'a [u8], ahead: &'a [u8]) -> Self {
-        // `b` must begin `ahead` (the same bytes, not a copy)
-        let same = std::ptr::eq(b.as_ptr(), ahead.as_ptr()) && ahead.len() >= b.len();
-        let ahead = if same { ahead } else { b };
+        let ahead = lookahead(b, ahead);
         Fields { b, ahead, i: 0 }
     }
 
@@ -396,10 +394,7 @@ fn survey_block(block: &Block) -> Surveyed {
 /// is the file's last line broken off.
 fn parse_lines(block: &Block, mut each: impl FnMut(Rec)) -> (Option<(Position, String)>, bool) {
     for (line_no, byte, line) in block.lines() {
-        let ahead = usize::try_from(byte - block.first_byte)
-            .ok()
-            .and_then(|at| block.data.get(at..))
-            .unwrap_or(line);
+        let ahead = block.from_byte(byte).unwrap_or(line);
         if let Some(r) = parse_line_fast(line, ahead, line_no) {
             each(r);
             continue;
