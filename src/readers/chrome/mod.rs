@@ -31,8 +31,6 @@ use rustc_hash::FxHashMap;
 use std::path::Path;
 
 use rayon::prelude::*;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::ReadOptions;
 use super::chunked::Chunked;
@@ -46,65 +44,13 @@ use crate::model::{
     BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
     TimeUnit, Trace, TraceBuilder, flatten_nested,
 };
+use fields::{Fields, LiteArgs, fields_fast, fields_serde};
 
 mod byte_shares;
+mod fields;
 mod ranges;
 pub mod share;
 pub mod stream;
-
-/// A string borrowed from the input unless it has escapes (serde borrows a
-/// `Cow` only when it is not wrapped in an `Option`).
-#[derive(Deserialize)]
-#[serde(transparent)]
-struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-
-impl std::ops::Deref for Text<'_> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-#[derive(Deserialize)]
-struct RawEv<'a> {
-    #[serde(borrow, default)]
-    ph: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    name: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    cat: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    pid: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    tid: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    ts: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    dur: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    id2: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    s: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    args: Option<&'a RawValue>,
-}
-
-/// The members of `args` the reader uses, parsed without allocating.
-#[derive(Deserialize, Default)]
-struct LiteArgs<'a> {
-    #[serde(default)]
-    value: Option<serde_json::Number>,
-    #[serde(default)]
-    bytes: Option<u64>,
-    #[serde(default)]
-    tag: Option<i64>,
-    #[serde(borrow, default)]
-    name: Option<Text<'a>>,
-    #[serde(default)]
-    sort_index: Option<i64>,
-}
 
 /// A process or thread id: a number or a string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -199,197 +145,17 @@ fn id_text(t: &str) -> Cow<'_, str> {
     Cow::Borrowed(t.trim_matches('"'))
 }
 
-/// The members of an event that the reader uses, as text.
-#[derive(Default)]
-struct Fields<'a> {
-    ph: Option<Cow<'a, str>>,
-    name: Option<Cow<'a, str>>,
-    cat: Option<Cow<'a, str>>,
-    s: Option<Cow<'a, str>>,
-    pid: Option<&'a str>,
-    tid: Option<&'a str>,
-    ts: Option<&'a str>,
-    dur: Option<&'a str>,
-    id: Option<&'a str>,
-    id2: Option<&'a str>,
-    args: Option<&'a str>,
-}
-
-/// Parses an event object with serde_json (any valid JSON, full checking).
-fn fields_serde(bytes: &[u8]) -> std::result::Result<Fields<'_>, String> {
-    let raw: RawEv =
-        serde_json::from_slice(bytes).map_err(|e| format!("malformed event object: {e}"))?;
-    Ok(Fields {
-        ph: raw.ph.map(|t| t.0),
-        name: raw.name.map(|t| t.0),
-        cat: raw.cat.map(|t| t.0),
-        s: raw.s.map(|t| t.0),
-        pid: raw.pid.map(RawValue::get),
-        tid: raw.tid.map(RawValue::get),
-        ts: raw.ts.map(RawValue::get),
-        dur: raw.dur.map(RawValue::get),
-        id: raw.id.map(RawValue::get),
-        id2: raw.id2.map(RawValue::get),
-        args: raw.args.map(RawValue::get),
-    })
-}
-
-/// Fast path for the common shape of event objects: strings without
-/// escapes, no duplicate members. Returns `None` for anything else, which
-/// then goes through [`fields_serde`] (for the exact error message too).
-/// Members the reader does not use are checked for balanced brackets,
-/// well-formed strings and literals only.
-fn fields_fast(b: &[u8]) -> Option<Fields<'_>> {
-    let text = std::str::from_utf8(b).ok()?;
-    let n = b.len();
-    let ws = |mut i: usize| {
-        while i < n && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
-            i += 1;
-        }
-        i
-    };
-    // a string without escapes starting at the quote at i: (text, end)
-    // one pass over the (short) string: a vector search costs more to set
-    // up than the few bytes of a key or a name take to look at
-    let string = |i: usize| -> Option<(&str, usize)> {
-        let mut j = i + 1;
-        loop {
-            match *b.get(j)? {
-                b'"' => break,
-                b'\\' => return None,
-                c if c < 0x20 => return None,
-                _ => j += 1,
-            }
-        }
-        Some((text.get(i + 1..j)?, j + 1))
-    };
-    let mut f = Fields::default();
-    let mut i = ws(0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = ws(i + 1);
-    if b.get(i) == Some(&b'}') {
-        return (ws(i + 1) == n).then_some(f);
-    }
-    loop {
-        if b.get(i) != Some(&b'"') {
-            return None;
-        }
-        let (key, e) = string(i)?;
-        i = ws(e);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = ws(i + 1);
-        let v0 = i;
-        let (text_str, end) = match *b.get(i)? {
-            b'"' => {
-                let (t, e) = string(i)?;
-                (Some(t), e)
-            }
-            b'{' | b'[' => match super::json_split::scan_value(b, i) {
-                super::json_split::Scan::Complete(e) => (None, e),
-                _ => return None,
-            },
-            _ => {
-                let mut j = i;
-                while j < n && !matches!(b[j], b',' | b'}' | b' ' | b'\n' | b'\r' | b'\t') {
-                    j += 1;
-                }
-                let lit = &b[i..j];
-                if !(lit == b"true" || lit == b"false" || lit == b"null" || is_json_number(lit)) {
-                    return None;
-                }
-                (None, j)
-            }
-        };
-        // raw text of the value (valid UTF-8: strings were checked, the rest is ASCII or checked here)
-        let raw = text.get(v0..end)?;
-        match key {
-            "ph" | "name" | "cat" | "s" => {
-                let t = text_str?;
-                let slot = match key {
-                    "ph" => &mut f.ph,
-                    "name" => &mut f.name,
-                    "cat" => &mut f.cat,
-                    _ => &mut f.s,
-                };
-                if slot.is_some() {
-                    return None;
-                }
-                *slot = Some(Cow::Borrowed(t));
-            }
-            "pid" | "tid" | "ts" | "dur" | "id" | "id2" | "args" => {
-                let slot = match key {
-                    "pid" => &mut f.pid,
-                    "tid" => &mut f.tid,
-                    "ts" => &mut f.ts,
-                    "dur" => &mut f.dur,
-                    "id" => &mut f.id,
-                    "id2" => &mut f.id2,
-                    _ => &mut f.args,
-                };
-                if slot.is_some() {
-                    return None;
-                }
-                *slot = Some(raw);
-            }
-            _ => {}
-        }
-        i = ws(end);
-        match b.get(i) {
-            Some(b',') => i = ws(i + 1),
-            Some(b'}') => return (ws(i + 1) == n).then_some(f),
-            _ => return None,
-        }
-    }
-}
-
-fn is_json_number(t: &[u8]) -> bool {
-    let mut i = 0;
-    let n = t.len();
-    if i < n && t[i] == b'-' {
-        i += 1;
-    }
-    let d0 = i;
-    while i < n && t[i].is_ascii_digit() {
-        i += 1;
-    }
-    if i == d0 || (t[d0] == b'0' && i - d0 > 1) {
-        return false;
-    }
-    if i < n && t[i] == b'.' {
-        i += 1;
-        let f0 = i;
-        while i < n && t[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == f0 {
-            return false;
-        }
-    }
-    if i < n && (t[i] == b'e' || t[i] == b'E') {
-        i += 1;
-        if i < n && (t[i] == b'+' || t[i] == b'-') {
-            i += 1;
-        }
-        let e0 = i;
-        while i < n && t[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == e0 {
-            return false;
-        }
-    }
-    i == n
-}
-
 fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> {
-    let raw = match fields_fast(bytes) {
-        Some(f) => f,
-        None => fields_serde(bytes)?,
-    };
+    let mut raw = Fields::default();
+    if fields_fast(bytes, &mut raw).is_none() {
+        raw = fields_serde(bytes)?;
+    }
+    event_of(raw, off)
+}
+
+/// The event of an object's [`Fields`], from either path.
+#[inline(always)]
+fn event_of(raw: Fields<'_>, off: usize) -> std::result::Result<Ev<'_>, String> {
     let ph = raw
         .ph
         .ok_or("expected a \"ph\" (phase) member in the event, found none")?;
@@ -403,7 +169,10 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
     let ph = phb[0];
     let ts = match raw.ts {
         Some(v) => {
-            let t = micros(v, "\"ts\"")?;
+            let t = match raw.ts_ns {
+                Some(t) => t,
+                None => micros(v, "\"ts\"")?,
+            };
             if t < 0 {
                 return Err(format!("expected a non-negative \"ts\", found {}", clip(v)));
             }
@@ -419,7 +188,10 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
     }
     let dur = match raw.dur {
         Some(v) => {
-            let d = micros(v, "\"dur\"")?;
+            let d = match raw.dur_ns {
+                Some(d) => d,
+                None => micros(v, "\"dur\"")?,
+            };
             if d < 0 {
                 return Err(format!(
                     "expected a non-negative \"dur\", found {}",
@@ -435,8 +207,18 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
     {
         return Err("\"ts\" + \"dur\" overflows 64-bit nanoseconds".into());
     }
-    let pid = raw.pid.map(|v| ident(v, "\"pid\"")).transpose()?;
-    let tid = raw.tid.map(|v| ident(v, "\"tid\"")).transpose()?;
+    let ident_of = |v, num: Option<i64>, what| match num {
+        Some(n) => Ok(Ident::Num(n)),
+        None => ident(v, what),
+    };
+    let pid = raw
+        .pid
+        .map(|v| ident_of(v, raw.pid_num, "\"pid\""))
+        .transpose()?;
+    let tid = raw
+        .tid
+        .map(|v| ident_of(v, raw.tid_num, "\"tid\""))
+        .transpose()?;
     let id = raw.id.or(raw.id2).map(id_text);
     let scope = raw
         .s
@@ -445,7 +227,10 @@ fn parse_event(bytes: &[u8], off: usize) -> std::result::Result<Ev<'_>, String> 
         .unwrap_or(b't');
     let lite = match (ph, raw.args) {
         (b'C', _) | (_, None) => LiteArgs::default(),
-        (_, Some(a)) => serde_json::from_str(a).map_err(|e| format!("malformed \"args\": {e}"))?,
+        (_, Some(a)) => match raw.lite {
+            Some(lite) => lite,
+            None => serde_json::from_str(a).map_err(|e| format!("malformed \"args\": {e}"))?,
+        },
     };
     Ok(Ev {
         ph,
@@ -2502,5 +2287,267 @@ mod tests {
         for t in ["", "05", "-1", "+1", "1.0", "12345678901234567890", "1e3"] {
             assert_eq!(plain_decimal(t), None, "{t}");
         }
+    }
+}
+
+/// The fast path's events against serde's, on objects of every shape the
+/// fast path takes or must refuse.
+#[cfg(test)]
+mod fields_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KEYS: &[&str] = &[
+        "ph",
+        "name",
+        "cat",
+        "s",
+        "pid",
+        "tid",
+        "ts",
+        "dur",
+        "id",
+        "id2",
+        "args",
+        "x",
+        "sort",
+        "idx",
+        "na\\u006de",
+        "pidx",
+        "t",
+        "argsx",
+        "p\\\"h",
+    ];
+
+    const VALUES: &[&str] = &[
+        "\"X\"",
+        "\"B\"",
+        "\"i\"",
+        "\"s\"",
+        "\"C\"",
+        "\"M\"",
+        "\"\"",
+        "\"XX\"",
+        "\"Waiting a message\"",
+        "\"caf\u{e9} \u{20ac}\"",
+        "\"a\\\"b\"",
+        "\"tab\there\"",
+        "\"g\"",
+        "0",
+        "-0",
+        "3",
+        "-7",
+        "12.5",
+        "0.910",
+        "1.2345",
+        "1e3",
+        "1E-2",
+        "01",
+        "1.",
+        "-",
+        "123456789012345678901",
+        "999999999999999999",
+        "1795396027283346.750",
+        "9999999999999999999",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775.808",
+        "99999999999999999.5",
+        "-9223372036854775808",
+        "9223372036854775.807",
+        "true",
+        "false",
+        "null",
+        "tru",
+        "nul",
+        "{\"a\":1}",
+        "[1,2]",
+        "[1,{\"b\":[]}]",
+        "{\"a\":[}",
+        "{\"bytes\":4096,\"tag\":1}",
+        "{\"bytes\":-1}",
+        "{\"bytes\":4096.0}",
+        "{\"bytes\":1e3}",
+        "{\"bytes\":18446744073709551615}",
+        "{\"tag\":-0}",
+        "{\"tag\":-12}",
+        "{\"value\":3}",
+        "{\"value\":-2.5e3}",
+        "{\"value\":null}",
+        "{\"value\":\"3\"}",
+        "{\"name\":\"rank 1\"}",
+        "{\"name\":\"r\\u0041\"}",
+        "{\"name\":7}",
+        "{\"sort_index\":2,\"x\":[1]}",
+        "{\"sort_index\":2,\"x\":\"y\",\"z\":true}",
+        "{\"bytes\":1,\"bytes\":2}",
+        "{\"x\":{\"y\":tru}}",
+        "{}",
+        "{ \"tag\" : 5 , \"value\" : 0.25 }",
+        "{\"tag\":5,}",
+        "{\"tag\" 5}",
+        "\"1.5\"",
+        "\"17\"",
+        "[]",
+    ];
+
+    const SPACES: &[&str] = &["", "", "", " ", "\n", " \t"];
+
+    fn object(members: &[(usize, usize, usize)], tail: usize) -> String {
+        let mut o = String::from("{");
+        for (k, &(key, value, ws)) in members.iter().enumerate() {
+            let w = SPACES[ws % SPACES.len()];
+            if k > 0 {
+                o.push(',');
+                o.push_str(w);
+            }
+            o.push('"');
+            o.push_str(KEYS[key % KEYS.len()]);
+            o.push('"');
+            o.push_str(w);
+            o.push(':');
+            o.push_str(w);
+            o.push_str(VALUES[value % VALUES.len()]);
+        }
+        o.push_str(SPACES[tail % SPACES.len()]);
+        o.push('}');
+        o
+    }
+
+    fn summary(ev: &std::result::Result<Ev, String>) -> String {
+        match ev {
+            Err(e) => format!("error: {e}"),
+            Ok(ev) => format!(
+                "{} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {:?} | {:?} {:?} {:?} {:?} {:?} | {}",
+                ev.ph,
+                ev.name,
+                ev.cat,
+                ev.pid,
+                ev.tid,
+                ev.ts,
+                ev.dur,
+                ev.id,
+                ev.scope,
+                ev.args,
+                ev.lite.value.as_ref().map(ToString::to_string),
+                ev.lite.bytes,
+                ev.lite.tag,
+                ev.lite.name.as_deref(),
+                ev.lite.sort_index,
+                ev.off,
+            ),
+        }
+    }
+
+    /// Malformed objects and arrays: the fast path only balances the
+    /// brackets of the values it does not use (and of `args` it leaves to
+    /// serde), so it takes events serde refuses whole.
+    const LOOSE: &[&str] = &[
+        "{\"a\":[}",
+        "{\"x\":{\"y\":tru}}",
+        "{\"tag\":5,}",
+        "{\"tag\" 5}",
+    ];
+
+    fn is_strict(members: &[(usize, usize, usize)]) -> bool {
+        members
+            .iter()
+            .all(|&(_, v, _)| !LOOSE.contains(&VALUES[v % VALUES.len()]))
+    }
+
+    /// Where the fast path gives fields and serde takes the object, the
+    /// event is serde's (value or error); `strict`: serde must take what
+    /// the fast path takes. Whether the fast path took the object.
+    fn check(b: &[u8], strict: bool) -> bool {
+        let mut fast = Fields::default();
+        if fields_fast(b, &mut fast).is_none() {
+            return false;
+        }
+        let serde = fields_serde(b);
+        if serde.is_err() && !strict {
+            return true;
+        }
+        assert!(
+            serde.is_ok(),
+            "fast path took what serde refuses: {}",
+            String::from_utf8_lossy(b)
+        );
+        let (want, got) = (
+            summary(&serde.and_then(|f| event_of(f, 7))),
+            summary(&event_of(fast, 7)),
+        );
+        assert_eq!(got, want, "{}", String::from_utf8_lossy(b));
+        true
+    }
+
+    #[test]
+    fn fast_and_serde_paths_make_the_same_events() {
+        // the shapes the synthetic traces write, and what readers meet
+        for t in [
+            r#"{"ph":"X","pid":3,"tid":3,"ts":0,"dur":6.820,"name":"Waiting a message","cat":"overhead"}"#,
+            r#"{"ph":"s","pid":0,"tid":0,"ts":0.910,"name":"message","cat":"message","id":2,"args":{"bytes":4096,"tag":2}}"#,
+            r#"{"ph":"i","pid":1,"tid":1,"ts":0,"s":"t","name":"Workload phase","args":{"value":3}}"#,
+            r#"{"ph":"M","pid":0,"tid":0,"name":"process_name","args":{"name":"rank 0"}}"#,
+            r#"{"ph":"C","pid":"p","tid":"t","ts":"12.5","name":"c","args":{"a":1,"b":[2]}}"#,
+            r#" { "ph" : "B" , "pid" : -4 , "tid" : 2 , "ts" : 1700000000123456.789 } "#,
+        ] {
+            assert!(check(t.as_bytes(), true), "fast path refused {t}");
+        }
+        // what it must leave to serde
+        for t in [
+            r#"{"ph":"X","ph":"X","ts":1}"#,
+            r#"{"ph":"X","ts":01}"#,
+            r#"{"ph":"X","ts":1,"name":"a\"b"}"#,
+            r#"{"ph":"X","ts":1,}"#,
+            r#"{"ph":"X","ts":1}x"#,
+            r#"{"ph":X,"ts":1}"#,
+            r#"{"ph":"X","ts":1"#,
+        ] {
+            assert!(!check(t.as_bytes(), true), "fast path took {t}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn fast_path_events_are_serdes(
+            members in proptest::collection::vec((0usize..64, 0usize..128, 0usize..8), 0..9),
+            tail in 0usize..8,
+        ) {
+            check(object(&members, tail).as_bytes(), is_strict(&members));
+        }
+
+        #[test]
+        fn fast_path_events_are_serdes_after_a_byte_changed(
+            members in proptest::collection::vec((0usize..64, 0usize..128, 0usize..8), 1..9),
+            at in 0usize..1000,
+            byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b':'), Just(b'}'),
+                Just(b'{'), Just(b'-'), Just(b'.'), Just(b'0'), Just(b'e'), Just(b' '), 0u8..=255],
+        ) {
+            let mut b = object(&members, 0).into_bytes();
+            let at = at % b.len();
+            b[at] = byte;
+            check(&b, false);
+        }
+    }
+
+    /// The generator reaches the fast path often, and the fast path takes
+    /// `args` itself often: the tests above test something.
+    #[test]
+    fn generated_objects_take_the_fast_path() {
+        let (mut fast, mut lite) = (0, 0);
+        for n in 0..2000usize {
+            let members: Vec<_> = (0..(n % 7))
+                .map(|k| ((n * 7 + k * 13) % 12, (n * 31 + k * 17) % VALUES.len(), k))
+                .collect();
+            let o = object(&members, n);
+            if check(o.as_bytes(), is_strict(&members)) {
+                fast += 1;
+                let mut f = Fields::default();
+                let _ = fields_fast(o.as_bytes(), &mut f);
+                lite += f.lite.is_some() as usize;
+            }
+        }
+        assert!(fast > 200 && lite > 20, "fast {fast}, lite {lite}");
     }
 }

@@ -1,0 +1,692 @@
+//! The members of one event object that the reader uses: [`fields_fast`]
+//! for the objects traces write (one pass, the numbers the reader needs
+//! converted on the way), [`fields_serde`] for any other valid JSON and
+//! for the exact error message. Where the fast path gives fields,
+//! [`super::parse_event`] makes of them the event the serde path's give
+//! (test: `fast_and_serde_paths_make_the_same_events`).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::super::decimal::POW10;
+use super::super::json_split::{Scan, scan_value};
+
+/// A string borrowed from the input unless it has escapes (serde borrows a
+/// `Cow` only when it is not wrapped in an `Option`).
+#[derive(Deserialize)]
+#[serde(transparent)]
+pub(super) struct Text<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+#[derive(Deserialize)]
+struct RawEv<'a> {
+    #[serde(borrow, default)]
+    ph: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    name: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    cat: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    pid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    dur: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id2: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    s: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    args: Option<&'a RawValue>,
+}
+
+/// The members of `args` the reader uses, parsed without allocating.
+#[derive(Deserialize, Default)]
+pub(super) struct LiteArgs<'a> {
+    #[serde(default)]
+    pub value: Option<serde_json::Number>,
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    #[serde(default)]
+    pub tag: Option<i64>,
+    #[serde(borrow, default)]
+    pub name: Option<Text<'a>>,
+    #[serde(default)]
+    pub sort_index: Option<i64>,
+}
+
+/// The members of an event that the reader uses, as text, and what the
+/// fast path already made of some of them (`None` there: not made, the
+/// text is to be converted).
+#[derive(Default)]
+pub(super) struct Fields<'a> {
+    pub ph: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
+    pub cat: Option<Cow<'a, str>>,
+    pub s: Option<Cow<'a, str>>,
+    pub pid: Option<&'a str>,
+    pub tid: Option<&'a str>,
+    pub ts: Option<&'a str>,
+    pub dur: Option<&'a str>,
+    pub id: Option<&'a str>,
+    pub id2: Option<&'a str>,
+    pub args: Option<&'a str>,
+    /// `ts` and `dur` in nanoseconds, as `micros` makes them.
+    pub ts_ns: Option<i64>,
+    pub dur_ns: Option<i64>,
+    /// `pid` and `tid` when integers, as `ident` makes them.
+    pub pid_num: Option<i64>,
+    pub tid_num: Option<i64>,
+    /// `args` as serde makes [`LiteArgs`] of it.
+    pub lite: Option<LiteArgs<'a>>,
+}
+
+/// Parses an event object with serde_json (any valid JSON, full checking).
+pub(super) fn fields_serde(bytes: &[u8]) -> std::result::Result<Fields<'_>, String> {
+    let raw: RawEv =
+        serde_json::from_slice(bytes).map_err(|e| format!("malformed event object: {e}"))?;
+    Ok(Fields {
+        ph: raw.ph.map(|t| t.0),
+        name: raw.name.map(|t| t.0),
+        cat: raw.cat.map(|t| t.0),
+        s: raw.s.map(|t| t.0),
+        pid: raw.pid.map(RawValue::get),
+        tid: raw.tid.map(RawValue::get),
+        ts: raw.ts.map(RawValue::get),
+        dur: raw.dur.map(RawValue::get),
+        id: raw.id.map(RawValue::get),
+        id2: raw.id2.map(RawValue::get),
+        args: raw.args.map(RawValue::get),
+        ..Fields::default()
+    })
+}
+
+/// A member of an event the reader uses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Ph,
+    Name,
+    Cat,
+    S,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Id,
+    Id2,
+    Args,
+    Other,
+}
+
+/// Byte patterns: the length and a few compares, where matching `&str`s
+/// called `memcmp` for each candidate (3 % of a one-core read).
+fn key_of(k: &[u8]) -> Key {
+    match *k {
+        [b's'] => Key::S,
+        [b'p', b'h'] => Key::Ph,
+        [b't', b's'] => Key::Ts,
+        [b'i', b'd'] => Key::Id,
+        [b'p', b'i', b'd'] => Key::Pid,
+        [b't', b'i', b'd'] => Key::Tid,
+        [b'c', b'a', b't'] => Key::Cat,
+        [b'd', b'u', b'r'] => Key::Dur,
+        [b'i', b'd', b'2'] => Key::Id2,
+        [b'n', b'a', b'm', b'e'] => Key::Name,
+        [b'a', b'r', b'g', b's'] => Key::Args,
+        _ => Key::Other,
+    }
+}
+
+/// `s` as the low bytes of a word, and the mask of those bytes.
+const fn pattern(s: &[u8]) -> (u64, u64) {
+    let mut v = 0u64;
+    let mut k = 0;
+    while k < s.len() {
+        v |= (s[k] as u64) << (8 * k);
+        k += 1;
+    }
+    (v, u64::MAX >> (64 - 8 * s.len()))
+}
+
+/// The key at `b[i]` (its opening quote) when it is one the reader uses,
+/// written plainly with its colon right after it (`"pid":`): the key and
+/// the position after the colon, from one eight-byte load and a compare
+/// or two. `None` for any other key or spelling, which [`Cursor::key`]
+/// reads. The keys took some 70 instructions each read as strings (the
+/// string scan, then the match).
+#[inline(always)]
+fn known_key(b: &[u8], i: usize) -> Option<(Key, usize)> {
+    const PH: (u64, u64) = pattern(b"\"ph\":");
+    const PID: (u64, u64) = pattern(b"\"pid\":");
+    const TID: (u64, u64) = pattern(b"\"tid\":");
+    const TS: (u64, u64) = pattern(b"\"ts\":");
+    const DUR: (u64, u64) = pattern(b"\"dur\":");
+    const NAME: (u64, u64) = pattern(b"\"name\":");
+    const CAT: (u64, u64) = pattern(b"\"cat\":");
+    const S: (u64, u64) = pattern(b"\"s\":");
+    const ID: (u64, u64) = pattern(b"\"id\":");
+    const ID2: (u64, u64) = pattern(b"\"id2\":");
+    const ARGS: (u64, u64) = pattern(b"\"args\":");
+    let w = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
+    let is = |(v, m): (u64, u64)| w & m == v;
+    let (key, len) = match (w >> 8) as u8 {
+        b'p' if is(PH) => (Key::Ph, 5),
+        b'p' if is(PID) => (Key::Pid, 6),
+        b't' if is(TS) => (Key::Ts, 5),
+        b't' if is(TID) => (Key::Tid, 6),
+        b'n' if is(NAME) => (Key::Name, 7),
+        b'c' if is(CAT) => (Key::Cat, 6),
+        b'd' if is(DUR) => (Key::Dur, 6),
+        b's' if is(S) => (Key::S, 4),
+        b'i' if is(ID) => (Key::Id, 5),
+        b'i' if is(ID2) => (Key::Id2, 6),
+        b'a' if is(ARGS) => (Key::Args, 7),
+        _ => return None,
+    };
+    Some((key, i + len))
+}
+
+/// A member of `args` that [`LiteArgs`] takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ArgKey {
+    Value,
+    Bytes,
+    Tag,
+    Name,
+    SortIndex,
+    Other,
+}
+
+fn arg_key_of(k: &[u8]) -> ArgKey {
+    match k {
+        b"tag" => ArgKey::Tag,
+        b"name" => ArgKey::Name,
+        b"value" => ArgKey::Value,
+        b"bytes" => ArgKey::Bytes,
+        b"sort_index" => ArgKey::SortIndex,
+        _ => ArgKey::Other,
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The position of the quote that ends a string without escapes whose
+/// text starts at `b[j]`; `None` at a backslash, a control character or
+/// the end of `b`. Eight bytes at a time: a byte is a quote, a backslash
+/// or below 0x20 where the word XOR it (or minus 0x20) borrows into its
+/// top bit, exactly for the lowest such byte.
+fn plain_string_end(b: &[u8], mut j: usize) -> Option<usize> {
+    while let Some(w) = b.get(j..j + 8) {
+        let w = u64::from_le_bytes(w.try_into().ok()?);
+        let q = w ^ (ONES * u64::from(b'"'));
+        let s = w ^ (ONES * u64::from(b'\\'));
+        let hits = ((q.wrapping_sub(ONES) & !q)
+            | (s.wrapping_sub(ONES) & !s)
+            | (w.wrapping_sub(ONES * 0x20) & !w))
+            & HIGH;
+        if hits != 0 {
+            let k = j + (hits.trailing_zeros() / 8) as usize;
+            return (b[k] == b'"').then_some(k);
+        }
+        j += 8;
+    }
+    loop {
+        match *b.get(j)? {
+            b'"' => return Some(j),
+            b'\\' => return None,
+            c if c < 0x20 => return None,
+            _ => j += 1,
+        }
+    }
+}
+
+/// A JSON number written plainly: no exponent, at most 19 digits in all
+/// (epoch microseconds with three decimals have 19; 20 could overflow).
+#[derive(Clone, Copy)]
+struct Plain {
+    v: u64,
+    frac: usize,
+    neg: bool,
+}
+
+impl Plain {
+    /// `value × 10^scale` when that needs no rounding and fits (what
+    /// `decimal::parse_scaled` gives such a number).
+    fn scaled(self, scale: usize) -> Option<i64> {
+        let v = self
+            .v
+            .checked_mul(*POW10.get(scale.checked_sub(self.frac)?)?)?;
+        let v = i64::try_from(v).ok()?;
+        Some(if self.neg { -v } else { v })
+    }
+
+    /// The integer it is, as `str::parse::<i64>` gives it.
+    fn int(self) -> Option<i64> {
+        self.scaled(0)
+    }
+}
+
+#[inline(always)]
+fn digit(b: &[u8], j: usize) -> Option<u64> {
+    b.get(j)
+        .map(|&c| u64::from(c.wrapping_sub(b'0')))
+        .filter(|&d| d <= 9)
+}
+
+/// The JSON number at `b[i..]` (the grammar exactly: a leading zero stands
+/// alone, a point and an exponent need digits): where it ends, and its
+/// value when it is [`Plain`]. Whatever follows is the caller's to judge.
+#[inline(always)]
+fn scan_number(b: &[u8], i: usize) -> Option<(usize, Option<Plain>)> {
+    let neg = b.get(i) == Some(&b'-');
+    let mut j = i + neg as usize;
+    let d0 = j;
+    let mut v = 0u64;
+    match digit(b, j)? {
+        0 => j += 1,
+        _ => {
+            while let Some(d) = digit(b, j) {
+                v = v.wrapping_mul(10).wrapping_add(d);
+                j += 1;
+            }
+        }
+    }
+    let mut digits = j - d0;
+    let mut frac = 0;
+    if b.get(j) == Some(&b'.') {
+        j += 1;
+        let f0 = j;
+        while let Some(d) = digit(b, j) {
+            v = v.wrapping_mul(10).wrapping_add(d);
+            j += 1;
+        }
+        frac = j - f0;
+        if frac == 0 {
+            return None;
+        }
+        digits += frac;
+    }
+    let mut plain = digits <= 19;
+    if matches!(b.get(j), Some(b'e' | b'E')) {
+        j += 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let e0 = j;
+        while digit(b, j).is_some() {
+            j += 1;
+        }
+        if j == e0 {
+            return None;
+        }
+        plain = false;
+    }
+    Some((j, plain.then_some(Plain { v, frac, neg })))
+}
+
+/// A JSON value that [`fields_fast`] and [`lite_fast`] take.
+enum Value<'a> {
+    /// A string without escapes: its text.
+    Str(&'a str),
+    Num(Option<Plain>),
+    /// `true`, `false`, `null`.
+    Literal,
+    /// An object or array (`{` or `[`), not looked into.
+    Nested,
+}
+
+/// A cursor over one event object.
+struct Cursor<'a> {
+    b: &'a [u8],
+    text: &'a str,
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    #[inline(always)]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    /// Past JSON's whitespace: in compact JSON one compare.
+    #[inline(always)]
+    fn ws(&mut self) {
+        while self
+            .b
+            .get(self.i)
+            .is_some_and(|&c| c <= b' ' && matches!(c, b' ' | b'\n' | b'\r' | b'\t'))
+        {
+            self.i += 1;
+        }
+    }
+
+    /// Past `c` (and the whitespace after it), or `None`.
+    #[inline(always)]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        if self.peek() != Some(c) {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        Some(())
+    }
+
+    /// The string without escapes at the cursor (a quote), and past it.
+    #[inline(always)]
+    fn string(&mut self) -> Option<&'a str> {
+        let end = plain_string_end(self.b, self.i + 1)?;
+        let s = self.text.get(self.i + 1..end)?;
+        self.i = end + 1;
+        Some(s)
+    }
+
+    /// A member's key and the colon after it: the cursor then at the value.
+    #[inline(always)]
+    fn key(&mut self) -> Option<&'a [u8]> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let k = self.string()?.as_bytes();
+        self.ws();
+        self.eat(b':')?;
+        Some(k)
+    }
+
+    /// The value at the cursor, and past it; an object or array is left
+    /// at the cursor for the caller.
+    #[inline(always)]
+    fn value(&mut self) -> Option<Value<'a>> {
+        match self.peek()? {
+            b'"' => self.string().map(Value::Str),
+            b'-' | b'0'..=b'9' => {
+                let (end, plain) = scan_number(self.b, self.i)?;
+                self.i = end;
+                Some(Value::Num(plain))
+            }
+            c @ (b't' | b'f' | b'n') => {
+                let lit: &[u8] = match c {
+                    b't' => b"true",
+                    b'f' => b"false",
+                    _ => b"null",
+                };
+                if !self.b.get(self.i..)?.starts_with(lit) {
+                    return None;
+                }
+                self.i += lit.len();
+                Some(Value::Literal)
+            }
+            b'{' | b'[' => Some(Value::Nested),
+            _ => None,
+        }
+    }
+
+    /// Past the object or array at the cursor, its brackets balanced and
+    /// its strings well formed (not looked into further).
+    fn skip_nested(&mut self) -> Option<()> {
+        match scan_value(self.b, self.i) {
+            Scan::Complete(e) => {
+                self.i = e;
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    /// After a member: past its comma (`Some(true)`, another follows) or
+    /// the closing brace (`Some(false)`).
+    #[inline(always)]
+    fn next_member(&mut self) -> Option<bool> {
+        self.ws();
+        match self.peek()? {
+            b',' => {
+                self.i += 1;
+                self.ws();
+                Some(true)
+            }
+            b'}' => {
+                self.i += 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn put<T>(slot: &mut Option<T>, v: T) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(v);
+    Some(())
+}
+
+/// Fast path for the common shape of event objects: strings without
+/// escapes, no duplicate members, in one pass. Returns `None` for anything
+/// else, which then goes through [`fields_serde`] (for the exact error
+/// message too). Members the reader does not use are checked for valid
+/// numbers and literals, well-formed strings and (objects and arrays)
+/// balanced brackets only. `ts`, `dur`, integer `pid` and `tid` come
+/// converted, and `args` of numbers, strings and literals as [`LiteArgs`]:
+/// their text was read twice before, once to check and once to convert.
+///
+/// Fills `f` (which starts empty; left anyhow on `None`): the fields were
+/// returned before, moved (360 bytes) twice an event.
+pub(super) fn fields_fast<'a>(b: &'a [u8], f: &mut Fields<'a>) -> Option<()> {
+    let text = std::str::from_utf8(b).ok()?;
+    let mut c = Cursor { b, text, i: 0 };
+    c.ws();
+    c.eat(b'{')?;
+    let mut more = c.peek() != Some(b'}');
+    if !more {
+        c.i += 1;
+    }
+    while more {
+        let key = match known_key(b, c.i) {
+            Some((key, next)) => {
+                c.i = next;
+                c.ws();
+                key
+            }
+            None => key_of(c.key()?),
+        };
+        let v0 = c.i;
+        let value = c.value()?;
+        match (key, value) {
+            (Key::Ph | Key::Name | Key::Cat | Key::S, Value::Str(s)) => {
+                let slot = match key {
+                    Key::Ph => &mut f.ph,
+                    Key::Name => &mut f.name,
+                    Key::Cat => &mut f.cat,
+                    _ => &mut f.s,
+                };
+                put(slot, Cow::Borrowed(s))?;
+            }
+            (Key::Ph | Key::Name | Key::Cat | Key::S, _) => return None,
+            (Key::Args, Value::Nested) if c.peek() == Some(b'{') => {
+                let lite = lite_fast(&mut c);
+                if lite.is_none() {
+                    c.i = v0;
+                    c.skip_nested()?;
+                }
+                put(&mut f.args, text.get(v0..c.i)?)?;
+                f.lite = lite;
+            }
+            (Key::Other, value) => {
+                if let Value::Nested = value {
+                    c.skip_nested()?;
+                }
+            }
+            (key, value) => {
+                let plain = match value {
+                    Value::Num(plain) => plain,
+                    Value::Nested => {
+                        c.skip_nested()?;
+                        None
+                    }
+                    _ => None,
+                };
+                let raw = text.get(v0..c.i)?;
+                match key {
+                    Key::Pid => {
+                        put(&mut f.pid, raw)?;
+                        f.pid_num = plain.and_then(Plain::int);
+                    }
+                    Key::Tid => {
+                        put(&mut f.tid, raw)?;
+                        f.tid_num = plain.and_then(Plain::int);
+                    }
+                    Key::Ts => {
+                        put(&mut f.ts, raw)?;
+                        f.ts_ns = plain.and_then(|p| p.scaled(3));
+                    }
+                    Key::Dur => {
+                        put(&mut f.dur, raw)?;
+                        f.dur_ns = plain.and_then(|p| p.scaled(3));
+                    }
+                    Key::Id => put(&mut f.id, raw)?,
+                    Key::Id2 => put(&mut f.id2, raw)?,
+                    _ => put(&mut f.args, raw)?,
+                }
+            }
+        }
+        more = c.next_member()?;
+    }
+    c.ws();
+    (c.i == b.len()).then_some(())
+}
+
+/// [`LiteArgs`] of the object at the cursor when its members are numbers,
+/// strings without escapes and literals, each member `LiteArgs` takes of
+/// the type it takes, none twice: what serde makes of it, and the cursor
+/// past it. `None` for anything else (the cursor then anywhere), which
+/// serde judges.
+fn lite_fast<'a>(c: &mut Cursor<'a>) -> Option<LiteArgs<'a>> {
+    let mut lite = LiteArgs::default();
+    c.i += 1;
+    c.ws();
+    let mut more = c.peek() != Some(b'}');
+    if !more {
+        c.i += 1;
+    }
+    while more {
+        let key = arg_key_of(c.key()?);
+        let v0 = c.i;
+        let value = c.value()?;
+        match (key, value) {
+            (_, Value::Nested) => return None,
+            (ArgKey::Other, _) => {}
+            (ArgKey::Name, Value::Str(s)) => put(&mut lite.name, Text(Cow::Borrowed(s)))?,
+            (ArgKey::Value, Value::Num(_)) => {
+                let n: serde_json::Number = c.text.get(v0..c.i)?.parse().ok()?;
+                put(&mut lite.value, n)?;
+            }
+            // serde reads `-0` as a float, which the integers refuse
+            (ArgKey::Bytes, Value::Num(Some(p))) if !p.neg => {
+                put(&mut lite.bytes, p.int()? as u64)?
+            }
+            (ArgKey::Tag | ArgKey::SortIndex, Value::Num(Some(p))) if !(p.neg && p.v == 0) => {
+                let slot = match key {
+                    ArgKey::Tag => &mut lite.tag,
+                    _ => &mut lite.sort_index,
+                };
+                put(slot, p.int()?)?;
+            }
+            _ => return None,
+        }
+        more = c.next_member()?;
+    }
+    Some(lite)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_strings_end_at_their_quote_only() {
+        let cases: &[(&[u8], Option<usize>)] = &[
+            (b"\"", Some(0)),
+            (b"ab\"", Some(2)),
+            (b"abcdefg\"xxxxxxxx", Some(7)),
+            (b"abcdefgh\"", Some(8)),
+            (b"abcdefghijklmnopq\"", Some(17)),
+            (b"caf\xc3\xa9 \xe2\x82\xac\"tail....", Some(9)),
+            (b"abc\\\"", None),
+            (b"abcdefghij\\n\"", None),
+            (b"ab\tc\"", None),
+            (b"abcdefghi\x1f\"", None),
+            (b"abcdefghijkl", None),
+            (b"\x7f\x20\x21\x23\"", Some(4)),
+        ];
+        for &(b, want) in cases {
+            assert_eq!(
+                plain_string_end(b, 0),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(b)
+            );
+        }
+        // every byte value just before the quote and within a word
+        for c in 0u8..=255 {
+            let mut b = vec![b'a'; 5];
+            b.push(c);
+            b.extend_from_slice(b"\"........");
+            let want = match c {
+                b'"' => Some(5),
+                b'\\' => None,
+                c if c < 0x20 => None,
+                _ => Some(6),
+            };
+            assert_eq!(plain_string_end(&b, 0), want, "byte {c:#x}");
+        }
+    }
+
+    #[test]
+    fn numbers_follow_json_grammar() {
+        let end = |t: &str| scan_number(t.as_bytes(), 0).map(|(e, _)| e);
+        for (t, e) in [
+            ("0", 1),
+            ("-0", 2),
+            ("01", 1),
+            ("12.5e3,", 6),
+            ("1E+2}", 4),
+            ("7.25 ", 4),
+            ("123456789012345678901", 21),
+        ] {
+            assert_eq!(end(t), Some(e), "{t}");
+        }
+        for t in ["-", "1.", "1.e3", "1e", "1e+", "+1", ".5", "-.5", "a"] {
+            assert_eq!(end(t), None, "{t}");
+        }
+        let plain = |t: &str| scan_number(t.as_bytes(), 0).and_then(|(_, p)| p);
+        assert_eq!(plain("-12.345").and_then(|p| p.scaled(3)), Some(-12_345));
+        assert_eq!(plain("0.910").and_then(|p| p.scaled(3)), Some(910));
+        assert_eq!(plain("1.2345").and_then(|p| p.scaled(3)), None); // rounds
+        assert_eq!(plain("42").and_then(Plain::int), Some(42));
+        assert_eq!(plain("42.0").and_then(Plain::int), None);
+        assert!(plain("1e3").is_none());
+        assert_eq!(
+            plain("1795396027283346.750").and_then(|p| p.scaled(3)),
+            Some(1_795_396_027_283_346_750) // 19 digits: pmpitrace's epoch microseconds
+        );
+        assert!(plain("12345678901234567890").is_none()); // 20 digits
+        assert_eq!(plain("9999999999999999999").and_then(Plain::int), None); // past i64
+        assert_eq!(
+            plain("999999999999999999").and_then(|p| p.scaled(3)),
+            None // overflows i64 nanoseconds
+        );
+    }
+}
