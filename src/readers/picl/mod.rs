@@ -232,9 +232,12 @@ fn is_space(c: u8) -> bool {
 }
 
 impl<'a> Fields<'a> {
+    /// At the first field of `b`.
     fn new(b: &'a [u8], ahead: &'a [u8]) -> Self {
         let ahead = lookahead(b, ahead);
-        Fields { b, ahead, i: 0 }
+        let mut f = Fields { b, ahead, i: 0 };
+        f.skip_space();
+        f
     }
 
     /// The digits at the cursor up to the `sep` that follows them, eight
@@ -253,21 +256,31 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// Whether the field ends at the cursor (a space or the line's end).
+    /// Past the spaces that end a field, if any; whether the field ended
+    /// there (a space or the line's end).
     #[inline(always)]
-    fn field_ends(&self) -> bool {
-        self.b.get(self.i).is_none_or(|&c| is_space(c))
+    fn end_field(&mut self) -> bool {
+        match self.b.get(self.i) {
+            None => true,
+            Some(&c) if is_space(c) => {
+                self.i += 1;
+                self.skip_space();
+                true
+            }
+            Some(_) => false,
+        }
     }
 
-    /// The next field as `-?digits` (at most 18).
+    /// The next field as `-?digits` (at most 18), and past the spaces
+    /// after it: the end of one field and the start of the next are one
+    /// look at the byte after its digits.
     #[inline(always)]
     fn int(&mut self) -> Option<i64> {
-        self.skip_space();
         let neg = self.b.get(self.i) == Some(&b'-');
         self.i += neg as usize;
         let (mut v, mut n) = (0u64, 0usize);
         take_digits(self.b, &mut self.i, &mut v, &mut n)?;
-        if n == 0 || !self.field_ends() {
+        if n == 0 || !self.end_field() {
             return None;
         }
         let v = v as i64; // at most 18 digits: below 2^63
@@ -278,7 +291,6 @@ impl<'a> Fields<'a> {
     /// most 9 after the point) in nanoseconds.
     #[inline(always)]
     fn seconds(&mut self) -> Option<i64> {
-        self.skip_space();
         // eight bytes at a time: the time is the one long field (the
         // others, of a few digits, take longer so than byte by byte)
         let at = self.i;
@@ -290,6 +302,7 @@ impl<'a> Fields<'a> {
             {
                 // the digits' value as the field-by-field path makes it
                 self.i = end;
+                self.end_field();
                 let v = int * POW10[nf] + frac;
                 return i64::try_from(v.checked_mul(POW10[9 - nf])?).ok();
             }
@@ -302,7 +315,7 @@ impl<'a> Fields<'a> {
             self.i += 1;
             frac = take_digits(self.b, &mut self.i, &mut v, &mut n)?;
         }
-        if n == 0 || frac > 9 || !self.field_ends() {
+        if n == 0 || frac > 9 || !self.end_field() {
             return None;
         }
         i64::try_from(v.checked_mul(10u64.pow(9 - frac as u32))?).ok()
@@ -342,7 +355,6 @@ fn parse_line_fast(line: &[u8], ahead: &[u8], seq: u64) -> Option<Rec> {
             }
         }
     }
-    f.skip_space();
     if f.i != line.len() {
         return None;
     }
