@@ -441,6 +441,15 @@ impl<'a> Fields<'a> {
             self.idx += 1;
             return Ok(v);
         }
+        // the last field of a line: its digits end at the line's end, the
+        // newline after it in the block
+        if let Some((v, _)) =
+            leading_field(self.ahead, self.pos, b'\n').filter(|&(_, next)| next == self.s.len() + 1)
+        {
+            self.pos = self.s.len();
+            self.idx += 1;
+            return Ok(v);
+        }
         self.uint_any(names)
     }
 
