@@ -350,7 +350,8 @@ struct Fields<'a> {
     s: &'a [u8],
     /// `s` and the bytes after it in its block (the next lines), for
     /// [`leading_field`]'s 16-byte loads near the end of the line: the
-    /// line end is not a digit, so a field it takes ends within `s`.
+    /// line end is not a digit, so a field it takes ends within `s`, or
+    /// (the last) at the newline right after it.
     ahead: &'a [u8],
     pos: usize,
     idx: usize,

@@ -801,14 +801,12 @@ struct Acc {
     seq: u64,
     /// The last thread with numeric ids looked up: (pid, tid, thread).
     last_thread: Option<(i64, i64, u32)>,
-    /// The last slice's name and category and its state (interned and
-    /// tagged): consecutive slices often share them.
-    last_state: Option<(String, String, StateId)>,
     /// Every slice name and category seen and its state: the key is the
     /// name then the category, told apart by the name's length kept with
-    /// the state. Interning and tagging a pair again, when it is not the
-    /// last slice's, took some 250 instructions (two hash lookups, the
-    /// category's tags, two substring searches for its class).
+    /// the state. Interning and tagging a pair again took some 250
+    /// instructions (two hash lookups, the category's tags, two substring
+    /// searches for its class), and a cache of the last slice's pair missed
+    /// where a rank's slices alternate (`compute`, `MPI_Bcast`).
     states_seen: FxHashMap<String, (usize, StateId)>,
     /// In the first pass of a stream ([`stream`]): where each thread's
     /// slices start, instead of the slices, instants, samples and flows.
@@ -1019,37 +1017,20 @@ impl Acc {
 
     /// The state of a slice named `name` in category `cat`: interned
     /// (its class from the category when new) and tagged with the
-    /// category, or the last slice's when both are the same.
+    /// category the first time the pair comes.
     fn state_of(&mut self, b: &mut TraceBuilder, name: &str, cat: &str) -> StateId {
-        if let Some((n, c, st)) = &self.last_state
-            && n == name
-            && c == cat
-        {
-            return *st;
-        }
         self.key_buf.clear();
         self.key_buf.push_str(name);
         self.key_buf.push_str(cat);
-        let st = match self.states_seen.get(self.key_buf.as_str()) {
-            Some(&(len, st)) if len == name.len() => st,
-            _ => {
-                let st = b.states.intern(name, class_of(cat));
-                b.states.tag(st, "cat", cat);
-                self.states_seen
-                    .insert(self.key_buf.clone(), (name.len(), st));
-                st
-            }
-        };
-        match &mut self.last_state {
-            Some((n, c, s)) => {
-                n.clear();
-                n.push_str(name);
-                c.clear();
-                c.push_str(cat);
-                *s = st;
-            }
-            None => self.last_state = Some((name.to_string(), cat.to_string(), st)),
+        if let Some(&(len, st)) = self.states_seen.get(self.key_buf.as_str())
+            && len == name.len()
+        {
+            return st;
         }
+        let st = b.states.intern(name, class_of(cat));
+        b.states.tag(st, "cat", cat);
+        self.states_seen
+            .insert(self.key_buf.clone(), (name.len(), st));
         st
     }
 }
