@@ -1292,7 +1292,15 @@ fn make_locations(
         node: u32,
         index: usize,
         base: u32,
-        ids: std::borrow::Cow<'u, [u32]>,
+        /// the used ids (lazy), else all of `base..end`
+        used: &'u [u32],
+        end: u32,
+    }
+    impl Task<'_> {
+        fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+            let all = self.used.is_empty().then_some(self.base..self.end);
+            self.used.iter().copied().chain(all.into_iter().flatten())
+        }
     }
     let mut tasks = Vec::new();
     let mut task_index = 0usize;
@@ -1309,9 +1317,9 @@ fn make_locations(
                     task_index += 1;
                     continue;
                 }
-                std::borrow::Cow::Borrowed(&used[from..next_used])
+                &used[from..next_used]
             } else {
-                std::borrow::Cow::Owned((base..base + threads).collect())
+                &[]
             };
             tasks.push(Task {
                 app: ai,
@@ -1319,16 +1327,22 @@ fn make_locations(
                 node,
                 index: task_index,
                 base,
-                ids,
+                used: ids,
+                end: base + threads,
             });
             task_index += 1;
         }
     }
     // the names the `.row` does not give, made on all threads (65,536
     // tasks of a thread each took 0.05 s on one): the task's, and its
-    // threads' beyond the `.row`'s (the ids rise)
+    // threads' beyond the `.row`'s
     let (tasks_named, threads_named) = (task_names.len(), thread_names.len());
-    let made: Vec<(Option<String>, Vec<String>)> = {
+    let all_named = tasks
+        .iter()
+        .all(|t| t.index < tasks_named && t.ids().all(|p| (p as usize) < threads_named));
+    let made: Vec<(Option<String>, Vec<String>)> = if all_named {
+        Vec::new()
+    } else {
         use rayon::prelude::*;
         tasks
             .par_iter()
@@ -1337,10 +1351,9 @@ fn make_locations(
                 let name =
                     (t.index >= tasks_named).then(|| format!("TASK {}.{}", t.app + 1, t.task + 1));
                 let threads = t
-                    .ids
-                    .iter()
-                    .filter(|&&prov| prov as usize >= threads_named)
-                    .map(|&prov| {
+                    .ids()
+                    .filter(|&prov| prov as usize >= threads_named)
+                    .map(|prov| {
                         format!("THREAD {}.{}.{}", t.app + 1, t.task + 1, prov - t.base + 1)
                     })
                     .collect();
@@ -1348,8 +1361,10 @@ fn make_locations(
             })
             .collect()
     };
+    let mut made = made.into_iter();
     let mut node_groups: HashMap<usize, u32> = HashMap::new();
-    for (t, (name, threads)) in tasks.iter().zip(made) {
+    for t in &tasks {
+        let (name, threads) = made.next().unwrap_or_default();
         let parent = (t.node as usize).checked_sub(1).and_then(|n| {
             (n < header.nodes.len()).then(|| {
                 *node_groups.entry(n).or_insert_with(|| {
@@ -1370,7 +1385,7 @@ fn make_locations(
         };
         let g = b.locations.add_group(name, GroupKind::Process, parent);
         let mut made = threads.into_iter();
-        for &prov in t.ids.iter() {
+        for prov in t.ids() {
             let name = match thread_names.get_mut(prov as usize) {
                 Some(s) => std::mem::take(s),
                 None => made.next().unwrap_or_default(),
