@@ -1592,6 +1592,46 @@ mod tests {
         }
     }
 
+    /// A `.row` that names some nodes, tasks and threads: theirs are kept,
+    /// the others get the standard names; with a lazy header too, where
+    /// only the threads with records become locations.
+    #[test]
+    fn a_row_naming_some_locations() {
+        let d = tempfile::tempdir().unwrap();
+        let row = "LEVEL NODE SIZE 1\nalpha\n\nLEVEL TASK SIZE 2\nt-one\nt-two\n\n\
+                   LEVEL THREAD SIZE 3\nth-a\nth-b\nth-c\n";
+        for (header, records, want) in [
+            (
+                "#Paraver (01/01/70 at 00:00):100_ns:2(1,1):1:3(2:1,1:2,1:2)",
+                "1:1:1:1:1:0:10:1\n1:1:1:1:2:0:10:1\n1:2:1:2:1:0:10:1\n1:2:1:3:1:0:10:1\n",
+                vec![
+                    "alpha/t-one/th-a",
+                    "alpha/t-one/th-b",
+                    "node 2/t-two/th-c",
+                    "node 2/TASK 1.3/THREAD 1.3.1",
+                ],
+            ),
+            (
+                "#Paraver (01/01/70 at 00:00):100_ns:1(1):1:2(1:1,100000:1)",
+                "1:1:1:1:1:0:10:1\n1:1:1:2:7:0:10:1\n1:1:1:2:2:0:10:1\n",
+                vec![
+                    "alpha/t-one/th-a",
+                    "alpha/t-two/th-c",
+                    "alpha/t-two/THREAD 1.2.7",
+                ],
+            ),
+        ] {
+            let path = d.path().join("t.prv");
+            std::fs::write(&path, format!("{header}\n{records}")).unwrap();
+            std::fs::write(d.path().join("t.row"), row).unwrap();
+            let t = read(&path, &ReadOptions::default()).unwrap();
+            let got: Vec<String> = (0..t.num_locations() as u32)
+                .map(|l| t.locations.path(l))
+                .collect();
+            assert_eq!(got, want, "{header}");
+        }
+    }
+
     #[test]
     fn bad_headers() {
         for (h, want) in [
