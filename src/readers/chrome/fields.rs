@@ -532,6 +532,9 @@ pub(super) fn fields_fast<'a>(b: &'a [u8], f: &mut Fields<'a>) -> Option<()> {
             (key, value) => {
                 let plain = match value {
                     Value::Num(plain) => plain,
+                    // serde takes `null` for an absent member (or a
+                    // duplicate): left to it
+                    Value::Literal if b.get(v0) == Some(&b'n') => return None,
                     Value::Nested => {
                         c.skip_nested()?;
                         None

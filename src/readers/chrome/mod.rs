@@ -2524,6 +2524,12 @@ mod fields_tests {
             r#"{"ph":"X","ts":1}x"#,
             r#"{"ph":X,"ts":1}"#,
             r#"{"ph":"X","ts":1"#,
+            // serde's `null` is an absent member, whichever it is
+            r#"{"ts":null,"ph":"X"}"#,
+            r#"{"ph":"X","ts":1,"dur":null}"#,
+            r#"{"ph":"s","ts":1,"id":null}"#,
+            r#"{"ph":"X","ts":1,"args":null}"#,
+            r#"{"ph":"X","ts":1,"pid":null,"pid":2}"#,
         ] {
             assert!(!check(t.as_bytes(), true), "fast path took {t}");
         }
