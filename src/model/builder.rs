@@ -548,30 +548,6 @@ impl TraceBuilder {
         }
     }
 
-    /// Appends the messages of `chunks` in their order, copied on all
-    /// threads into one allocation, each chunk freed once copied.
-    pub(crate) fn add_message_chunks(&mut self, mut chunks: Vec<Vec<RawMessage>>) {
-        let at = self.messages.len();
-        let n: usize = chunks.iter().map(Vec::len).sum();
-        if at == 0 && chunks.len() == 1 {
-            self.messages = chunks.pop().unwrap_or_default();
-            return;
-        }
-        self.messages.reserve_exact(n);
-        let mut rest = &mut self.messages.spare_capacity_mut()[..n];
-        let mut jobs = Vec::with_capacity(chunks.len());
-        for c in chunks {
-            let (to, tail) = rest.split_at_mut(c.len());
-            rest = tail;
-            jobs.push((c, to));
-        }
-        jobs.into_par_iter().with_max_len(1).for_each(|(c, to)| {
-            to.write_copy_of_slice(&c);
-        });
-        // SAFETY: the slices written cover the n rows after `at`
-        unsafe { self.messages.set_len(at + n) };
-    }
-
     /// Adds a counter sample.
     pub fn counter(&mut self, loc: LocId, counter: u32, time: Time, value: f64) {
         self.counters.push(RawCounter {
@@ -1749,50 +1725,6 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.to_string().contains("location 'b', 20 ns"), "{err}");
-    }
-
-    /// The chunks are appended in their order, after what was there, on
-    /// any number of threads; empty chunks and lists change nothing.
-    #[test]
-    fn message_chunks_are_appended_in_order() {
-        let msg = |i: u64| RawMessage {
-            send: i,
-            recv: i + 1,
-            bytes: 3 * i,
-            tag: -(i as i64),
-            src: i as u32,
-            dst: (i / 2) as u32,
-        };
-        let key = |m: &RawMessage| (m.send, m.recv, m.bytes, m.tag, m.src, m.dst);
-        for threads in [1, 4] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            for (before, sizes) in [
-                (0u64, vec![]),
-                (0, vec![5]),
-                (3, vec![5]),
-                (0, vec![0, 7, 0, 40_000, 1, 9]),
-                (2, vec![3; 300]),
-            ] {
-                let mut b =
-                    TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
-                b.messages = (0..before).map(msg).collect();
-                let mut next = before;
-                let chunks: Vec<Vec<RawMessage>> = sizes
-                    .iter()
-                    .map(|&k| {
-                        next += k;
-                        (next - k..next).map(msg).collect()
-                    })
-                    .collect();
-                pool.install(|| b.add_message_chunks(chunks));
-                let got: Vec<_> = b.messages.iter().map(key).collect();
-                let want: Vec<_> = (0..next).map(msg).map(|m| key(&m)).collect();
-                assert!(got == want, "{threads} threads, {before} + {sizes:?}");
-            }
-        }
     }
 
     #[test]

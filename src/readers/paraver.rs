@@ -871,10 +871,6 @@ fn open_trace(path: &Path, opts: &ReadOptions) -> Result<Opened> {
     })
 }
 
-/// Threads from which the blocks' messages are gathered after the records
-/// rather than appended as each block is handed over (see [`read`]).
-const GATHER_THREADS: usize = 8;
-
 /// Reads a Paraver trace.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let Opened {
@@ -898,16 +894,6 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     // the provisional location ids are 0..declared
     let declared_ids = usize::try_from(declared).unwrap_or(usize::MAX);
     let spare = SpareVecs::default();
-    // The messages of each block are appended on this thread, in file
-    // order, beside the parse. At 16 cores that copy held the parse up
-    // (0.26 s of a 1.2 s read of a 1.5 GB trace on the H200 machine): from
-    // GATHER_THREADS threads on, each block's messages are kept as they
-    // are and copied together after the records, on all threads. Below,
-    // the copy on this thread costs less: the kept blocks cannot be
-    // reused for the next ones, whose pages are then faulted in anew
-    // (7 % more time on one and two cores).
-    let gather = rayon::current_num_threads() >= GATHER_THREADS;
-    let mut message_chunks: Vec<Vec<RawMessage>> = Vec::new();
     let records = phases::span("paraver: records (read, parse, hand over)");
     {
         let b = &mut b;
@@ -916,10 +902,6 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 // grouped by location in the parsing thread where the block
                 // has many records per location (4 bytes less a record)
                 let mut chunk = parse_block_into(block, &ctx, spare.chunk());
-                if gather {
-                    // kept until the read's end: without growth slack
-                    chunk.messages.shrink_to_fit();
-                }
                 let recs = std::mem::take(&mut chunk.intervals);
                 let (grouped, copied) = IntervalBlock::group(recs, declared_ids);
                 if let Some(v) = copied {
@@ -932,13 +914,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 chunk_error(&chunk, b, &damage, &src)?;
                 b.add_interval_block(intervals);
                 b.events.extend_from_slice(&chunk.events);
+                b.messages.extend_from_slice(&chunk.messages);
                 spare.give(|s| &mut s.events, chunk.events);
-                if !gather {
-                    b.messages.extend_from_slice(&chunk.messages);
-                    spare.give(|s| &mut s.messages, chunk.messages);
-                } else if !chunk.messages.is_empty() {
-                    message_chunks.push(chunk.messages);
-                }
+                spare.give(|s| &mut s.messages, chunk.messages);
                 b.collectives.extend_from_slice(&chunk.collectives);
                 b.communicators.extend(chunk.comms);
                 state_values.extend(chunk.state_values);
@@ -952,10 +930,6 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     // spare vectors (a few MiB a thread) would add to it
     drop(spare);
     drop(records);
-    if gather {
-        let _p = phases::span("paraver: messages gathered (all threads)");
-        b.add_message_chunks(message_chunks);
-    }
     let tables = phases::span("paraver: locations, states, ids");
 
     damage.report(&mut b.diagnostics, path, "records")?;
@@ -1585,9 +1559,7 @@ mod tests {
         };
         let one = model(1);
         assert!(one.0 > 50_000, "{} messages", one.0);
-        // from GATHER_THREADS threads on the messages are gathered after
-        // the records rather than appended block by block
-        for threads in [2, GATHER_THREADS, 12] {
+        for threads in [2, 5, 12] {
             assert!(model(threads) == one, "{threads} threads");
         }
     }
