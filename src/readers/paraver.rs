@@ -1238,7 +1238,7 @@ fn make_locations(
     header: &Header,
     table: &LocTable,
     declared: u64,
-    row: HashMap<String, Vec<String>>,
+    mut row: HashMap<String, Vec<String>>,
     lazy_allowed: bool,
 ) -> Result<()> {
     let mut used: Vec<u32> = Vec::new();
@@ -1253,7 +1253,6 @@ fn make_locations(
     };
     // the `.row`'s names move to the groups and locations (a copy and a
     // free of each at 65,536 threads cost more than making the names)
-    let mut row = row;
     let mut node_names = row.remove("NODE").unwrap_or_default();
     let mut task_names = row.remove("TASK").unwrap_or_default();
     let mut thread_names = row.remove("THREAD").unwrap_or_default();
