@@ -576,6 +576,13 @@ impl LineBlocks {
         &self.input.path
     }
 
+    /// The bytes left to read when the input is a plain file (not gzip,
+    /// not a share of it): a bound on what its records can hold.
+    pub fn plain_bytes_left(&self) -> Option<u64> {
+        (!self.input.compressed && self.input.positional.is_some())
+            .then(|| self.input.file_len.saturating_sub(self.next_byte))
+    }
+
     /// Starts the block stream after `lines` lines already consumed (e.g. a
     /// header read separately) whose bytes were `bytes`.
     pub fn skip_counted(&mut self, lines: u64, bytes: u64) {
@@ -1330,6 +1337,21 @@ mod tests {
         }
         let (_d, g) = input_from(&text, true);
         assert!(open_share(&g, 0, 10).is_err());
+    }
+
+    /// The bytes left are known for a plain file (after what was read),
+    /// not for gzip nor a share.
+    #[test]
+    fn bytes_left_of_a_plain_file_only() {
+        let text = b"head\nrest1\nrest2\n";
+        let (_d, p) = input_from(text, false);
+        let mut lb = LineBlocks::new(open(&p).unwrap());
+        assert_eq!(lb.plain_bytes_left(), Some(text.len() as u64));
+        lb.read_line().unwrap();
+        assert_eq!(lb.plain_bytes_left(), Some(text.len() as u64 - 5));
+        let (_d, g) = input_from(text, true);
+        assert_eq!(LineBlocks::new(open(&g).unwrap()).plain_bytes_left(), None);
+        assert_eq!(open_share(&p, 5, 11).unwrap().plain_bytes_left(), None);
     }
 
     #[test]

@@ -260,6 +260,30 @@ pub fn in_memory_estimate(path: &Path) -> Option<u64> {
 /// of the whole program aborting. Unset, archives are read in this process.
 pub static OTF2_HELPER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
+/// Reserves the list of messages of `b` for the most that the rest of a
+/// plain file can hold (`least` bytes a message at least) and asks for
+/// huge pages for it ([`memory::prefer_huge_pages`]): the records' hand
+/// over then writes each block's messages into place without growing the
+/// list, a fresh 2 MiB page where it faulted 512 of 4 KiB. (Paraver's
+/// hand-over was almost all this copy: 0.065 of 0.068 s for 1.48 million
+/// messages, one page fault per 100 of them; of PICL's page faults a
+/// fifth were the list's.) The pages never written (a trace with fewer
+/// messages) take no memory; where the reservation is refused (a limit on
+/// address space), the list grows as it fills.
+pub(crate) fn reserve_messages(
+    b: &mut crate::model::builder::TraceBuilder,
+    blocks: &input::LineBlocks,
+    least: u64,
+) {
+    let Some(left) = blocks.plain_bytes_left() else {
+        return;
+    };
+    let most = usize::try_from(left / least.max(1) + 1).unwrap_or(usize::MAX);
+    if b.messages.try_reserve_exact(most).is_ok() {
+        memory::prefer_huge_pages(&b.messages);
+    }
+}
+
 /// Reads an OTF2 archive (requires the `otf2` feature), in a helper
 /// process when [`OTF2_HELPER`] is set.
 fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {

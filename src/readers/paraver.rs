@@ -894,6 +894,8 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     // the provisional location ids are 0..declared
     let declared_ids = usize::try_from(declared).unwrap_or(usize::MAX);
     let spare = SpareVecs::default();
+    // a communication record's line has 15 fields: 29 bytes and its end
+    super::reserve_messages(&mut b, &blocks, 30);
     let records = phases::span("paraver: records (read, parse, hand over)");
     {
         let b = &mut b;
@@ -914,6 +916,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 chunk_error(&chunk, b, &damage, &src)?;
                 b.add_interval_block(intervals);
                 b.events.extend_from_slice(&chunk.events);
+                // into the list reserved before (reserve_messages)
                 b.messages.extend_from_slice(&chunk.messages);
                 spare.give(|s| &mut s.events, chunk.events);
                 spare.give(|s| &mut s.messages, chunk.messages);
@@ -1564,6 +1567,22 @@ mod tests {
         for threads in [2, 5, 12] {
             assert!(model(threads) == one, "{threads} threads");
         }
+        // compressed (its .pcf and .row are b.pcf and b.row still), the
+        // list of messages is not reserved from the file's size: the same
+        // messages
+        let gz = d.path().join("b.prv.gz");
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz).unwrap(),
+            flate2::Compression::fast(),
+        );
+        std::io::Write::write_all(&mut enc, &std::fs::read(&path).unwrap()).unwrap();
+        enc.finish().unwrap();
+        let plain = read(&path, &ReadOptions::default()).unwrap();
+        let zipped = read(&gz, &ReadOptions::default()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&zipped.messages).unwrap(),
+            serde_json::to_string(&plain.messages).unwrap()
+        );
     }
 
     /// A `.row` that names some nodes, tasks and threads: theirs are kept,

@@ -763,6 +763,9 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
         .collect();
     // sends and receives matched in shards by key, one per thread
     let mut matcher: Vec<Matcher> = (0..ctxs.len()).map(|_| Matcher::default()).collect();
+    // a message is a send's line and a receive's: each has six fields at
+    // least, 11 bytes and its end
+    super::reserve_messages(&mut b, &blocks, 24);
     // the processors as they first come: their locations, and the event
     // kinds, are numbered so until the end
     let mut procs: Vec<Proc> = Vec::new();
