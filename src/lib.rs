@@ -30,6 +30,8 @@ pub mod render;
 pub mod scene;
 pub mod synth;
 #[cfg(test)]
+mod test_pool;
+#[cfg(test)]
 mod test_rng;
 pub mod views;
 

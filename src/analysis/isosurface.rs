@@ -652,10 +652,7 @@ mod tests {
             // values exactly at the isovalue included (0.0, ±0.25 occur)
             let m = extract(&v, [n, n, n], iso);
             assert!(m.triangles() > 100);
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .unwrap();
+            let pool = crate::test_pool::pool(1);
             let one = pool.install(|| extract(&v, [n, n, n], iso));
             assert_eq!(m, one);
             // crack-free: every undirected edge shared by exactly two triangles

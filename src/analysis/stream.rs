@@ -1119,10 +1119,7 @@ mod tests {
             Box::new(|_| Ok((100, 900_000))),
         );
         r.begin(37, 1_000_000).unwrap();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
-            .build()
-            .unwrap();
+        let pool = crate::test_pool::pool(4);
         let res = pool.install(|| {
             if blocks {
                 batch

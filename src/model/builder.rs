@@ -1731,10 +1731,7 @@ mod tests {
     fn bucketing_in_batches_equals_a_stable_sort_by_location() {
         let mut rng = crate::test_rng::XorShift(0x9e3779b97f4a7c15u64);
         let mut rnd = move |m: u64| rng.below(m);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .unwrap();
+        let pool = crate::test_pool::pool(3);
         // times of any order (most blocks then cannot be packed), and
         // times that pack: ends after starts, some blocks far in time
         // (beyond 32 bits from time 0) and one that spans too long a time
@@ -1905,10 +1902,7 @@ mod tests {
             }
             b.add_intervals(block);
             assert_eq!(b.num_raw_intervals(), n);
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(4)
-                .build()
-                .unwrap();
+            let pool = crate::test_pool::pool(4);
             let t = pool
                 .install(|| {
                     b.finish(BuildOptions {

@@ -573,10 +573,7 @@ mod tests {
                 .collect();
             let dropped = (all.len() - want.len()) as u64;
             for threads in [1, 3] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
+                let pool = crate::test_pool::pool(threads);
                 let (got, got_left) = pool.install(|| {
                     match_into(sends.clone(), recvs.clone(), |m| {
                         keep(m).then_some((m.key.0, m.send_time, m.recv_time))
@@ -620,10 +617,7 @@ mod tests {
             .map(|&x| (x, x * 3))
             .collect();
         for threads in [1, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::test_pool::pool(threads);
             let got = pool.install(|| {
                 par_filter_map(
                     &slices,

@@ -157,10 +157,7 @@ mod tests {
     fn check(mut v: Vec<(u64, u32)>, threads: usize) {
         let mut want = v.clone();
         want.sort_unstable();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
+        let pool = crate::test_pool::pool(threads);
         pool.install(|| par_sort_nearly_sorted_by_key(&mut v, |&x| x));
         assert_eq!(v, want);
     }

@@ -1194,10 +1194,7 @@ mod tests {
     fn a_consumer_error_stops_in_file_order() {
         let (_d, p) = numbered_lines(3000);
         for threads in [1, 2, 4] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::test_pool::pool(threads);
             for size in [16usize, 64, 1000] {
                 let mut lb = LineBlocks::with_block_size(open(&p).unwrap(), size);
                 let mut seen = Vec::new();
@@ -1269,10 +1266,7 @@ mod tests {
             .unwrap();
             (out, last)
         };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .unwrap();
+        let pool = crate::test_pool::pool(3);
         let mut texts: Vec<Vec<u8>> = Vec::new();
         let mut t = Vec::new();
         for i in 0..700 {

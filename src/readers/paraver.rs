@@ -1553,10 +1553,7 @@ mod tests {
         synth::write(&cfg, OutputFormat::Paraver, &path, None).unwrap();
         assert!(std::fs::metadata(&path).unwrap().len() > 3 * input::BLOCK_SIZE as u64);
         let model = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::test_pool::pool(threads);
             let t = pool
                 .install(|| read(&path, &ReadOptions::default()))
                 .unwrap();

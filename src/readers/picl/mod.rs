@@ -1302,10 +1302,7 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         assert!(std::fs::metadata(&path).unwrap().len() > 3 * input::BLOCK_SIZE as u64);
         let model = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::test_pool::pool(threads);
             let t = pool.install(|| read_cutting(&path, &ReadOptions::default()));
             serde_json::to_string(&t.unwrap().expect("cut as it comes")).unwrap()
         };
