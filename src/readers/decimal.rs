@@ -50,6 +50,16 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 /// about 70 instructions a field.
 #[inline(always)]
 pub fn leading_field(b: &[u8], from: usize, sep: u8) -> Option<(u64, usize)> {
+    let (v, end, after) = leading_digits(b, from)?;
+    (after == sep).then_some((v, end + 1))
+}
+
+/// [`leading_field`] whatever byte ends the digits: the value, where the
+/// digits end and the byte there, for a caller that takes more than one
+/// end (a field's separator or the line's). `None` where `b[from..]` has
+/// fewer than 16 bytes, no digit, or 16 of them.
+#[inline(always)]
+pub fn leading_digits(b: &[u8], from: usize) -> Option<(u64, usize, u8)> {
     let zero = ONES * 0x30;
     let w = b.get(from..)?.first_chunk::<16>()?;
     let (lo, hi) = w.split_at(8);
@@ -61,12 +71,15 @@ pub fn leading_field(b: &[u8], from: usize, sep: u8) -> Option<(u64, usize)> {
     let not_digit = (d | d.wrapping_add(ONES * 6)) & (ONES * 0xF0);
     if not_digit != 0 {
         let n = (not_digit.trailing_zeros() / 8) as usize;
-        return (n > 0 && w[n] == sep).then(|| (eight_digits(d << (64 - 8 * n)), from + n + 1));
+        if n == 0 {
+            return None;
+        }
+        return Some((eight_digits(d << (64 - 8 * n)), from + n, w[n]));
     }
     let e = u64::from_le_bytes(hi.try_into().ok()?) ^ zero;
     let not_digit = (e | e.wrapping_add(ONES * 6)) & (ONES * 0xF0);
     let n = (not_digit.trailing_zeros() / 8) as usize; // 8: no end in sight
-    if n == 8 || w[8 + n] != sep {
+    if n == 8 {
         return None;
     }
     let low = if n == 0 {
@@ -74,7 +87,7 @@ pub fn leading_field(b: &[u8], from: usize, sep: u8) -> Option<(u64, usize)> {
     } else {
         eight_digits(e << (64 - 8 * n))
     };
-    Some((eight_digits(d) * POW10[n] + low, from + 8 + n + 1))
+    Some((eight_digits(d) * POW10[n] + low, from + 8 + n, w[8 + n]))
 }
 
 /// `ahead` where it begins with `line` (the same bytes, not a copy: the

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::ReadOptions;
-use super::decimal::{leading_field, lookahead};
+use super::decimal::{leading_digits, lookahead};
 use super::input::{self, Block, LineBlocks};
 use super::paraver_pcf::{Pcf, parse_pcf, parse_row};
 use crate::diagnostics::Position;
@@ -349,7 +349,7 @@ impl SpareVecs {
 struct Fields<'a> {
     s: &'a [u8],
     /// `s` and the bytes after it in its block (the next lines), for
-    /// [`leading_field`]'s 16-byte loads near the end of the line: the
+    /// [`leading_digits`]' 16-byte loads near the end of the line: the
     /// line end is not a digit, so a field it takes ends within `s`, or
     /// (the last) at the newline right after it.
     ahead: &'a [u8],
@@ -435,23 +435,21 @@ impl<'a> Fields<'a> {
 
     #[inline(always)]
     fn uint(&mut self, names: &[&str]) -> std::result::Result<u64, String> {
-        if let Some((v, next)) =
-            leading_field(self.ahead, self.pos, b':').filter(|&(_, next)| next <= self.s.len())
-        {
-            self.pos = next;
-            self.idx += 1;
-            return Ok(v);
+        // a field and its ':', or the last field of a line: its digits
+        // end at the line's end, the newline after it in the block
+        match leading_digits(self.ahead, self.pos) {
+            Some((v, end, b':')) if end < self.s.len() => {
+                self.pos = end + 1;
+                self.idx += 1;
+                Ok(v)
+            }
+            Some((v, end, b'\n')) if end == self.s.len() => {
+                self.pos = end;
+                self.idx += 1;
+                Ok(v)
+            }
+            _ => self.uint_any(names),
         }
-        // the last field of a line: its digits end at the line's end, the
-        // newline after it in the block
-        if let Some((v, _)) =
-            leading_field(self.ahead, self.pos, b'\n').filter(|&(_, next)| next == self.s.len() + 1)
-        {
-            self.pos = self.s.len();
-            self.idx += 1;
-            return Ok(v);
-        }
-        self.uint_any(names)
     }
 
     /// [`Fields::uint`] of any field: the last of the line, one of 16 or
@@ -1448,7 +1446,7 @@ mod tests {
 
     /// Records of random fields, as written and with every field padded
     /// with zeros to 16 to 20 digits: the padded fields are all read field
-    /// by field, the plain ones mostly in one pass ([`leading_field`]).
+    /// by field, the plain ones mostly in one pass ([`leading_digits`]).
     #[test]
     fn fields_in_one_pass_give_the_records_of_the_field_by_field_parse() {
         let locs = LocTable {
