@@ -29,6 +29,11 @@ pub fn enabled() -> bool {
 
 /// Adds `d` to phase `name`.
 pub fn add(name: &'static str, d: Duration) {
+    add_spans(name, d, 1);
+}
+
+/// Adds `d`, the time of `spans` spans, to phase `name`.
+fn add_spans(name: &'static str, d: Duration, spans: u64) {
     if !enabled() {
         return;
     }
@@ -36,11 +41,66 @@ pub fn add(name: &'static str, d: Duration) {
         match t.iter_mut().find(|p| p.0 == name) {
             Some(p) => {
                 p.1 += d;
-                p.2 += 1;
+                p.2 += spans;
             }
-            None => t.push((name, d, 1)),
+            None => t.push((name, d, spans)),
         }
     }
+}
+
+/// The phases recorded, written to `path` for another process to add to
+/// its own ([`add_from_file`]): a line a phase, `nanoseconds`, `spans`
+/// and its name, split by tabs. The OTF2 reader's helper process writes
+/// its phases so.
+pub fn write_to_file(path: &std::path::Path) -> std::io::Result<()> {
+    let mut text = String::new();
+    for (name, d, spans) in recorded() {
+        text.push_str(&format!("{}\t{spans}\t{name}\n", d.as_nanos()));
+    }
+    std::fs::write(path, text)
+}
+
+/// Adds the phases another process wrote ([`write_to_file`]) to this
+/// one's, in their order (nothing when off; lines that are not such a
+/// phase, and a file that cannot be read, are passed over: these are
+/// figures for `info --stats`, not data).
+pub fn add_from_file(path: &std::path::Path) {
+    if !enabled() {
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    for line in text.lines() {
+        let mut f = line.splitn(3, '\t');
+        let (Some(Ok(nanos)), Some(Ok(spans)), Some(name)) = (
+            f.next().map(str::parse::<u64>),
+            f.next().map(str::parse::<u64>),
+            f.next(),
+        ) else {
+            continue;
+        };
+        add_spans(intern(name), Duration::from_nanos(nanos), spans);
+    }
+}
+
+/// A phase's name read from another process as a `&'static str`: each
+/// distinct name is kept once for the whole run (at most 256 of them, of
+/// at most 200 bytes; the others are summed as one).
+fn intern(name: &str) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let Ok(mut names) = NAMES.lock() else {
+        return "(other phases)";
+    };
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    if names.len() >= 256 || name.len() > 200 {
+        return "(other phases)";
+    }
+    let kept: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(kept);
+    kept
 }
 
 /// A phase's span: its wall time goes to the phase when it is dropped.
@@ -119,7 +179,31 @@ mod tests {
         assert_eq!(r[1], ("test: build", Duration::from_millis(5), 1));
         assert!(line().contains("test: parse 0.0"), "{}", line());
         assert!(line().contains("(2×)"));
+        // written by one process, added by another (here: after a clear),
+        // in order; lines that are no phase passed over
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("phases.tsv");
+        write_to_file(&file).unwrap();
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str("not a phase\n12\tx\tbad spans\n");
+        std::fs::write(&file, text).unwrap();
+        enable(true);
+        drop(span("test: before"));
+        add_from_file(&file);
+        add_from_file(&file);
+        let again = recorded();
+        assert_eq!(
+            again.iter().map(|p| p.0).collect::<Vec<_>>(),
+            ["test: before", "test: parse", "test: build"]
+        );
+        assert_eq!(again[1].1, r[0].1 * 2);
+        assert_eq!(again[1].2, 4);
+        assert_eq!(again[2], ("test: build", Duration::from_millis(10), 2));
+        add_from_file(&d.path().join("absent"));
+        assert_eq!(recorded(), again);
         enable(false);
+        assert!(recorded().is_empty());
+        add_from_file(&file);
         assert!(recorded().is_empty());
     }
 }

@@ -63,3 +63,27 @@ fn the_helper_gives_the_in_process_model_and_its_crash_is_an_error() {
     assert!(err.contains("x.otf2"), "{err}");
     assert!(!err.contains("crashed"), "{err}");
 }
+
+/// `info --stats` on an archive read through the helper names the
+/// helper's own phases (written beside its cache and added to the
+/// reading process's), not only the time it took as a whole.
+#[test]
+fn the_helpers_phases_reach_info_stats() {
+    let anchor = shared_trace("ping-pong-otf2-papi/traces.otf2");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tapestry"))
+        .args(["info", "--stats"])
+        .arg(&anchor)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    for phase in [
+        "otf2: helper process (read, cache written)",
+        "otf2: events read (all threads)",
+        "otf2: cache written (one thread)",
+        "otf2: cache read back (one thread)",
+    ] {
+        assert!(text.contains(phase), "{phase} missing from: {text}");
+    }
+}

@@ -54,6 +54,9 @@ enum Command {
         out: std::path::PathBuf,
         #[arg(long)]
         strict: bool,
+        /// Write where the time went beside the cache (`phases.tsv`).
+        #[arg(long)]
+        phases: bool,
     },
 }
 
@@ -130,7 +133,8 @@ pub fn main() -> ExitCode {
             anchor,
             out,
             strict,
-        } => read_otf2_helper(&anchor, &out, strict),
+            phases,
+        } => read_otf2_helper(&anchor, &out, strict, phases),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -147,14 +151,17 @@ fn read_otf2_helper(
     anchor: &std::path::Path,
     out: &std::path::Path,
     strict: bool,
+    phases: bool,
 ) -> anyhow::Result<()> {
     #[cfg(feature = "otf2")]
     {
-        Ok(tapestry::readers::otf2_helper_main(anchor, out, strict)?)
+        Ok(tapestry::readers::otf2_helper_main(
+            anchor, out, strict, phases,
+        )?)
     }
     #[cfg(not(feature = "otf2"))]
     {
-        let _ = (out, strict);
+        let _ = (out, strict, phases);
         anyhow::bail!(
             "{}: this tapestry was built without OTF2 support",
             anchor.display()

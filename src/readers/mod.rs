@@ -329,10 +329,20 @@ fn read_otf2_isolated(helper: &Path, path: &Path, opts: &ReadOptions) -> Result<
     if opts.strict {
         cmd.arg("--strict");
     }
+    // `info --stats`: the helper's phases, written beside its cache
+    let stats = crate::phases::enabled();
+    if stats {
+        cmd.arg("--phases");
+    }
+    let helper_phase = crate::phases::span("otf2: helper process (read, cache written)");
     let res = cmd
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| Error::io(helper, e))?;
+    drop(helper_phase);
+    if stats {
+        crate::phases::add_from_file(&tmp.join(HELPER_PHASES));
+    }
     if !res.status.success() {
         let err = String::from_utf8_lossy(&res.stderr);
         let msg = err
@@ -356,11 +366,17 @@ fn read_otf2_isolated(helper: &Path, path: &Path, opts: &ReadOptions) -> Result<
         classes: ClassOverride::default(),
         ..opts.clone()
     };
+    let back = crate::phases::span("otf2: cache read back (one thread)");
     let mut t = crate::cache::read(&out, &no_classes)?;
+    drop(back);
     t.meta.source = path.to_path_buf();
     t.reclassify(&opts.classes)?;
     Ok(t)
 }
+
+/// The helper's phases for `info --stats`, beside its cache.
+#[cfg(feature = "otf2")]
+const HELPER_PHASES: &str = "phases.tsv";
 
 #[cfg(feature = "otf2")]
 static NEXT_HELPER_DIR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -378,15 +394,24 @@ fn describe_exit(s: &std::process::ExitStatus) -> String {
 }
 
 /// The helper's side of [`OTF2_HELPER`]: reads `anchor` in this process
-/// and writes it as a cache at `out`.
+/// and writes it as a cache at `out`; with `phases`, where its time went
+/// too, beside the cache (for the reading process's `info --stats`).
 #[cfg(feature = "otf2")]
-pub fn otf2_helper_main(anchor: &Path, out: &Path, strict: bool) -> Result<()> {
+pub fn otf2_helper_main(anchor: &Path, out: &Path, strict: bool, phases: bool) -> Result<()> {
     let opts = ReadOptions {
         strict,
         ..Default::default()
     };
+    crate::phases::enable(phases);
     let t = otf2::read(anchor, &opts)?;
-    crate::cache::write_transient(&t, out, &[anchor])
+    let written = crate::phases::span("otf2: cache written (one thread)");
+    crate::cache::write_transient(&t, out, &[anchor])?;
+    drop(written);
+    if phases {
+        let file = out.with_file_name(HELPER_PHASES);
+        crate::phases::write_to_file(&file).map_err(|e| Error::io(&file, e))?;
+    }
+    Ok(())
 }
 
 /// What a file holds: a trace (timelines) or a profile (a matrix).
