@@ -122,14 +122,20 @@ pub fn return_freed_memory() {
 
 /// Asks the kernel to back `v`'s buffer with huge pages (2 MiB) where it
 /// spans whole ones, when it is large (16 MiB or more). For the few large
-/// arrays a read fills from end to end (the model's columns, the list of
-/// messages): each of their 4 KiB pages otherwise costs a page fault when
-/// first written, which took about a quarter of a one-core read's time
-/// (Paraver, 253 MB: 67,000 faults, 0.37 s of system time of 1.2 s); a
-/// huge page is one fault for 512 of them and fewer TLB misses after. Not
-/// for arrays that may stay partly empty (a huge page is resident whole).
-/// Advice only: where transparent huge pages are off (or `always`
-/// already) nothing changes; a no-op elsewhere than Linux.
+/// arrays filled from the front to the end (the readers' list of
+/// messages, a cache's columns read back): each of their 4 KiB pages
+/// otherwise costs a page fault when first written, and page faults took
+/// about a quarter of a one-core read's time (Paraver, 253 MB: 67,000
+/// faults, 0.37 s of system time of 1.2 s); a huge page is one fault for
+/// 512 of them and fewer TLB misses after. Not for arrays written
+/// scattered or that may stay partly empty (the model's interval columns,
+/// filled a location's run at a time while the raw records are freed): a
+/// huge page is resident whole from its first byte, which raised that
+/// read's peak from 165 to 206 MiB. Not for a vector that will grow
+/// either: glibc grows a large block with `mremap`, which fails on a
+/// mapping that `madvise` has split, and then copies it whole. Advice
+/// only: where transparent huge pages are off (or `always` already)
+/// nothing changes; a no-op elsewhere than Linux.
 pub fn prefer_huge_pages<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
