@@ -165,11 +165,14 @@ mod tests {
         add("test: build", Duration::from_millis(5));
         drop(span("test: parse"));
         // (other tests' reads may record phases meanwhile: only these
-        // two are looked at)
-        let r: Vec<_> = recorded()
-            .into_iter()
-            .filter(|p| p.0.starts_with("test: "))
-            .collect();
+        // are looked at)
+        let mine = || -> Vec<_> {
+            recorded()
+                .into_iter()
+                .filter(|p| p.0.starts_with("test: "))
+                .collect()
+        };
+        let r = mine();
         assert_eq!(
             r.iter().map(|p| p.0).collect::<Vec<_>>(),
             ["test: parse", "test: build"]
@@ -191,7 +194,7 @@ mod tests {
         drop(span("test: before"));
         add_from_file(&file);
         add_from_file(&file);
-        let again = recorded();
+        let again = mine();
         assert_eq!(
             again.iter().map(|p| p.0).collect::<Vec<_>>(),
             ["test: before", "test: parse", "test: build"]
@@ -200,7 +203,7 @@ mod tests {
         assert_eq!(again[1].2, 4);
         assert_eq!(again[2], ("test: build", Duration::from_millis(10), 2));
         add_from_file(&d.path().join("absent"));
-        assert_eq!(recorded(), again);
+        assert_eq!(mine(), again);
         enable(false);
         assert!(recorded().is_empty());
         add_from_file(&file);
