@@ -28,6 +28,7 @@ pub mod phases;
 pub mod readers;
 pub mod render;
 pub mod scene;
+mod static_names;
 pub mod synth;
 #[cfg(test)]
 mod test_pool;

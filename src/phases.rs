@@ -7,6 +7,7 @@
 //! costs a relaxed load. Phases are process-wide (one read at a time is
 //! what `info` measures) and listed in order of first appearance.
 
+use crate::static_names::StaticNames;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -84,23 +85,11 @@ pub fn add_from_file(path: &std::path::Path) {
     }
 }
 
-/// A phase's name read from another process as a `&'static str`: each
-/// distinct name is kept once for the whole run (at most 256 of them, of
-/// at most 200 bytes; the others are summed as one).
+/// A phase's name read from another process as a `&'static str` (names
+/// of more than 200 bytes, and beyond 256 names, summed as one).
 fn intern(name: &str) -> &'static str {
-    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let Ok(mut names) = NAMES.lock() else {
-        return "(other phases)";
-    };
-    if let Some(n) = names.iter().find(|n| **n == name) {
-        return n;
-    }
-    if names.len() >= 256 || name.len() > 200 {
-        return "(other phases)";
-    }
-    let kept: &'static str = Box::leak(name.to_string().into_boxed_str());
-    names.push(kept);
-    kept
+    static NAMES: StaticNames = StaticNames::new(200, "(other phases)");
+    NAMES.get(name)
 }
 
 /// A phase's span: its wall time goes to the phase when it is dropped.

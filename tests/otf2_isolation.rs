@@ -70,14 +70,9 @@ fn the_helper_gives_the_in_process_model_and_its_crash_is_an_error() {
 #[test]
 fn the_helpers_phases_reach_info_stats() {
     let anchor = shared_trace("ping-pong-otf2-papi/traces.otf2");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tapestry"))
-        .args(["info", "--stats"])
-        .arg(&anchor)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let (code, out, err) = common::tapestry(&["info", "--stats", anchor.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = out + &err;
     for phase in [
         "otf2: helper process (read, cache written)",
         "otf2: events read (all threads)",

@@ -701,17 +701,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
 /// A warning kind read back: the kinds tapestry writes are static names;
 /// an unknown one (a newer tapestry's) is kept once for the process.
 fn intern_kind(kind: &str) -> &'static str {
-    static KNOWN: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
-    let Ok(mut known) = KNOWN.lock() else {
-        return "cached-warning";
-    };
-    if let Some(k) = known.iter().find(|k| **k == kind) {
-        return k;
-    }
-    if known.len() >= 256 || kind.len() > 64 {
-        return "cached-warning";
-    }
-    let k: &'static str = Box::leak(kind.to_string().into_boxed_str());
-    known.push(k);
-    k
+    static KNOWN: crate::static_names::StaticNames =
+        crate::static_names::StaticNames::new(64, "cached-warning");
+    KNOWN.get(kind)
 }

@@ -1562,16 +1562,11 @@ mod tests {
         for threads in [2, 5, 12] {
             assert!(model(threads) == one, "{threads} threads");
         }
-        // compressed (its .pcf and .row are b.pcf and b.row still), the
-        // list of messages is not reserved from the file's size: the same
-        // messages
+        // written compressed (its .pcf and .row are b.pcf and b.row again),
+        // the list of messages is not reserved from the file's size: the
+        // same messages
         let gz = d.path().join("b.prv.gz");
-        let mut enc = flate2::write::GzEncoder::new(
-            std::fs::File::create(&gz).unwrap(),
-            flate2::Compression::fast(),
-        );
-        std::io::Write::write_all(&mut enc, &std::fs::read(&path).unwrap()).unwrap();
-        enc.finish().unwrap();
+        synth::write(&cfg, OutputFormat::Paraver, &gz, None).unwrap();
         let plain = read(&path, &ReadOptions::default()).unwrap();
         let zipped = read(&gz, &ReadOptions::default()).unwrap();
         assert_eq!(
