@@ -82,3 +82,59 @@ fn the_helpers_phases_reach_info_stats() {
         assert!(text.contains(phase), "{phase} missing from: {text}");
     }
 }
+
+/// The helper hands its cache over in a directory of its own under
+/// `TMPDIR` when that is set (else `/dev/shm` or the temporary directory),
+/// removed once read back; directories left there by tapestry processes
+/// that no longer run (killed before they cleaned up) are removed by the
+/// next read, and nothing else is touched.
+#[test]
+fn the_hand_over_leaves_nothing_and_sweeps_dead_processes_dirs() {
+    let anchor = shared_trace("ping-pong-otf2-papi/traces.otf2");
+    let base = tempfile::tempdir().unwrap();
+    // a process that has ended: its id names no running process
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = base.path().join(format!("tapestry-otf2-{dead}-0"));
+    std::fs::create_dir_all(stale.join("trace.tapestry")).unwrap();
+    std::fs::write(stale.join("trace.tapestry/intervals.arrow"), b"x").unwrap();
+    // a running process's (this test's), other names, a plain file
+    let running = base
+        .path()
+        .join(format!("tapestry-otf2-{}-3", std::process::id()));
+    let kept = [
+        running.clone(),
+        base.path().join("tapestry-otf2-x-0"),
+        base.path().join("tapestry-otf2-"),
+        base.path().join("unrelated"),
+    ];
+    for d in &kept {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let file = base.path().join(format!("tapestry-otf2-{dead}-1"));
+    std::fs::write(&file, b"not a directory").unwrap();
+
+    let tmp = base.path().to_str().unwrap();
+    let (code, out, err) =
+        common::tapestry_env(&["info", anchor.to_str().unwrap()], &[("TMPDIR", tmp)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("OTF2"), "{out}");
+    assert!(!stale.exists(), "the dead process's directory is removed");
+    for d in &kept {
+        assert!(d.is_dir(), "{} is kept", d.display());
+    }
+    assert!(file.is_file(), "a plain file is kept");
+    let mut left: Vec<String> = std::fs::read_dir(base.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut expected: Vec<String> = kept
+        .iter()
+        .chain([&file])
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    expected.sort();
+    assert_eq!(left, expected, "the helper's own directory is removed");
+}

@@ -403,7 +403,9 @@ fn helper_base(anchor: &Path) -> std::path::PathBuf {
     if std::env::var_os("TMPDIR").is_some() {
         return std::env::temp_dir();
     }
-    let need = input_size(anchor).saturating_mul(2).saturating_add(64 << 20);
+    let need = input_size(anchor)
+        .saturating_mul(2)
+        .saturating_add(64 << 20);
     match tmpfs_free(Path::new(SHM)) {
         Some(free) if need <= free / 2 && need <= memory::limit() / 4 => SHM.into(),
         _ => std::env::temp_dir(),
@@ -696,4 +698,23 @@ pub fn input_files(path: &Path) -> Vec<std::path::PathBuf> {
         walk(&path.with_extension(""), 1, &mut out);
     }
     out
+}
+
+#[cfg(all(test, feature = "otf2"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_writable_tmpfs_takes_the_hand_over() {
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let shm_is_tmpfs = mounts.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 2 && f[1] == SHM && f[2] == "tmpfs"
+        });
+        if shm_is_tmpfs {
+            assert!(tmpfs_free(Path::new(SHM)).is_some_and(|b| b > 0));
+        }
+        assert_eq!(tmpfs_free(Path::new("/no/such/directory")), None);
+        assert_eq!(tmpfs_free(Path::new("/proc")), None);
+    }
 }
