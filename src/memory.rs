@@ -123,7 +123,7 @@ pub fn return_freed_memory() {
 /// Asks the kernel to back `v`'s buffer with huge pages (2 MiB) where it
 /// spans whole ones, when it is large (16 MiB or more). For the few large
 /// arrays filled from the front to the end (the readers' list of
-/// messages, a cache's columns read back and their copies written): each
+/// messages, a cache's columns read back): each
 /// of their 4 KiB pages
 /// otherwise costs a page fault when first written, and page faults took
 /// about a quarter of a one-core read's time (Paraver, 253 MB: 67,000
