@@ -306,18 +306,13 @@ fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 }
 
 /// [`read_otf2`] through the helper process: it writes the trace as a cache
-/// in a private temporary directory, which is read back here.
+/// in a private temporary directory ([`private_dir`] in [`helper_base`]),
+/// which is read back here and removed.
 #[cfg(feature = "otf2")]
 fn read_otf2_isolated(helper: &Path, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let base = helper_base(path);
     remove_stale_helper_dirs(&base);
-    let tmp = base.join(format!(
-        "{HELPER_DIR_PREFIX}{}-{}",
-        std::process::id(),
-        NEXT_HELPER_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    let tmp = private_dir(&base)?;
     struct Cleanup(std::path::PathBuf);
     impl Drop for Cleanup {
         fn drop(&mut self) {
@@ -474,6 +469,33 @@ fn remove_stale_helper_dirs(base: &Path) {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
+}
+
+/// A new directory in `base` for one helper's hand-over, readable by this
+/// user alone (mode 0700), never one that exists already: in a directory
+/// every user writes (`/dev/shm`, `/tmp`) another user could have made one
+/// of that name beforehand to read the trace or change it.
+#[cfg(feature = "otf2")]
+fn private_dir(base: &Path) -> Result<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::create_dir_all(base).map_err(|e| Error::io(base, e))?;
+    let mut last = None;
+    for _ in 0..64 {
+        let dir = base.join(format!(
+            "{HELPER_DIR_PREFIX}{}-{}",
+            std::process::id(),
+            NEXT_HELPER_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some((dir, e)),
+            Err(e) => return Err(Error::io(&dir, e)),
+        }
+    }
+    Err(match last {
+        Some((dir, e)) => Error::io(&dir, e),
+        None => Error::Invalid(format!("{}: no directory could be made", base.display())),
+    })
 }
 
 /// Whether a process `pid` exists (Linux: `/proc`; elsewhere assumed so).
@@ -721,5 +743,34 @@ mod tests {
         }
         assert_eq!(tmpfs_free(Path::new("/no/such/directory")), None);
         assert_eq!(tmpfs_free(Path::new("/proc")), None);
+    }
+
+    #[test]
+    fn a_helpers_directory_is_new_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir().unwrap();
+        // the names the next reads would take, made beforehand by someone
+        let next = NEXT_HELPER_DIR.load(std::sync::atomic::Ordering::Relaxed);
+        let taken: Vec<_> = (next..next + 3)
+            .map(|n| {
+                let d = base
+                    .path()
+                    .join(format!("{HELPER_DIR_PREFIX}{}-{n}", std::process::id()));
+                std::fs::create_dir(&d).unwrap();
+                std::fs::write(d.join("x"), b"someone else's").unwrap();
+                d
+            })
+            .collect();
+        let dir = private_dir(base.path()).unwrap();
+        assert!(!taken.contains(&dir), "{}", dir.display());
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+        for d in &taken {
+            assert_eq!(std::fs::read(d.join("x")).unwrap(), b"someone else's");
+        }
+        // a base that does not exist yet is made
+        let deeper = base.path().join("a/b");
+        assert!(private_dir(&deeper).unwrap().starts_with(&deeper));
     }
 }
