@@ -8,9 +8,9 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder};
+use arrow_array::types::{Float64Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{
-    ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt8Array, UInt32Array,
-    UInt64Array,
+    ArrayRef, ArrowPrimitiveType, PrimitiveArray, RecordBatch, StringArray, UInt8Array, UInt32Array,
 };
 use arrow_buffer::{ArrowNativeType, Buffer, ScalarBuffer};
 use arrow_ipc::writer::FileWriter;
@@ -58,29 +58,24 @@ unsafe fn borrowed<T: ArrowNativeType>(v: &[T]) -> ScalarBuffer<T> {
     ScalarBuffer::new(buf, 0, v.len())
 }
 
-fn u64s<'a>(name: &str, v: &'a [u64]) -> Column<'a> {
-    col(name, DataType::UInt64, false, move |r| {
+/// A column of Arrow's primitive type `T`, each batch borrowing `v`.
+fn prim<'a, T: ArrowPrimitiveType>(name: &str, v: &'a [T::Native]) -> Column<'a> {
+    col(name, T::DATA_TYPE, false, move |r| {
         // SAFETY: called by `table` only (see `borrowed`)
-        Arc::new(UInt64Array::new(unsafe { borrowed(&v[r]) }, None))
+        Arc::new(PrimitiveArray::<T>::new(unsafe { borrowed(&v[r]) }, None))
     })
+}
+fn u64s<'a>(name: &str, v: &'a [u64]) -> Column<'a> {
+    prim::<UInt64Type>(name, v)
 }
 fn u32s<'a>(name: &str, v: &'a [u32]) -> Column<'a> {
-    col(name, DataType::UInt32, false, move |r| {
-        // SAFETY: called by `table` only (see `borrowed`)
-        Arc::new(UInt32Array::new(unsafe { borrowed(&v[r]) }, None))
-    })
+    prim::<UInt32Type>(name, v)
 }
 fn i64s<'a>(name: &str, v: &'a [i64]) -> Column<'a> {
-    col(name, DataType::Int64, false, move |r| {
-        // SAFETY: called by `table` only (see `borrowed`)
-        Arc::new(Int64Array::new(unsafe { borrowed(&v[r]) }, None))
-    })
+    prim::<Int64Type>(name, v)
 }
 fn f64s<'a>(name: &str, v: &'a [f64]) -> Column<'a> {
-    col(name, DataType::Float64, false, move |r| {
-        // SAFETY: called by `table` only (see `borrowed`)
-        Arc::new(Float64Array::new(unsafe { borrowed(&v[r]) }, None))
-    })
+    prim::<Float64Type>(name, v)
 }
 fn strs<'a>(name: &str, v: &'a [String]) -> Column<'a> {
     col(name, DataType::Utf8, false, move |r| {

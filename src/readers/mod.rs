@@ -446,9 +446,21 @@ fn tmpfs_free(dir: &Path) -> Option<u64> {
 /// processes, and anything not named like a helper's, are left alone.
 #[cfg(feature = "otf2")]
 fn remove_stale_helper_dirs(base: &Path) {
+    // once a process for each place: what dies later is swept by the next
+    // process (the fuzz harness reads thousands of archives in one)
+    static SWEPT: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+        if swept.iter().any(|b| b == base) {
+            return;
+        }
+        swept.push(base.to_path_buf());
+    }
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
+    // SAFETY: `geteuid` has no preconditions
+    let me = unsafe { libc::geteuid() };
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(pid) = name
@@ -460,12 +472,11 @@ fn remove_stale_helper_dirs(base: &Path) {
             continue;
         };
         let dir = e.path();
-        let mine = e.file_type().is_ok_and(|t| t.is_dir())
-            && std::fs::symlink_metadata(&dir).is_ok_and(|m| {
-                use std::os::unix::fs::MetadataExt;
-                // SAFETY: `geteuid` has no preconditions
-                m.uid() == unsafe { libc::geteuid() }
-            });
+        // a directory of this user (not a link to one)
+        let mine = std::fs::symlink_metadata(&dir).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == me
+        });
         if mine && pid != std::process::id() && !process_runs(pid) {
             let _ = std::fs::remove_dir_all(&dir);
         }
@@ -480,8 +491,8 @@ fn remove_stale_helper_dirs(base: &Path) {
 fn private_dir(base: &Path) -> Result<std::path::PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::create_dir_all(base).map_err(|e| Error::io(base, e))?;
-    let mut last = None;
-    for _ in 0..64 {
+    let mut tries = 1;
+    loop {
         let dir = base.join(format!(
             "{HELPER_DIR_PREFIX}{}-{}",
             std::process::id(),
@@ -489,14 +500,10 @@ fn private_dir(base: &Path) -> Result<std::path::PathBuf> {
         ));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some((dir, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 64 => tries += 1,
             Err(e) => return Err(Error::io(&dir, e)),
         }
     }
-    Err(match last {
-        Some((dir, e)) => Error::io(&dir, e),
-        None => Error::Invalid(format!("{}: no directory could be made", base.display())),
-    })
 }
 
 /// Whether a process `pid` exists (Linux: `/proc`; elsewhere assumed so).
