@@ -369,3 +369,100 @@ fn reading_in_parallel_gives_the_same_trace_as_one_thread() {
     let (_, info, _) = tapestry(&["info", a]);
     assert!(info.contains("locations  16"), "{info}");
 }
+
+/// Runs an archive writer from `tests/data` with the official Python
+/// writer; the anchor of the archive it wrote in `dir`.
+fn python_writer(script: &str, dir: &Path, args: &[&str]) -> PathBuf {
+    let out = Command::new("/usr/bin/python3")
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data")
+                .join(script),
+        )
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("/usr/bin/python3 with the otf2 module (Debian package python3-otf2)");
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("traces.otf2")
+}
+
+/// The trace as JSON: every column, table and diagnostic.
+fn as_json(t: &tapestry::model::Trace) -> serde_json::Value {
+    serde_json::to_value(t).unwrap()
+}
+
+/// The in-order read (each location's regions flattened as they come,
+/// sends and receives keyed as they come) gives the very trace the
+/// general reader gives (every region kept, then sorted and nested), on
+/// one thread and on three, on untidy archives (ties of several ticks on
+/// one nanosecond, zero-length regions, wrong leaves, regions left open,
+/// unmatched messages and collectives) and on the Score-P ones; archives
+/// whose times it cannot take (time going back on a location, events
+/// before the clock's offset, a region entered after the declared end and
+/// never left) it hands to the general reader, which `read` then uses.
+#[test]
+fn reading_in_order_gives_the_general_readers_trace() {
+    use tapestry::readers::otf2;
+    let dir = tempfile::tempdir().unwrap();
+    let mut archives = Vec::new();
+    for (name, args) in [
+        ("m1", ["3", "40", "1000000000", "0", "1"]),
+        ("m2", ["4", "60", "2400000000", "123456", "2"]),
+        ("m3", ["2", "30", "1000000", "77", "3"]),
+        ("m4", ["5", "25", "3", "5", "4"]),
+    ] {
+        archives.push(python_writer(
+            "write_otf2_messy.py",
+            &dir.path().join(name),
+            &args,
+        ));
+    }
+    archives.push(python_writer(
+        "write_otf2_large.py",
+        &dir.path().join("ring"),
+        &["16", "20"],
+    ));
+    archives.push(shared_trace("ping-pong-otf2/traces.otf2"));
+    archives.push(shared_trace("ping-pong-otf2-papi/traces.otf2"));
+    let opts = ReadOptions::default();
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            for a in &archives {
+                let fast = otf2::read_in_order(a, &opts)
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{} is in time order", a.display()));
+                let general = otf2::read_general(a, &opts).unwrap();
+                assert!(!general.intervals.is_empty(), "{}", a.display());
+                assert_eq!(
+                    as_json(&fast),
+                    as_json(&general),
+                    "{} on {threads} thread(s)",
+                    a.display()
+                );
+            }
+            for mode in ["backwards", "early", "late-open"] {
+                let a = python_writer(
+                    "write_otf2_untimely.py",
+                    &dir.path().join(format!("{mode}-{threads}")),
+                    &[mode],
+                );
+                assert!(otf2::read_in_order(&a, &opts).unwrap().is_none(), "{mode}");
+                let t = otf2::read(&a, &opts).unwrap();
+                assert_eq!(
+                    as_json(&t),
+                    as_json(&otf2::read_general(&a, &opts).unwrap())
+                );
+                assert_eq!(t.messages.len(), 3, "{mode}");
+            }
+        });
+    }
+}

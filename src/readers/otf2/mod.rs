@@ -20,6 +20,7 @@
 //! overhead; every other region is busy.
 
 mod ffi;
+mod in_order;
 pub mod stream;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -88,8 +89,7 @@ struct Events {
     collectives: Vec<Coll>,
     /// (location, time, member, value)
     metrics: Vec<Metric>,
-    /// (location, time, kind: 0 program begin / 1 program end, value)
-    markers: Vec<(u64, u64, u8, i64)>,
+    markers: Vec<Marker>,
     mismatched_leave: u64,
     unmatched_collective: u64,
     unknown: u64,
@@ -109,6 +109,14 @@ struct Events {
 
 /// A metric sample: (location, time, member, value).
 type Metric = (u64, u64, u32, f64);
+
+/// A program marker: (location, time, kind: 0 program begin / 1 program
+/// end, value).
+type Marker = (u64, u64, u8, i64);
+
+/// A send or receive with its key: ((sender, receiver, communicator, tag),
+/// time, bytes), the locations OTF2's.
+type Keyed = ((u64, u64, u32, u32), u64, u64);
 
 /// The sends, receives and metric samples of a part of the locations.
 #[derive(Default)]
@@ -1269,11 +1277,37 @@ fn open_archive(path: &Path) -> Result<Archive> {
     })
 }
 
-/// Reads an OTF2 archive from its anchor file.
+/// Reads an OTF2 archive from its anchor file: as one whose locations'
+/// regions come in time order (`in_order`), or else with the general
+/// reader.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let phase = crate::phases::span("otf2: global definitions (one thread)");
     let a = open_archive(path)?;
     drop(phase);
+    if let Some(t) = in_order::read(&a, path, opts)? {
+        return Ok(t);
+    }
+    read_events_general(a, path, opts)
+}
+
+/// [`read`] as an archive whose locations' regions come in time order
+/// only: `None` when it is not one (what [`read`] then reads again with
+/// the general reader).
+#[doc(hidden)]
+pub fn read_in_order(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
+    let a = open_archive(path)?;
+    in_order::read(&a, path, opts)
+}
+
+/// [`read`] with the general reader only (every region kept and sorted),
+/// whatever the archive: what the in-order read is tested against.
+#[doc(hidden)]
+pub fn read_general(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let a = open_archive(path)?;
+    read_events_general(a, path, opts)
+}
+
+fn read_events_general(a: Archive, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let ev = read_events(&a.c_path, path, &a.evt_dir, &a.defs, &a.locations)?;
     assemble(a.defs, ev, path, opts)
 }
@@ -1668,7 +1702,6 @@ impl Repairs {
 fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     ev.flush();
     let phase = crate::phases::span("otf2: skeleton (one thread)");
-    let name = |id: u32| defs.strings.get(&id).cloned().unwrap_or_default();
     let (_, offset, length) = clock_of(&defs, path)?;
     let Skeleton {
         mut b,
@@ -1749,7 +1782,7 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     }
     drop(phase);
 
-    let phase = crate::phases::span("otf2: messages matched (keys numbered on one thread)");
+    let phase = crate::phases::span("otf2: sends and receives keyed (all threads)");
     // (sender, receiver, communicator, tag), time, bytes; on all threads,
     // each keeping the last communicator it resolved
     let ranks = Ranks::new(&defs);
@@ -1773,9 +1806,47 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     let (sends, unknown_sends) = side(ev.p2p(false), true);
     let (recvs, unknown_recvs) = side(ev.p2p(true), false);
     rep.unmatched_message += unknown_sends + unknown_recvs;
+    drop(phase);
+    let rest = Rest {
+        sends,
+        recvs,
+        collectives: vec![&ev.collectives[..]],
+        metrics: ev.metric_parts().map(|m| &m[..]).collect(),
+        markers: vec![&ev.markers[..]],
+    };
+    finish(&defs, b, &loc_of, clock, rest, rep, path, opts)
+}
+
+/// What the model keeps besides the state intervals, as a reader collected
+/// it: the keyed sends and receives (in file order), and the collectives,
+/// metric samples and markers of each part of the locations, in order.
+struct Rest<'e> {
+    sends: Vec<Keyed>,
+    recvs: Vec<Keyed>,
+    collectives: Vec<&'e [Coll]>,
+    metrics: Vec<&'e [Metric]>,
+    markers: Vec<&'e [Marker]>,
+}
+
+/// Completes the trace whose intervals `b` holds: the messages matched,
+/// the collectives, counters and markers, the repairs reported.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    defs: &Defs,
+    mut b: TraceBuilder,
+    loc_of: &HashMap<u64, LocId>,
+    clock: Clock,
+    rest: Rest<'_>,
+    mut rep: Repairs,
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<Trace> {
+    let ns = |t: u64| clock.ns(t);
+    let name = |id: u32| defs.strings.get(&id).cloned().unwrap_or_default();
+    let phase = crate::phases::span("otf2: messages matched (keys numbered on one thread)");
     // each pair made into the model's message where it is matched (a pair
     // whose locations are unknown counts as unmatched)
-    let (messages, left) = match_into(sends, recvs, |m| {
+    let (messages, left) = match_into(rest.sends, rest.recvs, |m| {
         let (src, dst, _, tag) = m.key;
         Some(RawMessage {
             send: ns(m.send_time),
@@ -1791,7 +1862,9 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     drop(phase);
 
     let phase = crate::phases::span("otf2: collectives, metrics, markers (one thread)");
-    for &(l, begin, end, op, comm, root, sent, received) in &ev.collectives {
+    for &(l, begin, end, op, comm, root, sent, received) in
+        rest.collectives.iter().copied().flatten()
+    {
         let Some(&loc) = loc_of.get(&l) else { continue };
         let opname = collective_name(op);
         let o = b.collective_op(opname);
@@ -1810,17 +1883,18 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     // counters in the order of first appearance, as before): no name
     // built and looked up per sample
     let mut counter_of: HashMap<u32, u32> = HashMap::default();
-    b.counters.reserve(ev.metric_parts().map(Vec::len).sum());
-    for &(l, t, member, x) in ev.metric_parts().flatten() {
+    b.counters
+        .reserve(rest.metrics.iter().map(|m| m.len()).sum());
+    for &(l, t, member, x) in rest.metrics.iter().copied().flatten() {
         let Some(&loc) = loc_of.get(&l) else { continue };
         let c = *counter_of.entry(member).or_insert_with(|| {
-            let (n, u) = metric_name(&defs, member, &name);
+            let (n, u) = metric_name(defs, member, &name);
             b.counter_def(&n, &u)
         });
         b.counter(loc, c, ns(t), x);
     }
     let mut kind_of: HashMap<u8, u32> = HashMap::default();
-    for &(l, t, kind, v) in &ev.markers {
+    for &(l, t, kind, v) in rest.markers.iter().copied().flatten() {
         let Some(&loc) = loc_of.get(&l) else { continue };
         let k = *kind_of
             .entry(kind)

@@ -1,0 +1,552 @@
+//! The in-memory read of an archive whose locations' regions come in time
+//! order, with no event before the clock's global offset (what Score-P
+//! writes): each location's regions are flattened to states as they are
+//! entered and left (the innermost open region, as a stream does) and its
+//! intervals packed into the model's columns when its events end; sends
+//! and receives get their key (sender, receiver, communicator, tag) as
+//! they come. No list of every region (32 bytes each), none of every
+//! region again to sort it (32 more), none of every send and receive
+//! before its key (40): a third of a one-core read's page faults.
+//!
+//! Any other archive (a location's regions going back in time, an event
+//! before the offset, a region never left that was entered after the end
+//! of the trace) is read again by the general reader (`Events` in the
+//! parent module), which keeps every region and sorts; the trace is the
+//! same either way (tested against it).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
+
+use super::{
+    Archive, Clock, Coll, EventSink, Keyed, LastComm, Marker, Metric, Ranks, Repairs, Rest,
+    Skeleton, balance, event_bytes, finish, group_error, read_group, skeleton,
+};
+use crate::error::Result;
+use crate::model::builder::{IntervalBlock, RawInterval};
+use crate::model::{LocId, StateId, Time, Trace};
+use crate::readers::ReadOptions;
+
+/// What one thread's reader fills: the location at hand, flattened as its
+/// events come, and what the model keeps of the others.
+struct InOrderEvents<'a> {
+    clock: Clock,
+    loc_of: &'a HashMap<u64, LocId>,
+    state_of: &'a HashMap<u32, StateId>,
+    ranks: &'a Ranks<'a>,
+    last_comm: LastComm<'a>,
+    /// Set by the reader that finds the archive needs the general reader;
+    /// the others stop at their next region.
+    general: &'a AtomicBool,
+    stop: bool,
+    // the location at hand
+    cur: Option<u64>,
+    loc: LocId,
+    /// Open regions: the region and its state (none for an undefined one).
+    stack: Vec<(u32, Option<StateId>)>,
+    /// The states of the open regions that have one, innermost last.
+    known: Vec<StateId>,
+    /// Where the innermost state's current piece began (ticks).
+    cursor: u64,
+    /// The time of the location's last region event (ticks).
+    last_time: u64,
+    /// Collective begins not yet ended (ticks).
+    coll_open: Vec<u64>,
+    /// The location's intervals so far `(start, end, state)` (ns): used
+    /// again location after location.
+    flat: Vec<(Time, Time, StateId)>,
+    // what is kept
+    blocks: Vec<IntervalBlock>,
+    /// Per location with regions open at its end: the start of its last
+    /// piece (ticks) and the innermost open region's state.
+    tails: Vec<(LocId, u64, StateId)>,
+    /// The latest end of a closed region (ticks).
+    max_closed_end: u64,
+    sends: Vec<Keyed>,
+    recvs: Vec<Keyed>,
+    collectives: Vec<Coll>,
+    metrics: Vec<Metric>,
+    markers: Vec<Marker>,
+    repairs: Repairs,
+}
+
+impl<'a> InOrderEvents<'a> {
+    fn new(
+        clock: Clock,
+        loc_of: &'a HashMap<u64, LocId>,
+        state_of: &'a HashMap<u32, StateId>,
+        ranks: &'a Ranks<'a>,
+        general: &'a AtomicBool,
+    ) -> Self {
+        InOrderEvents {
+            clock,
+            loc_of,
+            state_of,
+            ranks,
+            last_comm: None,
+            general,
+            stop: false,
+            cur: None,
+            loc: 0,
+            stack: Vec::new(),
+            known: Vec::new(),
+            cursor: 0,
+            last_time: 0,
+            coll_open: Vec::new(),
+            flat: Vec::new(),
+            blocks: Vec::new(),
+            tails: Vec::new(),
+            max_closed_end: 0,
+            sends: Vec::new(),
+            recvs: Vec::new(),
+            collectives: Vec::new(),
+            metrics: Vec::new(),
+            markers: Vec::new(),
+            repairs: Repairs::default(),
+        }
+    }
+
+    /// The archive needs the general reader: says so to every reader and
+    /// interrupts this one.
+    fn general(&mut self) -> bool {
+        self.general.store(true, Ordering::Relaxed);
+        self.stop = true;
+        false
+    }
+
+    /// Checks the time of an event of `loc`, the location at hand: none
+    /// before the offset (the general reader then counts from the earliest
+    /// event).
+    #[inline]
+    fn at(&mut self, loc: u64, time: u64) -> bool {
+        if time < self.clock.origin || self.cur != Some(loc) {
+            return self.general();
+        }
+        true
+    }
+
+    /// [`Self::at`] for a region's event, which also comes no earlier than
+    /// the location's last.
+    #[inline]
+    fn region_at(&mut self, loc: u64, time: u64) -> bool {
+        if self.stop || time < self.last_time || !self.at(loc, time) {
+            return self.general();
+        }
+        self.last_time = time;
+        true
+    }
+
+    /// Adds the piece `[from, to)` (ticks) of `state`, when it is not empty
+    /// in nanoseconds.
+    #[inline]
+    fn emit(&mut self, from: u64, to: u64, state: StateId) {
+        let (a, b) = (self.clock.ns(from), self.clock.ns(to));
+        if b > a {
+            self.flat.push((a, b, state));
+        }
+    }
+
+    /// Ends the location at hand: its intervals packed, its open regions
+    /// its tail.
+    fn end_location(&mut self) {
+        if self.cur.take().is_none() {
+            return;
+        }
+        self.repairs.unclosed += self.stack.len() as u64;
+        self.repairs.unknown_region += self.stack.iter().filter(|s| s.1.is_none()).count() as u64;
+        if let Some(&top) = self.known.last() {
+            self.tails.push((self.loc, self.cursor, top));
+        }
+        if !self.flat.is_empty() {
+            self.blocks
+                .push(IntervalBlock::of_location(self.loc, &self.flat));
+        }
+        self.flat.clear();
+        self.stack.clear();
+        self.known.clear();
+        self.coll_open.clear();
+    }
+
+    /// The location of rank `peer` of `comm`, seen from `loc`; `None`
+    /// (counted as unmatched) when the definitions do not resolve it.
+    fn peer(&mut self, loc: u64, peer: u32, comm: u32) -> Option<u64> {
+        let other = self.ranks.location_in(&mut self.last_comm, comm, peer, loc);
+        if other.is_none() {
+            self.repairs.unmatched_message += 1;
+        }
+        other
+    }
+}
+
+impl EventSink for InOrderEvents<'_> {
+    fn start_location(&mut self, loc: u64, _bytes: u64) {
+        self.end_location();
+        // a location the definitions do not hold: the general reader
+        // leaves its regions out
+        match self.loc_of.get(&loc) {
+            Some(&l) => {
+                self.cur = Some(loc);
+                self.loc = l;
+            }
+            None => {
+                self.general();
+            }
+        }
+        self.stop |= self.general.load(Ordering::Relaxed);
+        self.cursor = 0;
+        self.last_time = 0;
+    }
+
+    fn enter(&mut self, loc: u64, time: u64, region: u32) -> bool {
+        if !self.region_at(loc, time) {
+            return false;
+        }
+        let state = self.state_of.get(&region).copied();
+        self.stack.push((region, state));
+        if let Some(s) = state {
+            if let Some(&top) = self.known.last() {
+                self.emit(self.cursor, time, top);
+            }
+            self.cursor = time;
+            self.known.push(s);
+        }
+        true
+    }
+
+    fn leave(&mut self, loc: u64, time: u64, region: u32) -> bool {
+        if !self.region_at(loc, time) {
+            return false;
+        }
+        let Some((r, state)) = self.stack.pop() else {
+            self.repairs.mismatched_leave += 1;
+            return true;
+        };
+        if r != region {
+            self.repairs.mismatched_leave += 1;
+        }
+        self.max_closed_end = self.max_closed_end.max(time);
+        match state {
+            Some(s) => {
+                self.known.pop();
+                let from = self.cursor;
+                self.cursor = time;
+                self.emit(from, time, s);
+            }
+            None => self.repairs.unknown_region += 1,
+        }
+        true
+    }
+
+    fn send(&mut self, loc: u64, time: u64, peer: u32, comm: u32, tag: u32, len: u64) -> bool {
+        if !self.at(loc, time) {
+            return false;
+        }
+        if let Some(other) = self.peer(loc, peer, comm) {
+            self.sends.push(((loc, other, comm, tag), time, len));
+        }
+        true
+    }
+
+    fn recv(&mut self, loc: u64, time: u64, peer: u32, comm: u32, tag: u32, len: u64) -> bool {
+        if !self.at(loc, time) {
+            return false;
+        }
+        if let Some(other) = self.peer(loc, peer, comm) {
+            self.recvs.push(((other, loc, comm, tag), time, len));
+        }
+        true
+    }
+
+    fn timed(&mut self, loc: u64, time: u64) -> bool {
+        self.at(loc, time)
+    }
+
+    fn coll_begin(&mut self, loc: u64, time: u64) -> bool {
+        if !self.at(loc, time) {
+            return false;
+        }
+        self.coll_open.push(time);
+        true
+    }
+
+    fn coll_end(
+        &mut self,
+        loc: u64,
+        time: u64,
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
+    ) -> bool {
+        if !self.at(loc, time) {
+            return false;
+        }
+        let begin = self.coll_open.pop().unwrap_or_else(|| {
+            self.repairs.unmatched_collective += 1;
+            time
+        });
+        self.collectives
+            .push((loc, begin, time, op, comm, root, sent, received));
+        true
+    }
+
+    fn metric(&mut self, loc: u64, time: u64, member: u32, value: f64) -> bool {
+        if !self.at(loc, time) {
+            return false;
+        }
+        self.metrics.push((loc, time, member, value));
+        true
+    }
+
+    fn program(&mut self, loc: u64, time: u64, kind: u8, value: i64) -> bool {
+        if !self.at(loc, time) {
+            return false;
+        }
+        self.markers.push((loc, time, kind, value));
+        true
+    }
+
+    fn unknown(&mut self, _loc: u64, _time: u64) -> bool {
+        self.repairs.unknown_events += 1;
+        true
+    }
+}
+
+/// Reads the archive `a` (anchor `path`) as one whose locations' regions
+/// come in time order; `None` when it is not one (read it with the
+/// general reader).
+pub(super) fn read(
+    a: &Archive,
+    path: &std::path::Path,
+    opts: &ReadOptions,
+) -> Result<Option<Trace>> {
+    let phase = crate::phases::span("otf2: skeleton (one thread)");
+    let (_, offset, length) = super::clock_of(&a.defs, path)?;
+    let Skeleton {
+        mut b,
+        loc_of,
+        state_of,
+        clock,
+    } = skeleton(&a.defs, path, opts, offset)?;
+    let ranks = Ranks::new(&a.defs);
+    drop(phase);
+    let general = AtomicBool::new(false);
+    let size = |l: u64| event_bytes(&a.evt_dir, l);
+    let groups = balance(&a.locations, size, rayon::current_num_threads());
+    let phase = crate::phases::span("otf2: events read, regions flattened (all threads)");
+    let parts: Vec<_> = groups
+        .par_iter()
+        .map(|g| {
+            let ev = InOrderEvents::new(clock, &loc_of, &state_of, &ranks, &general);
+            read_group(&a.c_path, &a.defs, g, size, ev).map(|mut ev| {
+                ev.end_location();
+                ev
+            })
+        })
+        .collect();
+    drop(phase);
+    if general.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let mut parts = parts
+        .into_iter()
+        .map(|p| p.map_err(|e| group_error(path, &a.evt_dir, e)))
+        .collect::<Result<Vec<_>>>()?;
+
+    // the regions still open close where the last one closed, or at the
+    // declared end when later; one entered after that is the general
+    // reader's to close
+    let end = parts
+        .iter()
+        .map(|p| p.max_closed_end)
+        .max()
+        .unwrap_or(0)
+        .max(offset.saturating_add(length));
+    let e = clock.ns(end);
+    let mut tails = Vec::new();
+    for &(loc, from, state) in parts.iter().flat_map(|p| &p.tails) {
+        let a = clock.ns(from);
+        if a > e {
+            return Ok(None);
+        }
+        if e > a {
+            tails.push(RawInterval {
+                loc,
+                state,
+                start: a,
+                end: e,
+            });
+        }
+    }
+    let mut rep = Repairs::default();
+    for p in &mut parts {
+        rep.add(&p.repairs);
+        for block in p.blocks.drain(..) {
+            b.add_interval_block(block);
+        }
+    }
+    // after every location's own block: each tail stays last on its
+    // location (the builder keeps the blocks' order per location)
+    b.add_interval_block(IntervalBlock::Records(tails));
+    let keyed = |side: fn(&mut InOrderEvents<'_>) -> Vec<Keyed>, parts: &mut [InOrderEvents]| {
+        let mut v: Vec<Vec<Keyed>> = parts.iter_mut().map(side).collect();
+        if v.len() == 1 {
+            return v.pop().unwrap_or_default();
+        }
+        let slices: Vec<&[Keyed]> = v.iter().map(Vec::as_slice).collect();
+        crate::model::matching::par_filter_map(&slices, || (), |_, k| Some(*k))
+    };
+    let sends = keyed(|p| std::mem::take(&mut p.sends), &mut parts);
+    let recvs = keyed(|p| std::mem::take(&mut p.recvs), &mut parts);
+    let rest = Rest {
+        sends,
+        recvs,
+        collectives: parts.iter().map(|p| &p.collectives[..]).collect(),
+        metrics: parts.iter().map(|p| &p.metrics[..]).collect(),
+        markers: parts.iter().map(|p| &p.markers[..]).collect(),
+    };
+    finish(&a.defs, b, &loc_of, clock, rest, rep, path, opts).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NestedSlice, flatten_nested};
+    use crate::readers::otf2::{Defs, Events};
+
+    /// One location (OTF2 id 7); regions 0..4 defined (1 and 3 share a
+    /// state), 4 undefined.
+    fn maps() -> (HashMap<u64, LocId>, HashMap<u32, StateId>) {
+        (
+            [(7u64, 0 as LocId)].into_iter().collect(),
+            [(0u32, 0 as StateId), (1, 1), (2, 2), (3, 1)]
+                .into_iter()
+                .collect(),
+        )
+    }
+
+    /// Random enters and leaves in time order (undefined regions, leaves
+    /// of the wrong region or of nothing, zero-length regions, several
+    /// ticks on one nanosecond, regions left open) flatten as they come to
+    /// what the general reader's nesting of the whole location gives, with
+    /// the same repairs.
+    #[test]
+    fn flattening_as_events_come_equals_the_general_readers_nesting() {
+        let mut rng = crate::test_rng::XorShift(0x2545f4914f6cdd1d);
+        let (loc_of, state_of) = maps();
+        let defs = Defs::default();
+        let ranks = Ranks::new(&defs);
+        for round in 0..400 {
+            let res = [1_000_000_000u64, 2_400_000_000, 1_000_000, 3][round % 4];
+            let clock = Clock { res, origin: 1000 };
+            let general = AtomicBool::new(false);
+            let mut s = InOrderEvents::new(clock, &loc_of, &state_of, &ranks, &general);
+            let mut m = Events::default();
+            s.start_location(7, 0);
+            m.start_location(7, 0);
+            let mut t = clock.origin;
+            for _ in 0..rng.below(60) {
+                t += rng.below(4);
+                let region = rng.below(5) as u32;
+                if rng.below(2) == 0 {
+                    assert!(s.enter(7, t, region));
+                    m.enter(7, t, region);
+                } else {
+                    assert!(s.leave(7, t, region));
+                    m.leave(7, t, region);
+                }
+            }
+            let mut got = s.flat.clone();
+            s.end_location();
+            assert!(!general.load(Ordering::Relaxed));
+            // the open regions close at the end (as `read` closes them,
+            // when none was entered after it)
+            let declared = clock.origin + rng.below(100);
+            let end = s.max_closed_end.max(declared);
+            if s.tails.iter().any(|&(_, from, _)| from > end) {
+                continue;
+            }
+            for &(_, from, st) in &s.tails {
+                if clock.ns(end) > clock.ns(from) {
+                    got.push((clock.ns(from), clock.ns(end), st));
+                }
+            }
+            m.flush();
+            let closed = m.slices.remove(&7).unwrap_or_default();
+            let open = m.stacks.remove(&7).unwrap_or_default();
+            let mem_end = closed.iter().map(|c| c.1).max().unwrap_or(0).max(declared);
+            assert_eq!(end, mem_end, "{round}");
+            let mut unknown = 0;
+            let unclosed = open.len() as u64;
+            let mut slices = Vec::new();
+            for (a, b, r, seq) in closed
+                .into_iter()
+                .chain(open.into_iter().map(|(a, r, seq)| (a, mem_end, r, seq)))
+            {
+                match state_of.get(&r) {
+                    Some(&st) => slices.push(NestedSlice {
+                        start: clock.ns(a),
+                        end: clock.ns(b),
+                        state: st,
+                        seq,
+                    }),
+                    None => unknown += 1,
+                }
+            }
+            let mut want = Vec::new();
+            assert_eq!(flatten_nested(&mut slices, &mut want), 0, "{round}");
+            assert_eq!(got, want, "{round}");
+            assert_eq!(s.repairs.mismatched_leave, m.mismatched_leave, "{round}");
+            assert_eq!(s.repairs.unclosed, unclosed, "{round}");
+            assert_eq!(s.repairs.unknown_region, unknown, "{round}");
+        }
+    }
+
+    /// Time going back on a location's regions, an event before the
+    /// clock's offset or of a location the definitions lack hands the
+    /// archive to the general reader, and stops the other readers at
+    /// their next region.
+    #[test]
+    fn untimely_events_hand_the_archive_to_the_general_reader() {
+        let (loc_of, state_of) = maps();
+        let defs = Defs::default();
+        let ranks = Ranks::new(&defs);
+        let clock = Clock {
+            res: 1_000_000_000,
+            origin: 100,
+        };
+        let cases: [&dyn Fn(&mut InOrderEvents) -> bool; 5] = [
+            &|s| s.enter(7, 150, 0) && s.leave(7, 149, 0),
+            &|s| s.enter(7, 99, 0),
+            &|s| s.metric(7, 50, 0, 1.0),
+            &|s| s.send(7, 99, 0, 0, 0, 8),
+            &|s| {
+                s.start_location(8, 0);
+                s.enter(8, 150, 0)
+            },
+        ];
+        for (i, case) in cases.iter().enumerate() {
+            let general = AtomicBool::new(false);
+            let mut s = InOrderEvents::new(clock, &loc_of, &state_of, &ranks, &general);
+            s.start_location(7, 0);
+            assert!(!case(&mut s), "case {i}");
+            assert!(general.load(Ordering::Relaxed), "case {i}");
+            // another reader stops at its next location's first region
+            let mut other = InOrderEvents::new(clock, &loc_of, &state_of, &ranks, &general);
+            other.start_location(7, 0);
+            assert!(!other.enter(7, 150, 0), "case {i}");
+        }
+        // in order, at the offset, equal times: taken
+        let general = AtomicBool::new(false);
+        let mut s = InOrderEvents::new(clock, &loc_of, &state_of, &ranks, &general);
+        s.start_location(7, 0);
+        assert!(s.enter(7, 100, 0) && s.enter(7, 100, 1) && s.leave(7, 100, 1));
+        assert!(s.metric(7, 100, 0, 1.0) && s.leave(7, 120, 0));
+        s.end_location();
+        assert!(!general.load(Ordering::Relaxed));
+        assert_eq!(s.blocks.len(), 1);
+        assert_eq!(s.blocks[0].len(), 1);
+    }
+}
