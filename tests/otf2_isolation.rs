@@ -75,7 +75,7 @@ fn the_helpers_phases_reach_info_stats() {
     let text = out + &err;
     for phase in [
         "otf2: helper process (read, cache written)",
-        "otf2: events read (all threads)",
+        "otf2: events read, regions flattened (all threads)",
         "otf2: cache written (one thread)",
         "otf2: cache read back (one thread)",
     ] {

@@ -14,6 +14,13 @@
 //! event. Metrics become counters named after their members. Timestamps
 //! become nanoseconds since the global offset, with the timer resolution.
 //!
+//! Two readers give that model: an archive whose locations' regions come
+//! in time order, none of its events before the global offset (what the
+//! OTF2 writer lets Score-P write), is read with each location's regions
+//! flattened as they come (`in_order`); any other is read again by the
+//! general reader here ([`Events`]), which keeps every region, sorts and
+//! nests them, and counts time from the earliest event.
+//!
 //! Default classes: regions of the MPI, SHMEM, GASPI and UPC paradigms, of
 //! the measurement system, and regions whose role is a barrier, a
 //! collective, point-to-point, RMA, data transfer, task or thread wait are
