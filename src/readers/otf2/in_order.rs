@@ -20,11 +20,11 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::{
-    Archive, Clock, Coll, EventSink, Keyed, LastComm, Marker, Metric, Ranks, Repairs, Rest,
+    Archive, Clock, Coll, EventSink, KeyLocs, Keyed, LastComm, Marker, Ranks, Repairs, Rest,
     Skeleton, balance, event_bytes, finish, group_error, read_group, skeleton,
 };
 use crate::error::Result;
-use crate::model::builder::{IntervalBlock, RawInterval};
+use crate::model::builder::{IntervalBlock, RawCounter, RawInterval};
 use crate::model::{LocId, StateId, Time, Trace};
 use crate::readers::ReadOptions;
 
@@ -34,8 +34,9 @@ struct InOrderEvents<'a> {
     clock: Clock,
     loc_of: &'a HashMap<u64, LocId>,
     state_of: &'a HashMap<u32, StateId>,
-    ranks: &'a Ranks<'a>,
-    last_comm: LastComm<'a>,
+    /// The ranks' locations as message keys take them ([`KeyLocs`]).
+    ranks: &'a Ranks<'a, LocId>,
+    last_comm: LastComm<'a, LocId>,
     /// Set by the reader that finds the archive needs the general reader;
     /// the others stop at their next region.
     general: &'a AtomicBool,
@@ -66,7 +67,8 @@ struct InOrderEvents<'a> {
     sends: Vec<Keyed>,
     recvs: Vec<Keyed>,
     collectives: Vec<Coll>,
-    metrics: Vec<Metric>,
+    /// The metric samples, each with its member as its counter.
+    samples: Vec<RawCounter>,
     markers: Vec<Marker>,
     repairs: Repairs,
 }
@@ -76,7 +78,7 @@ impl<'a> InOrderEvents<'a> {
         clock: Clock,
         loc_of: &'a HashMap<u64, LocId>,
         state_of: &'a HashMap<u32, StateId>,
-        ranks: &'a Ranks<'a>,
+        ranks: &'a Ranks<'a, LocId>,
         general: &'a AtomicBool,
     ) -> Self {
         InOrderEvents {
@@ -101,7 +103,7 @@ impl<'a> InOrderEvents<'a> {
             sends: Vec::new(),
             recvs: Vec::new(),
             collectives: Vec::new(),
-            metrics: Vec::new(),
+            samples: Vec::new(),
             markers: Vec::new(),
             repairs: Repairs::default(),
         }
@@ -168,10 +170,13 @@ impl<'a> InOrderEvents<'a> {
         self.coll_open.clear();
     }
 
-    /// The location of rank `peer` of `comm`, seen from `loc`; `None`
-    /// (counted as unmatched) when the definitions do not resolve it.
-    fn peer(&mut self, loc: u64, peer: u32, comm: u32) -> Option<u64> {
-        let other = self.ranks.location_in(&mut self.last_comm, comm, peer, loc);
+    /// The key location of rank `peer` of `comm`, seen from the location
+    /// at hand; `None` (counted as unmatched) when the definitions do not
+    /// resolve it.
+    fn peer(&mut self, peer: u32, comm: u32) -> Option<LocId> {
+        let other = self
+            .ranks
+            .location_in(&mut self.last_comm, comm, peer, self.loc);
         if other.is_none() {
             self.repairs.unmatched_message += 1;
         }
@@ -242,8 +247,8 @@ impl EventSink for InOrderEvents<'_> {
         if !self.at(loc, time) {
             return false;
         }
-        if let Some(other) = self.peer(loc, peer, comm) {
-            self.sends.push(((loc, other, comm, tag), time, len));
+        if let Some(other) = self.peer(peer, comm) {
+            self.sends.push(((self.loc, other, comm, tag), time, len));
         }
         true
     }
@@ -252,8 +257,8 @@ impl EventSink for InOrderEvents<'_> {
         if !self.at(loc, time) {
             return false;
         }
-        if let Some(other) = self.peer(loc, peer, comm) {
-            self.recvs.push(((other, loc, comm, tag), time, len));
+        if let Some(other) = self.peer(peer, comm) {
+            self.recvs.push(((other, self.loc, comm, tag), time, len));
         }
         true
     }
@@ -296,7 +301,12 @@ impl EventSink for InOrderEvents<'_> {
         if !self.at(loc, time) {
             return false;
         }
-        self.metrics.push((loc, time, member, value));
+        self.samples.push(RawCounter {
+            loc: self.loc,
+            counter: member,
+            time: self.clock.ns(time),
+            value,
+        });
         true
     }
 
@@ -330,7 +340,8 @@ pub(super) fn read(
         state_of,
         clock,
     } = skeleton(&a.defs, path, opts, offset)?;
-    let ranks = Ranks::new(&a.defs);
+    let keys = KeyLocs::new(&a.defs, &loc_of);
+    let ranks = Ranks::of_keys(&a.defs, &keys);
     drop(phase);
     let general = AtomicBool::new(false);
     let size = |l: u64| event_bytes(&a.evt_dir, l);
@@ -400,11 +411,16 @@ pub(super) fn read(
     };
     let sends = keyed(|p| std::mem::take(&mut p.sends), &mut parts);
     let recvs = keyed(|p| std::mem::take(&mut p.recvs), &mut parts);
+    let samples = parts
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.samples))
+        .collect();
     let rest = Rest {
         sends,
         recvs,
+        defined: keys.defined,
         collectives: parts.iter().map(|p| &p.collectives[..]).collect(),
-        metrics: parts.iter().map(|p| &p.metrics[..]).collect(),
+        samples,
         markers: parts.iter().map(|p| &p.markers[..]).collect(),
     };
     finish(&a.defs, b, &loc_of, clock, rest, rep, path, opts).map(Some)
@@ -437,7 +453,8 @@ mod tests {
         let mut rng = crate::test_rng::XorShift(0x2545f4914f6cdd1d);
         let (loc_of, state_of) = maps();
         let defs = Defs::default();
-        let ranks = Ranks::new(&defs);
+        let keys = KeyLocs::new(&defs, &loc_of);
+        let ranks = Ranks::of_keys(&defs, &keys);
         for round in 0..400 {
             let res = [1_000_000_000u64, 2_400_000_000, 1_000_000, 3][round % 4];
             let clock = Clock { res, origin: 1000 };
@@ -512,7 +529,8 @@ mod tests {
     fn untimely_events_hand_the_archive_to_the_general_reader() {
         let (loc_of, state_of) = maps();
         let defs = Defs::default();
-        let ranks = Ranks::new(&defs);
+        let keys = KeyLocs::new(&defs, &loc_of);
+        let ranks = Ranks::of_keys(&defs, &keys);
         let clock = Clock {
             res: 1_000_000_000,
             origin: 100,

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use super::ReadOptions;
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::model::builder::{IntervalBlock, RawMessage};
+use crate::model::builder::{IntervalBlock, RawCounter, RawMessage};
 use crate::model::matching::{match_into, par_filter_map};
 use crate::model::{
     BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
@@ -122,8 +122,8 @@ type Metric = (u64, u64, u32, f64);
 type Marker = (u64, u64, u8, i64);
 
 /// A send or receive with its key: ((sender, receiver, communicator, tag),
-/// time, bytes), the locations OTF2's.
-type Keyed = ((u64, u64, u32, u32), u64, u64);
+/// time (ticks), bytes), the locations as [`KeyLocs`] numbers them.
+type Keyed = ((LocId, LocId, u32, u32), u64, u64);
 
 /// The sends, receives and metric samples of a part of the locations.
 #[derive(Default)]
@@ -1567,56 +1567,77 @@ fn skeleton(defs: &Defs, path: &Path, opts: &ReadOptions, origin: u64) -> Result
     })
 }
 
-/// The locations of the ranks of each communicator.
-struct Ranks<'d> {
+/// The locations of the ranks of each communicator, as OTF2's location
+/// ids (`W` = `u64`) or as message keys take them ([`KeyLocs`]).
+struct Ranks<'d, W = u64> {
     defs: &'d Defs,
     /// per paradigm: the locations of its world (`COMM_LOCATIONS` group)
-    world: HashMap<u8, &'d Vec<u64>>,
+    world: HashMap<u8, &'d [W]>,
 }
 
 /// The last communicator [`Ranks::location_in`] resolved (messages mostly
 /// use one): its id and its ranks (`None`: a `COMM_SELF` group).
-type LastComm<'d> = Option<(u32, Option<CommRanks<'d>>)>;
+type LastComm<'d, W = u64> = Option<(u32, Option<CommRanks<'d, W>>)>;
 
 /// A communicator's ranks: its group's members (indices into its
 /// paradigm's world) and that world's locations.
-#[derive(Clone, Copy)]
-struct CommRanks<'d> {
+struct CommRanks<'d, W> {
     members: &'d [u64],
-    world: &'d [u64],
+    world: &'d [W],
+}
+
+impl<W> Clone for CommRanks<'_, W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<W> Copy for CommRanks<'_, W> {}
+
+/// The worlds (`COMM_LOCATIONS` groups) of the definitions, each of its
+/// paradigm (the last of a paradigm when it has several).
+fn worlds(defs: &Defs) -> impl Iterator<Item = (u8, &Vec<u64>)> {
+    defs.groups
+        .values()
+        .filter(|g| g.0 as u32 == ffi::OTF2_GROUP_TYPE_COMM_LOCATIONS)
+        .map(|g| (g.1, &g.2))
 }
 
 impl<'d> Ranks<'d> {
     fn new(defs: &'d Defs) -> Self {
-        let world = defs
-            .groups
-            .values()
-            .filter(|g| g.0 as u32 == ffi::OTF2_GROUP_TYPE_COMM_LOCATIONS)
-            .map(|g| (g.1, &g.2))
-            .collect();
+        let world = worlds(defs).map(|(p, w)| (p, &w[..])).collect();
         Ranks { defs, world }
     }
+}
 
+impl<'d> Ranks<'d, LocId> {
+    /// The ranks with their locations as `keys` numbers them.
+    fn of_keys(defs: &'d Defs, keys: &'d KeyLocs) -> Self {
+        let world = keys.world.iter().map(|(&p, w)| (p, &w[..])).collect();
+        Ranks { defs, world }
+    }
+}
+
+impl<'d, W: Copy> Ranks<'d, W> {
     /// The ranks of `comm`: `Some(None)` for a `COMM_SELF` group, `None`
     /// when the definitions do not resolve it.
-    fn resolve(&self, comm: u32) -> Option<Option<CommRanks<'d>>> {
+    fn resolve(&self, comm: u32) -> Option<Option<CommRanks<'d, W>>> {
         let (_, group) = self.defs.comms.get(&comm)?;
         let (ty, paradigm, members) = self.defs.groups.get(group)?;
         if *ty as u32 == ffi::OTF2_GROUP_TYPE_COMM_SELF {
             return Some(None);
         }
-        let world = self.world.get(paradigm)?;
+        let world = *self.world.get(paradigm)?;
         Some(Some(CommRanks { members, world }))
     }
 
     /// The location of rank `rank` of `comm`, seen from location `me`.
-    fn location(&self, comm: u32, rank: u32, me: u64) -> Option<u64> {
+    fn location(&self, comm: u32, rank: u32, me: W) -> Option<W> {
         self.location_in(&mut None, comm, rank, me)
     }
 
     /// [`Self::location`], the communicator resolved again only when it
     /// is not the `last` one.
-    fn location_in(&self, last: &mut LastComm<'d>, comm: u32, rank: u32, me: u64) -> Option<u64> {
+    fn location_in(&self, last: &mut LastComm<'d, W>, comm: u32, rank: u32, me: W) -> Option<W> {
         let ranks = match *last {
             Some((c, r)) if c == comm => r,
             _ => {
@@ -1632,6 +1653,37 @@ impl<'d> Ranks<'d> {
                 r.world.get(idx as usize).copied()
             }
         }
+    }
+}
+
+/// The locations as message keys take them: each defined location as the
+/// model's, and past the model's locations one number for each location
+/// a world names that the definitions do not define (its messages pair
+/// up, and are then left out as unmatched, as the model has no location
+/// for them). Keys of 16 bytes, and a matched pair's locations without a
+/// lookup.
+struct KeyLocs {
+    /// per paradigm: its world's locations, numbered
+    world: HashMap<u8, Vec<LocId>>,
+    /// The model's locations: key locations at or above are undefined.
+    defined: LocId,
+}
+
+impl KeyLocs {
+    fn new(defs: &Defs, loc_of: &HashMap<u64, LocId>) -> KeyLocs {
+        let defined = loc_of.values().map(|&l| l + 1).max().unwrap_or(0);
+        let mut undefined: HashMap<u64, LocId> = HashMap::default();
+        let mut key = |l: u64| match loc_of.get(&l) {
+            Some(&k) => k,
+            None => {
+                let n = undefined.len() as LocId;
+                *undefined.entry(l).or_insert(defined.saturating_add(n))
+            }
+        };
+        let world = worlds(defs)
+            .map(|(p, w)| (p, w.iter().map(|&l| key(l)).collect()))
+            .collect();
+        KeyLocs { world, defined }
     }
 }
 
@@ -1792,17 +1844,19 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     let phase = crate::phases::span("otf2: sends and receives keyed (all threads)");
     // (sender, receiver, communicator, tag), time, bytes; on all threads,
     // each keeping the last communicator it resolved
-    let ranks = Ranks::new(&defs);
+    let keys = KeyLocs::new(&defs, &loc_of);
+    let ranks = Ranks::of_keys(&defs, &keys);
     let side = |parts: Vec<&[P2p]>, send: bool| {
         let keyed = par_filter_map(
             &parts,
             || None,
             |last, &(t, loc, peer, comm, tag, len)| {
-                let other = ranks.location_in(last, comm, peer, loc)?;
+                let me = *loc_of.get(&loc)?;
+                let other = ranks.location_in(last, comm, peer, me)?;
                 let key = if send {
-                    (loc, other, comm, tag)
+                    (me, other, comm, tag)
                 } else {
-                    (other, loc, comm, tag)
+                    (other, me, comm, tag)
                 };
                 Some((key, t, len))
             },
@@ -1814,11 +1868,29 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     let (recvs, unknown_recvs) = side(ev.p2p(true), false);
     rep.unmatched_message += unknown_sends + unknown_recvs;
     drop(phase);
+    // the samples as the model's, each with its member until `finish`
+    // numbers the counters
+    let samples: Vec<Vec<RawCounter>> = ev
+        .metric_parts()
+        .map(|m| {
+            m.iter()
+                .filter_map(|&(l, t, member, value)| {
+                    Some(RawCounter {
+                        loc: *loc_of.get(&l)?,
+                        counter: member,
+                        time: clock.ns(t),
+                        value,
+                    })
+                })
+                .collect()
+        })
+        .collect();
     let rest = Rest {
         sends,
         recvs,
+        defined: keys.defined,
         collectives: vec![&ev.collectives[..]],
-        metrics: ev.metric_parts().map(|m| &m[..]).collect(),
+        samples,
         markers: vec![&ev.markers[..]],
     };
     finish(&defs, b, &loc_of, clock, rest, rep, path, opts)
@@ -1826,12 +1898,15 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
 
 /// What the model keeps besides the state intervals, as a reader collected
 /// it: the keyed sends and receives (in file order), and the collectives,
-/// metric samples and markers of each part of the locations, in order.
+/// metric samples (each with its member as its counter) and markers of
+/// each part of the locations, in order.
 struct Rest<'e> {
     sends: Vec<Keyed>,
     recvs: Vec<Keyed>,
+    /// Key locations at or above are not the model's ([`KeyLocs`]).
+    defined: LocId,
     collectives: Vec<&'e [Coll]>,
-    metrics: Vec<&'e [Metric]>,
+    samples: Vec<Vec<RawCounter>>,
     markers: Vec<&'e [Marker]>,
 }
 
@@ -1853,15 +1928,16 @@ fn finish(
     let phase = crate::phases::span("otf2: messages matched (keys numbered on one thread)");
     // each pair made into the model's message where it is matched (a pair
     // whose locations are unknown counts as unmatched)
+    let defined = rest.defined;
     let (messages, left) = match_into(rest.sends, rest.recvs, |m| {
         let (src, dst, _, tag) = m.key;
-        Some(RawMessage {
+        (src < defined && dst < defined).then(|| RawMessage {
             send: ns(m.send_time),
             recv: ns(m.recv_time),
             bytes: m.send_bytes.max(m.recv_bytes),
             tag: tag as i64,
-            src: *loc_of.get(&src)?,
-            dst: *loc_of.get(&dst)?,
+            src,
+            dst,
         })
     });
     rep.unmatched_message += left;
@@ -1890,15 +1966,30 @@ fn finish(
     // counters in the order of first appearance, as before): no name
     // built and looked up per sample
     let mut counter_of: HashMap<u32, u32> = HashMap::default();
-    b.counters
-        .reserve(rest.metrics.iter().map(|m| m.len()).sum());
-    for &(l, t, member, x) in rest.metrics.iter().copied().flatten() {
-        let Some(&loc) = loc_of.get(&l) else { continue };
-        let c = *counter_of.entry(member).or_insert_with(|| {
-            let (n, u) = metric_name(defs, member, &name);
-            b.counter_def(&n, &u)
-        });
-        b.counter(loc, c, ns(t), x);
+    let mut parts = rest.samples.into_iter();
+    let mut all = parts.next().unwrap_or_default();
+    for mut p in parts {
+        all.append(&mut p);
+    }
+    let mut last: Option<(u32, u32)> = None;
+    for c in &mut all {
+        let member = c.counter;
+        c.counter = match last {
+            Some((m, id)) if m == member => id,
+            _ => {
+                let id = *counter_of.entry(member).or_insert_with(|| {
+                    let (n, u) = metric_name(defs, member, &name);
+                    b.counter_def(&n, &u)
+                });
+                last = Some((member, id));
+                id
+            }
+        };
+    }
+    if b.counters.is_empty() {
+        b.counters = all;
+    } else {
+        b.counters.append(&mut all);
     }
     let mut kind_of: HashMap<u8, u32> = HashMap::default();
     for &(l, t, kind, v) in rest.markers.iter().copied().flatten() {
