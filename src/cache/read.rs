@@ -382,6 +382,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
             return Err(bad(&t.path, format!("row {i}: the parents form a cycle")));
         }
     }
+    drop(t);
     let t = Table::open(dir, "locations", r.locations)?;
     let (names, kinds, grp, ext) = (
         t.strings("name")?,
@@ -420,6 +421,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     }
 
     // states
+    drop(t);
     let t = Table::open(dir, "states", r.states)?;
     let (names, classes, ext) = (
         t.strings("name")?,
@@ -459,6 +461,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     let nstates = states.len();
 
     // intervals
+    drop(t);
     let t = Table::open(dir, "intervals", r.intervals)?;
     let loc = t.prim::<UInt32Type>("location")?;
     let offsets = offsets_of(&t.path, &loc, nloc, false)?;
@@ -482,6 +485,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     let intervals = Intervals::from_columns(offsets, start, end, state);
 
     // events
+    drop(t);
     let t = Table::open(dir, "event_types", r.event_types)?;
     let (ext, names) = (t.prim::<Int64Type>("external_id")?, t.strings("name")?);
     let mut event_types = EventTypes::default();
@@ -493,6 +497,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
             ));
         }
     }
+    drop(t);
     let t = Table::open(dir, "event_values", r.event_values)?;
     let (ty, val, names) = (
         t.prim::<UInt32Type>("type")?,
@@ -505,6 +510,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
         }
         event_types.name_value(ty, v, n);
     }
+    drop(t);
     let t = Table::open(dir, "events", r.events)?;
     let loc: Vec<LocId> = t
         .opt_u32("location")?
@@ -537,6 +543,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     };
 
     // messages
+    drop(t);
     let t = Table::open(dir, "messages", r.messages)?;
     let messages = Messages {
         sender: t.prim::<UInt32Type>("sender")?,
@@ -561,6 +568,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     )?;
 
     // counters
+    drop(t);
     let t = Table::open(dir, "counter_defs", r.counter_defs)?;
     let defs: Vec<CounterDef> = t
         .strings("name")?
@@ -568,6 +576,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
         .zip(t.strings("unit")?)
         .map(|(name, unit)| CounterDef { name, unit })
         .collect();
+    drop(t);
     let t = Table::open(dir, "counters", r.counters)?;
     let loc = t.prim::<UInt32Type>("location")?;
     let offsets = offsets_of(&t.path, &loc, nloc, false)?;
@@ -599,8 +608,10 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     };
 
     // collectives and communicators
+    drop(t);
     let t = Table::open(dir, "collective_ops", r.collective_ops)?;
     let ops = t.strings("name")?;
+    drop(t);
     let t = Table::open(dir, "collectives", r.collectives)?;
     let collectives = Collectives {
         ops,
@@ -627,6 +638,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
                 || (i > 0 && (c.begin[i], c.loc[i]) < (c.begin[i - 1], c.loc[i - 1]))
         },
     )?;
+    drop(t);
     let t = Table::open(dir, "communicators", r.communicators)?;
     let (ids, names) = (t.prim::<Int64Type>("id")?, t.strings("name")?);
     let members = t.lists("members", DataType::Int64, |a| {
