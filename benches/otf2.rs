@@ -3,7 +3,9 @@
 //! The archive (64 ranks exchanging messages in a ring, about 4.6 M events)
 //! is written once into `target/bench-data/otf2-ring/` by the official OTF2
 //! Python writer (`tests/data/write_otf2_large.py`, Debian `python3-otf2`).
-//! Criterion times the library's reader (in this process, all cores); a
+//! Criterion times the library's reader (in this process, all cores: the
+//! in-order read every Score-P archive gets, and the general reader an
+//! archive out of time order gets); a
 //! table then times `tapestry info` (the binary: OTF2 read in a helper
 //! process, and in process with `TAPESTRY_OTF2_IN_PROCESS=1`) at 1, 2 and
 //! all cores against `otf2-print > /dev/null` on one core, best of 3, and
@@ -67,6 +69,15 @@ fn main() {
         g.throughput(Throughput::Bytes(bytes));
         g.bench_function("tapestry read", |b| {
             b.iter(|| black_box(readers::read(&anchor, &ReadOptions::default()).expect("read")))
+        });
+        // what an archive not in time order costs: every region kept,
+        // sorted and nested (the in-order read above is the default)
+        g.bench_function("tapestry read, general reader", |b| {
+            b.iter(|| {
+                black_box(
+                    readers::otf2::read_general(&anchor, &ReadOptions::default()).expect("read"),
+                )
+            })
         });
         g.finish();
     }
