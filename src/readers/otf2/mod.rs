@@ -364,6 +364,9 @@ trait EventSink {
 struct EvCtx<'d, S> {
     defs: &'d Defs,
     ev: S,
+    /// The last metric (class or instance) sampled and its members
+    /// (samples of one metric follow each other: two lookups saved).
+    metric: Option<(u32, &'d [u32])>,
 }
 
 fn evctx<'a, 'd, S>(user: *mut c_void) -> &'a mut EvCtx<'d, S> {
@@ -542,13 +545,20 @@ unsafe extern "C" fn on_metric<S: EventSink>(
             std::slice::from_raw_parts(values, n as usize),
         )
     };
-    let class = c
-        .defs
-        .metric_instances
-        .get(&metric)
-        .copied()
-        .unwrap_or(metric);
-    let members: &[u32] = c.defs.metric_classes.get(&class).map_or(&[], |m| m);
+    let members: &[u32] = match c.metric {
+        Some((m, members)) if m == metric => members,
+        _ => {
+            let defs = c.defs;
+            let class = defs
+                .metric_instances
+                .get(&metric)
+                .copied()
+                .unwrap_or(metric);
+            let members = defs.metric_classes.get(&class).map_or(&[][..], |m| &m[..]);
+            c.metric = Some((metric, members));
+            members
+        }
+    };
     if types.is_empty() {
         return code(c.ev.timed(loc, time));
     }
@@ -731,7 +741,11 @@ fn read_group<S: EventSink>(
     ev: S,
 ) -> Result<S, GroupError> {
     let setup = |what: &str, code| GroupError::Setup(what.to_string(), code);
-    let mut c = EvCtx { defs, ev };
+    let mut c = EvCtx {
+        defs,
+        ev,
+        metric: None,
+    };
     let user = &mut c as *mut EvCtx<S> as *mut c_void;
     // SAFETY: the library's documented sequence for local readers; every
     // pointer passed is valid for the call, `user` points to `c`, which
@@ -2172,6 +2186,7 @@ mod region_tests {
         let mut c = EvCtx {
             defs: &defs,
             ev: Events::default(),
+            metric: None,
         };
         let user = &mut c as *mut EvCtx<Events> as *mut c_void;
         let mut want_open: HashMap<u64, Vec<(u64, u32)>> = HashMap::default();
