@@ -106,23 +106,15 @@ fn ping_pong_archives_match_otf2_print() {
 
 /// Writes an archive with the official Python writer.
 fn python_archive(dir: &Path, ranks: u32, resolution: u64, offset: u64) -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/write_otf2.py");
-    let out = Command::new("/usr/bin/python3")
-        .arg(&script)
-        .arg(dir)
-        .args([
-            ranks.to_string(),
-            resolution.to_string(),
-            offset.to_string(),
-        ])
-        .output()
-        .expect("/usr/bin/python3 with the otf2 module (Debian package python3-otf2)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dir.join("traces.otf2")
+    python_writer(
+        "write_otf2.py",
+        dir,
+        &[
+            &ranks.to_string(),
+            &resolution.to_string(),
+            &offset.to_string(),
+        ],
+    )
 }
 
 #[test]

@@ -429,7 +429,6 @@ pub(super) fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{NestedSlice, flatten_nested};
     use crate::readers::otf2::{Defs, Events};
 
     /// One location (OTF2 id 7); regions 0..4 defined (1 and 3 share a
@@ -490,30 +489,9 @@ mod tests {
                     got.push((clock.ns(from), clock.ns(end), st));
                 }
             }
-            m.flush();
-            let closed = m.slices.remove(&7).unwrap_or_default();
-            let open = m.stacks.remove(&7).unwrap_or_default();
-            let mem_end = closed.iter().map(|c| c.1).max().unwrap_or(0).max(declared);
+            let (want, mem_end, unclosed, unknown) =
+                super::super::general_intervals(&mut m, 7, declared, &state_of, clock);
             assert_eq!(end, mem_end, "{round}");
-            let mut unknown = 0;
-            let unclosed = open.len() as u64;
-            let mut slices = Vec::new();
-            for (a, b, r, seq) in closed
-                .into_iter()
-                .chain(open.into_iter().map(|(a, r, seq)| (a, mem_end, r, seq)))
-            {
-                match state_of.get(&r) {
-                    Some(&st) => slices.push(NestedSlice {
-                        start: clock.ns(a),
-                        end: clock.ns(b),
-                        state: st,
-                        seq,
-                    }),
-                    None => unknown += 1,
-                }
-            }
-            let mut want = Vec::new();
-            assert_eq!(flatten_nested(&mut slices, &mut want), 0, "{round}");
             assert_eq!(got, want, "{round}");
             assert_eq!(s.repairs.mismatched_leave, m.mismatched_leave, "{round}");
             assert_eq!(s.repairs.unclosed, unclosed, "{round}");

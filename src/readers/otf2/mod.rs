@@ -2022,6 +2022,45 @@ fn finish(
     Ok(t)
 }
 
+/// The general reader's intervals of one location of `m` (its regions
+/// closed and still open, those closed at `declared` or the last end when
+/// later, nested and flattened), for the tests of the readers that
+/// flatten as events come: (intervals, the end, regions left open,
+/// regions of an undefined state).
+#[cfg(test)]
+fn general_intervals(
+    m: &mut Events,
+    loc: u64,
+    declared: u64,
+    state_of: &HashMap<u32, StateId>,
+    clock: Clock,
+) -> (Vec<(Time, Time, StateId)>, u64, u64, u64) {
+    m.flush();
+    let closed = m.slices.remove(&loc).unwrap_or_default();
+    let open = m.stacks.remove(&loc).unwrap_or_default();
+    let end = closed.iter().map(|c| c.1).max().unwrap_or(0).max(declared);
+    let unclosed = open.len() as u64;
+    let mut unknown = 0;
+    let mut slices = Vec::new();
+    for (a, b, r, seq) in closed
+        .into_iter()
+        .chain(open.into_iter().map(|(a, r, seq)| (a, end, r, seq)))
+    {
+        match state_of.get(&r) {
+            Some(&st) => slices.push(NestedSlice {
+                start: clock.ns(a),
+                end: clock.ns(b),
+                state: st,
+                seq,
+            }),
+            None => unknown += 1,
+        }
+    }
+    let mut want = Vec::new();
+    assert_eq!(flatten_nested(&mut slices, &mut want), 0);
+    (want, end, unclosed, unknown)
+}
+
 /// A metric member's counter name and unit.
 fn metric_name(defs: &Defs, member: u32, name: &impl Fn(u32) -> String) -> (String, String) {
     defs.metric_members
