@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::{
     Archive, Clock, Coll, EventSink, KeyLocs, Keyed, LastComm, Marker, Ranks, Repairs, Rest,
-    Skeleton, balance, event_bytes, finish, group_error, read_group, skeleton,
+    Skeleton, balance, concat, event_bytes, finish, group_error, read_group, skeleton,
 };
 use crate::error::Result;
 use crate::model::builder::{IntervalBlock, RawCounter, RawInterval};
@@ -401,20 +401,24 @@ pub(super) fn read(
     // after every location's own block: each tail stays last on its
     // location (the builder keeps the blocks' order per location)
     b.add_interval_block(IntervalBlock::Records(tails));
-    let keyed = |side: fn(&mut InOrderEvents<'_>) -> Vec<Keyed>, parts: &mut [InOrderEvents]| {
-        let mut v: Vec<Vec<Keyed>> = parts.iter_mut().map(side).collect();
-        if v.len() == 1 {
-            return v.pop().unwrap_or_default();
-        }
-        let slices: Vec<&[Keyed]> = v.iter().map(Vec::as_slice).collect();
-        crate::model::matching::par_filter_map(&slices, || (), |_, k| Some(*k))
-    };
-    let sends = keyed(|p| std::mem::take(&mut p.sends), &mut parts);
-    let recvs = keyed(|p| std::mem::take(&mut p.recvs), &mut parts);
-    let samples = parts
-        .iter_mut()
-        .map(|p| std::mem::take(&mut p.samples))
-        .collect();
+    let sends = concat(
+        parts
+            .iter_mut()
+            .map(|p| std::mem::take(&mut p.sends))
+            .collect(),
+    );
+    let recvs = concat(
+        parts
+            .iter_mut()
+            .map(|p| std::mem::take(&mut p.recvs))
+            .collect(),
+    );
+    let samples = concat(
+        parts
+            .iter_mut()
+            .map(|p| std::mem::take(&mut p.samples))
+            .collect(),
+    );
     let rest = Rest {
         sends,
         recvs,
@@ -489,9 +493,10 @@ mod tests {
                     got.push((clock.ns(from), clock.ns(end), st));
                 }
             }
-            let (want, mem_end, unclosed, unknown) =
+            let (want, mem_end, unclosed, unknown, clipped) =
                 super::super::general_intervals(&mut m, 7, declared, &state_of, clock);
             assert_eq!(end, mem_end, "{round}");
+            assert_eq!(clipped, 0, "{round}");
             assert_eq!(got, want, "{round}");
             assert_eq!(s.repairs.mismatched_leave, m.mismatched_leave, "{round}");
             assert_eq!(s.repairs.unclosed, unclosed, "{round}");

@@ -1772,6 +1772,41 @@ impl Repairs {
     }
 }
 
+/// The general reader's intervals of one location into `flat` (ns): its
+/// closed regions and those still `open`, closed at `end` (ticks), nested
+/// and flattened; `slices` is scratch. Returns the regions left open, the
+/// regions of an undefined state, and the regions clipped.
+fn nest_location(
+    closed: Vec<Closed>,
+    open: Vec<Open>,
+    end: u64,
+    state_of: &HashMap<u32, StateId>,
+    clock: Clock,
+    slices: &mut Vec<NestedSlice>,
+    flat: &mut Vec<(Time, Time, StateId)>,
+) -> (u64, u64, u64) {
+    let unclosed = open.len() as u64;
+    let mut unknown = 0u64;
+    slices.clear();
+    for (s, e, r, seq) in closed
+        .into_iter()
+        .chain(open.into_iter().map(|(s, r, seq)| (s, end, r, seq)))
+    {
+        match state_of.get(&r) {
+            Some(&st) => slices.push(NestedSlice {
+                start: clock.ns(s),
+                end: clock.ns(e),
+                state: st,
+                seq,
+            }),
+            None => unknown += 1,
+        }
+    }
+    flat.clear();
+    let clipped = flatten_nested(slices, flat);
+    (unclosed, unknown, clipped)
+}
+
 fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     ev.flush();
     let phase = crate::phases::span("otf2: skeleton (one thread)");
@@ -1782,7 +1817,6 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
         state_of,
         clock,
     } = skeleton(&defs, path, opts, offset.min(ev.min_time))?;
-    let ns = |t: u64| clock.ns(t);
     let mut rep = Repairs {
         mismatched_leave: ev.mismatched_leave,
         unmatched_collective: ev.unmatched_collective,
@@ -1819,25 +1853,8 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
             // scratch of each thread, used again location after location
             || (Vec::<NestedSlice>::new(), Vec::new()),
             |(slices, flat), (loc, closed, open)| {
-                let unclosed = open.len() as u64;
-                let mut unknown = 0u64;
-                slices.clear();
-                for (s, e, r, seq) in closed
-                    .into_iter()
-                    .chain(open.into_iter().map(|(s, r, seq)| (s, end_time, r, seq)))
-                {
-                    match state_of.get(&r) {
-                        Some(&st) => slices.push(NestedSlice {
-                            start: ns(s),
-                            end: ns(e),
-                            state: st,
-                            seq,
-                        }),
-                        None => unknown += 1,
-                    }
-                }
-                flat.clear();
-                let clipped = flatten_nested(slices, flat);
+                let (unclosed, unknown, clipped) =
+                    nest_location(closed, open, end_time, &state_of, clock, slices, flat);
                 (
                     IntervalBlock::of_location(loc, flat),
                     unclosed,
@@ -1884,19 +1901,16 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
     drop(phase);
     // the samples as the model's, each with its member until `finish`
     // numbers the counters
-    let samples: Vec<Vec<RawCounter>> = ev
+    let samples = ev
         .metric_parts()
-        .map(|m| {
-            m.iter()
-                .filter_map(|&(l, t, member, value)| {
-                    Some(RawCounter {
-                        loc: *loc_of.get(&l)?,
-                        counter: member,
-                        time: clock.ns(t),
-                        value,
-                    })
-                })
-                .collect()
+        .flatten()
+        .filter_map(|&(l, t, member, value)| {
+            Some(RawCounter {
+                loc: *loc_of.get(&l)?,
+                counter: member,
+                time: clock.ns(t),
+                value,
+            })
         })
         .collect();
     let rest = Rest {
@@ -1911,17 +1925,27 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
 }
 
 /// What the model keeps besides the state intervals, as a reader collected
-/// it: the keyed sends and receives (in file order), and the collectives,
-/// metric samples (each with its member as its counter) and markers of
-/// each part of the locations, in order.
+/// it: the keyed sends and receives and the metric samples (each with its
+/// member as its counter), in file order, and the collectives and markers
+/// of each part of the locations, in order.
 struct Rest<'e> {
     sends: Vec<Keyed>,
     recvs: Vec<Keyed>,
     /// Key locations at or above are not the model's ([`KeyLocs`]).
     defined: LocId,
     collectives: Vec<&'e [Coll]>,
-    samples: Vec<Vec<RawCounter>>,
+    samples: Vec<RawCounter>,
     markers: Vec<&'e [Marker]>,
+}
+
+/// The records of every part, part after part: the one part's moved, the
+/// parts of several threads copied on all threads.
+fn concat<T: Copy + Send + Sync>(mut parts: Vec<Vec<T>>) -> Vec<T> {
+    if parts.len() == 1 {
+        return parts.pop().unwrap_or_default();
+    }
+    let slices: Vec<&[T]> = parts.iter().map(Vec::as_slice).collect();
+    par_filter_map(&slices, || (), |_, x| Some(*x))
 }
 
 /// Completes the trace whose intervals `b` holds: the messages matched,
@@ -1980,11 +2004,7 @@ fn finish(
     // counters in the order of first appearance, as before): no name
     // built and looked up per sample
     let mut counter_of: HashMap<u32, u32> = HashMap::default();
-    let mut parts = rest.samples.into_iter();
-    let mut all = parts.next().unwrap_or_default();
-    for mut p in parts {
-        all.append(&mut p);
-    }
+    let mut all = rest.samples;
     let mut last: Option<(u32, u32)> = None;
     for c in &mut all {
         let member = c.counter;
@@ -2000,11 +2020,9 @@ fn finish(
             }
         };
     }
-    if b.counters.is_empty() {
-        b.counters = all;
-    } else {
-        b.counters.append(&mut all);
-    }
+    // the skeleton has no counter records: the samples become them
+    debug_assert!(b.counters.is_empty());
+    b.counters = all;
     let mut kind_of: HashMap<u8, u32> = HashMap::default();
     for &(l, t, kind, v) in rest.markers.iter().copied().flatten() {
         let Some(&loc) = loc_of.get(&l) else { continue };
@@ -2022,11 +2040,14 @@ fn finish(
     Ok(t)
 }
 
+/// A location's intervals `(start, end, state)` (ns).
+#[cfg(test)]
+type Flat = Vec<(Time, Time, StateId)>;
+
 /// The general reader's intervals of one location of `m` (its regions
-/// closed and still open, those closed at `declared` or the last end when
-/// later, nested and flattened), for the tests of the readers that
-/// flatten as events come: (intervals, the end, regions left open,
-/// regions of an undefined state).
+/// closed at `declared`, or at the last end when later), for the tests of
+/// the readers that flatten as events come: (intervals, the end, regions
+/// left open, regions of an undefined state, regions clipped).
 #[cfg(test)]
 fn general_intervals(
     m: &mut Events,
@@ -2034,31 +2055,22 @@ fn general_intervals(
     declared: u64,
     state_of: &HashMap<u32, StateId>,
     clock: Clock,
-) -> (Vec<(Time, Time, StateId)>, u64, u64, u64) {
+) -> (Flat, u64, u64, u64, u64) {
     m.flush();
     let closed = m.slices.remove(&loc).unwrap_or_default();
     let open = m.stacks.remove(&loc).unwrap_or_default();
     let end = closed.iter().map(|c| c.1).max().unwrap_or(0).max(declared);
-    let unclosed = open.len() as u64;
-    let mut unknown = 0;
-    let mut slices = Vec::new();
-    for (a, b, r, seq) in closed
-        .into_iter()
-        .chain(open.into_iter().map(|(a, r, seq)| (a, end, r, seq)))
-    {
-        match state_of.get(&r) {
-            Some(&st) => slices.push(NestedSlice {
-                start: clock.ns(a),
-                end: clock.ns(b),
-                state: st,
-                seq,
-            }),
-            None => unknown += 1,
-        }
-    }
-    let mut want = Vec::new();
-    assert_eq!(flatten_nested(&mut slices, &mut want), 0);
-    (want, end, unclosed, unknown)
+    let mut flat = Vec::new();
+    let (unclosed, unknown, clipped) = nest_location(
+        closed,
+        open,
+        end,
+        state_of,
+        clock,
+        &mut Vec::new(),
+        &mut flat,
+    );
+    (flat, end, unclosed, unknown, clipped)
 }
 
 /// A metric member's counter name and unit.

@@ -822,9 +822,10 @@ mod tests {
                 }
             }
             // in memory
-            let (want, mem_end, unclosed, unknown) =
+            let (want, mem_end, unclosed, unknown, clipped) =
                 super::super::general_intervals(&mut m, 7, declared, &o.state_of, clock);
             assert_eq!(end, mem_end, "{round}");
+            assert_eq!(clipped, 0, "{round}");
             assert_eq!(got, want, "{round}");
             let r = share.repairs;
             assert_eq!(r.mismatched_leave, m.mismatched_leave, "{round}");
