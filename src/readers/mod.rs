@@ -289,6 +289,10 @@ pub(crate) fn reserve_messages(
 fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     #[cfg(feature = "otf2")]
     {
+        // decoded here where the archive allows: safe code, no helper
+        if let Some(t) = otf2::read_native(path, opts)? {
+            return Ok(t);
+        }
         match OTF2_HELPER.get() {
             Some(helper) => read_otf2_isolated(helper, path, opts),
             None => otf2::read(path, opts),

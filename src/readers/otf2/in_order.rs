@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::{
     Archive, Clock, Coll, EventSink, KeyLocs, Keyed, LastComm, Marker, Ranks, Repairs, Rest,
-    Skeleton, balance, concat, event_bytes, finish, group_error, read_group, skeleton,
+    Skeleton, balance, concat, event_bytes, finish, group_error, read_locations, skeleton,
 };
 use crate::error::Result;
 use crate::model::builder::{IntervalBlock, RawCounter, RawInterval};
@@ -351,7 +351,7 @@ pub(super) fn read(
         .par_iter()
         .map(|g| {
             let ev = InOrderEvents::new(clock, &loc_of, &state_of, &ranks, &general);
-            read_group(&a.c_path, &a.defs, g, size, ev).map(|mut ev| {
+            read_locations(a, g, size, ev).map(|mut ev| {
                 ev.end_location();
                 ev
             })

@@ -28,6 +28,7 @@
 
 mod ffi;
 mod in_order;
+mod native;
 pub mod stream;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -724,6 +725,9 @@ enum GroupError {
     Setup(String, ffi::OTF2_ErrorCode),
     /// Location `.0` failed after `.1` of its events: the library's error.
     Location(u64, u64, String),
+    /// Location `.0` failed after `.1` of its events, decoded here: the
+    /// file and where in it.
+    Native(u64, u64, PathBuf, native::Bad),
 }
 
 /// Reads the events of `locations` into `ev` with a reader of its own (one
@@ -1180,16 +1184,133 @@ fn overhead(role: u8, paradigm: u8) -> bool {
 /// path, for the library), the definitions, the locations to read and the
 /// directory of their event files.
 struct Archive {
-    c_path: CString,
+    source: Source,
     defs: Defs,
     locations: Vec<u64>,
     evt_dir: PathBuf,
 }
 
-/// Checks the archive and reads its global definitions; every location's
-/// event file must be there (named when missing).
+/// Who decodes an archive's files.
+enum Source {
+    /// The OTF2 library, given the anchor's real path.
+    Library(CString),
+    /// This crate ([`native`]).
+    Native(native::Files),
+}
+
+/// Reads the events of `locations` into `ev` with the archive's decoder.
+fn read_locations<S: EventSink>(
+    a: &Archive,
+    locations: &[u64],
+    size: impl Fn(u64) -> u64,
+    ev: S,
+) -> Result<S, GroupError> {
+    match &a.source {
+        Source::Library(c_path) => read_group(c_path, &a.defs, locations, size, ev),
+        Source::Native(files) => native::read_group(files, &a.defs, locations, size, ev),
+    }
+}
+
+/// Whether the OTF2 library reads every archive (`TAPESTRY_OTF2_LIBRARY`
+/// set), not only those the native decoder leaves to it.
+fn library_only() -> bool {
+    std::env::var_os("TAPESTRY_OTF2_LIBRARY").is_some()
+}
+
+/// Checks the archive and reads its global definitions, natively where the
+/// archive is one [`native`] decodes, else with the library; every
+/// location's event file must be there (named when missing).
 fn open_archive(path: &Path) -> Result<Archive> {
     let real = check_archive(path)?;
+    if !library_only()
+        && let Ok(a) = open_native(path, &real)?
+    {
+        return Ok(a);
+    }
+    open_library(path, real)
+}
+
+/// [`open_archive`] with the native decoder: `Err` (why) when the archive
+/// is one it leaves to the library.
+fn open_native(
+    path: &Path,
+    real: &Path,
+) -> Result<std::result::Result<Archive, native::Unsupported>> {
+    let bytes = crate::readers::input::read_all(real, 16 << 20)?;
+    let evt_dir = real.with_extension("");
+    let files = match native::anchor(&bytes, evt_dir.clone()) {
+        Ok(f) => f,
+        Err(why) => return Ok(Err(why)),
+    };
+    let def = real.with_extension("def");
+    let defs = match native::global_defs(&def, &files) {
+        Ok(d) => d,
+        Err(native::DefsError::Unsupported(why)) => return Ok(Err(why)),
+        Err(native::DefsError::Bad(file, bad)) => {
+            return Err(Error::parse(
+                &file,
+                Position::byte(bad.byte),
+                format!("damaged OTF2 definitions: {}", bad.why),
+            ));
+        }
+    };
+    let locations = archive_locations(path, &defs, &evt_dir)?;
+    Ok(Ok(Archive {
+        source: Source::Native(files),
+        defs,
+        locations,
+        evt_dir,
+    }))
+}
+
+/// Whether the native decoder reads the archive at `path`: `Err` says why
+/// it leaves it to the OTF2 library.
+#[doc(hidden)]
+pub fn native_support(path: &Path) -> Result<std::result::Result<(), String>> {
+    let real = check_archive(path)?;
+    Ok(open_native(path, &real)?.map(|_| ()).map_err(|w| w.0))
+}
+
+/// [`read`] with the OTF2 library only, whatever the archive: what the
+/// native decoder is tested against.
+#[doc(hidden)]
+pub fn read_library(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    let real = check_archive(path)?;
+    let a = open_library(path, real)?;
+    read_archive(a, path, opts)
+}
+
+/// The locations of the global definitions, each with its event file.
+fn archive_locations(path: &Path, defs: &Defs, evt_dir: &Path) -> Result<Vec<u64>> {
+    let locations: Vec<u64> = defs.locations.keys().copied().collect();
+    if locations.is_empty() {
+        return Err(Error::parse(
+            path,
+            Position::none(),
+            "expected at least one location in the global definitions, found none",
+        ));
+    }
+    // per-location event files (POSIX substrate): name a missing one exactly
+    if evt_dir.is_dir() {
+        for &l in &locations {
+            let f = evt_dir.join(format!("{l}.evt"));
+            if !f.is_file() {
+                return Err(Error::parse(
+                    path,
+                    Position::none(),
+                    format!(
+                        "expected the event file {} of location {l}, found none",
+                        f.display()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(locations)
+}
+
+/// [`open_archive`] with the OTF2 library.
+fn open_library(path: &Path, real: PathBuf) -> Result<Archive> {
     let fail = |what: &str, code: ffi::OTF2_ErrorCode| {
         Error::parse(
             path,
@@ -1265,33 +1386,10 @@ fn open_archive(path: &Path) -> Result<Archive> {
         )?;
         ffi::OTF2_Reader_CloseGlobalDefReader(r, gdr);
     }
-    let locations: Vec<u64> = ctx.defs.locations.keys().copied().collect();
-    if locations.is_empty() {
-        return Err(Error::parse(
-            path,
-            Position::none(),
-            "expected at least one location in the global definitions, found none",
-        ));
-    }
-    // per-location event files (POSIX substrate): name a missing one exactly
     let evt_dir = real.with_extension("");
-    if evt_dir.is_dir() {
-        for &l in &locations {
-            let f = evt_dir.join(format!("{l}.evt"));
-            if !f.is_file() {
-                return Err(Error::parse(
-                    path,
-                    Position::none(),
-                    format!(
-                        "expected the event file {} of location {l}, found none",
-                        f.display()
-                    ),
-                ));
-            }
-        }
-    }
+    let locations = archive_locations(path, &ctx.defs, &evt_dir)?;
     Ok(Archive {
-        c_path,
+        source: Source::Library(c_path),
         defs: ctx.defs,
         locations,
         evt_dir,
@@ -1305,6 +1403,29 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let phase = crate::phases::span("otf2: global definitions (one thread)");
     let a = open_archive(path)?;
     drop(phase);
+    read_archive(a, path, opts)
+}
+
+/// [`read`] when the native decoder reads the archive: no call into the
+/// OTF2 library, so nothing to isolate in a helper process. `None` when
+/// the archive is one it leaves to the library (or `TAPESTRY_OTF2_LIBRARY`
+/// is set).
+pub fn read_native(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
+    if library_only() {
+        return Ok(None);
+    }
+    let phase = crate::phases::span("otf2: global definitions (one thread)");
+    let real = check_archive(path)?;
+    let Ok(a) = open_native(path, &real)? else {
+        return Ok(None);
+    };
+    drop(phase);
+    read_archive(a, path, opts).map(Some)
+}
+
+/// The events of an opened archive: read in order, or else again with the
+/// general reader.
+fn read_archive(a: Archive, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     if let Some(t) = in_order::read(&a, path, opts)? {
         return Ok(t);
     }
@@ -1329,7 +1450,7 @@ pub fn read_general(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 }
 
 fn read_events_general(a: Archive, path: &Path, opts: &ReadOptions) -> Result<Trace> {
-    let ev = read_events(&a.c_path, path, &a.evt_dir, &a.defs, &a.locations)?;
+    let ev = read_events(&a, path)?;
     assemble(a.defs, ev, path, opts)
 }
 
@@ -1348,6 +1469,11 @@ fn group_error(path: &Path, evt_dir: &Path, e: GroupError) -> Error {
             path,
             Position::none(),
             format!("OTF2 library: {what} failed: {}", describe(code)),
+        ),
+        GroupError::Native(l, n, file, bad) => Error::parse(
+            &file,
+            Position::byte(bad.byte),
+            format!("{} (location {l}, after {n} of its events)", bad.why),
         ),
         GroupError::Location(l, n, why) => {
             let file = evt_dir.join(format!("{l}.evt"));
@@ -1370,13 +1496,8 @@ fn group_error(path: &Path, evt_dir: &Path, e: GroupError) -> Error {
 /// Reads the events of every location: the locations split into about
 /// equal runs of event bytes, one run per thread, each with a reader of
 /// its own; a failing location is named with its file.
-fn read_events(
-    archive: &CString,
-    path: &Path,
-    evt_dir: &Path,
-    defs: &Defs,
-    locations: &[u64],
-) -> Result<Events> {
+fn read_events(a: &Archive, path: &Path) -> Result<Events> {
+    let (evt_dir, locations) = (&a.evt_dir, &a.locations[..]);
     let size = |l: u64| event_bytes(evt_dir, l);
     let groups = balance(locations, size, rayon::current_num_threads());
     let phase = crate::phases::span("otf2: events read (all threads)");
@@ -1387,7 +1508,7 @@ fn read_events(
                 min_time: u64::MAX,
                 ..Default::default()
             };
-            read_group(archive, defs, g, size, ev)
+            read_locations(a, g, size, ev)
         })
         .collect();
     drop(phase);

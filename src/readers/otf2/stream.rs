@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::{
     Archive, Clock, Defs, EventSink, Ranks, Repairs, Skeleton, balance, event_bytes, group_error,
-    marker_name, metric_name, open_archive, read_group, skeleton,
+    marker_name, metric_name, open_archive, read_locations, skeleton,
 };
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
@@ -430,7 +430,7 @@ impl Otf2Stream {
                             &failure,
                         );
                         scope.spawn(move || {
-                            read_group(&a.c_path, &a.defs, g, size, ev).map(|mut ev| {
+                            read_locations(a, g, size, ev).map(|mut ev| {
                                 ev.end_location();
                                 ev.flush();
                                 ev.share
