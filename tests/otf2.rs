@@ -257,9 +257,25 @@ fn damaged_archives_fail_clearly() {
         .unwrap()
         .set_len(len - 7)
         .unwrap();
-    fails(&a, "OTF2 library");
-    // the failing location file is named, with the library's error
-    fails(&a, &format!("{} fails after", evt.display()));
+    // the failing location file is named, with where it fails
+    fails(&a, &format!("{} fails at byte", evt.display()));
+    // read by the library (in its helper process), with the library's error
+    let (code, _, err) = common::tapestry_env(
+        &["info", a.to_str().unwrap()],
+        &[("TAPESTRY_OTF2_LIBRARY", "1")],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("OTF2 library"), "{err}");
+    assert!(
+        err.contains(&format!("{} fails after", evt.display())),
+        "{err}"
+    );
+    // a damaged local definition file (its mapping table cut short)
+    let a = fresh("short-local-def");
+    let def = a.with_extension("").join("1.def");
+    let bytes = std::fs::read(&def).unwrap();
+    std::fs::write(&def, &bytes[..bytes.len() - 3]).unwrap();
+    fails(&a, &format!("{} fails at byte", def.display()));
     // the event directory resolves outside the archive's directory
     let a = fresh("elsewhere-src");
     let outside = d.path().join("outside");
@@ -320,7 +336,8 @@ fn an_anchor_declaring_2_pow_31_properties_is_refused_before_the_library() {
 /// Locations are read in parallel, each thread with a reader of its own
 /// over a run of locations: the result does not depend on how many threads
 /// read (1, 2, 3, 7 on a 16-rank ring with messages, metrics and nesting),
-/// in the helper process and in this one.
+/// decoded natively or by the library, in the helper process and in this
+/// one.
 #[test]
 fn reading_in_parallel_gives_the_same_trace_as_one_thread() {
     let dir = tempfile::tempdir().unwrap();
@@ -347,8 +364,12 @@ fn reading_in_parallel_gives_the_same_trace_as_one_thread() {
         let (c, one, e) = common::tapestry_env(args, &[("RAYON_NUM_THREADS", "1")]);
         assert_eq!(c, 0, "{e}");
         for threads in ["2", "3", "7"] {
-            for in_process in [false, true] {
+            // decoded natively; by the library in its helper; in process
+            for (library, in_process) in [(false, false), (true, false), (true, true)] {
                 let mut env = vec![("RAYON_NUM_THREADS", threads)];
+                if library {
+                    env.push(("TAPESTRY_OTF2_LIBRARY", "1"));
+                }
                 if in_process {
                     env.push(("TAPESTRY_OTF2_IN_PROCESS", "1"));
                 }
@@ -456,5 +477,76 @@ fn reading_in_order_gives_the_general_readers_trace() {
                 assert_eq!(t.messages.len(), 3, "{mode}");
             }
         });
+    }
+}
+
+/// The native decoder gives the very trace the OTF2 library gives: on the
+/// Score-P archives, on untidy ones (ties, wrong leaves, open regions,
+/// unmatched messages), on archives read by the general reader (time going
+/// back, events before the offset, late open regions), and on archives
+/// whose events use local ids through mapping tables (dense and sparse)
+/// and whose clocks are corrected by clock offsets, corrected times before
+/// the clock's offset or not; on one thread and on three. Each of them is
+/// one the native decoder reads (not left to the library).
+#[test]
+fn the_native_decoder_gives_the_librarys_trace() {
+    use tapestry::readers::otf2;
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n);
+    let mut archives = vec![
+        shared_trace("ping-pong-otf2/traces.otf2"),
+        shared_trace("ping-pong-otf2-papi/traces.otf2"),
+        python_writer(
+            "write_otf2_messy.py",
+            &d("m1"),
+            &["3", "40", "1000000000", "0", "1"],
+        ),
+        python_writer(
+            "write_otf2_messy.py",
+            &d("m2"),
+            &["4", "60", "2400000000", "123456", "2"],
+        ),
+        python_writer("write_otf2_large.py", &d("ring"), &["16", "20"]),
+        python_writer("write_otf2_local.py", &d("local"), &["5", "40", "1"]),
+        python_writer(
+            "write_otf2_local.py",
+            &d("local-ahead"),
+            &["6", "40", "2", "ahead"],
+        ),
+    ];
+    for mode in ["backwards", "early", "late-open"] {
+        archives.push(python_writer("write_otf2_untimely.py", &d(mode), &[mode]));
+    }
+    let opts = ReadOptions::default();
+    for a in &archives {
+        assert_eq!(otf2::native_support(a).unwrap(), Ok(()), "{}", a.display());
+    }
+    // the mapped archive in time order is read in order (by both)
+    assert!(otf2::read_in_order(&archives[6], &opts).unwrap().is_some());
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            for a in &archives {
+                let native = otf2::read(a, &opts).unwrap();
+                let library = otf2::read_library(a, &opts).unwrap();
+                assert!(!native.intervals.is_empty(), "{}", a.display());
+                assert_eq!(
+                    as_json(&native),
+                    as_json(&library),
+                    "{} on {threads} thread(s)",
+                    a.display()
+                );
+            }
+        });
+    }
+    // the mapping tables are applied: every location (its regions numbered
+    // by a permutation of its own) begins in "main", its first region
+    let t = otf2::read(&archives[5], &opts).unwrap();
+    for l in 0..t.num_locations() as u32 {
+        let first = t.intervals.of(l).state[0];
+        assert_eq!(t.states.get(first).unwrap().name, "main", "location {l}");
     }
 }

@@ -1248,9 +1248,14 @@ fn open_native(
         Err(native::DefsError::Unsupported(why)) => return Ok(Err(why)),
         Err(native::DefsError::Bad(file, bad)) => {
             return Err(Error::parse(
-                &file,
-                Position::byte(bad.byte),
-                format!("damaged OTF2 definitions: {}", bad.why),
+                path,
+                Position::none(),
+                format!(
+                    "damaged OTF2 global definitions: {} at byte {}: {}",
+                    file.display(),
+                    bad.byte,
+                    bad.why
+                ),
             ));
         }
     };
@@ -1471,9 +1476,15 @@ fn group_error(path: &Path, evt_dir: &Path, e: GroupError) -> Error {
             format!("OTF2 library: {what} failed: {}", describe(code)),
         ),
         GroupError::Native(l, n, file, bad) => Error::parse(
-            &file,
-            Position::byte(bad.byte),
-            format!("{} (location {l}, after {n} of its events)", bad.why),
+            path,
+            Position::none(),
+            format!(
+                "reading the events failed: {} fails at byte {} (location {l}, after {n} of its \
+                 events): {}",
+                file.display(),
+                bad.byte,
+                bad.why
+            ),
         ),
         GroupError::Location(l, n, why) => {
             let file = evt_dir.join(format!("{l}.evt"));
