@@ -104,7 +104,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// 8 bytes in the file's byte order.
-    #[inline]
+    #[inline(always)]
     fn u64_full(&mut self) -> Res<u64> {
         let s = self.bytes(8)?;
         let a = [s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]];
@@ -120,8 +120,35 @@ impl<'a> Cursor<'a> {
     }
 
     /// A compressed integer of at most `max` bytes.
-    #[inline]
+    #[inline(always)]
     fn compressed(&mut self, max: u8, ones: u64) -> Res<u64> {
+        // the common case, a little-endian value with 8 bytes after it in
+        // the chunk: one unaligned load, masked to its length
+        let p = self.pos;
+        if !self.big
+            && let Some(w) = self.b.get(p..p + 9)
+        {
+            let n = w[0];
+            if n == 0 {
+                self.pos = p + 1;
+                return Ok(0);
+            }
+            if n <= max {
+                let raw = u64::from_le_bytes([w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]]);
+                let v = if n == 8 {
+                    raw
+                } else {
+                    raw & ((1u64 << (8 * n as u32)) - 1)
+                };
+                self.pos = p + 1 + n as usize;
+                return Ok(v);
+            }
+        }
+        self.compressed_slow(max, ones)
+    }
+
+    #[inline(never)]
+    fn compressed_slow(&mut self, max: u8, ones: u64) -> Res<u64> {
         let n = self.u8()?;
         match n {
             0 => Ok(0),
@@ -229,10 +256,14 @@ impl Chunks {
         if !first {
             self.at += self.size as u64;
         }
-        self.buf.resize(self.size, 0);
+        // the buffer only grows (a location's 4 MiB definition chunk, then
+        // its 1 MiB event chunks: not cleared again for each)
+        if self.buf.len() < self.size {
+            self.buf.resize(self.size, 0);
+        }
         let mut got = 0;
         while got < self.size {
-            match self.file.read(&mut self.buf[got..]) {
+            match self.file.read(&mut self.buf[got..self.size]) {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
