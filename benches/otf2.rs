@@ -3,14 +3,15 @@
 //! The archive (64 ranks exchanging messages in a ring, about 4.6 M events)
 //! is written once into `target/bench-data/otf2-ring/` by the official OTF2
 //! Python writer (`tests/data/write_otf2_large.py`, Debian `python3-otf2`).
-//! Criterion times the library's reader (in this process, all cores: the
-//! in-order read every Score-P archive gets, and the general reader an
-//! archive out of time order gets); a
-//! table then times `tapestry info` (the binary: OTF2 read in a helper
-//! process, and in process with `TAPESTRY_OTF2_IN_PROCESS=1`) at 1, 2 and
-//! all cores against `otf2-print > /dev/null` on one core, best of 3, and
-//! `tapestry info --stream` (reduced while read, no model kept) with its
-//! peak memory.
+//! Criterion times the reader in this process, all cores: tapestry's own
+//! decoder (the in-order read every Score-P archive gets, and the general
+//! reader an archive out of time order gets) and the OTF2 library's. A
+//! table then times `tapestry info` (the binary: decoded natively, in
+//! process; through the library in a helper process with
+//! `TAPESTRY_OTF2_LIBRARY=1`, and in process with
+//! `TAPESTRY_OTF2_IN_PROCESS=1` too) at 1, 2 and all cores against
+//! `otf2-print > /dev/null` on one core, best of 3, and `tapestry info
+//! --stream` (reduced while read, no model kept) with its peak memory.
 //! Run: `cargo bench --features otf2 --bench otf2`.
 
 use std::hint::black_box;
@@ -79,6 +80,14 @@ fn main() {
                 )
             })
         });
+        // the same archive decoded by the OTF2 library
+        g.bench_function("tapestry read, OTF2 library", |b| {
+            b.iter(|| {
+                black_box(
+                    readers::otf2::read_library(&anchor, &ReadOptions::default()).expect("read"),
+                )
+            })
+        });
         g.finish();
     }
     c.final_summary();
@@ -93,10 +102,10 @@ fn main() {
         events,
         RANKS
     );
-    println!("reader                          cores  seconds   M events/s   MB/s   × otf2-print");
+    println!("reader                            cores  seconds   M events/s   MB/s   × otf2-print");
     let row = |name: &str, cores: usize, s: f64| {
         println!(
-            "{name:<31} {cores:>5} {s:>8.3} {:>12.2} {:>6.1} {:>13.2}",
+            "{name:<33} {cores:>5} {s:>8.3} {:>12.2} {:>6.1} {:>13.2}",
             events as f64 / 1e6 / s,
             bytes as f64 / 1e6 / s,
             print / s
@@ -108,10 +117,11 @@ fn main() {
     cores.retain(|&k| k <= all);
     cores.dedup();
     for &k in &cores {
-        for (name, in_process, stream) in [
-            ("tapestry info (helper)", false, false),
-            ("tapestry info (in process)", true, false),
-            ("tapestry info --stream", true, true),
+        for (name, library, in_process, stream) in [
+            ("tapestry info (native)", false, false, false),
+            ("tapestry info (library, helper)", true, false, false),
+            ("tapestry info (library, in proc.)", true, true, false),
+            ("tapestry info --stream", false, false, true),
         ] {
             let peak = std::cell::Cell::new(String::new());
             let s = best(&|| {
@@ -120,6 +130,9 @@ fn main() {
                     .env("RAYON_NUM_THREADS", k.to_string())
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped());
+                if library {
+                    c.env("TAPESTRY_OTF2_LIBRARY", "1");
+                }
                 if in_process {
                     c.env("TAPESTRY_OTF2_IN_PROCESS", "1");
                 }
@@ -139,7 +152,7 @@ fn main() {
             row(name, k, s);
             let p = peak.take();
             if !p.is_empty() {
-                println!("{:<31} {k:>5} peak memory {p} MiB", "");
+                println!("{:<33} {k:>5} peak memory {p} MiB", "");
             }
         }
     }

@@ -195,7 +195,15 @@ fn seeds(dir: &Path) -> Vec<Case> {
                 files.push((format!("traces/{}", e.file_name().to_string_lossy()), b));
             }
         }
-        for target in ["traces.def", "traces/0.evt", "traces/1.evt", "traces.otf2"] {
+        // the local definitions too: their mapping tables and clock
+        // offsets are decoded natively
+        for target in [
+            "traces.def",
+            "traces/0.evt",
+            "traces/1.evt",
+            "traces/0.def",
+            "traces.otf2",
+        ] {
             out.push(Case {
                 name: format!("{name} {target}"),
                 files: files.clone(),

@@ -1,6 +1,9 @@
-//! OTF2 archives are read in a helper process (`tapestry __read-otf2`):
-//! the model is the in-process one, and a helper that crashes (as the OTF2
-//! library does on some damaged archives) is an error, not an abort.
+//! OTF2 archives the OTF2 library reads (those the native decoder leaves
+//! to it, or all with `TAPESTRY_OTF2_LIBRARY`) are read in a helper
+//! process (`tapestry __read-otf2`): the model is the in-process one, and
+//! a helper that crashes (as the OTF2 library does on some damaged
+//! archives) is an error, not an abort. Archives the native decoder reads
+//! need no helper.
 #![cfg(feature = "otf2")]
 
 mod common;
@@ -13,6 +16,8 @@ use tapestry::readers::{self, ReadOptions};
 #[test]
 fn the_helper_gives_the_in_process_model_and_its_crash_is_an_error() {
     let anchor = shared_trace("ping-pong-otf2-papi/traces.otf2");
+    // every archive through the library (this test binary's tests all want it)
+    tapestry::readers::otf2::force_library(true);
     let direct = readers::read(&anchor, &ReadOptions::default()).unwrap();
     // a helper that crashes when asked to, else the real one
     let dir = tempfile::tempdir().unwrap();
@@ -70,7 +75,10 @@ fn the_helper_gives_the_in_process_model_and_its_crash_is_an_error() {
 #[test]
 fn the_helpers_phases_reach_info_stats() {
     let anchor = shared_trace("ping-pong-otf2-papi/traces.otf2");
-    let (code, out, err) = common::tapestry(&["info", "--stats", anchor.to_str().unwrap()]);
+    let (code, out, err) = common::tapestry_env(
+        &["info", "--stats", anchor.to_str().unwrap()],
+        &[("TAPESTRY_OTF2_LIBRARY", "1")],
+    );
     assert_eq!(code, 0, "{err}");
     let text = out + &err;
     for phase in [
@@ -81,6 +89,15 @@ fn the_helpers_phases_reach_info_stats() {
     ] {
         assert!(text.contains(phase), "{phase} missing from: {text}");
     }
+    // decoded natively: in this process, no helper
+    let (code, out, err) = common::tapestry(&["info", "--stats", anchor.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = out + &err;
+    assert!(
+        text.contains("otf2: events read, regions flattened (all threads)"),
+        "{text}"
+    );
+    assert!(!text.contains("helper"), "{text}");
 }
 
 /// The helper hands its cache over in a directory of its own under
@@ -116,8 +133,10 @@ fn the_hand_over_leaves_nothing_and_sweeps_dead_processes_dirs() {
     std::fs::write(&file, b"not a directory").unwrap();
 
     let tmp = base.path().to_str().unwrap();
-    let (code, out, err) =
-        common::tapestry_env(&["info", anchor.to_str().unwrap()], &[("TMPDIR", tmp)]);
+    let (code, out, err) = common::tapestry_env(
+        &["info", anchor.to_str().unwrap()],
+        &[("TMPDIR", tmp), ("TAPESTRY_OTF2_LIBRARY", "1")],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("OTF2"), "{out}");
     assert!(!stale.exists(), "the dead process's directory is removed");

@@ -23,7 +23,6 @@ pub mod input;
 mod json_split;
 pub mod line_profile;
 pub mod npy;
-#[cfg(feature = "otf2")]
 pub mod otf2;
 pub mod paraver;
 mod paraver_pcf;
@@ -284,15 +283,15 @@ pub(crate) fn reserve_messages(
     }
 }
 
-/// Reads an OTF2 archive (requires the `otf2` feature), in a helper
-/// process when [`OTF2_HELPER`] is set.
+/// Reads an OTF2 archive: decoded here where the archive allows (safe
+/// code, in this process), else by the OTF2 library (feature `otf2`), in a
+/// helper process when [`OTF2_HELPER`] is set.
 fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
+    if let Some(t) = otf2::read_native(path, opts)? {
+        return Ok(t);
+    }
     #[cfg(feature = "otf2")]
     {
-        // decoded here where the archive allows: safe code, no helper
-        if let Some(t) = otf2::read_native(path, opts)? {
-            return Ok(t);
-        }
         match OTF2_HELPER.get() {
             Some(helper) => read_otf2_isolated(helper, path, opts),
             None => otf2::read(path, opts),
@@ -300,12 +299,8 @@ fn read_otf2(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     }
     #[cfg(not(feature = "otf2"))]
     {
-        let _ = opts;
-        Err(Error::Invalid(format!(
-            "{} is an OTF2 archive, but this tapestry was built without OTF2 support: \
-             install libopen-trace-format2-dev and build with `cargo build --release --features otf2`",
-            path.display()
-        )))
+        // says why the archive needs the library
+        otf2::read(path, opts)
     }
 }
 

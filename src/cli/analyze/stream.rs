@@ -292,7 +292,6 @@ fn reduce_chrome(
 /// An OTF2 archive: process k reads the k-th of N runs of locations (about
 /// equal event bytes); rank 0 merges, matches the messages and gets the
 /// trace without records.
-#[cfg(feature = "otf2")]
 fn reduce_otf2(
     path: &std::path::Path,
     opts: &tapestry::readers::ReadOptions,
@@ -308,18 +307,6 @@ fn reduce_otf2(
         return Ok(None);
     };
     Ok(Some(stream.finish(share, r, opts)?))
-}
-
-#[cfg(not(feature = "otf2"))]
-fn reduce_otf2(
-    path: &std::path::Path,
-    opts: &tapestry::readers::ReadOptions,
-    _r: &mut StreamReducer,
-    _world: &World,
-) -> Result<Merged> {
-    // the reader says how to build with OTF2
-    tapestry::readers::read(path, opts)?;
-    bail!("{}: OTF2 support is not built in", path.display())
 }
 
 /// What a process's share holds besides its reductions (what the reader
@@ -374,7 +361,6 @@ macro_rules! share_through_bytes {
 
 share_through_bytes!(
     tapestry::readers::picl::share::PiclShare,
-    #[cfg(feature = "otf2")]
     tapestry::readers::otf2::stream::Otf2Share,
 );
 

@@ -26,8 +26,12 @@
 //! collective, point-to-point, RMA, data transfer, task or thread wait are
 //! overhead; every other region is busy.
 
+#[cfg(feature = "otf2")]
 mod ffi;
+mod format;
 mod in_order;
+#[cfg(feature = "otf2")]
+mod library;
 mod native;
 pub mod stream;
 
@@ -35,7 +39,6 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
-use std::ffi::{CStr, CString, c_char, c_void};
 use std::path::{Path, PathBuf};
 
 use super::ReadOptions;
@@ -149,182 +152,6 @@ impl Events {
     }
 }
 
-/// What the definition callbacks fill.
-struct Ctx {
-    defs: Defs,
-}
-
-fn ctx<'a>(user: *mut c_void) -> &'a mut Ctx {
-    // SAFETY: every callback is registered with a pointer to the `Ctx` that
-    // lives on the stack of `read` for the whole read, and the library calls
-    // them serially from that same thread.
-    unsafe { &mut *(user as *mut Ctx) }
-}
-
-// ---- definition callbacks -------------------------------------------------
-
-unsafe extern "C" fn def_string(
-    user: *mut c_void,
-    id: u32,
-    s: *const c_char,
-) -> ffi::OTF2_CallbackCode {
-    let text = if s.is_null() {
-        String::new()
-    } else {
-        // SAFETY: the library passes a NUL-terminated string valid during the call.
-        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
-    };
-    ctx(user).defs.strings.insert(id, text);
-    OK
-}
-
-unsafe extern "C" fn def_clock(
-    user: *mut c_void,
-    res: u64,
-    offset: u64,
-    length: u64,
-    _rt: u64,
-) -> ffi::OTF2_CallbackCode {
-    ctx(user).defs.clock = Some((res, offset, length));
-    OK
-}
-
-unsafe extern "C" fn def_system_node(
-    user: *mut c_void,
-    id: u32,
-    name: u32,
-    class: u32,
-    parent: u32,
-) -> ffi::OTF2_CallbackCode {
-    ctx(user)
-        .defs
-        .system_nodes
-        .insert(id, (name, class, parent));
-    OK
-}
-
-unsafe extern "C" fn def_location_group(
-    user: *mut c_void,
-    id: u32,
-    name: u32,
-    _ty: ffi::OTF2_LocationGroupType,
-    parent: u32,
-    _creator: u32,
-) -> ffi::OTF2_CallbackCode {
-    ctx(user).defs.location_groups.insert(id, (name, parent));
-    OK
-}
-
-unsafe extern "C" fn def_location(
-    user: *mut c_void,
-    id: u64,
-    name: u32,
-    ty: ffi::OTF2_LocationType,
-    _events: u64,
-    group: u32,
-) -> ffi::OTF2_CallbackCode {
-    ctx(user).defs.locations.insert(id, (name, ty, group));
-    OK
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn def_region(
-    user: *mut c_void,
-    id: u32,
-    name: u32,
-    _canonical: u32,
-    _description: u32,
-    role: ffi::OTF2_RegionRole,
-    paradigm: ffi::OTF2_Paradigm,
-    _flags: ffi::OTF2_RegionFlag,
-    _file: u32,
-    _begin: u32,
-    _end: u32,
-) -> ffi::OTF2_CallbackCode {
-    ctx(user).defs.regions.insert(id, (name, role, paradigm));
-    OK
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn def_group(
-    user: *mut c_void,
-    id: u32,
-    _name: u32,
-    ty: ffi::OTF2_GroupType,
-    paradigm: ffi::OTF2_Paradigm,
-    _flags: ffi::OTF2_GroupFlag,
-    n: u32,
-    members: *const u64,
-) -> ffi::OTF2_CallbackCode {
-    let m = if members.is_null() || n == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: the library passes `n` members valid during the call.
-        unsafe { std::slice::from_raw_parts(members, n as usize) }.to_vec()
-    };
-    ctx(user).defs.groups.insert(id, (ty, paradigm, m));
-    OK
-}
-
-unsafe extern "C" fn def_comm(
-    user: *mut c_void,
-    id: u32,
-    name: u32,
-    group: u32,
-    _parent: u32,
-    _flags: ffi::OTF2_CommFlag,
-) -> ffi::OTF2_CallbackCode {
-    ctx(user).defs.comms.insert(id, (name, group));
-    OK
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn def_metric_member(
-    user: *mut c_void,
-    id: u32,
-    name: u32,
-    _description: u32,
-    _ty: ffi::OTF2_MetricType,
-    _mode: ffi::OTF2_MetricMode,
-    _value: ffi::OTF2_Type,
-    _base: ffi::OTF2_Base,
-    _exponent: i64,
-    unit: u32,
-) -> ffi::OTF2_CallbackCode {
-    ctx(user).defs.metric_members.insert(id, (name, unit));
-    OK
-}
-
-unsafe extern "C" fn def_metric_class(
-    user: *mut c_void,
-    id: u32,
-    n: u8,
-    members: *const u32,
-    _occurrence: ffi::OTF2_MetricOccurrence,
-    _recorder: ffi::OTF2_RecorderKind,
-) -> ffi::OTF2_CallbackCode {
-    let m = if members.is_null() {
-        Vec::new()
-    } else {
-        // SAFETY: the library passes `n` members valid during the call.
-        unsafe { std::slice::from_raw_parts(members, n as usize) }.to_vec()
-    };
-    ctx(user).defs.metric_classes.insert(id, m);
-    OK
-}
-
-unsafe extern "C" fn def_metric_instance(
-    user: *mut c_void,
-    id: u32,
-    class: u32,
-    _recorder: u64,
-    _scope_kind: ffi::OTF2_MetricScope,
-    _scope: u64,
-) -> ffi::OTF2_CallbackCode {
-    ctx(user).defs.metric_instances.insert(id, class);
-    OK
-}
-
 // ---- event callbacks ------------------------------------------------------
 
 /// What the event callbacks of one reader fill: the events kept for the
@@ -358,260 +185,6 @@ trait EventSink {
     /// Program begin (`kind` 0) or end (1, `value` its exit status).
     fn program(&mut self, loc: u64, time: u64, kind: u8, value: i64) -> bool;
     fn unknown(&mut self, loc: u64, time: u64) -> bool;
-}
-
-/// What the event callbacks of one reader fill, with the global
-/// definitions read before (shared by the readers of every thread).
-struct EvCtx<'d, S> {
-    defs: &'d Defs,
-    ev: S,
-    /// The last metric (class or instance) sampled and its members
-    /// (samples of one metric follow each other: two lookups saved).
-    metric: Option<(u32, &'d [u32])>,
-}
-
-fn evctx<'a, 'd, S>(user: *mut c_void) -> &'a mut EvCtx<'d, S> {
-    // SAFETY: every event callback is registered with a pointer to the
-    // `EvCtx` of the thread that reads those locations, which outlives its
-    // reader; one reader's callbacks run serially on that thread.
-    unsafe { &mut *(user as *mut EvCtx<'d, S>) }
-}
-
-const OK: ffi::OTF2_CallbackCode = ffi::OTF2_CALLBACK_SUCCESS;
-
-fn code(go_on: bool) -> ffi::OTF2_CallbackCode {
-    if go_on {
-        OK
-    } else {
-        ffi::OTF2_CALLBACK_INTERRUPT
-    }
-}
-
-// A location's own event reader calls back with the event's position in
-// its file after the time.
-
-unsafe extern "C" fn on_enter<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    region: u32,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.enter(loc, time, region))
-}
-
-unsafe extern "C" fn on_leave<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    region: u32,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.leave(loc, time, region))
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn on_send<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    receiver: u32,
-    comm: u32,
-    tag: u32,
-    len: u64,
-) -> ffi::OTF2_CallbackCode {
-    code(
-        evctx::<S>(user)
-            .ev
-            .send(loc, time, receiver, comm, tag, len),
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn on_isend<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    receiver: u32,
-    comm: u32,
-    tag: u32,
-    len: u64,
-    _request: u64,
-) -> ffi::OTF2_CallbackCode {
-    code(
-        evctx::<S>(user)
-            .ev
-            .send(loc, time, receiver, comm, tag, len),
-    )
-}
-
-unsafe extern "C" fn on_request<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    _req: u64,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.timed(loc, time))
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn on_recv<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    sender: u32,
-    comm: u32,
-    tag: u32,
-    len: u64,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.recv(loc, time, sender, comm, tag, len))
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn on_irecv<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    sender: u32,
-    comm: u32,
-    tag: u32,
-    len: u64,
-    _request: u64,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.recv(loc, time, sender, comm, tag, len))
-}
-
-unsafe extern "C" fn on_coll_begin<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.coll_begin(loc, time))
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn on_coll_end<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    op: ffi::OTF2_CollectiveOp,
-    comm: u32,
-    root: u32,
-    sent: u64,
-    received: u64,
-) -> ffi::OTF2_CallbackCode {
-    code(
-        evctx::<S>(user)
-            .ev
-            .coll_end(loc, time, op, comm, root, sent, received),
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn on_metric<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    metric: u32,
-    n: u8,
-    types: *const ffi::OTF2_Type,
-    values: *const ffi::OTF2_MetricValue,
-) -> ffi::OTF2_CallbackCode {
-    let c = evctx::<S>(user);
-    if types.is_null() || values.is_null() {
-        return code(c.ev.timed(loc, time));
-    }
-    // SAFETY: the library passes `n` types and values valid during the call.
-    let (types, values) = unsafe {
-        (
-            std::slice::from_raw_parts(types, n as usize),
-            std::slice::from_raw_parts(values, n as usize),
-        )
-    };
-    let members: &[u32] = match c.metric {
-        Some((m, members)) if m == metric => members,
-        _ => {
-            let defs = c.defs;
-            let class = defs
-                .metric_instances
-                .get(&metric)
-                .copied()
-                .unwrap_or(metric);
-            let members = defs.metric_classes.get(&class).map_or(&[][..], |m| &m[..]);
-            c.metric = Some((metric, members));
-            members
-        }
-    };
-    if types.is_empty() {
-        return code(c.ev.timed(loc, time));
-    }
-    for (i, (&ty, v)) in types.iter().zip(values).enumerate() {
-        // SAFETY: the type id says which member of the union is set.
-        let x = unsafe {
-            match ty as u32 {
-                ffi::OTF2_TYPE_INT64 => v.signed_int as f64,
-                ffi::OTF2_TYPE_DOUBLE => v.floating_point,
-                _ => v.unsigned_int as f64,
-            }
-        };
-        let member = members.get(i).copied().unwrap_or(UNDEF32);
-        if !c.ev.metric(loc, time, member, x) {
-            return code(false);
-        }
-    }
-    OK
-}
-
-unsafe extern "C" fn on_program_begin<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    _name: u32,
-    _n: u32,
-    _args: *const u32,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.program(loc, time, 0, 0))
-}
-
-unsafe extern "C" fn on_program_end<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-    status: i64,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.program(loc, time, 1, status))
-}
-
-unsafe extern "C" fn on_unknown<S: EventSink>(
-    loc: u64,
-    time: u64,
-    _pos: u64,
-    user: *mut c_void,
-    _a: *mut ffi::OTF2_AttributeList,
-) -> ffi::OTF2_CallbackCode {
-    code(evctx::<S>(user).ev.unknown(loc, time))
 }
 
 fn seen(ev: &mut Events, time: u64) -> u64 {
@@ -721,140 +294,15 @@ impl EventSink for Events {
 
 /// Why reading the events of some locations failed.
 enum GroupError {
-    /// Before any location's events: (what failed, the library's code).
-    Setup(String, ffi::OTF2_ErrorCode),
+    /// Before any location's events: what failed, the library's error.
+    #[cfg_attr(not(feature = "otf2"), allow(dead_code))]
+    Setup(String, String),
     /// Location `.0` failed after `.1` of its events: the library's error.
+    #[cfg_attr(not(feature = "otf2"), allow(dead_code))]
     Location(u64, u64, String),
     /// Location `.0` failed after `.1` of its events, decoded here: the
     /// file and where in it.
     Native(u64, u64, PathBuf, native::Bad),
-}
-
-/// Reads the events of `locations` into `ev` with a reader of its own (one
-/// per thread: the library keeps no state shared between readers), each
-/// location through its own event reader, in file order. No global merge
-/// by time: what is built from the events needs only each location's
-/// order (message matching sorts by time within a sender–receiver pair).
-/// A sink that interrupts the read fails its location with the library's
-/// "interrupted by callback" (the sink knows why).
-fn read_group<S: EventSink>(
-    archive: &CString,
-    defs: &Defs,
-    locations: &[u64],
-    size: impl Fn(u64) -> u64,
-    ev: S,
-) -> Result<S, GroupError> {
-    let setup = |what: &str, code| GroupError::Setup(what.to_string(), code);
-    let mut c = EvCtx {
-        defs,
-        ev,
-        metric: None,
-    };
-    let user = &mut c as *mut EvCtx<S> as *mut c_void;
-    // SAFETY: the library's documented sequence for local readers; every
-    // pointer passed is valid for the call, `user` points to `c`, which
-    // outlives the reader (closed on drop of `reader`).
-    unsafe {
-        let reader = Reader(ffi::OTF2_Reader_Open(archive.as_ptr()));
-        if reader.0.is_null() {
-            return Err(setup(
-                "opening the archive",
-                ffi::OTF2_ERROR_INVALID_ARGUMENT,
-            ));
-        }
-        let r = reader.0;
-        let ok = |code| code == ffi::OTF2_SUCCESS;
-        if !ok(ffi::OTF2_Reader_SetSerialCollectiveCallbacks(r)) {
-            return Err(setup(
-                "setting serial collectives",
-                ffi::OTF2_ERROR_INVALID_ARGUMENT,
-            ));
-        }
-        for &l in locations {
-            let code = ffi::OTF2_Reader_SelectLocation(r, l);
-            if !ok(code) {
-                return Err(setup("selecting a location", code));
-            }
-        }
-        // the local definitions hold the mappings of local to global ids
-        let defs_open = ok(ffi::OTF2_Reader_OpenDefFiles(r));
-        let code = ffi::OTF2_Reader_OpenEvtFiles(r);
-        if !ok(code) {
-            return Err(setup("opening the event files", code));
-        }
-        // every location's local definitions first (each def reader has a
-        // chunk-sized buffer, 4 MiB in Score-P's archives, filled at
-        // creation), then each location's events through a reader of its
-        // own, closed before the next is opened: one chunk buffer (1 MiB)
-        // per thread at a time instead of one per location of the group
-        if defs_open {
-            for &l in locations {
-                let dr = ffi::OTF2_Reader_GetDefReader(r, l);
-                if !dr.is_null() {
-                    let mut n = 0u64;
-                    let code = ffi::OTF2_Reader_ReadAllLocalDefinitions(r, dr, &mut n);
-                    ffi::OTF2_Reader_CloseDefReader(r, dr);
-                    if !ok(code) {
-                        return Err(GroupError::Location(l, 0, describe(code)));
-                    }
-                }
-            }
-            ffi::OTF2_Reader_CloseDefFiles(r);
-        }
-        let cb = ffi::OTF2_EvtReaderCallbacks_New();
-        if cb.is_null() {
-            return Err(setup(
-                "allocating callbacks",
-                ffi::OTF2_ERROR_MEM_ALLOC_FAILED,
-            ));
-        }
-        ffi::OTF2_EvtReaderCallbacks_SetEnterCallback(cb, Some(on_enter::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetLeaveCallback(cb, Some(on_leave::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiSendCallback(cb, Some(on_send::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiIsendCallback(cb, Some(on_isend::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, Some(on_request::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, Some(on_request::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiRecvCallback(cb, Some(on_recv::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cb, Some(on_irecv::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, Some(on_coll_begin::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, Some(on_coll_end::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetMetricCallback(cb, Some(on_metric::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetProgramBeginCallback(cb, Some(on_program_begin::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetProgramEndCallback(cb, Some(on_program_end::<S>));
-        ffi::OTF2_EvtReaderCallbacks_SetUnknownCallback(cb, Some(on_unknown::<S>));
-        let mut failed = None;
-        for &l in locations {
-            let er = ffi::OTF2_Reader_GetEvtReader(r, l);
-            if er.is_null() {
-                failed = Some(GroupError::Location(
-                    l,
-                    0,
-                    describe(ffi::OTF2_ERROR_INVALID_DATA),
-                ));
-                break;
-            }
-            let code = ffi::OTF2_Reader_RegisterEvtCallbacks(r, er, cb, user);
-            if !ok(code) {
-                ffi::OTF2_Reader_CloseEvtReader(r, er);
-                failed = Some(GroupError::Location(l, 0, describe(code)));
-                break;
-            }
-            c.ev.start_location(l, size(l));
-            let mut n = 0u64;
-            let code = ffi::OTF2_Reader_ReadAllLocalEvents(r, er, &mut n);
-            ffi::OTF2_Reader_CloseEvtReader(r, er);
-            if !ok(code) {
-                failed = Some(GroupError::Location(l, n, describe(code)));
-                break;
-            }
-        }
-        ffi::OTF2_EvtReaderCallbacks_Delete(cb);
-        ffi::OTF2_Reader_CloseEvtFiles(r);
-        if let Some(e) = failed {
-            return Err(e);
-        }
-    }
-    Ok(c.ev)
 }
 
 /// Splits `locations` into at most `parts` runs of about equal event
@@ -923,66 +371,6 @@ impl Events {
         self.unknown += o.unknown;
         self.min_time = self.min_time.min(o.min_time);
         self.seq += o.seq;
-    }
-}
-
-/// Error handler: keeps the library quiet (errors are reported by the
-/// return codes) and remembers the last failing function.
-unsafe extern "C" fn on_error(
-    _user: *mut c_void,
-    _file: *const c_char,
-    _line: u64,
-    function: *const c_char,
-    code: ffi::OTF2_ErrorCode,
-    _fmt: *const c_char,
-    _va: *mut ffi::__va_list_tag,
-) -> ffi::OTF2_ErrorCode {
-    if !function.is_null() {
-        // SAFETY: a NUL-terminated string valid during the call.
-        let f = unsafe { CStr::from_ptr(function) }
-            .to_string_lossy()
-            .into_owned();
-        LAST_FUNCTION.with(|l| *l.borrow_mut() = f);
-    }
-    code
-}
-
-thread_local! {
-    static LAST_FUNCTION: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-}
-
-fn describe(code: ffi::OTF2_ErrorCode) -> String {
-    // SAFETY: the library returns static NUL-terminated strings (or null).
-    let (name, desc) = unsafe {
-        (
-            ffi::OTF2_Error_GetName(code),
-            ffi::OTF2_Error_GetDescription(code),
-        )
-    };
-    let s = |p: *const c_char| {
-        if p.is_null() {
-            String::new()
-        } else {
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        }
-    };
-    let func = LAST_FUNCTION.with(|l| l.borrow().clone());
-    let mut m = format!("{} ({})", s(desc), s(name));
-    if !func.is_empty() {
-        m.push_str(&format!(" in {func}"));
-    }
-    m
-}
-
-/// The open library reader, closed on drop.
-struct Reader(*mut ffi::OTF2_Reader);
-
-impl Drop for Reader {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: the pointer came from OTF2_Reader_Open and is closed once.
-            unsafe { ffi::OTF2_Reader_Close(self.0) };
-        }
     }
 }
 
@@ -1156,27 +544,23 @@ fn role_name(r: u8) -> &'static str {
 }
 
 fn overhead(role: u8, paradigm: u8) -> bool {
-    use ffi::*;
+    use format::*;
     matches!(
         paradigm as u32,
-        OTF2_PARADIGM_MPI
-            | OTF2_PARADIGM_SHMEM
-            | OTF2_PARADIGM_GASPI
-            | OTF2_PARADIGM_UPC
-            | OTF2_PARADIGM_MEASUREMENT_SYSTEM
+        PARADIGM_MPI | PARADIGM_SHMEM | PARADIGM_GASPI | PARADIGM_UPC | PARADIGM_MEASUREMENT_SYSTEM
     ) || matches!(
         role as u32,
-        OTF2_REGION_ROLE_BARRIER
-            | OTF2_REGION_ROLE_IMPLICIT_BARRIER
-            | OTF2_REGION_ROLE_COLL_ONE2ALL
-            | OTF2_REGION_ROLE_COLL_ALL2ONE
-            | OTF2_REGION_ROLE_COLL_ALL2ALL
-            | OTF2_REGION_ROLE_COLL_OTHER
-            | OTF2_REGION_ROLE_POINT2POINT
-            | OTF2_REGION_ROLE_RMA
-            | OTF2_REGION_ROLE_DATA_TRANSFER
-            | OTF2_REGION_ROLE_TASK_WAIT
-            | OTF2_REGION_ROLE_THREAD_WAIT
+        REGION_ROLE_BARRIER
+            | REGION_ROLE_IMPLICIT_BARRIER
+            | REGION_ROLE_COLL_ONE2ALL
+            | REGION_ROLE_COLL_ALL2ONE
+            | REGION_ROLE_COLL_ALL2ALL
+            | REGION_ROLE_COLL_OTHER
+            | REGION_ROLE_POINT2POINT
+            | REGION_ROLE_RMA
+            | REGION_ROLE_DATA_TRANSFER
+            | REGION_ROLE_TASK_WAIT
+            | REGION_ROLE_THREAD_WAIT
     )
 }
 
@@ -1193,7 +577,8 @@ struct Archive {
 /// Who decodes an archive's files.
 enum Source {
     /// The OTF2 library, given the anchor's real path.
-    Library(CString),
+    #[cfg(feature = "otf2")]
+    Library(std::ffi::CString),
     /// This crate ([`native`]).
     Native(native::Files),
 }
@@ -1206,7 +591,8 @@ fn read_locations<S: EventSink>(
     ev: S,
 ) -> Result<S, GroupError> {
     match &a.source {
-        Source::Library(c_path) => read_group(c_path, &a.defs, locations, size, ev),
+        #[cfg(feature = "otf2")]
+        Source::Library(c_path) => library::read_group(c_path, &a.defs, locations, size, ev),
         Source::Native(files) => native::read_group(files, &a.defs, locations, size, ev),
     }
 }
@@ -1214,7 +600,17 @@ fn read_locations<S: EventSink>(
 /// Whether the OTF2 library reads every archive (`TAPESTRY_OTF2_LIBRARY`
 /// set), not only those the native decoder leaves to it.
 fn library_only() -> bool {
-    std::env::var_os("TAPESTRY_OTF2_LIBRARY").is_some()
+    LIBRARY_ONLY.load(std::sync::atomic::Ordering::Relaxed)
+        || std::env::var_os("TAPESTRY_OTF2_LIBRARY").is_some()
+}
+
+static LIBRARY_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes the OTF2 library read every archive in this process, as
+/// `TAPESTRY_OTF2_LIBRARY` does (for tests of the library's path).
+#[doc(hidden)]
+pub fn force_library(on: bool) {
+    LIBRARY_ONLY.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Checks the archive and reads its global definitions, natively where the
@@ -1222,12 +618,38 @@ fn library_only() -> bool {
 /// location's event file must be there (named when missing).
 fn open_archive(path: &Path) -> Result<Archive> {
     let real = check_archive(path)?;
-    if !library_only()
-        && let Ok(a) = open_native(path, &real)?
+    let why = if library_only() {
+        "TAPESTRY_OTF2_LIBRARY is set".to_string()
+    } else {
+        match open_native(path, &real)? {
+            Ok(a) => return Ok(a),
+            Err(native::Unsupported(why)) => why,
+        }
+    };
+    #[cfg(feature = "otf2")]
     {
-        return Ok(a);
+        let _ = why;
+        library::open(path, real)
     }
-    open_library(path, real)
+    #[cfg(not(feature = "otf2"))]
+    {
+        Err(needs_library(path, &why))
+    }
+}
+
+/// The error for an archive only the OTF2 library reads, in a build
+/// without it.
+#[cfg(not(feature = "otf2"))]
+fn needs_library(path: &Path, why: &str) -> Error {
+    Error::parse(
+        path,
+        Position::none(),
+        format!(
+            "this OTF2 archive needs the OTF2 library ({why}), and this tapestry was built \
+             without it: install libopen-trace-format2-dev and build with `cargo build \
+             --release --features otf2`"
+        ),
+    )
 }
 
 /// [`open_archive`] with the native decoder: `Err` (why) when the archive
@@ -1279,9 +701,10 @@ pub fn native_support(path: &Path) -> Result<std::result::Result<(), String>> {
 /// [`read`] with the OTF2 library only, whatever the archive: what the
 /// native decoder is tested against.
 #[doc(hidden)]
+#[cfg(feature = "otf2")]
 pub fn read_library(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let real = check_archive(path)?;
-    let a = open_library(path, real)?;
+    let a = library::open(path, real)?;
     read_archive(a, path, opts)
 }
 
@@ -1312,93 +735,6 @@ fn archive_locations(path: &Path, defs: &Defs, evt_dir: &Path) -> Result<Vec<u64
         }
     }
     Ok(locations)
-}
-
-/// [`open_archive`] with the OTF2 library.
-fn open_library(path: &Path, real: PathBuf) -> Result<Archive> {
-    let fail = |what: &str, code: ffi::OTF2_ErrorCode| {
-        Error::parse(
-            path,
-            Position::none(),
-            format!("OTF2 library: {what} failed: {}", describe(code)),
-        )
-    };
-    let c_path = CString::new(real.to_string_lossy().as_bytes())
-        .map_err(|_| Error::Invalid(format!("{}: path contains a NUL byte", path.display())))?;
-    let mut ctx = Ctx {
-        defs: Defs::default(),
-    };
-    let user = &mut ctx as *mut Ctx as *mut c_void;
-
-    // SAFETY: plain calls into the OTF2 C API following its documented
-    // reading sequence; every pointer passed is valid for the call, and
-    // `user` points to `ctx`, which outlives the reader.
-    unsafe {
-        ffi::OTF2_Error_RegisterCallback(Some(on_error), std::ptr::null_mut());
-        let reader = Reader(ffi::OTF2_Reader_Open(c_path.as_ptr()));
-        if reader.0.is_null() {
-            return Err(Error::parse(
-                path,
-                Position::none(),
-                format!(
-                    "OTF2 library: cannot open the archive: {}",
-                    describe(ffi::OTF2_ERROR_INVALID_ARGUMENT)
-                ),
-            ));
-        }
-        let r = reader.0;
-        let check = |what: &str, code: ffi::OTF2_ErrorCode| {
-            if code == ffi::OTF2_SUCCESS {
-                Ok(())
-            } else {
-                Err(fail(what, code))
-            }
-        };
-        check(
-            "setting serial collectives",
-            ffi::OTF2_Reader_SetSerialCollectiveCallbacks(r),
-        )?;
-
-        let gdr = ffi::OTF2_Reader_GetGlobalDefReader(r);
-        if gdr.is_null() {
-            return Err(fail(
-                "opening the global definitions",
-                ffi::OTF2_ERROR_INVALID_DATA,
-            ));
-        }
-        let cbs = ffi::OTF2_GlobalDefReaderCallbacks_New();
-        ffi::OTF2_GlobalDefReaderCallbacks_SetStringCallback(cbs, Some(def_string));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(cbs, Some(def_clock));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetSystemTreeNodeCallback(cbs, Some(def_system_node));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetLocationGroupCallback(cbs, Some(def_location_group));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetLocationCallback(cbs, Some(def_location));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cbs, Some(def_region));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cbs, Some(def_group));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetCommCallback(cbs, Some(def_comm));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetMetricMemberCallback(cbs, Some(def_metric_member));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback(cbs, Some(def_metric_class));
-        ffi::OTF2_GlobalDefReaderCallbacks_SetMetricInstanceCallback(
-            cbs,
-            Some(def_metric_instance),
-        );
-        let reg = ffi::OTF2_Reader_RegisterGlobalDefCallbacks(r, gdr, cbs, user);
-        ffi::OTF2_GlobalDefReaderCallbacks_Delete(cbs);
-        check("registering definition callbacks", reg)?;
-        let mut n_defs = 0u64;
-        check(
-            "reading the global definitions",
-            ffi::OTF2_Reader_ReadAllGlobalDefinitions(r, gdr, &mut n_defs),
-        )?;
-        ffi::OTF2_Reader_CloseGlobalDefReader(r, gdr);
-    }
-    let evt_dir = real.with_extension("");
-    let locations = archive_locations(path, &ctx.defs, &evt_dir)?;
-    Ok(Archive {
-        source: Source::Library(c_path),
-        defs: ctx.defs,
-        locations,
-        evt_dir,
-    })
 }
 
 /// Reads an OTF2 archive from its anchor file: as one whose locations'
@@ -1470,10 +806,10 @@ fn event_bytes(evt_dir: &Path, l: u64) -> u64 {
 /// location that failed.
 fn group_error(path: &Path, evt_dir: &Path, e: GroupError) -> Error {
     match e {
-        GroupError::Setup(what, code) => Error::parse(
+        GroupError::Setup(what, why) => Error::parse(
             path,
             Position::none(),
-            format!("OTF2 library: {what} failed: {}", describe(code)),
+            format!("OTF2 library: {what} failed: {why}"),
         ),
         GroupError::Native(l, n, file, bad) => Error::parse(
             path,
@@ -1658,7 +994,7 @@ fn skeleton(defs: &Defs, path: &Path, opts: &ReadOptions, origin: u64) -> Result
     ordered.sort_unstable();
     for (g, id) in ordered {
         let (n, ty, _) = defs.locations[&id];
-        let kind = if ty as u32 == ffi::OTF2_LOCATION_TYPE_CPU_THREAD {
+        let kind = if ty as u32 == format::LOCATION_TYPE_CPU_THREAD {
             LocationKind::Thread
         } else {
             LocationKind::Stream
@@ -1744,7 +1080,7 @@ impl<W> Copy for CommRanks<'_, W> {}
 fn worlds(defs: &Defs) -> impl Iterator<Item = (u8, &Vec<u64>)> {
     defs.groups
         .values()
-        .filter(|g| g.0 as u32 == ffi::OTF2_GROUP_TYPE_COMM_LOCATIONS)
+        .filter(|g| g.0 as u32 == format::GROUP_TYPE_COMM_LOCATIONS)
         .map(|g| (g.1, &g.2))
 }
 
@@ -1769,7 +1105,7 @@ impl<'d, W: Copy> Ranks<'d, W> {
     fn resolve(&self, comm: u32) -> Option<Option<CommRanks<'d, W>>> {
         let (_, group) = self.defs.comms.get(&comm)?;
         let (ty, paradigm, members) = self.defs.groups.get(group)?;
-        if *ty as u32 == ffi::OTF2_GROUP_TYPE_COMM_SELF {
+        if *ty as u32 == format::GROUP_TYPE_COMM_SELF {
             return Some(None);
         }
         let world = *self.world.get(paradigm)?;
@@ -2258,19 +1594,19 @@ mod names {
 
     #[test]
     fn paradigm_and_role_names_follow_the_library_constants() {
-        assert_eq!(paradigm_name(ffi::OTF2_PARADIGM_MPI as u8), "mpi");
-        assert_eq!(paradigm_name(ffi::OTF2_PARADIGM_KOKKOS as u8), "kokkos");
+        assert_eq!(paradigm_name(format::PARADIGM_MPI as u8), "mpi");
+        assert_eq!(paradigm_name(format::PARADIGM_KOKKOS as u8), "kokkos");
         assert_eq!(
-            paradigm_name(ffi::OTF2_PARADIGM_MEASUREMENT_SYSTEM as u8),
+            paradigm_name(format::PARADIGM_MEASUREMENT_SYSTEM as u8),
             "measurement_system"
         );
-        assert_eq!(role_name(ffi::OTF2_REGION_ROLE_BARRIER as u8), "barrier");
+        assert_eq!(role_name(format::REGION_ROLE_BARRIER as u8), "barrier");
         assert_eq!(
-            role_name(ffi::OTF2_REGION_ROLE_POINT2POINT as u8),
+            role_name(format::REGION_ROLE_POINT2POINT as u8),
             "point2point"
         );
         assert_eq!(
-            role_name(ffi::OTF2_REGION_ROLE_REALLOCATE as u8),
+            role_name(format::REGION_ROLE_REALLOCATE as u8),
             "reallocate"
         );
         assert_eq!(role_name(200), "unknown");
@@ -2365,13 +1701,7 @@ mod region_tests {
     /// each location the regions a per-event lookup by location gives.
     #[test]
     fn interleaved_locations_keep_their_own_regions() {
-        let defs = Defs::default();
-        let mut c = EvCtx {
-            defs: &defs,
-            ev: Events::default(),
-            metric: None,
-        };
-        let user = &mut c as *mut EvCtx<Events> as *mut c_void;
+        let mut ev = Events::default();
         let mut want_open: HashMap<u64, Vec<(u64, u32)>> = HashMap::default();
         let mut want_closed: HashMap<u64, Vec<(u64, u64, u32)>> = HashMap::default();
         let mut rng = crate::test_rng::XorShift(0x853c49e6748fea9bu64);
@@ -2381,20 +1711,16 @@ mod region_tests {
             // runs of one location, sometimes broken
             let enter = (x >> 8) % 5 < 3;
             let region = ((x >> 16) % 4) as u32;
-            // SAFETY: `user` points to `c`, alive for the calls.
-            unsafe {
-                if enter {
-                    on_enter::<Events>(loc, t, 0, user, std::ptr::null_mut(), region);
-                    want_open.entry(loc).or_default().push((t, region));
-                } else {
-                    on_leave::<Events>(loc, t, 0, user, std::ptr::null_mut(), region);
-                    if let Some((s, r)) = want_open.entry(loc).or_default().pop() {
-                        want_closed.entry(loc).or_default().push((s, t, r));
-                    }
+            if enter {
+                ev.enter(loc, t, region);
+                want_open.entry(loc).or_default().push((t, region));
+            } else {
+                ev.leave(loc, t, region);
+                if let Some((s, r)) = want_open.entry(loc).or_default().pop() {
+                    want_closed.entry(loc).or_default().push((s, t, r));
                 }
             }
         }
-        let mut ev = std::mem::take(&mut c.ev);
         ev.flush();
         for l in [3u64, 7, 11] {
             let closed: Vec<(u64, u64, u32)> = ev

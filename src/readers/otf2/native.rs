@@ -29,6 +29,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::format::{TYPE_DOUBLE, TYPE_INT64};
 use super::{Defs, EventSink, GroupError, UNDEF32};
 
 /// The archive is one this module leaves to the library, and why.
@@ -655,7 +656,8 @@ fn local_defs(files: &Files, l: u64, buf: Vec<u8>) -> (Vec<u8>, Result<Local, Gr
                 if n == 0 {
                     return c.bad("an empty mapping table");
                 }
-                let room = end.saturating_sub(c.pos) as u64;
+                // an id takes a byte at least, a pair two
+                let room = end.saturating_sub(c.pos) as u64 / if mode == 1 { 2 } else { 1 };
                 if n > room {
                     return c.bad(format!("a mapping table of {n} ids in a shorter record"));
                 }
@@ -743,9 +745,6 @@ const EV_PROGRAM_END: u8 = 84;
 /// The last event type the OTF2 3.0 library knows (CommDestroy); later
 /// ones, and 7 to 9, are unknown to it.
 const EV_LAST_KNOWN: u8 = 88;
-
-const TYPE_INT64: u8 = 8;
-const TYPE_DOUBLE: u8 = 10;
 
 impl Local {
     /// The library's correction of a raw time: the offset at the begin of
@@ -975,6 +974,243 @@ mod tests {
         assert_eq!((d.global(0), d.global(1), d.global(9)), (5, 6, 9));
         let s = IdMap::Sparse(vec![(2, 20), (4, 40)]);
         assert_eq!((s.global(2), s.global(3), s.global(4)), (20, 3, 40));
+    }
+
+    /// Writes the format: compressed integers, full ones, records, chunk
+    /// headers, in either byte order.
+    struct W {
+        b: Vec<u8>,
+        big: bool,
+    }
+
+    impl W {
+        fn new(big: bool) -> W {
+            W { b: Vec::new(), big }
+        }
+        fn u8(&mut self, v: u8) -> &mut Self {
+            self.b.push(v);
+            self
+        }
+        fn full(&mut self, v: u64) -> &mut Self {
+            let bytes = if self.big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            };
+            self.b.extend_from_slice(&bytes);
+            self
+        }
+        fn cu(&mut self, v: u64) -> &mut Self {
+            if v == 0 || v == u64::MAX {
+                return self.u8(if v == 0 { 0 } else { 255 });
+            }
+            let n = (8 - v.leading_zeros() as usize / 8).max(1);
+            self.b.push(n as u8);
+            if self.big {
+                self.b.extend_from_slice(&v.to_be_bytes()[8 - n..]);
+            } else {
+                self.b.extend_from_slice(&v.to_le_bytes()[..n]);
+            }
+            self
+        }
+        fn header(&mut self) -> &mut Self {
+            let order = if self.big { BIG } else { LITTLE };
+            self.u8(CHUNK_HEADER).u8(order).full(1).full(0)
+        }
+        /// A record of type `ty` whose attributes `f` writes.
+        fn rec(&mut self, ty: u8, f: impl FnOnce(&mut W)) -> &mut Self {
+            let mut body = W::new(self.big);
+            f(&mut body);
+            self.u8(ty).u8(body.b.len() as u8);
+            self.b.extend_from_slice(&body.b);
+            self
+        }
+    }
+
+    /// What the decoder calls, as text.
+    #[derive(Default)]
+    struct Log(Vec<String>);
+
+    impl EventSink for Log {
+        fn start_location(&mut self, loc: u64, _bytes: u64) {
+            self.0.push(format!("location {loc}"));
+        }
+        fn enter(&mut self, _l: u64, t: u64, r: u32) -> bool {
+            self.0.push(format!("enter {t} {r}"));
+            true
+        }
+        fn leave(&mut self, _l: u64, t: u64, r: u32) -> bool {
+            self.0.push(format!("leave {t} {r}"));
+            true
+        }
+        fn send(&mut self, _l: u64, t: u64, p: u32, c: u32, tag: u32, n: u64) -> bool {
+            self.0.push(format!("send {t} {p} {c} {tag} {n}"));
+            true
+        }
+        fn recv(&mut self, _l: u64, t: u64, p: u32, c: u32, tag: u32, n: u64) -> bool {
+            self.0.push(format!("recv {t} {p} {c} {tag} {n}"));
+            true
+        }
+        fn timed(&mut self, _l: u64, t: u64) -> bool {
+            self.0.push(format!("timed {t}"));
+            true
+        }
+        fn coll_begin(&mut self, _l: u64, t: u64) -> bool {
+            self.0.push(format!("coll_begin {t}"));
+            true
+        }
+        fn coll_end(&mut self, _l: u64, t: u64, op: u8, c: u32, r: u32, s: u64, v: u64) -> bool {
+            self.0.push(format!("coll_end {t} {op} {c} {r} {s} {v}"));
+            true
+        }
+        fn metric(&mut self, _l: u64, t: u64, m: u32, v: f64) -> bool {
+            self.0.push(format!("metric {t} {m} {v}"));
+            true
+        }
+        fn program(&mut self, _l: u64, t: u64, k: u8, v: i64) -> bool {
+            self.0.push(format!("program {t} {k} {v}"));
+            true
+        }
+        fn unknown(&mut self, _l: u64, t: u64) -> bool {
+            self.0.push(format!("unknown {t}"));
+            true
+        }
+    }
+
+    /// A whole archive written byte by byte, in both byte orders, decoded:
+    /// its definitions, a dense region table and a sparse communicator
+    /// table, two clock offsets, timestamps, singleton and sized events,
+    /// an attribute list, a metric, an event of a type newer than OTF2
+    /// 3.0 (unknown), a second chunk.
+    #[test]
+    fn a_hand_written_archive_decodes_in_either_byte_order() {
+        for big in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let chunk = CHUNK_MIN as usize;
+            let mut anchor = W::new(big);
+            anchor.u8(CHUNK_HEADER).u8(if big { BIG } else { LITTLE });
+            anchor.b.extend_from_slice(b"OTF2\0");
+            anchor.u8(3).u8(2).u8(3).u8(0).u8(2);
+            anchor.full(chunk as u64).full(chunk as u64).u8(1).u8(1);
+            let files = super::anchor(&anchor.b, dir.path().join("traces")).unwrap();
+            assert_eq!(files.chunk_events, chunk);
+
+            let mut d = W::new(big);
+            d.header()
+                .rec(DEF_CLOCK_PROPERTIES, |w| {
+                    w.cu(1_000_000_000).cu(1000).cu(500);
+                })
+                .rec(DEF_STRING, |w| {
+                    w.cu(0);
+                    w.b.extend_from_slice(b"main\0");
+                })
+                .rec(DEF_LOCATION, |w| {
+                    w.cu(7).cu(0).u8(1).cu(9).cu(0);
+                })
+                .rec(DEF_REGION, |w| {
+                    w.cu(300)
+                        .cu(0)
+                        .cu(0)
+                        .u8(0)
+                        .cu(0)
+                        .cu(0)
+                        .cu(0)
+                        .cu(0)
+                        .u8(1)
+                        .u8(1)
+                        .cu(0);
+                })
+                .rec(DEF_METRIC_CLASS, |w| {
+                    w.cu(4).u8(2).cu(40).cu(41);
+                })
+                .rec(99, |w| {
+                    w.cu(5);
+                })
+                .u8(END_OF_FILE);
+            let def = dir.path().join("traces.def");
+            std::fs::write(&def, &d.b).unwrap();
+            let Ok(defs) = global_defs(&def, &files) else {
+                panic!("global definitions")
+            };
+            assert_eq!(defs.clock, Some((1_000_000_000, 1000, 500)));
+            assert_eq!(defs.strings[&0], "main");
+            assert_eq!(defs.locations[&7], (0, 1, 0));
+            assert_eq!(defs.regions[&300], (0, 1, 1));
+            assert_eq!(defs.metric_classes[&4], vec![40, 41]);
+
+            std::fs::create_dir(dir.path().join("traces")).unwrap();
+            let mut l = W::new(big);
+            l.header()
+                .rec(LOCAL_MAPPING_TABLE, |w| {
+                    // dense regions: local 0 → 300, local 1 → 301
+                    w.u8(MAPPING_REGION as u8).cu(2).u8(0).cu(300).cu(301);
+                })
+                .rec(LOCAL_MAPPING_TABLE, |w| {
+                    // sparse communicators: local 9 → 2
+                    w.u8(MAPPING_COMM as u8).cu(1).u8(1).cu(9).cu(2);
+                })
+                .rec(LOCAL_CLOCK_OFFSET, |w| {
+                    w.full(1000).cu(10).full(0);
+                })
+                .rec(LOCAL_CLOCK_OFFSET, |w| {
+                    w.full(3000).cu(30).full(0);
+                })
+                .u8(END_OF_FILE);
+            std::fs::write(dir.path().join("traces/7.def"), &l.b).unwrap();
+
+            let mut e = W::new(big);
+            e.header().u8(TIMESTAMP).full(2000);
+            e.u8(EV_ENTER).cu(0);
+            e.rec(ATTRIBUTE_LIST, |w| {
+                w.cu(1).u8(4).cu(0).cu(42);
+            });
+            e.rec(EV_MPI_SEND, |w| {
+                w.cu(3).cu(9).cu(5).cu(64);
+            });
+            e.u8(TIMESTAMP).full(2100);
+            e.rec(EV_METRIC, |w| {
+                w.cu(4)
+                    .u8(2)
+                    .u8(TYPE_DOUBLE)
+                    .cu(1.5f64.to_bits())
+                    .u8(TYPE_INT64)
+                    .cu(u64::MAX);
+            });
+            e.u8(EV_MPI_ISEND_COMPLETE).cu(77);
+            e.rec(120, |w| {
+                w.cu(1);
+            });
+            e.u8(END_OF_CHUNK);
+            e.b.resize(chunk, 0xEE);
+            e.header().u8(TIMESTAMP).full(2200);
+            e.u8(EV_LEAVE).cu(0);
+            e.rec(EV_PROGRAM_END, |w| {
+                w.cu(3);
+            });
+            e.u8(END_OF_FILE);
+            std::fs::write(dir.path().join("traces/7.evt"), &e.b).unwrap();
+
+            let Ok(log) = read_group(&files, &defs, &[7], |_| 1, Log::default()) else {
+                panic!("events")
+            };
+            // times t + 10 + 0.01 · (t − 1000): 2000 → 2020, 2100 → 2121,
+            // 2200 → 2222
+            assert_eq!(
+                log.0,
+                [
+                    "location 7",
+                    "enter 2020 300",
+                    "send 2020 3 2 5 64",
+                    "metric 2121 40 1.5",
+                    "metric 2121 41 -1",
+                    "timed 2121",
+                    "unknown 2121",
+                    "leave 2222 300",
+                    "program 2222 1 3",
+                ],
+                "big endian: {big}"
+            );
+        }
     }
 
     #[test]
