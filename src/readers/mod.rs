@@ -322,6 +322,8 @@ fn read_otf2_isolated(helper: &Path, path: &Path, opts: &ReadOptions) -> Result<
     let out = tmp.join("trace.tapestry");
     let mut cmd = std::process::Command::new(helper);
     cmd.arg("__read-otf2").arg(path).arg(&out);
+    // the helper reads what this process left to the library
+    cmd.env("TAPESTRY_OTF2_LIBRARY", "1");
     if opts.strict {
         cmd.arg("--strict");
     }

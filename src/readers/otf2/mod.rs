@@ -1,5 +1,9 @@
-//! OTF2 archives (Score-P) through the official OTF2 library (feature
-//! `otf2`; Debian: `libopen-trace-format2-dev`).
+//! OTF2 archives (Score-P): decoded here ([`native`], safe Rust, every
+//! build) where the archive is of the POSIX substrate, uncompressed and of
+//! OTF2 2.0 or later (what Score-P writes), else through the official OTF2
+//! library (`library`, feature `otf2`; Debian:
+//! `libopen-trace-format2-dev`). Both fill the same definitions and event
+//! sinks; the model below does not know which read.
 //!
 //! Definitions read: strings, clock properties, system tree nodes, location
 //! groups, locations, regions (role, paradigm), groups, communicators,
