@@ -383,6 +383,17 @@ fn reading_in_parallel_gives_the_same_trace_as_one_thread() {
     assert!(info.contains("locations  16"), "{info}");
 }
 
+/// Runs `f` in pools of one thread and of three (given the count).
+fn on_one_and_three_threads(f: impl Fn(usize) + Sync) {
+    for threads in [1, 3] {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| f(threads));
+    }
+}
+
 /// Runs an archive writer from `tests/data` with the official Python
 /// writer; the anchor of the archive it wrote in `dir`.
 fn python_writer(script: &str, dir: &Path, args: &[&str]) -> PathBuf {
@@ -443,41 +454,35 @@ fn reading_in_order_gives_the_general_readers_trace() {
     archives.push(shared_trace("ping-pong-otf2/traces.otf2"));
     archives.push(shared_trace("ping-pong-otf2-papi/traces.otf2"));
     let opts = ReadOptions::default();
-    for threads in [1, 3] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            for a in &archives {
-                let fast = otf2::read_in_order(a, &opts)
-                    .unwrap()
-                    .unwrap_or_else(|| panic!("{} is in time order", a.display()));
-                let general = otf2::read_general(a, &opts).unwrap();
-                assert!(!general.intervals.is_empty(), "{}", a.display());
-                assert_eq!(
-                    as_json(&fast),
-                    as_json(&general),
-                    "{} on {threads} thread(s)",
-                    a.display()
-                );
-            }
-            for mode in ["backwards", "early", "late-open"] {
-                let a = python_writer(
-                    "write_otf2_untimely.py",
-                    &dir.path().join(format!("{mode}-{threads}")),
-                    &[mode],
-                );
-                assert!(otf2::read_in_order(&a, &opts).unwrap().is_none(), "{mode}");
-                let t = otf2::read(&a, &opts).unwrap();
-                assert_eq!(
-                    as_json(&t),
-                    as_json(&otf2::read_general(&a, &opts).unwrap())
-                );
-                assert_eq!(t.messages.len(), 3, "{mode}");
-            }
-        });
-    }
+    on_one_and_three_threads(|threads| {
+        for a in &archives {
+            let fast = otf2::read_in_order(a, &opts)
+                .unwrap()
+                .unwrap_or_else(|| panic!("{} is in time order", a.display()));
+            let general = otf2::read_general(a, &opts).unwrap();
+            assert!(!general.intervals.is_empty(), "{}", a.display());
+            assert_eq!(
+                as_json(&fast),
+                as_json(&general),
+                "{} on {threads} thread(s)",
+                a.display()
+            );
+        }
+        for mode in ["backwards", "early", "late-open"] {
+            let a = python_writer(
+                "write_otf2_untimely.py",
+                &dir.path().join(format!("{mode}-{threads}")),
+                &[mode],
+            );
+            assert!(otf2::read_in_order(&a, &opts).unwrap().is_none(), "{mode}");
+            let t = otf2::read(&a, &opts).unwrap();
+            assert_eq!(
+                as_json(&t),
+                as_json(&otf2::read_general(&a, &opts).unwrap())
+            );
+            assert_eq!(t.messages.len(), 3, "{mode}");
+        }
+    });
 }
 
 /// The native decoder gives the very trace the OTF2 library gives: on the
@@ -521,27 +526,21 @@ fn the_native_decoder_gives_the_librarys_trace() {
     for a in &archives {
         assert_eq!(otf2::native_support(a).unwrap(), Ok(()), "{}", a.display());
     }
-    // the mapped archive in time order is read in order (by both)
+    // the mapped archive in time order takes the in-order read
     assert!(otf2::read_in_order(&archives[6], &opts).unwrap().is_some());
-    for threads in [1, 3] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            for a in &archives {
-                let native = otf2::read(a, &opts).unwrap();
-                let library = otf2::read_library(a, &opts).unwrap();
-                assert!(!native.intervals.is_empty(), "{}", a.display());
-                assert_eq!(
-                    as_json(&native),
-                    as_json(&library),
-                    "{} on {threads} thread(s)",
-                    a.display()
-                );
-            }
-        });
-    }
+    on_one_and_three_threads(|threads| {
+        for a in &archives {
+            let native = otf2::read(a, &opts).unwrap();
+            let library = otf2::read_library(a, &opts).unwrap();
+            assert!(!native.intervals.is_empty(), "{}", a.display());
+            assert_eq!(
+                as_json(&native),
+                as_json(&library),
+                "{} on {threads} thread(s)",
+                a.display()
+            );
+        }
+    });
     // the mapping tables are applied: every location (its regions numbered
     // by a permutation of its own) begins in "main", its first region
     let t = otf2::read(&archives[5], &opts).unwrap();
