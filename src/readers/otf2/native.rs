@@ -1078,7 +1078,8 @@ mod tests {
     }
 
     /// A whole archive written byte by byte, in both byte orders, decoded:
-    /// its definitions, a dense region table and a sparse communicator
+    /// its definitions (in two chunks, with a record of a type it does not
+    /// know), a dense region table and a sparse communicator
     /// table, two clock offsets, timestamps, singleton and sized events,
     /// an attribute list, a metric, an event of a type newer than OTF2
     /// 3.0 (unknown), a second chunk.
@@ -1120,6 +1121,10 @@ mod tests {
                         .u8(1)
                         .cu(0);
                 })
+                .u8(END_OF_CHUNK);
+            // the definitions go on in a second chunk
+            d.b.resize(chunk, 0xEE);
+            d.header()
                 .rec(DEF_METRIC_CLASS, |w| {
                     w.cu(4).u8(2).cu(40).cu(41);
                 })
