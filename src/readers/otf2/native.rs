@@ -199,7 +199,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A record's length: the cursor on its attributes, with the end.
+    /// Reads a record's length; where its attributes end.
     #[inline]
     fn record(&mut self) -> Res<usize> {
         let n = match self.u8()? {
@@ -237,8 +237,6 @@ struct Chunks {
     /// The offset of the chunk in `buf` in the file.
     at: u64,
     buf: Vec<u8>,
-    /// Bytes of the chunk read.
-    len: usize,
 }
 
 impl Chunks {
@@ -248,7 +246,6 @@ impl Chunks {
             size,
             at: 0,
             buf,
-            len: 0,
         })
     }
 
@@ -276,7 +273,6 @@ impl Chunks {
                 }
             }
         }
-        self.len = got;
         if got == 0 {
             return Ok(None);
         }
