@@ -70,8 +70,8 @@ say "== otf2: whole runs, seconds"
 for i in 1 2; do
   wall taskset -c 0 $B/bin/otf2-print $O > /dev/null; say "otf2-print 1 core: $WALL"
   for k in 1 16; do
-    wall env RAYON_NUM_THREADS=$k taskset -c 0-$((k-1)) $T info $O > /dev/null; say "tapestry info (helper) k=$k: $WALL"
-    wall env RAYON_NUM_THREADS=$k TAPESTRY_OTF2_IN_PROCESS=1 taskset -c 0-$((k-1)) $T info $O > /dev/null; say "tapestry info (in process) k=$k: $WALL"
+    wall env RAYON_NUM_THREADS=$k taskset -c 0-$((k-1)) $T info $O > /dev/null; say "tapestry info (native) k=$k: $WALL"
+    wall env RAYON_NUM_THREADS=$k TAPESTRY_OTF2_LIBRARY=1 taskset -c 0-$((k-1)) $T info $O > /dev/null; say "tapestry info (library, helper) k=$k: $WALL"
     wall env RAYON_NUM_THREADS=$k taskset -c 0-$((k-1)) $T info $O --stream > /dev/null; say "tapestry info --stream k=$k: $WALL"
   done
 done
