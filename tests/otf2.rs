@@ -275,7 +275,13 @@ fn damaged_archives_fail_clearly() {
     let def = a.with_extension("").join("1.def");
     let bytes = std::fs::read(&def).unwrap();
     std::fs::write(&def, &bytes[..bytes.len() - 3]).unwrap();
-    fails(&a, &format!("{} fails at byte", def.display()));
+    fails(
+        &a,
+        &format!(
+            "reading the local definitions failed: {} fails at byte",
+            def.display()
+        ),
+    );
     // the event directory resolves outside the archive's directory
     let a = fresh("elsewhere-src");
     let outside = d.path().join("outside");

@@ -815,17 +815,23 @@ fn group_error(path: &Path, evt_dir: &Path, e: GroupError) -> Error {
             Position::none(),
             format!("OTF2 library: {what} failed: {why}"),
         ),
-        GroupError::Native(l, n, file, bad) => Error::parse(
-            path,
-            Position::none(),
-            format!(
-                "reading the events failed: {} fails at byte {} (location {l}, after {n} of its \
-                 events): {}",
-                file.display(),
-                bad.byte,
-                bad.why
-            ),
-        ),
+        GroupError::Native(l, n, file, bad) => {
+            let what = if file.extension().is_some_and(|e| e == "def") {
+                format!(
+                    "reading the local definitions failed: {} fails at byte {} (location {l})",
+                    file.display(),
+                    bad.byte
+                )
+            } else {
+                format!(
+                    "reading the events failed: {} fails at byte {} (location {l}, after {n} \
+                     of its events)",
+                    file.display(),
+                    bad.byte
+                )
+            };
+            Error::parse(path, Position::none(), format!("{what}: {}", bad.why))
+        }
         GroupError::Location(l, n, why) => {
             let file = evt_dir.join(format!("{l}.evt"));
             let file = if file.is_file() {

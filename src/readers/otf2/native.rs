@@ -237,6 +237,8 @@ struct Chunks {
     /// The offset of the chunk in `buf` in the file.
     at: u64,
     buf: Vec<u8>,
+    /// Where the last chunk read ends in the file.
+    end: u64,
 }
 
 impl Chunks {
@@ -246,6 +248,7 @@ impl Chunks {
             size,
             at: 0,
             buf,
+            end: 0,
         })
     }
 
@@ -276,6 +279,7 @@ impl Chunks {
         if got == 0 {
             return Ok(None);
         }
+        self.end = self.at + got as u64;
         let mut c = Cursor {
             b: &self.buf[..got],
             pos: 0,
@@ -324,10 +328,9 @@ fn records(
         let mut time = 0u64;
         let mut first = true;
         loop {
-            let at = ch.at + if first { 0 } else { ch.size as u64 };
             let Some(mut c) = ch.next(first)? else {
                 return Err(Bad {
-                    byte: at,
+                    byte: ch.end,
                     why: "the file ends without its end-of-file record".into(),
                 });
             };
