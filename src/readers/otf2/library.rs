@@ -7,7 +7,10 @@
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::path::{Path, PathBuf};
 
-use super::{Archive, Defs, EventSink, GroupError, Source, UNDEF32, archive_locations, ffi};
+use super::{
+    Archive, Defs, EventSink, GroupError, MetricMembers, Source, UNDEF32, archive_locations, ffi,
+    metric_value,
+};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 
@@ -190,11 +193,8 @@ unsafe extern "C" fn def_metric_instance(
 /// What the event callbacks of one reader fill, with the global
 /// definitions read before (shared by the readers of every thread).
 struct EvCtx<'d, S> {
-    defs: &'d Defs,
     ev: S,
-    /// The last metric (class or instance) sampled and its members
-    /// (samples of one metric follow each other: two lookups saved).
-    metric: Option<(u32, &'d [u32])>,
+    metric: MetricMembers<'d>,
 }
 
 fn evctx<'a, 'd, S>(user: *mut c_void) -> &'a mut EvCtx<'d, S> {
@@ -373,32 +373,14 @@ unsafe extern "C" fn on_metric<S: EventSink>(
             std::slice::from_raw_parts(values, n as usize),
         )
     };
-    let members: &[u32] = match c.metric {
-        Some((m, members)) if m == metric => members,
-        _ => {
-            let defs = c.defs;
-            let class = defs
-                .metric_instances
-                .get(&metric)
-                .copied()
-                .unwrap_or(metric);
-            let members = defs.metric_classes.get(&class).map_or(&[][..], |m| &m[..]);
-            c.metric = Some((metric, members));
-            members
-        }
-    };
+    let members = c.metric.of(metric);
     if types.is_empty() {
         return code(c.ev.timed(loc, time));
     }
     for (i, (&ty, v)) in types.iter().zip(values).enumerate() {
-        // SAFETY: the type id says which member of the union is set.
-        let x = unsafe {
-            match ty as u32 {
-                ffi::OTF2_TYPE_INT64 => v.signed_int as f64,
-                ffi::OTF2_TYPE_DOUBLE => v.floating_point,
-                _ => v.unsigned_int as f64,
-            }
-        };
+        // SAFETY: every member of the union is 64 bits; the type says how
+        // to take them.
+        let x = metric_value(ty, unsafe { v.unsigned_int });
         let member = members.get(i).copied().unwrap_or(UNDEF32);
         if !c.ev.metric(loc, time, member, x) {
             return code(false);
@@ -457,9 +439,8 @@ pub(super) fn read_group<S: EventSink>(
 ) -> Result<S, GroupError> {
     let setup = |what: &str, code| GroupError::Setup(what.to_string(), describe(code));
     let mut c = EvCtx {
-        defs,
         ev,
-        metric: None,
+        metric: MetricMembers::new(defs),
     };
     let user = &mut c as *mut EvCtx<S> as *mut c_void;
     // SAFETY: the library's documented sequence for local readers; every

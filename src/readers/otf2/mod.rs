@@ -156,6 +156,45 @@ impl Events {
     }
 }
 
+/// The members of the metric sampled last, for each next sample: samples
+/// of one metric follow each other, so the two lookups (an instance's
+/// class, the class's members) are made once per run of them.
+struct MetricMembers<'d> {
+    defs: &'d Defs,
+    last: Option<(u32, &'d [u32])>,
+}
+
+impl<'d> MetricMembers<'d> {
+    fn new(defs: &'d Defs) -> Self {
+        MetricMembers { defs, last: None }
+    }
+
+    /// The members of `metric` (a class, or an instance of one; none when
+    /// undefined).
+    fn of(&mut self, metric: u32) -> &'d [u32] {
+        match self.last {
+            Some((m, members)) if m == metric => members,
+            _ => {
+                let d = self.defs;
+                let class = d.metric_instances.get(&metric).copied().unwrap_or(metric);
+                let members = d.metric_classes.get(&class).map_or(&[][..], |m| &m[..]);
+                self.last = Some((metric, members));
+                members
+            }
+        }
+    }
+}
+
+/// A metric sample's value of OTF2 type `ty` from its 64 bits (a signed or
+/// unsigned integer, or a double).
+fn metric_value(ty: u8, bits: u64) -> f64 {
+    match ty {
+        format::TYPE_INT64 => bits as i64 as f64,
+        format::TYPE_DOUBLE => f64::from_bits(bits),
+        _ => bits as f64,
+    }
+}
+
 // ---- event callbacks ------------------------------------------------------
 
 /// What the event callbacks of one reader fill: the events kept for the
@@ -416,8 +455,9 @@ fn check_anchor_properties(a: &[u8]) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Checks that the archive's files stay inside the anchor's directory.
-fn check_archive(anchor: &Path) -> Result<PathBuf> {
+/// Checks that the archive's files stay inside the anchor's directory:
+/// the anchor's real path and its bytes.
+fn check_archive(anchor: &Path) -> Result<(PathBuf, Vec<u8>)> {
     let real = anchor.canonicalize().map_err(|e| Error::io(anchor, e))?;
     if !real.is_file() {
         return Err(Error::parse(
@@ -466,7 +506,7 @@ fn check_archive(anchor: &Path) -> Result<PathBuf> {
             ));
         }
     }
-    Ok(real)
+    Ok((real, bytes))
 }
 
 /// The OTF2 paradigm's name, lower case (`mpi`, `openmp`, `cuda`, ...).
@@ -621,11 +661,11 @@ pub fn force_library(on: bool) {
 /// archive is one [`native`] decodes, else with the library; every
 /// location's event file must be there (named when missing).
 fn open_archive(path: &Path) -> Result<Archive> {
-    let real = check_archive(path)?;
+    let (real, bytes) = check_archive(path)?;
     let why = if library_only() {
         "TAPESTRY_OTF2_LIBRARY is set".to_string()
     } else {
-        match open_native(path, &real)? {
+        match open_native(path, &real, &bytes)? {
             Ok(a) => return Ok(a),
             Err(native::Unsupported(why)) => why,
         }
@@ -661,10 +701,10 @@ fn needs_library(path: &Path, why: &str) -> Error {
 fn open_native(
     path: &Path,
     real: &Path,
+    anchor: &[u8],
 ) -> Result<std::result::Result<Archive, native::Unsupported>> {
-    let bytes = crate::readers::input::read_all(real, 16 << 20)?;
     let evt_dir = real.with_extension("");
-    let files = match native::anchor(&bytes, evt_dir.clone()) {
+    let files = match native::anchor(anchor, evt_dir.clone()) {
         Ok(f) => f,
         Err(why) => return Ok(Err(why)),
     };
@@ -698,8 +738,10 @@ fn open_native(
 /// it leaves it to the OTF2 library.
 #[doc(hidden)]
 pub fn native_support(path: &Path) -> Result<std::result::Result<(), String>> {
-    let real = check_archive(path)?;
-    Ok(open_native(path, &real)?.map(|_| ()).map_err(|w| w.0))
+    let (real, bytes) = check_archive(path)?;
+    Ok(open_native(path, &real, &bytes)?
+        .map(|_| ())
+        .map_err(|w| w.0))
 }
 
 /// [`read`] with the OTF2 library only, whatever the archive: what the
@@ -707,7 +749,7 @@ pub fn native_support(path: &Path) -> Result<std::result::Result<(), String>> {
 #[doc(hidden)]
 #[cfg(feature = "otf2")]
 pub fn read_library(path: &Path, opts: &ReadOptions) -> Result<Trace> {
-    let real = check_archive(path)?;
+    let (real, _) = check_archive(path)?;
     let a = library::open(path, real)?;
     read_archive(a, path, opts)
 }
@@ -760,8 +802,8 @@ pub fn read_native(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
         return Ok(None);
     }
     let phase = crate::phases::span("otf2: global definitions (one thread)");
-    let real = check_archive(path)?;
-    let Ok(a) = open_native(path, &real)? else {
+    let (real, bytes) = check_archive(path)?;
+    let Ok(a) = open_native(path, &real, &bytes)? else {
         return Ok(None);
     };
     drop(phase);

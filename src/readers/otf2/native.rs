@@ -29,8 +29,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::format::{TYPE_DOUBLE, TYPE_INT64};
-use super::{Defs, EventSink, GroupError, UNDEF32};
+use super::{Defs, EventSink, GroupError, MetricMembers, UNDEF32, metric_value};
 
 /// The archive is one this module leaves to the library, and why.
 #[derive(Debug)]
@@ -234,8 +233,8 @@ impl<'a> Cursor<'a> {
 struct Chunks {
     file: File,
     size: usize,
-    /// The offset of the chunk in `buf` in the file.
-    at: u64,
+    /// Where the next chunk starts in the file.
+    next: u64,
     buf: Vec<u8>,
     /// Where the last chunk read ends in the file.
     end: u64,
@@ -246,17 +245,16 @@ impl Chunks {
         Ok(Chunks {
             file: File::open(path)?,
             size,
-            at: 0,
+            next: 0,
             buf,
             end: 0,
         })
     }
 
     /// The next chunk (`None` at the end of the file).
-    fn next(&mut self, first: bool) -> Res<Option<Cursor<'_>>> {
-        if !first {
-            self.at += self.size as u64;
-        }
+    fn next(&mut self) -> Res<Option<Cursor<'_>>> {
+        let at = self.next;
+        self.next += self.size as u64;
         // the buffer only grows (a location's 4 MiB definition chunk, then
         // its 1 MiB event chunks: not cleared again for each)
         if self.buf.len() < self.size {
@@ -270,7 +268,7 @@ impl Chunks {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     return Err(Bad {
-                        byte: self.at + got as u64,
+                        byte: at + got as u64,
                         why: format!("cannot read: {e}"),
                     });
                 }
@@ -279,12 +277,12 @@ impl Chunks {
         if got == 0 {
             return Ok(None);
         }
-        self.end = self.at + got as u64;
+        self.end = at + got as u64;
         let mut c = Cursor {
             b: &self.buf[..got],
             pos: 0,
             big: false,
-            base: self.at,
+            base: at,
         };
         if c.u8()? != CHUNK_HEADER {
             return c.bad("expected a chunk header (byte 3)");
@@ -326,15 +324,13 @@ fn records(
     };
     let res = (|| -> Res<()> {
         let mut time = 0u64;
-        let mut first = true;
         loop {
-            let Some(mut c) = ch.next(first)? else {
+            let Some(mut c) = ch.next()? else {
                 return Err(Bad {
                     byte: ch.end,
                     why: "the file ends without its end-of-file record".into(),
                 });
             };
-            first = false;
             loop {
                 let mut ty = c.u8()?;
                 if timed && ty == TIMESTAMP {
@@ -783,7 +779,7 @@ pub(super) fn read_group<S: EventSink>(
     mut ev: S,
 ) -> Result<S, GroupError> {
     let mut buf = Vec::new();
-    let mut metric_cache: Option<(u32, &[u32])> = None;
+    let mut members_of = MetricMembers::new(defs);
     for &l in locations {
         let (b, local) = local_defs(files, l, buf);
         buf = b;
@@ -855,31 +851,11 @@ pub(super) fn read_group<S: EventSink>(
                             if k == 0 {
                                 ev.timed(l, t)
                             } else {
-                                let members: &[u32] = match metric_cache {
-                                    Some((m, members)) if m == metric => members,
-                                    _ => {
-                                        let class = defs
-                                            .metric_instances
-                                            .get(&metric)
-                                            .copied()
-                                            .unwrap_or(metric);
-                                        let members = defs
-                                            .metric_classes
-                                            .get(&class)
-                                            .map_or(&[][..], |m| &m[..]);
-                                        metric_cache = Some((metric, members));
-                                        members
-                                    }
-                                };
+                                let members = members_of.of(metric);
                                 let mut go = true;
                                 for i in 0..k as usize {
                                     let ty = c.u8()?;
-                                    let v = c.cu64()?;
-                                    let x = match ty {
-                                        TYPE_INT64 => v as i64 as f64,
-                                        TYPE_DOUBLE => f64::from_bits(v),
-                                        _ => v as f64,
-                                    };
+                                    let x = metric_value(ty, c.cu64()?);
                                     if go {
                                         let member = members.get(i).copied().unwrap_or(UNDEF32);
                                         go = ev.metric(l, t, member, x);
@@ -927,6 +903,7 @@ pub(super) fn read_group<S: EventSink>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::format::{TYPE_DOUBLE, TYPE_INT64};
     use super::*;
 
     fn cursor(b: &[u8], big: bool) -> Cursor<'_> {
