@@ -908,24 +908,56 @@ impl TraceBuilder {
 
         drop(phase);
         let _phase = crate::phases::span("build: counters and the rest");
+        // counters: by location, counter, time, stable; a location beyond
+        // the trace's is left out
         let mut cs = std::mem::take(&mut self.counters);
-        cs.par_sort_by_key(|c| (c.loc, c.counter, c.time));
-        let mut counters = Counters {
-            defs: std::mem::take(&mut self.counter_defs),
-            ..Default::default()
-        };
-        let mut k = 0usize;
-        counters.offsets.push(0);
-        for l in 0..nloc as LocId {
-            while k < cs.len() && cs[k].loc == l {
-                counters.counter.push(cs[k].counter);
-                counters.time.push(cs[k].time);
-                counters.value.push(cs[k].value);
-                max_time = max_time.max(cs[k].time);
-                k += 1;
-            }
-            counters.offsets.push(counters.time.len() as u64);
+        cs.retain(|c| (c.loc as usize) < nloc);
+        let by = |c: &RawCounter| (c.loc, c.counter, c.time);
+        if !cs.is_sorted_by_key(by) {
+            cs.par_sort_by_key(by);
         }
+        let n = cs.len();
+        let mut offsets = vec![0u64; nloc + 1];
+        for c in &cs {
+            offsets[c.loc as usize + 1] += 1;
+        }
+        for l in 0..nloc {
+            offsets[l + 1] += offsets[l];
+        }
+        let (mut counter, mut time, mut value) =
+            (Unfilled::new(n), Unfilled::new(n), Unfilled::new(n));
+        let latest = into_columns(cs, |r, at| {
+            (
+                r.par_chunks(COLUMN_CHUNK),
+                counter.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                time.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+                value.rows(at).par_chunks_mut(COLUMN_CHUNK),
+            )
+                .into_par_iter()
+                .map(|(r, counter, time, value)| {
+                    let mut t = 0;
+                    for (i, c) in r.iter().enumerate() {
+                        counter[i].write(c.counter);
+                        time[i].write(c.time);
+                        value[i].write(c.value);
+                        t = t.max(c.time);
+                    }
+                    t
+                })
+                .max()
+                .unwrap_or(0)
+        });
+        // SAFETY: as for the events, every row of 0..n was written
+        let counters = unsafe {
+            Counters {
+                defs: std::mem::take(&mut self.counter_defs),
+                offsets,
+                counter: counter.filled(),
+                time: time.filled(),
+                value: value.filled(),
+            }
+        };
+        max_time = max_time.max(latest);
 
         let mut co = std::mem::take(&mut self.collectives);
         co.par_sort_by_key(|c| (c.begin, c.loc));

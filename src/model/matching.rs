@@ -9,6 +9,9 @@ use std::mem::MaybeUninit;
 
 use rustc_hash::FxHashMap;
 
+mod parts;
+pub use parts::{KeyedEvents, match_parts};
+
 /// A matched pair: the key, and time and bytes of both sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Matched<K> {
@@ -120,8 +123,7 @@ where
     T: Send,
     F: Fn(&Matched<K>) -> Option<T> + Sync,
 {
-    const NONE: u32 = u32::MAX;
-    if sends.len().max(recvs.len()) >= NONE as usize {
+    if sends.len().max(recvs.len()) >= NO_GROUP as usize {
         return None;
     }
     let limit = (sends.len() / 16).max(64);
@@ -150,7 +152,7 @@ where
         let id = match last {
             Some((k, id)) if k == r.0 => id,
             _ => {
-                let id = ids.get(&r.0).copied().unwrap_or(NONE);
+                let id = ids.get(&r.0).copied().unwrap_or(NO_GROUP);
                 last = Some((r.0, id));
                 id
             }
@@ -158,32 +160,78 @@ where
         recv_id.push(id);
     }
     let keys = ids.len();
-    // the indices of each id's events, in file order
-    let group = |id: &[u32]| {
-        let mut at = vec![0usize; keys + 1];
-        for &i in id.iter().filter(|&&i| i != NONE) {
-            at[i as usize + 1] += 1;
-        }
-        for k in 0..keys {
-            at[k + 1] += at[k];
-        }
-        let mut idx = vec![0u32; at[keys]];
-        let mut next = at.clone();
-        for (e, &i) in id.iter().enumerate() {
-            if i != NONE {
-                idx[next[i as usize]] = e as u32;
-                next[i as usize] += 1;
-            }
-        }
-        (at, idx)
-    };
-    let (s_at, mut s_idx) = group(&send_id);
-    let (r_at, mut r_idx) = group(&recv_id);
-    let mut unmatched = (recvs.len() - r_idx.len()) as u64;
+    let (s_at, mut s_idx) = group(send_id.iter().copied(), keys);
+    let (r_at, mut r_idx) = group(recv_id.iter().copied(), keys);
+    drop((send_id, recv_id));
+    let unmatched = (recvs.len() - r_idx.len()) as u64;
     let mut by_key: Vec<(K, u32)> = ids.into_iter().collect();
     by_key.sort_unstable_by_key(|k| k.0);
-    let mut s_of = split_at_bounds(&mut s_idx, &s_at);
-    let mut r_of = split_at_bounds(&mut r_idx, &r_at);
+    let side = |v: &[(K, u64, u64)], i: u32| {
+        let e = &v[i as usize];
+        (e.1, e.2)
+    };
+    let (out, left) = pair_groups(
+        &by_key,
+        (&s_at, &mut s_idx),
+        (&r_at, &mut r_idx),
+        |i| side(sends, i),
+        |i| side(recvs, i),
+        f,
+    );
+    Some((out, unmatched + left))
+}
+
+/// The events grouped by their key's id, in the order of `ids` (the
+/// events' ids, [`NO_GROUP`] for none): where each id's events start in
+/// the indices (one entry more than `keys`), and the indices (`u32`: the
+/// caller has fewer events), each id's in the order of `ids`: a counting
+/// sort.
+fn group(ids: impl Iterator<Item = u32> + Clone, keys: usize) -> (Vec<usize>, Vec<u32>) {
+    let mut at = vec![0usize; keys + 1];
+    for i in ids.clone().filter(|&i| i != NO_GROUP) {
+        at[i as usize + 1] += 1;
+    }
+    for k in 0..keys {
+        at[k + 1] += at[k];
+    }
+    let mut idx = vec![0u32; at[keys]];
+    let mut next = at.clone();
+    for (e, i) in ids.enumerate() {
+        if i != NO_GROUP {
+            idx[next[i as usize]] = e as u32;
+            next[i as usize] += 1;
+        }
+    }
+    (at, idx)
+}
+
+/// An event whose key no group has.
+const NO_GROUP: u32 = u32::MAX;
+
+/// Pairs the events of every group (a key), the keys in `order` (rising,
+/// each with its group's id; `at` and `idx` as [`group`] gives them):
+/// each group's sends and receives sorted by time where they are not (a
+/// stable sort: events at one time keep their order), the `n`-th send with
+/// the `n`-th receive, made into values by `f`, in key order (on all
+/// threads with many pairs); `send(i)` and `recv(i)` give event `i`'s time
+/// and bytes. Returns the values and the events left unpaired or left out
+/// by `f`.
+fn pair_groups<K, T, F>(
+    order: &[(K, u32)],
+    (s_at, s_idx): (&[usize], &mut [u32]),
+    (r_at, r_idx): (&[usize], &mut [u32]),
+    send: impl Fn(u32) -> (u64, u64) + Sync,
+    recv: impl Fn(u32) -> (u64, u64) + Sync,
+    f: &F,
+) -> (Vec<T>, u64)
+where
+    K: Copy + Send + Sync,
+    T: Send,
+    F: Fn(&Matched<K>) -> Option<T> + Sync,
+{
+    let mut s_of = split_at_bounds(s_idx, s_at);
+    let mut r_of = split_at_bounds(r_idx, r_at);
+    let mut unmatched = 0u64;
     // each key's pairs get their slots in `out`, in key order
     let total: usize = s_of
         .iter()
@@ -200,9 +248,9 @@ where
             usize,
         );
         let mut rest = &mut out.spare_capacity_mut()[..total];
-        let mut jobs: Vec<Job<'_, K, T>> = Vec::with_capacity(by_key.len());
+        let mut jobs: Vec<Job<'_, K, T>> = Vec::with_capacity(order.len());
         let mut at = 0;
-        for (key, id) in by_key {
+        for &(key, id) in order {
             let s = std::mem::take(&mut s_of[id as usize]);
             let r = std::mem::take(&mut r_of[id as usize]);
             unmatched += s.len().abs_diff(r.len()) as u64;
@@ -215,21 +263,21 @@ where
         // a key's pairs into its slots: those `f` keeps first, how many
         let pair = |(key, s, r, slots, at): Job<'_, K, T>| -> (usize, usize) {
             // stable: events of one key at one time keep their file order
-            if !s.is_sorted_by_key(|&i| sends[i as usize].1) {
-                s.sort_by_key(|&i| sends[i as usize].1);
+            if !s.is_sorted_by_key(|&i| send(i).0) {
+                s.sort_by_key(|&i| send(i).0);
             }
-            if !r.is_sorted_by_key(|&i| recvs[i as usize].1) {
-                r.sort_by_key(|&i| recvs[i as usize].1);
+            if !r.is_sorted_by_key(|&i| recv(i).0) {
+                r.sort_by_key(|&i| recv(i).0);
             }
             let mut k = 0;
             for (&si, &ri) in s.iter().zip(r.iter()) {
-                let (a, b) = (&sends[si as usize], &recvs[ri as usize]);
+                let (a, b) = (send(si), recv(ri));
                 let m = Matched {
                     key,
-                    send_time: a.1,
-                    send_bytes: a.2,
-                    recv_time: b.1,
-                    recv_bytes: b.2,
+                    send_time: a.0,
+                    send_bytes: a.1,
+                    recv_time: b.0,
+                    recv_bytes: b.1,
                 };
                 if let Some(t) = f(&m) {
                     slots[k].write(t);
@@ -249,7 +297,7 @@ where
     // in rising order of `at`, apart and within `total`
     unsafe { close_up(&mut out, &kept) };
     unmatched += (total - out.len()) as u64;
-    Some((out, unmatched))
+    (out, unmatched)
 }
 
 /// Gives the empty `out` the values its parts wrote into its spare

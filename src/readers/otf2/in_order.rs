@@ -20,11 +20,12 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::{
-    Archive, Clock, Coll, EventSink, KeyLocs, Keyed, LastComm, Marker, Ranks, Repairs, Rest,
+    Archive, Clock, Coll, EventSink, Key, KeyLocs, LastComm, Marker, Ranks, Repairs, Rest,
     Skeleton, balance, concat, event_bytes, finish, group_error, read_locations, skeleton,
 };
 use crate::error::Result;
 use crate::model::builder::{IntervalBlock, RawCounter, RawInterval};
+use crate::model::matching::KeyedEvents;
 use crate::model::{LocId, StateId, Time, Trace};
 use crate::readers::ReadOptions;
 
@@ -64,8 +65,9 @@ struct InOrderEvents<'a> {
     tails: Vec<(LocId, u64, StateId)>,
     /// The latest end of a closed region (ticks).
     max_closed_end: u64,
-    sends: Vec<Keyed>,
-    recvs: Vec<Keyed>,
+    /// The sends and receives, with their keys (sender, receiver,
+    /// communicator, tag).
+    p2p: KeyedEvents<Key>,
     collectives: Vec<Coll>,
     /// The metric samples, each with its member as its counter.
     samples: Vec<RawCounter>,
@@ -100,8 +102,7 @@ impl<'a> InOrderEvents<'a> {
             blocks: Vec::new(),
             tails: Vec::new(),
             max_closed_end: 0,
-            sends: Vec::new(),
-            recvs: Vec::new(),
+            p2p: KeyedEvents::new(),
             collectives: Vec::new(),
             samples: Vec::new(),
             markers: Vec::new(),
@@ -248,7 +249,7 @@ impl EventSink for InOrderEvents<'_> {
             return false;
         }
         if let Some(other) = self.peer(peer, comm) {
-            self.sends.push(((self.loc, other, comm, tag), time, len));
+            self.p2p.send((self.loc, other, comm, tag), time, len);
         }
         true
     }
@@ -258,7 +259,7 @@ impl EventSink for InOrderEvents<'_> {
             return false;
         }
         if let Some(other) = self.peer(peer, comm) {
-            self.recvs.push(((other, self.loc, comm, tag), time, len));
+            self.p2p.recv((other, self.loc, comm, tag), time, len);
         }
         true
     }
@@ -358,6 +359,7 @@ pub(super) fn read(
         })
         .collect();
     drop(phase);
+    crate::memory::return_freed_memory();
     if general.load(Ordering::Relaxed) {
         return Ok(None);
     }
@@ -401,18 +403,10 @@ pub(super) fn read(
     // after every location's own block: each tail stays last on its
     // location (the builder keeps the blocks' order per location)
     b.add_interval_block(IntervalBlock::Records(tails));
-    let sends = concat(
-        parts
-            .iter_mut()
-            .map(|p| std::mem::take(&mut p.sends))
-            .collect(),
-    );
-    let recvs = concat(
-        parts
-            .iter_mut()
-            .map(|p| std::mem::take(&mut p.recvs))
-            .collect(),
-    );
+    let p2p = parts
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.p2p))
+        .collect();
     let samples = concat(
         parts
             .iter_mut()
@@ -420,8 +414,7 @@ pub(super) fn read(
             .collect(),
     );
     let rest = Rest {
-        sends,
-        recvs,
+        p2p,
         defined: keys.defined,
         collectives: parts.iter().map(|p| &p.collectives[..]).collect(),
         samples,

@@ -49,7 +49,7 @@ use super::ReadOptions;
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::builder::{IntervalBlock, RawCounter, RawMessage};
-use crate::model::matching::{match_into, par_filter_map};
+use crate::model::matching::{KeyedEvents, match_parts, par_filter_map};
 use crate::model::{
     BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
     TimeUnit, Trace, TraceBuilder, flatten_nested,
@@ -129,9 +129,9 @@ type Metric = (u64, u64, u32, f64);
 /// end, value).
 type Marker = (u64, u64, u8, i64);
 
-/// A send or receive with its key: ((sender, receiver, communicator, tag),
-/// time (ticks), bytes), the locations as [`KeyLocs`] numbers them.
-type Keyed = ((LocId, LocId, u32, u32), u64, u64);
+/// A message's key: (sender, receiver, communicator, tag), the locations
+/// as [`KeyLocs`] numbers them.
+type Key = (LocId, LocId, u32, u32);
 
 /// The sends, receives and metric samples of a part of the locations.
 #[derive(Default)]
@@ -1434,8 +1434,7 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
         })
         .collect();
     let rest = Rest {
-        sends,
-        recvs,
+        p2p: vec![KeyedEvents::from_lists(sends, recvs)],
         defined: keys.defined,
         collectives: vec![&ev.collectives[..]],
         samples,
@@ -1449,8 +1448,9 @@ fn assemble(defs: Defs, mut ev: Events, path: &Path, opts: &ReadOptions) -> Resu
 /// member as its counter), in file order, and the collectives and markers
 /// of each part of the locations, in order.
 struct Rest<'e> {
-    sends: Vec<Keyed>,
-    recvs: Vec<Keyed>,
+    /// The sends and receives (times in ticks) of each part of the
+    /// locations, in order.
+    p2p: Vec<KeyedEvents<Key>>,
     /// Key locations at or above are not the model's ([`KeyLocs`]).
     defined: LocId,
     collectives: Vec<&'e [Coll]>,
@@ -1487,7 +1487,7 @@ fn finish(
     // each pair made into the model's message where it is matched (a pair
     // whose locations are unknown counts as unmatched)
     let defined = rest.defined;
-    let (messages, left) = match_into(rest.sends, rest.recvs, |m| {
+    let (messages, left) = match_parts(rest.p2p, |m| {
         let (src, dst, _, tag) = m.key;
         (src < defined && dst < defined).then(|| RawMessage {
             send: ns(m.send_time),
