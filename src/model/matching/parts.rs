@@ -1,7 +1,8 @@
 //! Sends and receives kept by the part of the locations that read them (a
 //! reading thread's). A part numbers its keys as its events come and keeps
-//! an event in 20 bytes (its key's number, time, bytes), where a list of
-//! `(key, time, bytes)` takes 32 with OTF2's key of 16 bytes, and the keys
+//! an event in 16 bytes (its key's number, time, bytes up to 4 GiB), where
+//! a list of `(key, time, bytes)` takes 32 with OTF2's key of 16 bytes, and
+//! the keys
 //! are looked up on every reading thread rather than on one afterwards.
 //! [`match_parts`] numbers the parts' keys together, in key order, groups
 //! the events by key and pairs them as [`super::match_in_order`] does.
@@ -22,12 +23,40 @@ struct Column {
     /// The key's number in the part (in [`match_parts`]: in all parts).
     key: Vec<u32>,
     time: Vec<u64>,
-    bytes: Vec<u64>,
+    /// The bytes, [`BIG`] for those in `big` (at the event's place).
+    bytes: Vec<u32>,
+    big: FxHashMap<usize, u64>,
 }
+
+/// The bytes of an event in [`Column::big`].
+const BIG: u32 = u32::MAX;
 
 impl Column {
     fn len(&self) -> usize {
         self.time.len()
+    }
+
+    #[inline]
+    fn push(&mut self, key: u32, time: u64, bytes: u64) {
+        match u32::try_from(bytes) {
+            Ok(b) if b != BIG => self.bytes.push(b),
+            _ => {
+                self.big.insert(self.bytes.len(), bytes);
+                self.bytes.push(BIG);
+            }
+        }
+        self.key.push(key);
+        self.time.push(time);
+    }
+
+    /// The time and bytes of event `i`.
+    #[inline]
+    fn event(&self, i: usize) -> (u64, u64) {
+        let b = match self.bytes[i] {
+            BIG => self.big.get(&i).copied().unwrap_or(u64::from(BIG)),
+            b => u64::from(b),
+        };
+        (self.time[i], b)
     }
 }
 
@@ -106,10 +135,7 @@ impl<K: Hash + Eq + Copy> KeyedEvents<K> {
                 id
             }
         };
-        let c = &mut self.sides[side];
-        c.key.push(id);
-        c.time.push(time);
-        c.bytes.push(bytes);
+        self.sides[side].push(id, time, bytes);
     }
 
     /// Keeps a send of `bytes` at `time`.
@@ -142,13 +168,10 @@ impl<K: Hash + Eq + Copy> KeyedEvents<K> {
         let mut out = [Vec::new(), Vec::new()];
         for ((c, rest), o) in sides.into_iter().zip(beyond).zip(&mut out) {
             o.reserve_exact(c.len() + rest.len());
-            o.extend(
-                c.key
-                    .iter()
-                    .zip(&c.time)
-                    .zip(&c.bytes)
-                    .map(|((&k, &t), &b)| (keys[k as usize], t, b)),
-            );
+            o.extend(c.key.iter().enumerate().map(|(i, &k)| {
+                let (t, b) = c.event(i);
+                (keys[k as usize], t, b)
+            }));
             o.extend(rest);
         }
         out
@@ -216,11 +239,14 @@ where
     };
     let (s_at, mut s_idx) = group(ids(SEND), order.len());
     let (r_at, mut r_idx) = group(ids(RECV), order.len());
+    // the keys' columns are done with: given back before the pairs are
+    // written (a tenth of what the pairs take)
     for p in &mut parts {
         for c in &mut p.sides {
             c.key = Vec::new();
         }
     }
+    crate::memory::return_freed_memory();
     // event `i` of a side: the part where it lies, then its place there
     let starts = |side: usize| -> Vec<usize> {
         let mut at = 0;
@@ -237,8 +263,7 @@ where
     let event = |side: usize, start: &[usize], i: u32| {
         let i = i as usize;
         let p = start.partition_point(|&s| s <= i) - 1;
-        let c = &parts[p].sides[side];
-        (c.time[i - start[p]], c.bytes[i - start[p]])
+        parts[p].sides[side].event(i - start[p])
     };
     pair_groups(
         &order,
@@ -286,7 +311,12 @@ mod tests {
                     t = (t + rng.next() % 3).saturating_sub(rng.next() % 2);
                     let k = (rng.next() % keys) as u32;
                     let key = (k % 7, k);
-                    let bytes = rng.next() % 5;
+                    // some beyond 32 bits, one at the escape's value
+                    let bytes = match rng.next() % 40 {
+                        0 => u64::from(BIG),
+                        1 => (1 << 40) + rng.next() % 3,
+                        b => b % 5,
+                    };
                     // keys above 3 / 4 of the range are never received
                     if rng.next().is_multiple_of(2) {
                         p.send(key, t, bytes);
