@@ -1713,8 +1713,10 @@ fn add_threads(
                         }));
                     }
                 }
+                // as runs of their threads (12 bytes a record, where
+                // packed records take 16)
                 if !quiet.is_empty() {
-                    blocks.push(IntervalBlock::Records(quiet));
+                    blocks.push(IntervalBlock::of_runs(&quiet));
                 }
                 (blocks, nesting)
             })

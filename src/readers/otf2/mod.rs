@@ -1483,7 +1483,7 @@ fn finish(
 ) -> Result<Trace> {
     let ns = |t: u64| clock.ns(t);
     let name = |id: u32| defs.strings.get(&id).cloned().unwrap_or_default();
-    let phase = crate::phases::span("otf2: messages matched (keys numbered on one thread)");
+    let phase = crate::phases::span("otf2: messages matched (grouped by key on one thread)");
     // each pair made into the model's message where it is matched (a pair
     // whose locations are unknown counts as unmatched)
     let defined = rest.defined;
