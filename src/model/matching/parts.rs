@@ -1,9 +1,9 @@
 //! Sends and receives kept by the part of the locations that read them (a
 //! reading thread's). A part numbers its keys as its events come and keeps
 //! an event in 16 bytes (its key's number, time, bytes up to 4 GiB), where
-//! a list of `(key, time, bytes)` takes 32 with OTF2's key of 16 bytes, and
-//! the keys
-//! are looked up on every reading thread rather than on one afterwards.
+//! a list of `(key, time, bytes)` takes 32 with OTF2's key of 16 bytes; and
+//! the keys are looked up on every reading thread rather than on one
+//! afterwards.
 //! [`match_parts`] numbers the parts' keys together, in key order, groups
 //! the events by key and pairs them as [`super::match_in_order`] does.
 
