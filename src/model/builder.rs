@@ -806,48 +806,14 @@ impl TraceBuilder {
         if !ev.is_sorted_by_key(|e| (key(e.loc), e.time)) {
             ev.par_sort_by_key(|e| (key(e.loc), e.time));
         }
-        let n = ev.len();
-        let mut offsets = vec![0; nloc + 2];
-        for e in &ev {
-            offsets[key(e.loc) + 1] += 1;
-        }
-        for l in 0..=nloc {
-            offsets[l + 1] += offsets[l];
-        }
-        let (mut time, mut kind, mut value) =
-            (Unfilled::new(n), Unfilled::new(n), Unfilled::new(n));
-        // in parallel, each step's records split among the threads
-        let latest = into_columns(ev, |r, at| {
-            (
-                r.par_chunks(COLUMN_CHUNK),
-                time.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
-                kind.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
-                value.rows(at).par_chunks_mut(COLUMN_CHUNK),
-            )
-                .into_par_iter()
-                .map(|(r, time, kind, value)| {
-                    let mut t = 0;
-                    for (i, e) in r.iter().enumerate() {
-                        time[i].write(e.time);
-                        kind[i].write(e.kind);
-                        value[i].write(e.value);
-                        t = t.max(e.time);
-                    }
-                    t
-                })
-                .max()
-                .unwrap_or(0)
-        });
-        // SAFETY: `into_columns` hands every row of 0..n over once, and
-        // every row handed over is written in each column (the chunks of
-        // records and of rows have one length)
-        let events = unsafe {
-            Events {
-                offsets,
-                time: time.filled(),
-                kind: kind.filled(),
-                value: value.filled(),
-            }
+        let offsets = offsets_of(ev.iter().map(|e| key(e.loc)), nloc + 1);
+        let ((time, kind, value), latest) =
+            into_three_columns(ev, |e| ((e.time, e.kind, e.value), e.time));
+        let events = Events {
+            offsets,
+            time,
+            kind,
+            value,
         };
         max_time = max_time.max(latest);
 
@@ -893,7 +859,7 @@ impl TraceBuilder {
                 .max()
                 .unwrap_or(0)
         });
-        // SAFETY: as for the events, every row of 0..n was written
+        // SAFETY: as in `into_three_columns`, every row of 0..n was written
         let messages = unsafe {
             Messages {
                 sender: sender.filled(),
@@ -916,46 +882,15 @@ impl TraceBuilder {
         if !cs.is_sorted_by_key(by) {
             cs.par_sort_by_key(by);
         }
-        let n = cs.len();
-        let mut offsets = vec![0u64; nloc + 1];
-        for c in &cs {
-            offsets[c.loc as usize + 1] += 1;
-        }
-        for l in 0..nloc {
-            offsets[l + 1] += offsets[l];
-        }
-        let (mut counter, mut time, mut value) =
-            (Unfilled::new(n), Unfilled::new(n), Unfilled::new(n));
-        let latest = into_columns(cs, |r, at| {
-            (
-                r.par_chunks(COLUMN_CHUNK),
-                counter.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
-                time.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
-                value.rows(at).par_chunks_mut(COLUMN_CHUNK),
-            )
-                .into_par_iter()
-                .map(|(r, counter, time, value)| {
-                    let mut t = 0;
-                    for (i, c) in r.iter().enumerate() {
-                        counter[i].write(c.counter);
-                        time[i].write(c.time);
-                        value[i].write(c.value);
-                        t = t.max(c.time);
-                    }
-                    t
-                })
-                .max()
-                .unwrap_or(0)
-        });
-        // SAFETY: as for the events, every row of 0..n was written
-        let counters = unsafe {
-            Counters {
-                defs: std::mem::take(&mut self.counter_defs),
-                offsets,
-                counter: counter.filled(),
-                time: time.filled(),
-                value: value.filled(),
-            }
+        let offsets = offsets_of(cs.iter().map(|c| c.loc as usize), nloc);
+        let ((counter, time, value), latest) =
+            into_three_columns(cs, |c| ((c.counter, c.time, c.value), c.time));
+        let counters = Counters {
+            defs: std::mem::take(&mut self.counter_defs),
+            offsets,
+            counter,
+            time,
+            value,
         };
         max_time = max_time.max(latest);
 
@@ -1031,6 +966,67 @@ impl<T> Unfilled<T> {
         unsafe { self.v.set_len(self.n) };
         self.v
     }
+}
+
+/// Where each of `slots` slots' records start, and their end (one entry
+/// more), for records of the slots `of` gives, in order.
+fn offsets_of(of: impl Iterator<Item = usize>, slots: usize) -> Vec<u64> {
+    let mut offsets = vec![0u64; slots + 1];
+    for i in of {
+        offsets[i + 1] += 1;
+    }
+    for l in 0..slots {
+        offsets[l + 1] += offsets[l];
+    }
+    offsets
+}
+
+/// Three columns of one length.
+type ThreeColumns<A, B, C> = (Vec<A>, Vec<B>, Vec<C>);
+
+/// The records of `v` as three columns, each record's values and time
+/// given by `f` (through [`into_columns`]: the records freed in steps, the
+/// rows written in parallel); and the latest time.
+fn into_three_columns<R, A, B, C>(
+    v: Vec<R>,
+    f: impl Fn(&R) -> ((A, B, C), Time) + Sync,
+) -> (ThreeColumns<A, B, C>, Time)
+where
+    R: Sync,
+    A: Send,
+    B: Send,
+    C: Send,
+{
+    let n = v.len();
+    let (mut a, mut b, mut c) = (Unfilled::new(n), Unfilled::new(n), Unfilled::new(n));
+    // in parallel, each step's records split among the threads
+    let latest = into_columns(v, |r, at| {
+        (
+            r.par_chunks(COLUMN_CHUNK),
+            a.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+            b.rows(at.clone()).par_chunks_mut(COLUMN_CHUNK),
+            c.rows(at).par_chunks_mut(COLUMN_CHUNK),
+        )
+            .into_par_iter()
+            .map(|(r, a, b, c)| {
+                let mut t = 0;
+                for (i, rec) in r.iter().enumerate() {
+                    let ((x, y, z), time) = f(rec);
+                    a[i].write(x);
+                    b[i].write(y);
+                    c[i].write(z);
+                    t = t.max(time);
+                }
+                t
+            })
+            .max()
+            .unwrap_or(0)
+    });
+    // SAFETY: `into_columns` hands every row of 0..n over once, and every
+    // row handed over is written in each column (the chunks of records and
+    // of rows have one length)
+    let columns = unsafe { (a.filled(), b.filled(), c.filled()) };
+    (columns, latest)
 }
 
 /// Records handed to a thread at a time by the callers of

@@ -151,7 +151,8 @@ impl<K: Hash + Eq + Copy> KeyedEvents<K> {
     }
 
     /// How many sends and receives the part keeps.
-    pub fn counts(&self) -> (usize, usize) {
+    #[cfg(test)]
+    fn counts(&self) -> (usize, usize) {
         let n = |s: usize| self.sides[s].len() + self.beyond[s].len();
         (n(SEND), n(RECV))
     }
