@@ -822,6 +822,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
             take_cut(b, ctxs, matcher, index, kinds, kind_of);
             Ok(())
         };
+        let (mut freed, mut freed_before) = (0usize, 0usize);
         on_a_worker(move || {
             blocks.for_each_batch(parse_block, |blocks, mut chunks| {
                 let mut from = 0;
@@ -835,7 +836,13 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
                     take(&mut chunks[from..to])?;
                     // their records are done with
                     for c in &mut chunks[from..to] {
+                        freed += c.recs.capacity() * std::mem::size_of::<Rec>();
                         c.recs = Vec::new();
+                    }
+                    if freed >= RECORDS_TRIM_BYTES.max(freed_before / 8) {
+                        crate::memory::return_freed_memory();
+                        freed_before += freed;
+                        freed = 0;
                     }
                     from = to;
                 }
@@ -848,6 +855,9 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     if refused {
         return Ok(None);
     }
+    // what the last records took, before the processors' last intervals
+    // and their locations come
+    crate::memory::return_freed_memory();
     let ends = phases::span("picl: processors' ends, locations, kinds");
     damage.report(&mut b.diagnostics, path, "records")?;
     if procs.is_empty() {
@@ -885,6 +895,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
         );
     }
     let mut final_loc = vec![0 as LocId; procs.len()];
+    b.locations.locations.reserve_exact(procs.len());
     for p in &procs {
         final_loc[p.loc as usize] = b.locations.add(
             format!("proc {}", p.proc_),
@@ -925,6 +936,15 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     t.reclassify(&opts.classes)?;
     Ok(Some(t))
 }
+
+/// The parsed records' bytes freed between two calls of
+/// [`crate::memory::return_freed_memory`] while a file is cut, or an
+/// eighth of those freed before if more (a call takes longer as the heap
+/// grows, and holds the parsing threads up). The records of a batch are
+/// parsed on every thread, each into its own arena, and freed once the
+/// batch is cut: glibc keeps what they took resident (at 65,536
+/// processors some 30 MB at the end of the records, a fifth of the peak).
+const RECORDS_TRIM_BYTES: usize = 16 << 20;
 
 /// Runs `f` on a thread of rayon's pool. The consumer of a batch runs on
 /// the thread that calls `for_each_parallel` while the pool parses the
