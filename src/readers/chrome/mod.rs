@@ -1965,7 +1965,7 @@ mod tests {
     /// and at its bounds; string ids beside.
     #[test]
     fn threads_are_numbered_by_first_appearance_through_the_pid_cache() {
-        let mut rng = crate::test_rng::XorShift(0x5eed_0f7e_ad5);
+        let mut rng = crate::test_rng::XorShift(0x05ee_d0f7_ead5);
         let mut acc = Acc::new(None);
         let mut seen: HashMap<(i64, i64), u32> = HashMap::new();
         let mut strs = 0u32;
