@@ -748,10 +748,6 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     read_holding(path, opts)
 }
 
-/// [`read`] in one pass; `None` when a processor's records cannot be cut
-/// as they come. Each block's processors are cut in parallel, in shares of
-/// about equal records, one [`Ctx`] per thread; what the shares give is
-/// then taken in order (intervals, events, sends and receives to match).
 /// The block of text of an in-memory read: half the other readers'
 /// ([`input::BLOCK_SIZE`]), so that a batch holds 2 MiB of text from two
 /// threads on (1 MiB on one) where it held 4. Two batches are in flight,
@@ -763,6 +759,10 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 /// before.
 const BLOCK: usize = 1 << 20;
 
+/// [`read`] in one pass; `None` when a processor's records cannot be cut
+/// as they come. Each block's processors are cut in parallel, in shares of
+/// about equal records, one [`Ctx`] per thread; what the shares give is
+/// then taken in order (intervals, events, sends and receives to match).
 fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     let mut blocks = LineBlocks::with_block_size(input::open(path)?, BLOCK);
     let damage = blocks.damage_handle();
