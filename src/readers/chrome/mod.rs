@@ -1902,6 +1902,18 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     acc.flow_num_keys = FxHashMap::default();
     crate::memory::return_freed_memory();
     let (loc_of_thread, mut group_of_proc) = place_threads(&mut acc, &mut b);
+    // the threads are numbered and placed: their maps, the cache by pid
+    // and the records of their names and sort indices (boxed, unless the
+    // thread has `B`/`E` events to flatten) are done with, 10 MB at
+    // 65,536 threads, freed before the messages come
+    acc.thread_idx = FxHashMap::default();
+    acc.num_thread_idx = FxHashMap::default();
+    acc.by_pid = Vec::new();
+    for t in &mut acc.threads {
+        if t.rare.as_ref().is_some_and(|r| r.be.is_empty()) {
+            t.rare = None;
+        }
+    }
     // the flows before the slices: as the flows leave, the messages take
     // less room than they did, where the slices' intervals take more
     acc.flow_payloads.index();
