@@ -113,6 +113,9 @@ struct Row {
     secs: Vec<f64>,
     peak: f64,
     model_mib: f64,
+    /// What the model holds on the heap (`Trace::heap_bytes`): its
+    /// records' columns, and the locations, names and offsets beside.
+    heap_mib: f64,
 }
 
 /// 1, 2 and all cores (without repeats on small machines).
@@ -170,6 +173,7 @@ fn measure(name: &'static str, path: &Path) -> Row {
         secs,
         peak,
         model_mib: model_bytes(&t) as f64 / (1 << 20) as f64,
+        heap_mib: t.heap_bytes() as f64 / (1 << 20) as f64,
     }
 }
 
@@ -222,7 +226,9 @@ fn main() {
     for n in core_counts() {
         print!("   MB/s {n:>2} core{}", if n == 1 { " " } else { "s" });
     }
-    println!("   seconds (all)   M records/s   records    peak RSS MiB   model MiB");
+    println!(
+        "   seconds (all)   M records/s   records    peak RSS MiB   model MiB   model heap MiB"
+    );
     for r in rows {
         print!("{:<12} {:>9.1}", r.name, r.mb);
         for s in &r.secs {
@@ -230,12 +236,13 @@ fn main() {
         }
         let all = r.secs.last().copied().unwrap_or(f64::NAN);
         println!(
-            " {:>15.3} {:>13.2} {:>10} {:>15.0} {:>11.0}",
+            " {:>15.3} {:>13.2} {:>10} {:>15.0} {:>11.0} {:>16.0}",
             all,
             r.records as f64 / 1e6 / all,
             r.records,
             r.peak,
-            r.model_mib
+            r.model_mib,
+            r.heap_mib
         );
     }
 }

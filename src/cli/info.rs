@@ -159,12 +159,18 @@ pub fn run(a: InfoArgs) -> Result<()> {
             + trace.events.len()
             + trace.messages.len()
             + trace.counters.len();
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let peak = mib(super::peak_rss_bytes().unwrap_or(0));
+        let model = mib(trace.heap_bytes() as u64);
         eprintln!(
-            "read {:.3} s, {:.1} MB/s, {:.2} M records/s, peak memory {:.1} MiB",
+            "read {:.3} s, {:.1} MB/s, {:.2} M records/s, peak memory {:.1} MiB \
+             (the whole process), the model {:.1} MiB in memory ({:.2}x)",
             read_s,
             bytes as f64 / 1e6 / read_s,
             records as f64 / 1e6 / read_s,
-            super::peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
+            peak,
+            model,
+            peak / model.max(f64::MIN_POSITIVE)
         );
         let phases = tapestry::phases::line();
         if !phases.is_empty() {

@@ -27,6 +27,23 @@ pub struct EventTypes {
 }
 
 impl EventTypes {
+    /// Bytes the types, their names and values and the lookups take.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::{map, vec};
+        vec(&self.types)
+            + self
+                .types
+                .iter()
+                .map(|t| {
+                    t.name.capacity()
+                        + vec(&t.values)
+                        + t.values.iter().map(|(_, s)| s.capacity()).sum::<usize>()
+                })
+                .sum::<usize>()
+            + map(&self.by_external)
+            + map(&self.by_name)
+            + self.by_name.keys().map(String::capacity).sum::<usize>()
+    }
     pub fn len(&self) -> usize {
         self.types.len()
     }
@@ -104,6 +121,11 @@ pub struct Events {
 }
 
 impl Events {
+    /// Bytes the columns take.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::vec;
+        vec(&self.offsets) + vec(&self.time) + vec(&self.kind) + vec(&self.value)
+    }
     pub fn len(&self) -> usize {
         self.time.len()
     }
@@ -139,6 +161,16 @@ pub struct Messages {
 }
 
 impl Messages {
+    /// Bytes the columns take.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::vec;
+        vec(&self.sender)
+            + vec(&self.receiver)
+            + vec(&self.send_time)
+            + vec(&self.recv_time)
+            + vec(&self.bytes)
+            + vec(&self.tag)
+    }
     pub fn len(&self) -> usize {
         self.sender.len()
     }
@@ -180,6 +212,20 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Bytes the definitions and the columns take.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::vec;
+        vec(&self.defs)
+            + self
+                .defs
+                .iter()
+                .map(|d| d.name.capacity() + d.unit.capacity())
+                .sum::<usize>()
+            + vec(&self.offsets)
+            + vec(&self.counter)
+            + vec(&self.time)
+            + vec(&self.value)
+    }
     pub fn len(&self) -> usize {
         self.time.len()
     }
@@ -217,6 +263,19 @@ pub struct Collectives {
 }
 
 impl Collectives {
+    /// Bytes the operations' names and the columns take.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::{strings, vec};
+        strings(&self.ops)
+            + vec(&self.loc)
+            + vec(&self.begin)
+            + vec(&self.end)
+            + vec(&self.comm)
+            + vec(&self.op)
+            + vec(&self.sent)
+            + vec(&self.received)
+            + vec(&self.root)
+    }
     pub fn len(&self) -> usize {
         self.loc.len()
     }

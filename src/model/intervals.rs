@@ -89,10 +89,8 @@ impl Intervals {
 
     /// Bytes held by the columns.
     pub fn heap_bytes(&self) -> usize {
-        self.offsets.capacity() * 8
-            + self.start.capacity() * 8
-            + self.end.capacity() * 8
-            + self.state.capacity() * 4
+        use super::heap::vec;
+        vec(&self.offsets) + vec(&self.start) + vec(&self.end) + vec(&self.state)
     }
 }
 

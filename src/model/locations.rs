@@ -61,6 +61,19 @@ impl Locations {
         self.locations.is_empty()
     }
 
+    /// Bytes the locations and groups hold on the heap, names included.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::vec;
+        vec(&self.groups)
+            + self.groups.iter().map(|g| g.name.capacity()).sum::<usize>()
+            + vec(&self.locations)
+            + self
+                .locations
+                .iter()
+                .map(|l| l.name.capacity())
+                .sum::<usize>()
+    }
+
     pub fn get(&self, id: LocId) -> Option<&Location> {
         self.locations.get(id as usize)
     }

@@ -15,6 +15,7 @@
 
 pub(crate) mod builder;
 mod events;
+mod heap;
 mod intervals;
 mod locations;
 pub mod matching;
@@ -144,8 +145,91 @@ impl Trace {
         self.locations.len()
     }
 
+    /// Bytes the model holds on the heap: every column, table and name
+    /// (allocated, not only used), the metadata's warnings included.
+    pub fn heap_bytes(&self) -> usize {
+        let meta = &self.meta;
+        let ignored = heap::vec(&meta.ignored)
+            + meta
+                .ignored
+                .iter()
+                .map(|(s, _)| s.capacity())
+                .sum::<usize>();
+        let warnings = heap::vec(&meta.diagnostics.warnings)
+            + meta
+                .diagnostics
+                .warnings
+                .iter()
+                .map(|w| w.message.capacity() + w.file.capacity())
+                .sum::<usize>();
+        let communicators = heap::vec(&self.communicators)
+            + self
+                .communicators
+                .iter()
+                .map(|c| c.name.capacity() + heap::vec(&c.members))
+                .sum::<usize>();
+        meta.source.capacity()
+            + ignored
+            + warnings
+            + self.locations.heap_bytes()
+            + self.states.heap_bytes()
+            + self.intervals.heap_bytes()
+            + self.event_types.heap_bytes()
+            + self.events.heap_bytes()
+            + self.messages.heap_bytes()
+            + self.counters.heap_bytes()
+            + self.collectives.heap_bytes()
+            + communicators
+    }
+
     /// Applies a busy/overhead/idle override to the state table.
     pub fn reclassify(&mut self, over: &ClassOverride) -> crate::Result<()> {
         self.states.reclassify(over)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model of `n` threads named at length `name_len`, each with 10
+    /// intervals and a message.
+    fn model(n: u32, name_len: usize) -> Trace {
+        let mut b = TraceBuilder::new(Format::Synthetic, "", TimeUnit::nanoseconds(), false);
+        let run = b.states.add("run", StateClass::Busy, None, 0);
+        let locs: Vec<LocId> = (0..n)
+            .map(|i| {
+                let name = format!("{i:0name_len$}");
+                b.locations.add(name, LocationKind::Thread, None, i64::from(i))
+            })
+            .collect();
+        for (i, &l) in locs.iter().enumerate() {
+            for k in 0..10 {
+                b.interval(l, 10 * k, 10 * k + 5, run);
+            }
+            b.message(l, locs[(i + 1) % locs.len()], 1, 2, 8, 0);
+        }
+        b.finish(BuildOptions::default()).unwrap()
+    }
+
+    /// The model's heap bytes hold its records' columns (20 bytes an
+    /// interval, 40 a message at least) and grow with what its locations'
+    /// names take.
+    #[test]
+    fn heap_bytes_count_records_and_names() {
+        let short = model(1000, 4);
+        let records = 1000 * 10 * 20 + 1000 * 40;
+        assert!(short.heap_bytes() >= records, "{}", short.heap_bytes());
+        // intervals' offsets, locations and their names, the state table:
+        // beyond the records, but not by much more than a few hundred bytes
+        // a location
+        assert!(short.heap_bytes() < records + 1000 * 200, "{}", short.heap_bytes());
+        let long = model(1000, 200);
+        assert!(
+            long.heap_bytes() >= short.heap_bytes() + 1000 * 196,
+            "{} {}",
+            long.heap_bytes(),
+            short.heap_bytes()
+        );
     }
 }

@@ -91,6 +91,19 @@ const PALETTE: [[u8; 3]; 12] = [
 ];
 
 impl StateTable {
+    /// Bytes the states, their names and tags and the lookups take.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::{map, strings, vec};
+        vec(&self.states)
+            + self
+                .states
+                .iter()
+                .map(|s| s.name.capacity() + strings(&s.tags))
+                .sum::<usize>()
+            + map(&self.by_name)
+            + self.by_name.keys().map(String::capacity).sum::<usize>()
+            + map(&self.by_external)
+    }
     pub fn new() -> Self {
         Self::default()
     }
