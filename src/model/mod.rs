@@ -200,7 +200,8 @@ mod tests {
         let locs: Vec<LocId> = (0..n)
             .map(|i| {
                 let name = format!("{i:0name_len$}");
-                b.locations.add(name, LocationKind::Thread, None, i64::from(i))
+                b.locations
+                    .add(name, LocationKind::Thread, None, i64::from(i))
             })
             .collect();
         for (i, &l) in locs.iter().enumerate() {
@@ -223,7 +224,11 @@ mod tests {
         // intervals' offsets, locations and their names, the state table:
         // beyond the records, but not by much more than a few hundred bytes
         // a location
-        assert!(short.heap_bytes() < records + 1000 * 200, "{}", short.heap_bytes());
+        assert!(
+            short.heap_bytes() < records + 1000 * 200,
+            "{}",
+            short.heap_bytes()
+        );
         let long = model(1000, 200);
         assert!(
             long.heap_bytes() >= short.heap_bytes() + 1000 * 196,

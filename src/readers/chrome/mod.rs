@@ -1310,10 +1310,12 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
 /// reads up to two batches ahead meanwhile, beside the whole batch's work.
 /// The serial chain of a batch is then its intake alone, where it was a
 /// parse (of all of its events, every thread waiting at its end) and then
-/// the intake. The splitter at the end (what it found past the last event).
+/// the intake. With `intake` [`Intake::Inline`] each event is taken as it
+/// is parsed. The splitter at the end (what it found past the last event).
 fn for_each_event(
     path: &Path,
     split: Splitter,
+    intake: Intake,
     mut take: impl FnMut(Ev, &Batch) -> Result<()> + Send,
 ) -> Result<Splitter> {
     let mut ahead = ReadAhead::new(split);
@@ -1328,7 +1330,7 @@ fn for_each_event(
                 ahead.top_up();
                 ahead.top_up();
             },
-            || take_batch(path, &batch, &all, &mut |_, ev| take(ev, &batch)),
+            || take_batch(path, &batch, &all, intake, &mut |_, ev| take(ev, &batch)),
         );
         taken.map_err(|(_, e)| e)?;
         ahead.split.recycle(batch.data);
@@ -1338,19 +1340,17 @@ fn for_each_event(
 
 /// The events `which` (indices of `batch.spans`, increasing) of `batch`
 /// to `take` in that order, with their index, each run's intake
-/// overlapping the parse of the next run ([`for_each_event`]). On one
-/// thread each event goes to `take` as soon as it is parsed, while it is
-/// in the cache: a run's parsed events (some 280 bytes each) were written
-/// out and read back, and the intake waited on memory for them (1.09× the
-/// read at 512 threads). An error comes with the index of the event it was
-/// met at.
+/// overlapping the parse of the next run ([`for_each_event`]), or each as
+/// soon as it is parsed ([`Intake::Inline`]). An error comes with the index
+/// of the event it was met at.
 fn take_batch(
     path: &Path,
     batch: &Batch,
     which: &[usize],
+    intake: Intake,
     take: &mut (impl FnMut(usize, Ev) -> Result<()> + Send),
 ) -> std::result::Result<(), (usize, Error)> {
-    if rayon::current_num_threads() == 1 {
+    if intake == Intake::Inline {
         let _p = phases::span("chrome: parse and intake (one thread)");
         for &k in which {
             let (s, e) = batch.spans[k];
@@ -1393,6 +1393,31 @@ fn take_batch(
         parsed = next.unwrap_or_default();
     }
     Ok(())
+}
+
+/// How a pipeline's events reach its intake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Intake {
+    /// A run of events is parsed by all threads while the run before is
+    /// taken, on one thread.
+    Pipelined,
+    /// Each event is taken as soon as it is parsed, on one thread, while
+    /// it is in the cache: the pipeline's parsed events (some 280 bytes
+    /// each) were written out and read back, and its intake waited on
+    /// memory for them (on one thread the read took 1.09× as long, 512
+    /// threads, 241 MB).
+    Inline,
+}
+
+impl Intake {
+    /// Inline on one thread, pipelined on more.
+    fn for_threads() -> Self {
+        if rayon::current_num_threads() == 1 {
+            Intake::Inline
+        } else {
+            Intake::Pipelined
+        }
+    }
 }
 
 /// Runs of a batch's events in [`for_each_event`]'s pipeline (at most
@@ -1465,7 +1490,7 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 fn read_in(path: &Path, opts: &ReadOptions, ranges: Option<usize>) -> Result<Trace> {
     let inp = input::open(path)?;
     let damage = inp.damage.clone();
-    let n = ranges.unwrap_or_else(|| ranges::count(&inp));
+    let n = ranges.unwrap_or_else(|| ranges::count(path, &inp));
     if let Some((acc, mut b, truncated)) = ranges::read(path, opts, &inp, n)? {
         report_intake(&acc, &mut b, path, &damage, truncated.as_ref())?;
         return assemble(acc, b, path, opts);
@@ -1473,9 +1498,12 @@ fn read_in(path: &Path, opts: &ReadOptions, ranges: Option<usize>) -> Result<Tra
     let mut b = builder(path, opts);
     let mut acc = Acc::new(None);
     let events = phases::span("chrome: events (split, parse, intake)");
-    let split = for_each_event(path, Splitter::new(path, inp.reader), |ev, batch| {
-        intake(ev, &mut acc, &mut b, batch)
-    })?;
+    let split = for_each_event(
+        path,
+        Splitter::new(path, inp.reader),
+        Intake::for_threads(),
+        |ev, batch| intake(ev, &mut acc, &mut b, batch),
+    )?;
     drop(events);
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     assemble(acc, b, path, opts)

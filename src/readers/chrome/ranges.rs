@@ -33,7 +33,9 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::byte_shares::{self, Share};
-use super::{Acc, AsyncEv, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake};
+use super::{
+    Acc, AsyncEv, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
+};
 use crate::error::Result;
 use crate::model::{StateId, TraceBuilder};
 use crate::phases;
@@ -49,19 +51,39 @@ pub(super) const MIN_RANGE_BYTES: u64 = 16 << 20;
 /// side by side, and each holds a few batches at a time.
 const RANGE_BATCH_BYTES: usize = 256 << 10;
 
+/// How a range's events reach its intake: the ranges keep every thread
+/// busy, each its own pipeline.
+const RANGE_INTAKE: Intake = Intake::Inline;
+
 /// At most this many ranges.
 const MAX_RANGES: usize = 64;
 
-/// Below this many threads a trace is read by one pipeline: on two cores
-/// the ranges read in the pipeline's time (paired, 1.00-1.08x) with a
-/// larger peak at many threads (+6.5 % at 65,536).
-const MIN_THREADS: usize = 4;
+/// Below this many threads a trace is read by one pipeline. On two cores
+/// two ranges, each taking its events as it parses them, read in 0.77-0.92
+/// of the pipeline's time (paired medians, 241 and 528 MB).
+const MIN_THREADS: usize = 2;
+
+/// Bytes a range holds for each thread of the trace it meets, beside the
+/// thread's records (its accumulator, its place in the thread maps, the
+/// slack of its slices' vector): a second range took 27 MiB more at 65,536
+/// threads (720 bytes of slices each).
+const THREAD_BYTES: u64 = 450;
+
+/// The ranges after the first may hold a hundredth of the file's size for
+/// their threads: a twentieth of the model, which takes about a fifth of
+/// the file (20 bytes an interval, 40 a message, of events of some 100
+/// bytes).
+const THREADS_SHARE: u64 = 100;
 
 /// The ranges to cut the trace `inp` into: one per thread from
-/// [`MIN_THREADS`] threads on, each at least [`MIN_RANGE_BYTES`]; 1 (one
-/// pipeline) for gzip. `TAPESTRY_CHROME_RANGES` sets the number (for
-/// measuring; 1 is one pipeline).
-pub(super) fn count(inp: &input::Input) -> usize {
+/// [`MIN_THREADS`] threads on, each at least [`MIN_RANGE_BYTES`], and no
+/// more than the threads that the trace seems to have leave room for
+/// ([`threads_estimate`]: every range holds every thread it meets, so
+/// that a trace of 65,536 threads read by 4 ranges took 1.6× the model,
+/// where one pipeline took 1.3×); 1 (one pipeline) for gzip.
+/// `TAPESTRY_CHROME_RANGES` sets the number (for measuring; 1 is one
+/// pipeline).
+pub(super) fn count(path: &Path, inp: &input::Input) -> usize {
     if inp.compressed {
         return 1;
     }
@@ -72,11 +94,97 @@ pub(super) fn count(inp: &input::Input) -> usize {
         return n.clamp(1, MAX_RANGES);
     }
     let threads = rayon::current_num_threads();
+    let n = ranges_for(threads, inp.file_len, None);
+    if n < 2 {
+        return n;
+    }
+    ranges_for(threads, inp.file_len, threads_estimate(path, inp.file_len))
+}
+
+/// [`count`] for `threads` threads, a file of `len` bytes and a trace of
+/// about `trace_threads` threads (`None`: not known).
+fn ranges_for(threads: usize, len: u64, trace_threads: Option<u64>) -> usize {
     if threads < MIN_THREADS {
         return 1;
     }
-    let by_size = usize::try_from(inp.file_len / MIN_RANGE_BYTES).unwrap_or(usize::MAX);
-    threads.min(by_size).clamp(1, MAX_RANGES)
+    let by_size = usize::try_from(len / MIN_RANGE_BYTES).unwrap_or(usize::MAX);
+    let n = threads.min(by_size).clamp(1, MAX_RANGES);
+    let room = len / THREADS_SHARE / THREAD_BYTES;
+    let by_threads = match trace_threads {
+        Some(t) => 1 + usize::try_from(room / t.max(1)).unwrap_or(usize::MAX),
+        None => n,
+    };
+    n.min(by_threads)
+}
+
+/// Windows of the file sampled by [`threads_estimate`], and the bytes of
+/// each.
+const SAMPLES: u64 = 16;
+const SAMPLE_BYTES: usize = 64 << 10;
+
+/// About how many threads the plain trace at `path` (`len` bytes) has:
+/// from the events of [`SAMPLES`] windows spread over the file, the count
+/// of threads `T` whose `T (1 - e^(-E/T))` is the `D` distinct `(pid, tid)`
+/// pairs among the `E` events (what `E` events falling on `T` threads at
+/// random would meet). Events of a thread lie together, so it counts low.
+/// `None` when the windows hold no event with a `tid` (the file then is
+/// read as it would be without).
+pub(super) fn threads_estimate(path: &Path, len: u64) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; SAMPLE_BYTES];
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut events = 0u64;
+    for k in 0..SAMPLES {
+        let at = (u128::from(len) * u128::from(k) / u128::from(SAMPLES)) as u64;
+        let got = file.read_at(&mut buf, at).ok()?;
+        // whole lines only: the window's first and last may be cut
+        let mut lines: Vec<&[u8]> = buf[..got].split(|&c| c == b'\n').collect();
+        if got == SAMPLE_BYTES {
+            lines.pop();
+        }
+        for line in lines.into_iter().skip(usize::from(at > 0)) {
+            if let Some(tid) = member(line, b"\"tid\":") {
+                let pid = member(line, b"\"pid\":").unwrap_or(b"");
+                seen.insert((pid.to_vec(), tid.to_vec()));
+                events += 1;
+            }
+        }
+    }
+    if events == 0 {
+        return None;
+    }
+    Some(occupancy_inverse(events, seen.len() as u64))
+}
+
+/// The text of the member written `key` (`"tid":`) in `line`, to the next
+/// `,` or `}`.
+fn member<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let at = memchr::memmem::find(line, key)? + key.len();
+    let rest = &line[at..];
+    let end = memchr::memchr2(b',', b'}', rest).unwrap_or(rest.len());
+    Some(rest[..end].trim_ascii())
+}
+
+/// The `T` at least `d` with `T (1 - e^(-e/T)) = d` (`e` events, `d`
+/// distinct); `e²` when every event is distinct.
+fn occupancy_inverse(e: u64, d: u64) -> u64 {
+    if d >= e {
+        return e.saturating_mul(e);
+    }
+    let (e, d) = (e as f64, d as f64);
+    let met = |t: f64| t * (1.0 - (-e / t).exp());
+    // met grows with t, from d at t = d (at most) towards e
+    let (mut lo, mut hi) = (d, e * e);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if met(mid) < d {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi.ceil() as u64
 }
 
 /// The ranges merged: the accumulator, the builder, and where the file
@@ -176,7 +284,9 @@ fn read_share(path: &Path, opts: &ReadOptions, share: &Share) -> Result<Part> {
     let mut b = builder(path, opts);
     let mut acc = Acc::new(None);
     let split = share.splitter(path)?.with_batch_bytes(RANGE_BATCH_BYTES);
-    let split = for_each_event(path, split, |ev, batch| intake(ev, &mut acc, &mut b, batch))?;
+    let split = for_each_event(path, split, RANGE_INTAKE, |ev, batch| {
+        intake(ev, &mut acc, &mut b, batch)
+    })?;
     Ok(Part {
         acc,
         b,
@@ -258,6 +368,11 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
                 for (piece, &g) in p.into_iter().zip(&m.threads) {
                     threads[g as usize].append(piece, &m.states);
                 }
+                // the range's threads, freed in the arena of the thread
+                // that read it (which the merge does not allocate from),
+                // leave before the next range's are appended: at 65,536
+                // threads each range held some 20 MB of them
+                crate::memory::return_freed_memory();
             }
         },
         || {
@@ -490,6 +605,90 @@ mod tests {
     use super::*;
     use crate::model::Trace;
     use crate::test_rng::XorShift;
+
+    /// The ranges leave room for the threads: one per thread for a trace
+    /// of few threads (at least 16 MiB each), fewer as the trace's threads
+    /// grow, one pipeline below two threads and for 65,536 threads in less
+    /// than some 3 GB.
+    #[test]
+    fn ranges_leave_room_for_the_trace_threads() {
+        let mb = 1_000_000u64;
+        assert_eq!(ranges_for(1, 1000 * mb, Some(16)), 1);
+        assert_eq!(ranges_for(2, 1000 * mb, Some(16)), 2);
+        assert_eq!(ranges_for(16, 1000 * mb, Some(1024)), 16);
+        assert_eq!(ranges_for(16, 1000 * mb, None), 16);
+        assert_eq!(ranges_for(16, 100 * mb, Some(16)), 5); // 16 MiB each
+        assert_eq!(ranges_for(16, 30 * mb, Some(16)), 1);
+        assert_eq!(ranges_for(64, 100_000 * mb, Some(16)), MAX_RANGES);
+        // 241 MB of 512 threads: 10 ranges; 708 MB of 65,536 (sampled as
+        // 20,514): one pipeline
+        assert_eq!(ranges_for(16, 241 * mb, Some(513)), 11);
+        assert_eq!(ranges_for(16, 708 * mb, Some(20_514)), 1);
+        assert_eq!(ranges_for(16, 708 * mb, Some(65_536)), 1);
+        assert_eq!(ranges_for(16, 3_000 * mb, Some(65_536)), 2);
+        assert_eq!(ranges_for(16, 30_000 * mb, Some(65_536)), 11);
+        assert_eq!(ranges_for(16, u64::MAX, Some(u64::MAX)), 1);
+        assert_eq!(ranges_for(16, u64::MAX, Some(0)), 16);
+    }
+
+    #[test]
+    fn occupancy_is_inverted() {
+        for t in [10u64, 500, 20_000] {
+            for e in [100u64, 1000, 8000] {
+                let tf = t as f64;
+                let d = (tf * (1.0 - (-(e as f64) / tf).exp())).round() as u64;
+                if d >= e {
+                    continue;
+                }
+                let got = occupancy_inverse(e, d) as f64;
+                // d is rounded: within what one distinct pair more or
+                // less makes of it
+                let lo = occupancy_inverse(e, d.saturating_sub(1).max(1)) as f64;
+                let hi = occupancy_inverse(e, (d + 1).min(e - 1)) as f64;
+                assert!(
+                    lo <= tf + 1.0 && tf <= hi + 1.0,
+                    "{t} {e}: {got} ({lo}..{hi})"
+                );
+            }
+        }
+        assert_eq!(occupancy_inverse(1000, 1000), 1_000_000);
+        assert_eq!(occupancy_inverse(1, 1), 1);
+        assert!(occupancy_inverse(1000, 1) <= 2);
+    }
+
+    /// The estimate from the file's windows: a few threads of many events
+    /// each are counted near their number; many threads of a few events
+    /// each count in the thousands (a low count: events of a thread lie
+    /// together); a file without `tid` has none.
+    #[test]
+    fn the_trace_threads_are_estimated_from_windows() {
+        let d = tempfile::tempdir().unwrap();
+        let write = |name: &str, threads: usize, per: usize| {
+            let mut s = String::from("[\n");
+            for k in 0..threads * per {
+                let t = if per > 10 { k % threads } else { k / per };
+                s.push_str(&format!(
+                    "{{\"ph\":\"X\",\"pid\":{},\"tid\":{t},\"ts\":{k},\"dur\":1,\"name\":\"a\"}},\n",
+                    t / 4
+                ));
+            }
+            s.push_str("{}]\n");
+            let p = d.path().join(name);
+            std::fs::write(&p, s).unwrap();
+            p
+        };
+        let few = write("few.json", 12, 200_000);
+        let len = std::fs::metadata(&few).unwrap().len();
+        let t = threads_estimate(&few, len).unwrap();
+        assert!((12..=16).contains(&t), "{t}");
+        let many = write("many.json", 100_000, 3);
+        let len = std::fs::metadata(&many).unwrap().len();
+        let t = threads_estimate(&many, len).unwrap();
+        assert!(t >= 5000, "{t}");
+        let none = d.path().join("none.json");
+        std::fs::write(&none, "[{\"ph\":\"X\"}]").unwrap();
+        assert_eq!(threads_estimate(&none, 12), None);
+    }
 
     fn model(path: &Path, ranges: usize) -> std::result::Result<String, String> {
         read_in(path, &ReadOptions::default(), Some(ranges))
@@ -761,7 +960,7 @@ mod tests {
         std::io::Write::write_all(&mut z, all.as_bytes()).unwrap();
         std::fs::write(&p, z.finish().unwrap()).unwrap();
         let inp = input::open(&p).unwrap();
-        assert_eq!(count(&inp), 1);
+        assert_eq!(count(&p, &inp), 1);
         assert!(byte_shares::cut(&p, &inp, 4).unwrap().is_none());
         assert_ranges_equal_one_pipeline(&p);
     }

@@ -48,8 +48,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::byte_shares;
 use super::stream::{Count, Flows, Marks, Placed, ThreadStream, Watermarks, epoch, place};
 use super::{
-    Acc, Batch, Ev, Flow, Nesting, input, intake, parse_event, report_intake, report_orphans,
-    take_batch,
+    Acc, Batch, Ev, Flow, Intake, Nesting, input, intake, parse_event, report_intake,
+    report_orphans, take_batch,
 };
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
@@ -150,7 +150,7 @@ fn for_each_own(
                 ahead.top_up();
             },
             || {
-                take_batch(path, &batch, &own, &mut |k, ev| {
+                take_batch(path, &batch, &own, Intake::for_threads(), &mut |k, ev| {
                     let seq = before + k as u64 + 1;
                     let (s, e) = batch.spans[k];
                     let (at, to) = (batch.base + u64::from(s), batch.base + u64::from(e));

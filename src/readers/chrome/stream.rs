@@ -575,9 +575,12 @@ fn two_pass<'s>(
         epoch_events,
         ..Default::default()
     })));
-    let split = super::for_each_event(path, Splitter::new(path, inp.reader), |ev, batch| {
-        super::intake(ev, &mut acc, &mut b, batch)
-    })?;
+    let split = super::for_each_event(
+        path,
+        Splitter::new(path, inp.reader),
+        super::Intake::for_threads(),
+        |ev, batch| super::intake(ev, &mut acc, &mut b, batch),
+    )?;
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     drop(split);
     let marks = *acc.marks.take().unwrap_or_default();
@@ -629,9 +632,12 @@ fn two_pass<'s>(
     };
     pass.hand_over(&mut b)?;
     let inp = input::open(path)?;
-    super::for_each_event(path, Splitter::new(path, inp.reader), |ev, batch| {
-        pass.take(ev, &mut acc, &mut b, batch)
-    })?;
+    super::for_each_event(
+        path,
+        Splitter::new(path, inp.reader),
+        super::Intake::for_threads(),
+        |ev, batch| pass.take(ev, &mut acc, &mut b, batch),
+    )?;
     pass.end_epoch(&mut b)?;
     pass.match_flows(Time::MAX, &mut b)?;
     let end = rel(end_abs);
