@@ -3,11 +3,12 @@
 //! One pipeline reads a file's events in file order, and its intake (each
 //! event into the accumulator, on one thread) and its splitter (the JSON's
 //! structure, on one thread) bound it: on 16 cores they took 0.77 and 0.45
-//! of a 1.01 s read. Here the file is cut into one range of events per
-//! thread ([`byte_shares::cut`], the cut that `mpirun … reduce` makes for
-//! its processes), each range is split, parsed and taken into an
-//! accumulator of its own by its own pipeline, and the accumulators are
-//! merged in file order:
+//! of a 1.01 s read. Here the file is cut into ranges of events, up to
+//! one per thread and as many as the trace's threads leave room for
+//! ([`count`]; [`byte_shares::cut`], the cut that `mpirun … reduce` makes
+//! for its processes), each range is split, parsed and taken into an
+//! accumulator of its own by its own pipeline (each event taken as it is
+//! parsed), and the accumulators are merged in file order:
 //!
 //! * what is numbered in order of first appearance (processes, threads,
 //!   states and their categories, event types, counters, flow ids, async
@@ -59,7 +60,7 @@ const RANGE_INTAKE: Intake = Intake::Inline;
 const MAX_RANGES: usize = 64;
 
 /// Below this many threads a trace is read by one pipeline. On two cores
-/// two ranges, each taking its events as it parses them, read in 0.77-0.92
+/// two ranges, each taking its events as it parses them, read in 0.95-0.97
 /// of the pipeline's time (paired medians, 241 and 528 MB).
 const MIN_THREADS: usize = 2;
 
@@ -129,7 +130,7 @@ const SAMPLE_BYTES: usize = 64 << 10;
 /// random would meet). Events of a thread lie together, so it counts low.
 /// `None` when the windows hold no event with a `tid` (the file then is
 /// read as it would be without).
-pub(super) fn threads_estimate(path: &Path, len: u64) -> Option<u64> {
+fn threads_estimate(path: &Path, len: u64) -> Option<u64> {
     use std::os::unix::fs::FileExt;
     let file = std::fs::File::open(path).ok()?;
     let mut buf = vec![0u8; SAMPLE_BYTES];
@@ -620,7 +621,7 @@ mod tests {
         assert_eq!(ranges_for(16, 100 * mb, Some(16)), 5); // 16 MiB each
         assert_eq!(ranges_for(16, 30 * mb, Some(16)), 1);
         assert_eq!(ranges_for(64, 100_000 * mb, Some(16)), MAX_RANGES);
-        // 241 MB of 512 threads: 10 ranges; 708 MB of 65,536 (sampled as
+        // 241 MB of 512 threads: 11 ranges; 708 MB of 65,536 (sampled as
         // 20,514): one pipeline
         assert_eq!(ranges_for(16, 241 * mb, Some(513)), 11);
         assert_eq!(ranges_for(16, 708 * mb, Some(20_514)), 1);
