@@ -120,6 +120,33 @@ pub fn return_freed_memory() {
     }
 }
 
+/// The most malloc arenas (glibc's per-thread heaps) [`share_arenas`]
+/// allows, the main one included.
+pub const ARENAS: i32 = 4;
+
+/// Lets the process's threads share [`ARENAS`] malloc arenas, unless the
+/// user set glibc's own limit (`MALLOC_ARENA_MAX`, or `arena_max` in
+/// `GLIBC_TUNABLES`). glibc gives each new thread an arena of its own, up
+/// to 8 a core, and an arena keeps what its thread freed: reading on 16
+/// threads, the peak was 1.43× the model for a 528 MB Chrome trace, 1.45×
+/// for a PICL trace of 65,536 processors and 1.76× for a 150 MB OTF2
+/// archive, and 1.33×, 1.35× and 1.43× with 4 arenas (on 2 cores, in the
+/// same time: paired medians 0.99–1.01). Call it first thing, before any
+/// thread starts. A no-op elsewhere than glibc.
+pub fn share_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let set_by_user = std::env::var_os("MALLOC_ARENA_MAX").is_some()
+            || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("arena_max"));
+        if !set_by_user {
+            // SAFETY: mallopt only sets a limit on arenas made later
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+            }
+        }
+    }
+}
+
 /// Asks the kernel to back `v`'s buffer with huge pages (2 MiB) where it
 /// spans whole ones, when it is large (16 MiB or more). For the few large
 /// arrays filled from the front to the end (the readers' list of

@@ -105,6 +105,8 @@ impl ReadArgs {
 }
 
 pub fn main() -> ExitCode {
+    // before any thread: the readers' threads share a few malloc arenas
+    tapestry::memory::share_arenas();
     let cli = Cli::parse();
     // Mesa's device-selection layer probes the window systems (and prints
     // "XDG_RUNTIME_DIR is invalid" on headless machines) to pick a default
