@@ -595,6 +595,28 @@ fn streaming_memory_does_not_grow_with_the_records() {
     let (c, _, e) = tapestry(&["info", &big, "--stats"]);
     assert_eq!(c, 0);
     let mem = peak(&e);
+    // and the model's own size beside, with the peak against it: the model
+    // is resident, so the peak holds it
+    let model: f64 = e
+        .split("the model ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no model size in {e}"));
+    let ratio: f64 = e
+        .split("in memory (")
+        .nth(1)
+        .and_then(|s| s.split('x').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no ratio in {e}"));
+    assert!(
+        model > 10.0 && model < mem,
+        "model {model} MiB, peak {mem} MiB"
+    );
+    assert!(
+        (ratio - mem / model).abs() < 0.01,
+        "{ratio} vs {mem} / {model}"
+    );
     // 10× the records: the stream's peak barely moves (it holds a few
     // blocks of the file and the accumulators), the model's grows
     assert!(pl < ps * 1.5 + 8.0, "stream peak {ps} MiB → {pl} MiB");

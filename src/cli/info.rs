@@ -162,15 +162,21 @@ pub fn run(a: InfoArgs) -> Result<()> {
         let mib = |b: u64| b as f64 / (1 << 20) as f64;
         let peak = mib(super::peak_rss_bytes().unwrap_or(0));
         let model = mib(trace.heap_bytes() as u64);
+        // below a MiB the process itself (its code, libc: some 11 MiB) is
+        // the peak, and a ratio would say nothing of the read
+        let ratio = if model >= 1.0 {
+            format!(" ({:.2}x)", peak / model)
+        } else {
+            String::new()
+        };
         eprintln!(
             "read {:.3} s, {:.1} MB/s, {:.2} M records/s, peak memory {:.1} MiB \
-             (the whole process), the model {:.1} MiB in memory ({:.2}x)",
+             (the whole process), the model {:.1} MiB in memory{ratio}",
             read_s,
             bytes as f64 / 1e6 / read_s,
             records as f64 / 1e6 / read_s,
             peak,
             model,
-            peak / model.max(f64::MIN_POSITIVE)
         );
         let phases = tapestry::phases::line();
         if !phases.is_empty() {
