@@ -1350,28 +1350,34 @@ fn take_batch(
     intake: Intake,
     take: &mut (impl FnMut(usize, Ev) -> Result<()> + Send),
 ) -> std::result::Result<(), (usize, Error)> {
+    let parse_one = |k: usize| {
+        let (s, e) = batch.spans[k];
+        parse_event(&batch.data[s as usize..e as usize], s as usize)
+    };
+    // event `k` parsed (or its fault, named with its place) to `take`
+    fn take_one<'a>(
+        path: &Path,
+        batch: &Batch,
+        k: usize,
+        ev: std::result::Result<Ev<'a>, String>,
+        take: &mut impl FnMut(usize, Ev<'a>) -> Result<()>,
+    ) -> std::result::Result<(), (usize, Error)> {
+        let ev = ev.map_err(|msg| {
+            let pos = batch.position(batch.spans[k].0 as usize);
+            (k, Error::parse(path, pos, msg))
+        })?;
+        take(k, ev).map_err(|e| (k, e))
+    }
     if intake == Intake::Inline {
         let _p = phases::span("chrome: parse and intake (one thread)");
         for &k in which {
-            let (s, e) = batch.spans[k];
-            let ev =
-                parse_event(&batch.data[s as usize..e as usize], s as usize).map_err(|msg| {
-                    let pos = batch.position(s as usize);
-                    (k, Error::parse(path, pos, msg))
-                })?;
-            take(k, ev).map_err(|e| (k, e))?;
+            take_one(path, batch, k, parse_one(k), take)?;
         }
         return Ok(());
     }
     let runs = pipeline_runs(which.len());
     let parse = |r: &std::ops::Range<usize>| -> Vec<std::result::Result<Ev, String>> {
-        which[r.clone()]
-            .par_iter()
-            .map(|&k| {
-                let (s, e) = batch.spans[k];
-                parse_event(&batch.data[s as usize..e as usize], s as usize)
-            })
-            .collect()
+        which[r.clone()].par_iter().map(|&k| parse_one(k)).collect()
     };
     let mut parsed = parse(&runs[0]);
     for (j, run) in runs.iter().enumerate() {
@@ -1379,11 +1385,7 @@ fn take_batch(
             || -> std::result::Result<(), (usize, Error)> {
                 let _p = phases::span("chrome: intake (one thread)");
                 for (&k, ev) in which[run.clone()].iter().zip(std::mem::take(&mut parsed)) {
-                    let ev = ev.map_err(|msg| {
-                        let pos = batch.position(batch.spans[k].0 as usize);
-                        (k, Error::parse(path, pos, msg))
-                    })?;
-                    take(k, ev).map_err(|e| (k, e))?;
+                    take_one(path, batch, k, ev, take)?;
                 }
                 Ok(())
             },

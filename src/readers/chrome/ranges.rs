@@ -95,6 +95,7 @@ pub(super) fn count(path: &Path, inp: &input::Input) -> usize {
         return n.clamp(1, MAX_RANGES);
     }
     let threads = rayon::current_num_threads();
+    // the file is sampled only where it would be cut
     let n = ranges_for(threads, inp.file_len, None);
     if n < 2 {
         return n;
@@ -140,11 +141,14 @@ fn threads_estimate(path: &Path, len: u64) -> Option<u64> {
         let at = (u128::from(len) * u128::from(k) / u128::from(SAMPLES)) as u64;
         let got = file.read_at(&mut buf, at).ok()?;
         // whole lines only: the window's first and last may be cut
-        let mut lines: Vec<&[u8]> = buf[..got].split(|&c| c == b'\n').collect();
-        if got == SAMPLE_BYTES {
-            lines.pop();
+        let mut w = &buf[..got];
+        if at > 0 {
+            w = memchr::memchr(b'\n', w).map_or(&[][..], |i| &w[i + 1..]);
         }
-        for line in lines.into_iter().skip(usize::from(at > 0)) {
+        if got == SAMPLE_BYTES {
+            w = memchr::memrchr(b'\n', w).map_or(&[][..], |i| &w[..i]);
+        }
+        for line in w.split(|&c| c == b'\n') {
             if let Some(tid) = member(line, b"\"tid\":") {
                 let pid = member(line, b"\"pid\":").unwrap_or(b"");
                 seen.insert((pid.to_vec(), tid.to_vec()));

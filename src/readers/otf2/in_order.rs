@@ -154,14 +154,20 @@ impl<'a> InOrderEvents<'a> {
         if b > a {
             self.flat.push((a, b, state));
             if self.flat.len() == FLAT_CHUNK {
-                // the location's intervals so far, packed; the rest in
-                // blocks after it (the builder keeps a location's blocks
-                // in their order)
-                self.blocks
-                    .push(IntervalBlock::of_location(self.loc, &self.flat));
-                self.flat.clear();
+                // the rest in blocks after it (the builder keeps a
+                // location's blocks in their order)
+                self.pack_flat();
             }
         }
+    }
+
+    /// The location's intervals held so far, packed into a block.
+    fn pack_flat(&mut self) {
+        if !self.flat.is_empty() {
+            self.blocks
+                .push(IntervalBlock::of_location(self.loc, &self.flat));
+        }
+        self.flat.clear();
     }
 
     /// Ends the location at hand: its intervals packed, its open regions
@@ -175,11 +181,7 @@ impl<'a> InOrderEvents<'a> {
         if let Some(&top) = self.known.last() {
             self.tails.push((self.loc, self.cursor, top));
         }
-        if !self.flat.is_empty() {
-            self.blocks
-                .push(IntervalBlock::of_location(self.loc, &self.flat));
-        }
-        self.flat.clear();
+        self.pack_flat();
         self.stack.clear();
         self.known.clear();
         self.coll_open.clear();
