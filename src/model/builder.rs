@@ -1719,6 +1719,76 @@ mod tests {
     }
 
     #[test]
+    fn into_columns_hands_every_row_over_once_from_the_back() {
+        // lengths around the step boundaries, at several thread counts
+        let lens = [
+            0,
+            1,
+            COLUMN_CHUNK - 1,
+            COLUMN_CHUNK,
+            COLUMN_CHUNK + 1,
+            9 * COLUMN_CHUNK + 7,
+            70 * COLUMN_CHUNK + 65,
+        ];
+        for threads in [1, 3, 16] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                for &n in &lens {
+                    let v: Vec<u64> = (0..n as u64).collect();
+                    let mut seen = vec![0u8; n];
+                    let mut last_lo = n;
+                    let latest = into_columns(v, |r, at| {
+                        assert_eq!(r.len(), at.len());
+                        assert_eq!(at.end, last_lo, "steps run from the back");
+                        last_lo = at.start;
+                        for (x, i) in r.iter().zip(at.clone()) {
+                            assert_eq!(*x, i as u64);
+                            seen[i] += 1;
+                        }
+                        r.iter().map(|&x| x * 2).max().unwrap_or(0)
+                    });
+                    assert_eq!(last_lo, 0);
+                    assert!(seen.iter().all(|&k| k == 1), "n = {n}");
+                    assert_eq!(latest, (n as u64).saturating_sub(1) * 2);
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn into_three_columns_matches_a_plain_copy_at_any_thread_count() {
+        let n = 20 * COLUMN_CHUNK + 321;
+        let recs: Vec<(u32, u64, u16)> = (0..n)
+            .map(|i| {
+                (
+                    i as u32 ^ 0x5a5a,
+                    (i as u64 * 7919) % 1_000_003,
+                    (i % 977) as u16,
+                )
+            })
+            .collect();
+        let want_a: Vec<u32> = recs.iter().map(|r| r.0).collect();
+        let want_b: Vec<u64> = recs.iter().map(|r| r.1).collect();
+        let want_c: Vec<u16> = recs.iter().map(|r| r.2).collect();
+        let want_t = recs.iter().map(|r| r.1).max().unwrap();
+        for threads in [1, 2, 7, 16] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let ((a, b, c), t) =
+                pool.install(|| into_three_columns(recs.clone(), |r| ((r.0, r.1, r.2), r.1)));
+            assert_eq!(a, want_a, "threads = {threads}");
+            assert_eq!(b, want_b);
+            assert_eq!(c, want_c);
+            assert_eq!(t, want_t);
+        }
+    }
+
+    #[test]
     fn sorts_and_repairs_overlaps() {
         let mut b = builder(false);
         b.interval(1, 5, 9, 0);
