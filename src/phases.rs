@@ -9,18 +9,98 @@
 
 use crate::static_names::StaticNames;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 static ON: AtomicBool = AtomicBool::new(false);
 static TIMES: Mutex<Vec<(&'static str, Duration, u64)>> = Mutex::new(Vec::new());
+/// Whether each span's end also reads the process's memory
+/// (`TAPESTRY_PHASE_MEMORY=1`): where a read's peak lies.
+static MEMORY: AtomicBool = AtomicBool::new(false);
+/// Whether each span's end is also written to standard error as it comes
+/// (`TAPESTRY_PHASE_MEMORY=2`): the memory's course through a read.
+static TIMELINE: AtomicBool = AtomicBool::new(false);
+/// Per phase: the resident memory at the end of its last span and the
+/// peak within its spans, in KiB (with [`MEMORY`]).
+static MEMORIES: Mutex<Vec<(&'static str, u64, u64)>> = Mutex::new(Vec::new());
 
-/// Starts (or stops) recording phases, clearing what was recorded.
+/// Starts (or stops) recording phases, clearing what was recorded. With
+/// `TAPESTRY_PHASE_MEMORY=1` in the environment each span's end also
+/// reads the resident memory (Linux; some tens of microseconds a span);
+/// with `=2` it also writes it to standard error, span by span.
 pub fn enable(on: bool) {
     ON.store(on, Ordering::Relaxed);
+    let mode = std::env::var_os("TAPESTRY_PHASE_MEMORY");
+    let mode = mode.as_ref().and_then(|v| v.to_str());
+    MEMORY.store(on && matches!(mode, Some("1" | "2")), Ordering::Relaxed);
+    TIMELINE.store(on && mode == Some("2"), Ordering::Relaxed);
     if let Ok(mut t) = TIMES.lock() {
         t.clear();
     }
+    if let Ok(mut m) = MEMORIES.lock() {
+        m.clear();
+    }
+    PEAK_KIB.store(0, Ordering::Relaxed);
+}
+
+/// This process's resident memory and its peak, in KiB (Linux).
+fn memory_kib() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = s.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// The process's peak resident memory in KiB over every reset of the
+/// kernel's high-water mark (with [`MEMORY`]).
+static PEAK_KIB: AtomicU64 = AtomicU64::new(0);
+
+/// Notes the memory at the end of a span of phase `name`: the resident
+/// memory now and the peak since the previous span's end, after which the
+/// kernel's high-water mark is reset (`/proc/self/clear_refs`, Linux 4.0
+/// on) so that the next span's peak is its own.
+fn note_memory(name: &'static str) {
+    let Some((rss, hwm)) = memory_kib() else {
+        return;
+    };
+    PEAK_KIB.fetch_max(hwm, Ordering::Relaxed);
+    if TIMELINE.load(Ordering::Relaxed) {
+        eprintln!(
+            "phase memory: {name}: {:.1} MiB after, peak within {:.1}",
+            rss as f64 / 1024.0,
+            hwm as f64 / 1024.0
+        );
+    }
+    if let Ok(mut m) = MEMORIES.lock() {
+        match m.iter_mut().find(|p| p.0 == name) {
+            Some(p) => {
+                p.1 = rss;
+                p.2 = p.2.max(hwm);
+            }
+            None => m.push((name, rss, hwm)),
+        }
+    }
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The process's peak resident memory in KiB where [`MEMORY`] reset the
+/// kernel's high-water mark (which then no longer holds the whole run's
+/// peak), or `None`: `TAPESTRY_PHASE_MEMORY` was not set.
+pub fn peak_kib() -> Option<u64> {
+    if !MEMORY.load(Ordering::Relaxed) {
+        return None;
+    }
+    let now = memory_kib().map_or(0, |m| m.1);
+    Some(PEAK_KIB.load(Ordering::Relaxed).max(now))
+}
+
+/// Per phase (with `TAPESTRY_PHASE_MEMORY=1`): the resident memory at the
+/// end of its last span and the highest peak within any of its spans
+/// (since the previous span's end), in KiB.
+pub fn memories() -> Vec<(&'static str, u64, u64)> {
+    MEMORIES.lock().map(|m| m.clone()).unwrap_or_default()
 }
 
 /// Whether phases are being recorded.
@@ -111,6 +191,9 @@ impl Drop for Span {
     fn drop(&mut self) {
         if let Some(s) = self.start {
             add(self.name, s.elapsed());
+            if MEMORY.load(Ordering::Relaxed) {
+                note_memory(self.name);
+            }
         }
     }
 }
@@ -122,16 +205,27 @@ pub fn recorded() -> Vec<(&'static str, Duration, u64)> {
 }
 
 /// The phases as one line: `name 0.123 s` each, with the count of spans
-/// where there were many.
+/// where there were many and, where [`memories`] has it, the resident
+/// memory after the phase and the peak within it.
 pub fn line() -> String {
+    let mem = memories();
+    let mib = |kib: u64| kib as f64 / 1024.0;
     recorded()
         .iter()
         .map(|(n, d, k)| {
-            if *k > 1 {
+            let mut s = if *k > 1 {
                 format!("{n} {:.3} s ({k}×)", d.as_secs_f64())
             } else {
                 format!("{n} {:.3} s", d.as_secs_f64())
+            };
+            if let Some(&(_, rss, hwm)) = mem.iter().find(|m| m.0 == *n) {
+                s.push_str(&format!(
+                    " [{:.1} MiB after, peak within {:.1}]",
+                    mib(rss),
+                    mib(hwm)
+                ));
             }
+            s
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -193,6 +287,20 @@ mod tests {
         assert_eq!(again[2], ("test: build", Duration::from_millis(10), 2));
         add_from_file(&d.path().join("absent"));
         assert_eq!(mine(), again);
+        // the memory after a span, where asked for
+        MEMORY.store(true, Ordering::Relaxed);
+        drop(span("test: memory"));
+        let whole = peak_kib();
+        MEMORY.store(false, Ordering::Relaxed);
+        if cfg!(target_os = "linux") {
+            let m = memories();
+            let &(_, rss, hwm) = m.iter().find(|m| m.0 == "test: memory").unwrap();
+            assert!(rss > 0 && hwm >= rss, "{rss} {hwm}");
+            assert!(whole.is_some_and(|w| w >= hwm), "{whole:?} {hwm}");
+            assert!(line().contains("test: memory 0.0"), "{}", line());
+            assert!(line().contains(" MiB after, peak within "), "{}", line());
+            assert!(peak_kib().is_none());
+        }
         enable(false);
         assert!(recorded().is_empty());
         add_from_file(&file);

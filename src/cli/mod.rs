@@ -183,8 +183,13 @@ impl std::fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
-/// Peak resident memory of this process in bytes (Linux), if known.
+/// Peak resident memory of this process in bytes (Linux), if known: the
+/// kernel's high-water mark, or where `TAPESTRY_PHASE_MEMORY=1` reset that
+/// after each phase, the highest it reached.
 pub fn peak_rss_bytes() -> Option<u64> {
+    if let Some(kib) = tapestry::phases::peak_kib() {
+        return Some(kib * 1024);
+    }
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
