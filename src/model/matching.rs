@@ -262,13 +262,7 @@ where
         }
         // a key's pairs into its slots: those `f` keeps first, how many
         let pair = |(key, s, r, slots, at): Job<'_, K, T>| -> (usize, usize) {
-            // stable: events of one key at one time keep their file order
-            if !s.is_sorted_by_key(|&i| send(i).0) {
-                s.sort_by_key(|&i| send(i).0);
-            }
-            if !r.is_sorted_by_key(|&i| recv(i).0) {
-                r.sort_by_key(|&i| recv(i).0);
-            }
+            in_time_order(s, r, &send, &recv);
             let mut k = 0;
             for (&si, &ri) in s.iter().zip(r.iter()) {
                 let (a, b) = (send(si), recv(ri));
@@ -300,18 +294,82 @@ where
     (out, unmatched)
 }
 
-/// Gives the empty `out` the values its parts wrote into its spare
-/// capacity: part `(at, k)` wrote slots `at..at + k`; each part is moved up
-/// against the one before it, in order, and the length set.
+/// A group's sends and receives (event numbers) each in time order where
+/// they are not: a stable sort, events of one key at one time keep their
+/// file order.
+fn in_time_order(
+    s: &mut [u32],
+    r: &mut [u32],
+    send: impl Fn(u32) -> (u64, u64),
+    recv: impl Fn(u32) -> (u64, u64),
+) {
+    if !s.is_sorted_by_key(|&i| send(i).0) {
+        s.sort_by_key(|&i| send(i).0);
+    }
+    if !r.is_sorted_by_key(|&i| recv(i).0) {
+        r.sort_by_key(|&i| recv(i).0);
+    }
+}
+
+/// A send's partner in [`pair_partners`]: none.
+const NO_PARTNER: u64 = u64::MAX;
+
+/// The pairs of every group as [`pair_groups`] makes them (the keys in
+/// `order`, `at` and `idx` as [`group`] gives them, on all threads with
+/// many pairs), given by their events rather than made into values: for
+/// each of the `sends` send events, the receive it pairs with in the high
+/// 32 bits and its group's place in `order` in the low, or [`NO_PARTNER`].
+/// Returns them, how many pairs there are and the events left unpaired.
+fn pair_partners<K: Sync>(
+    order: &[(K, u32)],
+    (s_at, s_idx): (&[usize], &mut [u32]),
+    (r_at, r_idx): (&[usize], &mut [u32]),
+    sends: usize,
+    send: impl Fn(u32) -> (u64, u64) + Sync,
+    recv: impl Fn(u32) -> (u64, u64) + Sync,
+) -> (Vec<std::sync::atomic::AtomicU64>, usize, u64) {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let mut s_of = split_at_bounds(s_idx, s_at);
+    let mut r_of = split_at_bounds(r_idx, r_at);
+    let partner: Vec<AtomicU64> = (0..sends).map(|_| AtomicU64::new(NO_PARTNER)).collect();
+    let (mut unmatched, mut total) = (0u64, 0usize);
+    let mut jobs: Vec<(u32, &mut [u32], &mut [u32])> = Vec::with_capacity(order.len());
+    for (place, &(_, id)) in order.iter().enumerate() {
+        let s = std::mem::take(&mut s_of[id as usize]);
+        let r = std::mem::take(&mut r_of[id as usize]);
+        unmatched += s.len().abs_diff(r.len()) as u64;
+        total += s.len().min(r.len());
+        jobs.push((place as u32, s, r));
+    }
+    let pair = |(place, s, r): (u32, &mut [u32], &mut [u32])| {
+        in_time_order(s, r, &send, &recv);
+        for (&si, &ri) in s.iter().zip(r.iter()) {
+            // each send event lies in one group: written once
+            partner[si as usize].store(u64::from(ri) << 32 | u64::from(place), Ordering::Relaxed);
+        }
+    };
+    if total >= PARALLEL_PAIRS {
+        jobs.into_par_iter().for_each(pair);
+    } else {
+        jobs.into_iter().for_each(pair);
+    }
+    (partner, total, unmatched)
+}
+
+/// Gives `out` the values its parts wrote into its spare capacity: part
+/// `(at, k)` wrote slots `at..at + k` (indices of `out`, from its length
+/// on); each part is moved up against the one before it (the first against
+/// `out`'s values), in order, and the length set.
 ///
 /// # Safety
-/// `out` is empty; every part's slots were written; the parts come in
-/// rising order of `at`, apart, within the capacity.
+/// Every part's slots were written; the parts come in rising order of
+/// `at`, apart, at or after `out.len()`, within the capacity.
 unsafe fn close_up<T>(out: &mut Vec<T>, parts: &[(usize, usize)]) {
-    debug_assert!(out.is_empty());
     let base = out.as_mut_ptr();
-    let mut len = 0;
+    let mut len = out.len();
     for &(at, k) in parts {
+        debug_assert!(at >= len);
         if at != len {
             // SAFETY: `at..at + k` was written and lies at or after
             // `len..len + k`; `copy` allows the two to overlap, and what
@@ -322,6 +380,55 @@ unsafe fn close_up<T>(out: &mut Vec<T>, parts: &[(usize, usize)]) {
     }
     // SAFETY: `0..len` now holds written values, moved up in order
     unsafe { out.set_len(len) };
+}
+
+/// Appends to `out` the values `f` makes of `from..end`, taken from `end`
+/// down, on all threads where `parallel` (written in place, in chunks of
+/// [`FILTER_CHUNK`], as [`par_filter_map`] does); `out` has room for
+/// `end - from` more.
+fn extend_down<T: Send>(
+    out: &mut Vec<T>,
+    from: usize,
+    end: usize,
+    parallel: bool,
+    f: impl Fn(usize) -> Option<T> + Sync,
+) {
+    use rayon::prelude::*;
+    let len = out.len();
+    let n = end - from;
+    assert!(out.capacity() - len >= n, "room for the values");
+    let done: Vec<(usize, usize)> = {
+        let slots = &mut out.spare_capacity_mut()[..n];
+        let job = |(c, slots): (usize, &mut [MaybeUninit<T>])| {
+            // slot `j` of chunk `c`: index `end - 1 - (c * FILTER_CHUNK + j)`
+            let top = end - c * FILTER_CHUNK;
+            let mut k = 0;
+            for i in (top - slots.len()..top).rev() {
+                if let Some(t) = f(i) {
+                    slots[k].write(t);
+                    k += 1;
+                }
+            }
+            (len + c * FILTER_CHUNK, k)
+        };
+        if parallel {
+            slots
+                .par_chunks_mut(FILTER_CHUNK)
+                .enumerate()
+                .map(job)
+                .collect()
+        } else {
+            slots
+                .chunks_mut(FILTER_CHUNK)
+                .enumerate()
+                .map(job)
+                .collect()
+        }
+    };
+    // SAFETY: chunk `c` wrote the first `k` of its slots, from
+    // `len + c * FILTER_CHUNK`, the chunks in rising order, apart and
+    // within the room asserted
+    unsafe { close_up(out, &done) };
 }
 
 /// Events handed to [`par_filter_map`]'s tasks at a time.
