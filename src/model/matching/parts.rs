@@ -303,8 +303,8 @@ where
     // time, each stretch's sends (their times, bytes and partners)
     // given back behind it: the values grow while the sends shrink, where
     // they were all held at once before (OTF2, 150 MB on 16 threads: the
-    // read's peak)
-    // (room for a value a send: the pages past the values never touched)
+    // read's peak). Room for a value a send: the pages past the values
+    // are never touched.
     let mut out: Vec<T> = Vec::with_capacity(n_sends);
     let stretch = (n_sends / 32).max(stretch).max(1);
     let mut since_given_back = 0;
@@ -421,7 +421,7 @@ mod tests {
             let (mut want, left) = match_into(sends, recvs, f);
             let threads = if round % 2 == 0 { 1 } else { 3 };
             // the values made a few sends at a time, or all at once
-            let stretch = [1 + (rng.next() % 50) as usize, STRETCH][round % 2];
+            let stretch = [1 + (rng.next() % 50) as usize, STRETCH][round / 2 % 2];
             let (mut got, got_left) =
                 crate::test_pool::pool(threads).install(|| match_parts_by(parts, f, stretch));
             assert_eq!(got_left, left, "round {round}");
