@@ -99,6 +99,25 @@ pub fn bytes_of(n: u64, size: u64) -> u64 {
     n.saturating_mul(size)
 }
 
+/// This process's resident memory and the kernel's high-water mark of it
+/// (the peak since the start or since [`reset_peak`]), in KiB; `None`
+/// where unknown (elsewhere than Linux).
+pub fn resident_kib() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = s.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Resets the kernel's high-water mark of this process's resident memory
+/// to what is resident now (`/proc/self/clear_refs`, Linux 4.0 on; a no-op
+/// where refused).
+pub fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 /// Returns the memory freed so far to the system. Readers free many
 /// blocks of a few MiB from several threads (file blocks, parsed records);
 /// glibc keeps such memory in per-thread arenas, where it still counts in

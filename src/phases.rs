@@ -23,6 +23,9 @@ static TIMELINE: AtomicBool = AtomicBool::new(false);
 /// Per phase: the resident memory at the end of its last span and the
 /// peak within its spans, in KiB (with [`MEMORY`]).
 static MEMORIES: Mutex<Vec<(&'static str, u64, u64)>> = Mutex::new(Vec::new());
+/// The process's peak resident memory in KiB over every reset of the
+/// kernel's high-water mark (with [`MEMORY`]).
+static PEAK_KIB: AtomicU64 = AtomicU64::new(0);
 
 /// Starts (or stops) recording phases, clearing what was recorded. With
 /// `TAPESTRY_PHASE_MEMORY=1` in the environment each span's end also
@@ -43,26 +46,12 @@ pub fn enable(on: bool) {
     PEAK_KIB.store(0, Ordering::Relaxed);
 }
 
-/// This process's resident memory and its peak, in KiB (Linux).
-fn memory_kib() -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let field = |name: &str| -> Option<u64> {
-        let line = s.lines().find(|l| l.starts_with(name))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
-}
-
-/// The process's peak resident memory in KiB over every reset of the
-/// kernel's high-water mark (with [`MEMORY`]).
-static PEAK_KIB: AtomicU64 = AtomicU64::new(0);
-
 /// Notes the memory at the end of a span of phase `name`: the resident
 /// memory now and the peak since the previous span's end, after which the
 /// kernel's high-water mark is reset (`/proc/self/clear_refs`, Linux 4.0
 /// on) so that the next span's peak is its own.
 fn note_memory(name: &'static str) {
-    let Some((rss, hwm)) = memory_kib() else {
+    let Some((rss, hwm)) = crate::memory::resident_kib() else {
         return;
     };
     PEAK_KIB.fetch_max(hwm, Ordering::Relaxed);
@@ -82,7 +71,7 @@ fn note_memory(name: &'static str) {
             None => m.push((name, rss, hwm)),
         }
     }
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    crate::memory::reset_peak();
 }
 
 /// The process's peak resident memory in KiB where [`MEMORY`] reset the
@@ -92,7 +81,7 @@ pub fn peak_kib() -> Option<u64> {
     if !MEMORY.load(Ordering::Relaxed) {
         return None;
     }
-    let now = memory_kib().map_or(0, |m| m.1);
+    let now = crate::memory::resident_kib().map_or(0, |m| m.1);
     Some(PEAK_KIB.load(Ordering::Relaxed).max(now))
 }
 

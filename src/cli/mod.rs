@@ -187,11 +187,7 @@ impl std::error::Error for Reported {}
 /// kernel's high-water mark, or where `TAPESTRY_PHASE_MEMORY=1` reset that
 /// after each phase, the highest it reached.
 pub fn peak_rss_bytes() -> Option<u64> {
-    if let Some(kib) = tapestry::phases::peak_kib() {
-        return Some(kib * 1024);
-    }
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    tapestry::phases::peak_kib()
+        .or_else(|| tapestry::memory::resident_kib().map(|m| m.1))
+        .map(|kib| kib * 1024)
 }
