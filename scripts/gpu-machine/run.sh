@@ -6,7 +6,9 @@
 # processes. About 6 minutes on a 16-core machine with an H200; the figures
 # go to $OUT (summary.txt last). SMALL=1 shrinks every input, for a dry run
 # here (the bundle unpacked in /tmp/dev/b). SKIP_MPI=1 leaves out the MPI
-# runs (about a minute).
+# runs (about a minute), SKIP_GPU_BENCH=1 the GPU bench (about 2 minutes);
+# P_REPS sets the Paraver trace's repetitions (128: 1.52 GB; 256: the
+# issue's 3.06 GB).
 set -u
 S0=$EPOCHREALTIME
 el() { awk "BEGIN{printf \"[%6.1f s] \", $EPOCHREALTIME-$S0}"; echo "$*"; }
@@ -21,7 +23,7 @@ if [ -z "${SMALL:-}" ]; then
   unxz_to .dev/ompi.tar.xz | tar --skip-old-files -xf - -C / 2>&1 | tail -3
   unpack_loaders
   unpack_bundle
-  P_REPS=128; C_REPS=1000; L_REPS=32; CASES='65536x256,1048576x16 1048576x128'; GT=200
+  P_REPS=${P_REPS:-128}; C_REPS=1000; L_REPS=32; CASES='65536x256,1048576x16 1048576x128'; GT=200
 else
   B=/tmp/dev/b; P_REPS=2; C_REPS=16; L_REPS=2; CASES=4096x16; GT=20
 fi
@@ -33,6 +35,7 @@ el setup done
 
 # 1. GPU kernels against the CPU path
 el gpu bench
+[ -n "${SKIP_GPU_BENCH:-}" ] && CASES=
 for c in $CASES; do
   (cd /tmp && TAPESTRY_GPU_BENCH_CASES=$c timeout $GT $B/bin/gpu-bench --bench --warm-up-time 1 --measurement-time 3 >> $OUT/gpu.txt 2>&1)
   echo "gpu bench $c rc $?" | tee -a $OUT/gpu.txt >> $SUM
@@ -50,12 +53,14 @@ O=$B/otf2-ring/traces.otf2
 
 # 3. readers at 1..all cores (info --stats: read time, MB/s, peak)
 el readers
-say "== readers: info --stats (pinned to the first k cores)"
+say "== readers: info --stats (pinned to the first k cores), with the read's phases"
 for f in b.prv c.json p.trf $O; do
   for k in 1 2 4 8 16; do
     [ $k -le $NC ] || continue
-    line=$(RAYON_NUM_THREADS=$k TAPESTRY_OTF2_IN_PROCESS=1 taskset -c 0-$((k-1)) timeout 120 $T info $f --stats 2>&1 >/dev/null | grep '^read' | tail -1)
-    say "$(basename $f) in-memory k=$k: $line"
+    RAYON_NUM_THREADS=$k TAPESTRY_OTF2_IN_PROCESS=1 taskset -c 0-$((k-1)) timeout 120 $T info $f --stats 2>&1 >/dev/null | grep -E '^(read|phases)' > $OUT/last-read.txt
+    say "$(basename $f) in-memory k=$k: $(grep '^read' $OUT/last-read.txt | tail -1)"
+    grep '^phases' $OUT/last-read.txt | tail -1 >> $OUT/phases.txt
+    echo "  ($(basename $f) k=$k)" >> $OUT/phases.txt
   done
   for k in 1 16; do
     [ $k -le $NC ] || continue
@@ -87,7 +92,8 @@ for a in "moments" "field --bins 64"; do
   cmp -s $n-cpu.npy $n-gpu.npy && say "$a: gpu == cpu bit for bit" || say "$a: gpu differs from cpu (bytes)"
 done
 wall $T convert b.prv -o b.tapestry > /dev/null 2>&1; say "convert: $WALL"
-for i in 1 2; do wall $T info b.tapestry > /dev/null; say "info on the cache: $WALL"; done
+for i in 1 2 3; do wall $T info b.tapestry > /dev/null; say "info on the cache: $WALL"; done
+say "the cache: $(du -sh b.tapestry | cut -f1), the trace: $(du -sh b.prv | cut -f1)"
 wall $T analyze b.tapestry moments --gpu -o m-cache-gpu.npy > /dev/null 2>&1; say "moments gpu from the cache: $WALL"
 wall $T analyze b.tapestry moments -o m-cache-cpu.npy > /dev/null 2>&1; say "moments cpu from the cache: $WALL"
 rm -rf b.tapestry

@@ -60,6 +60,21 @@ enum Command {
     },
 }
 
+impl Command {
+    /// The trace the command reads, if it reads one.
+    fn trace(&self) -> Option<&std::path::Path> {
+        match self {
+            Command::Info(a) => Some(&a.trace),
+            Command::Analyze(a) | Command::Reduce(a) => Some(&a.trace),
+            Command::View(a) => Some(&a.trace),
+            Command::Render(a) => Some(&a.trace),
+            Command::Convert(a) => Some(&a.trace),
+            Command::ReadOtf2 { anchor, .. } => Some(anchor),
+            Command::Synth(_) => None,
+        }
+    }
+}
+
 /// Options shared by every command that reads a trace.
 #[derive(Args, Debug, Clone)]
 pub struct ReadArgs {
@@ -108,6 +123,10 @@ pub fn main() -> ExitCode {
     // before any thread: the readers' threads share a few malloc arenas
     tapestry::memory::share_arenas();
     let cli = Cli::parse();
+    // a large trace: an arena a reading thread (before the pool starts)
+    if let Some(trace) = cli.command.trace() {
+        tapestry::memory::arenas_for_input(trace);
+    }
     // Mesa's device-selection layer probes the window systems (and prints
     // "XDG_RUNTIME_DIR is invalid" on headless machines) to pick a default
     // GPU; tapestry picks its own adapter, so headless commands skip it.

@@ -662,13 +662,11 @@ impl TraceBuilder {
     /// the global ones, messages, counters, collectives) with `f` (the
     /// runs of a grouped block need not stay in the order of locations).
     pub(crate) fn renumber_raw_locations(&mut self, f: impl Fn(&mut LocId) + Sync) {
-        for b in &mut self.interval_chunks {
-            match b {
-                IntervalBlock::Records(v) => v.par_iter_mut().for_each(|r| f(&mut r.loc)),
-                IntervalBlock::Grouped(g) => g.runs.iter_mut().for_each(|r| f(&mut r.0)),
-                IntervalBlock::Packed(p) => p.recs.par_iter_mut().for_each(|r| f(&mut r.loc)),
-            }
-        }
+        each_block(&mut self.interval_chunks, |b, par| match b {
+            IntervalBlock::Records(v) => for_each(v, par, |r| f(&mut r.loc)),
+            IntervalBlock::Grouped(g) => g.runs.iter_mut().for_each(|r| f(&mut r.0)),
+            IntervalBlock::Packed(p) => for_each(&mut p.recs, par, |r| f(&mut r.loc)),
+        });
         self.intervals.par_iter_mut().for_each(|r| f(&mut r.loc));
         self.events
             .par_iter_mut()
@@ -684,15 +682,11 @@ impl TraceBuilder {
 
     /// Maps the state of every raw interval with `f`.
     pub(crate) fn map_raw_states(&mut self, f: impl Fn(StateId) -> StateId + Sync) {
-        for b in &mut self.interval_chunks {
-            match b {
-                IntervalBlock::Records(v) => v.par_iter_mut().for_each(|r| r.state = f(r.state)),
-                IntervalBlock::Grouped(g) => g.state.par_iter_mut().for_each(|s| *s = f(*s)),
-                IntervalBlock::Packed(p) => {
-                    p.recs.par_iter_mut().for_each(|r| r.state = f(r.state))
-                }
-            }
-        }
+        each_block(&mut self.interval_chunks, |b, par| match b {
+            IntervalBlock::Records(v) => for_each(v, par, |r| r.state = f(r.state)),
+            IntervalBlock::Grouped(g) => for_each(&mut g.state, par, |s| *s = f(*s)),
+            IntervalBlock::Packed(p) => for_each(&mut p.recs, par, |r| r.state = f(r.state)),
+        });
         self.intervals
             .par_iter_mut()
             .for_each(|r| r.state = f(r.state));
@@ -1325,6 +1319,32 @@ fn bucket(
     (offsets, start, end, state)
 }
 
+/// `map(block, parallel)` on every block: with many blocks, a block a task
+/// in one parallel pass (`parallel` false); with few, one block after the
+/// other, each in parallel. A parallel pass per block wakes every thread
+/// for each block: a 3.06 GB Paraver trace read on 16 cores holds 11,681
+/// blocks, and mapping its states block by block took 0.8–1.0 s there,
+/// against 0.3 s on 8 cores (5,841 blocks) and 0.15 s on one (H200
+/// machine, 2026-12-04).
+fn each_block(blocks: &mut [IntervalBlock], map: impl Fn(&mut IntervalBlock, bool) + Sync) {
+    if blocks.len() >= 4 * rayon::current_num_threads() {
+        blocks.par_iter_mut().for_each(|b| map(b, false));
+    } else {
+        for b in blocks {
+            map(b, true);
+        }
+    }
+}
+
+/// `f` on every element of `v`, in parallel when `par`.
+fn for_each<T: Send>(v: &mut [T], par: bool, f: impl Fn(&mut T) + Sync) {
+    if par {
+        v.par_iter_mut().for_each(&f);
+    } else {
+        v.iter_mut().for_each(f);
+    }
+}
+
 /// `work`, with the memory freed before it given back to the system
 /// beside it when `trim` (on another thread of the pool, once one is free;
 /// first, with one thread):
@@ -1716,6 +1736,77 @@ mod tests {
         b.locations.add("b", LocationKind::Thread, None, 1);
         b.states.add("run", StateClass::Busy, None, 1);
         b
+    }
+
+    /// States mapped and locations renumbered over few blocks (each in
+    /// parallel) and over many (a block a task) give the model that one
+    /// vector of the same records gives, for records, grouped and packed
+    /// blocks, at 1, 3 and 16 threads.
+    #[test]
+    fn blocks_mapped_one_a_task_or_each_in_parallel_give_one_model() {
+        let nloc = 3u32;
+        let fresh = || {
+            let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
+            for l in 0..nloc {
+                b.locations
+                    .add(format!("t{l}"), LocationKind::Thread, None, l as i64);
+            }
+            for v in 0..5 {
+                b.states.add(&format!("s{v}"), StateClass::Busy, None, v);
+            }
+            b
+        };
+        let rec = |i: u64| RawInterval {
+            loc: (i % nloc as u64) as LocId,
+            // raw states 10..14, mapped to 0..4 below
+            state: 10 + (i % 5) as StateId,
+            start: i * 10,
+            end: i * 10 + 5,
+        };
+        let map = |v: StateId| v - 10;
+        let renumber = |l: &mut LocId| *l = nloc - 1 - *l;
+        let n = 4_000u64;
+        let build = |blocks: usize, threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let mut b = fresh();
+                let per = (n as usize).div_ceil(blocks);
+                let all: Vec<RawInterval> = (0..n).map(rec).collect();
+                for (k, part) in all.chunks(per).enumerate() {
+                    let block = match k % 3 {
+                        0 => IntervalBlock::Records(part.to_vec()),
+                        1 => IntervalBlock::group(part.to_vec(), nloc as usize).0,
+                        _ => IntervalBlock::pack(part.to_vec()).0,
+                    };
+                    b.interval_chunks.push(block);
+                }
+                b.map_raw_states(map);
+                b.renumber_raw_locations(renumber);
+                b.finish(BuildOptions::default()).unwrap()
+            })
+        };
+        let mut one = fresh();
+        for i in 0..n {
+            let mut r = rec(i);
+            r.state = map(r.state);
+            renumber(&mut r.loc);
+            one.interval(r.loc, r.start, r.end, r.state);
+        }
+        let want = one.finish(BuildOptions::default()).unwrap();
+        let want = format!("{:?}", want.intervals);
+        for threads in [1, 3, 16] {
+            for blocks in [2, 5, 40, 200] {
+                let got = build(blocks, threads);
+                assert_eq!(
+                    format!("{:?}", got.intervals),
+                    want,
+                    "{blocks} blocks, {threads} threads"
+                );
+            }
+        }
     }
 
     #[test]

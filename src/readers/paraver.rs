@@ -935,11 +935,15 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 
     damage.report(&mut b.diagnostics, path, "records")?;
     // the names move to the locations
+    let step = phases::span("paraver: locations");
     make_locations(&mut b, &header, &table, declared, row, true)?;
+    drop(step);
 
+    let step = phases::span("paraver: states mapped");
     add_states(&mut b, &pcf, state_values);
     let state_map = dense_map(b.states.iter().map(|(id, s)| (s.external_id, id)));
     b.map_raw_states(|v| state_map.get(v));
+    drop(step);
 
     add_event_types(&mut b, &pcf, event_types);
     let type_map = dense_map(

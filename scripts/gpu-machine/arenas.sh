@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on a lent machine, from the repository's root, with `.dev` (made by
+# scripts/gpu-machine/pack.sh, plus .dev/notrim.so: a malloc_trim that does
+# nothing, preloaded) carried: `info --stats` with the read's phases at 8
+# and 16 cores under glibc's arena settings (tapestry's 4 shared arenas,
+# MALLOC_ARENA_MAX=16 and 128) and with malloc_trim made a no-op, to tell
+# what the shared arenas and the trims cost on 16 real cores. About 2
+# minutes on 16 cores. Output to $OUT/arenas.txt (phases: $OUT/phases.txt).
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. scripts/gpu-machine/common.sh
+[ -n "${SMALL:-}" ] && B=/tmp/dev/b || unpack_bundle
+NOTRIM=$PWD/.dev/notrim.so
+T=$B/bin/tapestry
+W=/tmp/w; mkdir -p $W; cd $W || exit 1
+lscpu | grep -E '^(Model name|Thread|Core|Socket|NUMA node\(s\)|L3)' | tee -a "$OUT/arenas.txt"
+echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)" | tee -a "$OUT/arenas.txt"
+$T synth bcast -p 65536 --reps ${P_REPS:-256} -o b.prv | tail -1
+$T synth bcast -p 1024 --reps 1000 -o c.json | tail -1
+$T synth bcast -p 65536 --reps 32 -o p.trf | tail -1
+O=$B/otf2-ring/traces.otf2
+one() { # label k env...
+  local label=$1 k=$2; shift 2
+  env RAYON_NUM_THREADS=$k "$@" taskset -c 0-$((k-1)) timeout 120 $T info $f --stats 2>&1 >/dev/null | grep -E '^(read|phases)' > "$OUT/last.txt"
+  echo "$(basename $f) k=$k $label: $(grep '^read' "$OUT/last.txt" | sed 's/, the model.*//')" | tee -a "$OUT/arenas.txt"
+  { grep '^phases' "$OUT/last.txt"; echo "  ($(basename $f) k=$k $label)"; } >> "$OUT/phases.txt"
+}
+for f in b.prv c.json p.trf $O; do
+  one "4 arenas" 16
+  one "4 arenas (again)" 16
+  one "16 arenas" 16 MALLOC_ARENA_MAX=16
+  one "128 arenas" 16 MALLOC_ARENA_MAX=128
+  one "4 arenas, no trim" 16 LD_PRELOAD=$NOTRIM
+  one "16 arenas, no trim" 16 MALLOC_ARENA_MAX=16 LD_PRELOAD=$NOTRIM
+  one "4 arenas" 8
+  one "16 arenas" 8 MALLOC_ARENA_MAX=16
+  one "16 arenas, no trim" 8 MALLOC_ARENA_MAX=16 LD_PRELOAD=$NOTRIM
+done
