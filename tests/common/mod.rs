@@ -105,3 +105,42 @@ pub fn messy_picl(seed: u64, procs: u32, steps: u32) -> String {
     lines.sort_by_key(|l| (l.0, l.1, l.2));
     lines.into_iter().map(|l| l.3 + "\n").collect()
 }
+
+/// How many malloc arenas (glibc's heaps) this process has once 16
+/// threads have allocated at once, each holding its blocks until all have
+/// (without a limit each would get an arena of its own), with glibc's
+/// `malloc_info` XML for a failing test to show. Arenas are made once and
+/// never go: a test that counts them has a process of its own.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn arenas_after_16_threads() -> (usize, String) {
+    let barrier = std::sync::Barrier::new(16);
+    std::thread::scope(|s| {
+        for _ in 0..16 {
+            s.spawn(|| {
+                let held: Vec<Vec<u8>> = (0..64).map(|k| vec![k as u8; 4096]).collect();
+                barrier.wait();
+                std::hint::black_box(&held);
+                barrier.wait();
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("malloc_info.xml");
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a file opened for writing, written by glibc, closed
+    unsafe {
+        let f = libc::fopen(c_path.as_ptr(), c"w".as_ptr());
+        assert!(!f.is_null());
+        assert_eq!(libc::malloc_info(0, f), 0);
+        libc::fclose(f);
+    }
+    let xml = std::fs::read_to_string(&path).unwrap();
+    (xml.matches("<heap nr=").count(), xml)
+}
+
+/// Whether the user set glibc's limit on malloc arenas (it then stays the
+/// user's, and the arena tests have nothing to check).
+pub fn arena_limit_set_by_user() -> bool {
+    std::env::var_os("MALLOC_ARENA_MAX").is_some()
+        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("arena_max"))
+}
