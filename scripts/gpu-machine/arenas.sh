@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Runs on a lent machine, from the repository's root, with `.dev` (made by
-# scripts/gpu-machine/pack.sh, plus .dev/notrim.so: a malloc_trim that does
-# nothing, preloaded) carried: `info --stats` with the read's phases at 8
+# scripts/gpu-machine/pack.sh, with .dev/notrim.so: a malloc_trim that does
+# nothing, to preload) carried: `info --stats` with the read's phases at 8
 # and 16 cores under glibc's arena settings (tapestry's 4 shared arenas,
 # MALLOC_ARENA_MAX=16 and 128) and with malloc_trim made a no-op, to tell
 # what the shared arenas and the trims cost on 16 real cores. About 2
 # minutes on 16 cores. Output to $OUT/arenas.txt (phases: $OUT/phases.txt).
+# SMALL=1: the bundle unpacked in /tmp/dev/b, for a dry run here.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 . scripts/gpu-machine/common.sh
-[ -n "${SMALL:-}" ] && B=/tmp/dev/b || unpack_bundle
+if [ -n "${SMALL:-}" ]; then B=/tmp/dev/b; export LD_LIBRARY_PATH=$B/lib; else unpack_bundle; fi
 NOTRIM=$PWD/.dev/notrim.so
 T=$B/bin/tapestry
 W=/tmp/w; mkdir -p $W; cd $W || exit 1

@@ -3,8 +3,9 @@
 # measure tapestry there, into .dev/ (git-ignored): the stripped release
 # binary and `gpu` bench executable, otf2-print, the shared libraries they
 # link, the Vulkan loader packages (.gl/), Open MPI's files, and the OTF2
-# archive of `cargo bench --bench otf2`. Then `scripts/gpu-machine/run.sh`
-# runs there with `.dev` and `.gl` carried.
+# archive of `cargo bench --bench otf2`; notrim.so for arenas.sh. Then
+# `scripts/gpu-machine/run.sh` (or readers.sh, kernels.sh, scaling.sh,
+# arenas.sh, pair.sh) runs there with `.dev` (and `.gl`) carried.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo /.dev/ >> .git/info/exclude
@@ -24,6 +25,9 @@ if [ ! -f "$B/otf2-ring/traces.otf2" ]; then
     /usr/bin/python3 tests/data/write_otf2_large.py "$B/otf2-ring" 64 8000
 fi
 tar -C "$B" -cf - . | xz -3 -T0 > .dev/b.tar.xz
+# a malloc_trim that does nothing, for arenas.sh to preload
+printf 'int malloc_trim(unsigned long pad) { (void)pad; return 0; }\n' |
+    gcc -O2 -shared -fPIC -x c -o .dev/notrim.so -
 # Open MPI and what its components link, mirrored from this machine's paths
 pkgs="libopenmpi3 openmpi-bin openmpi-common libpmix2 libhwloc15 libhwloc-plugins
       libevent-core-2.1-7 libevent-pthreads-2.1-7 libevent-2.1-7 libucx0 libfabric1
