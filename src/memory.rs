@@ -140,33 +140,44 @@ pub fn return_freed_memory() {
 }
 
 /// The most malloc arenas (glibc's per-thread heaps) [`share_arenas`]
-/// allows, the main one included.
+/// allows for a small input, the main one included.
 pub const ARENAS: i32 = 4;
 
-/// Lets the process's threads share [`ARENAS`] malloc arenas, unless the
-/// user set glibc's own limit (`MALLOC_ARENA_MAX`, or `arena_max` in
-/// `GLIBC_TUNABLES`). glibc gives each new thread an arena of its own, up
-/// to 8 a core, and an arena keeps what its thread freed: reading on 16
-/// threads, the peak was 1.43× the model for a 528 MB Chrome trace, 1.45×
-/// for a PICL trace of 65,536 processors and 1.76× for a 150 MB OTF2
-/// archive, and 1.33×, 1.35× and 1.43× with 4 arenas (on 2 cores, in the
-/// same time: paired medians 0.99–1.01). Call it first thing, before any
-/// thread starts. A no-op elsewhere than glibc.
-pub fn share_arenas() {
+/// Inputs of this many bytes or more are read with a malloc arena a
+/// thread ([`arenas_for`]).
+pub const LARGE_INPUT: u64 = 256 << 20;
+
+/// Limits the process's malloc arenas to what reading `input` (a file: its
+/// size) wants ([`arenas_for`]): [`ARENAS`] shared ones, or one a thread
+/// of the pool for a large input; [`ARENAS`] with no input or one that
+/// cannot be read (the reader then says why). Unless the user set glibc's
+/// own limit (`MALLOC_ARENA_MAX`, or `arena_max` in `GLIBC_TUNABLES`).
+/// glibc gives each new thread an arena of its own, up to 8 a core, and
+/// an arena keeps what its thread freed: reading on 16 threads, the peak
+/// was 1.43× the model for a 528 MB Chrome trace, 1.45× for a PICL trace
+/// of 65,536 processors and 1.76× for a 150 MB OTF2 archive, and 1.33×,
+/// 1.35× and 1.43× with 4 arenas (on 2 cores, in the same time: paired
+/// medians 0.99–1.01). Call it before the thread pool starts (arenas are
+/// given to threads at their first allocation). A no-op elsewhere than
+/// glibc.
+pub fn share_arenas(input: Option<&std::path::Path>) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        if !arena_limit_set_by_user() {
-            // SAFETY: mallopt only sets a limit on arenas made later
-            unsafe {
-                libc::mallopt(libc::M_ARENA_MAX, ARENAS);
-            }
+        if arena_limit_set_by_user() {
+            return;
+        }
+        let bytes = input
+            .and_then(|p| std::fs::metadata(p).ok())
+            .filter(|m| m.is_file())
+            .map_or(0, |m| m.len());
+        // SAFETY: mallopt only sets a limit on arenas made later
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas_for(bytes, pool_threads()));
         }
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = input;
 }
-
-/// Inputs of this many bytes or more are read with a malloc arena a
-/// thread ([`arenas_for_input`]).
-pub const LARGE_INPUT: u64 = 256 << 20;
 
 /// The arenas for reading an input of `bytes` bytes on `threads` threads:
 /// [`ARENAS`], or one a thread for an input of [`LARGE_INPUT`] or more.
@@ -195,36 +206,6 @@ pub fn pool_threads() -> usize {
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// Raises the malloc arenas to one a reading thread ([`arenas_for`]) when
-/// the input at `path` (a file: its size) is large, unless the user set
-/// glibc's limit. Call it before the thread pool starts (arenas are given
-/// to threads at their first allocation) and after [`share_arenas`]. A
-/// no-op elsewhere than glibc, and for an input that cannot be read (the
-/// reader then says why).
-pub fn arenas_for_input(path: &std::path::Path) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        if arena_limit_set_by_user() {
-            return;
-        }
-        let Ok(meta) = std::fs::metadata(path) else {
-            return;
-        };
-        if !meta.is_file() {
-            return;
-        }
-        let arenas = arenas_for(meta.len(), pool_threads());
-        if arenas != ARENAS {
-            // SAFETY: mallopt only sets a limit on arenas made later
-            unsafe {
-                libc::mallopt(libc::M_ARENA_MAX, arenas);
-            }
-        }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = path;
 }
 
 /// Whether the user set glibc's limit on arenas (`MALLOC_ARENA_MAX`, or

@@ -9,7 +9,7 @@ fn threads_share_a_few_arenas() {
     if common::arena_limit_set_by_user() {
         return;
     }
-    tapestry::memory::share_arenas();
+    tapestry::memory::share_arenas(None);
     let (heaps, xml) = common::arenas_after_16_threads();
     assert!(heaps >= 1, "{xml}");
     assert!(

@@ -1,4 +1,4 @@
-//! `memory::arenas_for_input`: a large input gives each reading thread a
+//! `memory::share_arenas` of a large input: gives each reading thread a
 //! malloc arena of its own (its own process: arenas are made once and
 //! never go).
 
@@ -14,7 +14,6 @@ fn a_large_input_gets_an_arena_a_thread() {
     // environment meanwhile
     unsafe { std::env::set_var("RAYON_NUM_THREADS", "16") };
     assert_eq!(tapestry::memory::pool_threads(), 16);
-    tapestry::memory::share_arenas();
     let dir = tempfile::tempdir().unwrap();
     // a sparse file: its size without its bytes
     let trace = dir.path().join("large.prv");
@@ -22,7 +21,7 @@ fn a_large_input_gets_an_arena_a_thread() {
         .unwrap()
         .set_len(tapestry::memory::LARGE_INPUT)
         .unwrap();
-    tapestry::memory::arenas_for_input(&trace);
+    tapestry::memory::share_arenas(Some(&trace));
     let (heaps, xml) = common::arenas_after_16_threads();
     assert!(
         heaps > tapestry::memory::ARENAS as usize && heaps <= 17,

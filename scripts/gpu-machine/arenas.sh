@@ -13,27 +13,22 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if [ -n "${SMALL:-}" ]; then B=/tmp/dev/b; export LD_LIBRARY_PATH=$B/lib; else unpack_bundle; fi
 NOTRIM=$PWD/.dev/notrim.so
 T=$B/bin/tapestry
+S=$OUT/arenas.txt
 W=/tmp/w; mkdir -p $W; cd $W || exit 1
-lscpu | grep -E '^(Model name|Thread|Core|Socket|NUMA node\(s\)|L3)' | tee -a "$OUT/arenas.txt"
-echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)" | tee -a "$OUT/arenas.txt"
+lscpu | grep -E '^(Model name|Thread|Core|Socket|NUMA node\(s\)|L3)' | tee -a $S
+echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)" | tee -a $S
 $T synth bcast -p 65536 --reps ${P_REPS:-256} -o b.prv | tail -1
 $T synth bcast -p 1024 --reps 1000 -o c.json | tail -1
 $T synth bcast -p 65536 --reps 32 -o p.trf | tail -1
 O=$B/otf2-ring/traces.otf2
-one() { # label k env...
-  local label=$1 k=$2; shift 2
-  env RAYON_NUM_THREADS=$k "$@" taskset -c 0-$((k-1)) timeout 120 $T info $f --stats 2>&1 >/dev/null | grep -E '^(read|phases)' > "$OUT/last.txt"
-  echo "$(basename $f) k=$k $label: $(grep '^read' "$OUT/last.txt" | sed 's/, the model.*//')" | tee -a "$OUT/arenas.txt"
-  { grep '^phases' "$OUT/last.txt"; echo "  ($(basename $f) k=$k $label)"; } >> "$OUT/phases.txt"
-}
 for f in b.prv c.json p.trf $O; do
-  one "4 arenas" 16
-  one "4 arenas (again)" 16
-  one "16 arenas" 16 MALLOC_ARENA_MAX=16
-  one "128 arenas" 16 MALLOC_ARENA_MAX=128
-  one "4 arenas, no trim" 16 LD_PRELOAD=$NOTRIM
-  one "16 arenas, no trim" 16 MALLOC_ARENA_MAX=16 LD_PRELOAD=$NOTRIM
-  one "4 arenas" 8
-  one "16 arenas" 8 MALLOC_ARENA_MAX=16
-  one "16 arenas, no trim" 8 MALLOC_ARENA_MAX=16 LD_PRELOAD=$NOTRIM
+  stats_read $T "4 arenas" 16
+  stats_read $T "4 arenas (again)" 16
+  stats_read $T "16 arenas" 16 MALLOC_ARENA_MAX=16
+  stats_read $T "128 arenas" 16 MALLOC_ARENA_MAX=128
+  stats_read $T "4 arenas, no trim" 16 LD_PRELOAD=$NOTRIM
+  stats_read $T "16 arenas, no trim" 16 MALLOC_ARENA_MAX=16 LD_PRELOAD=$NOTRIM
+  stats_read $T "4 arenas" 8
+  stats_read $T "16 arenas" 8 MALLOC_ARENA_MAX=16
+  stats_read $T "16 arenas, no trim" 8 MALLOC_ARENA_MAX=16 LD_PRELOAD=$NOTRIM
 done

@@ -22,3 +22,13 @@ unpack_loaders() {
   ldconfig
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 }
+
+# One `info --stats` read of $f by binary BIN on the first K cores, with
+# the environment ENV... (`stats_read BIN LABEL K [ENV...]`): the read's
+# line goes to stdout and $S, its phases to $OUT/phases.txt.
+stats_read() {
+  local bin=$1 label=$2 k=$3; shift 3
+  env RAYON_NUM_THREADS=$k "$@" taskset -c 0-$((k-1)) timeout 120 $bin info $f --stats 2>&1 >/dev/null | grep -E '^(read|phases)' > "$OUT/last.txt"
+  echo "$(basename $f) k=$k $label: $(grep '^read' "$OUT/last.txt" | sed 's/ (the whole process)//')" | tee -a $S
+  { grep '^phases' "$OUT/last.txt"; echo "  ($(basename $f) k=$k $label)"; } >> "$OUT/phases.txt"
+}

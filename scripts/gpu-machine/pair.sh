@@ -21,14 +21,8 @@ $T synth bcast -p 1024 --reps ${C_REPS:-1000} -o c.json | tail -1 | tee -a $S
 $T synth bcast -p 65536 --reps ${L_REPS:-32} -o p.trf | tail -1 | tee -a $S
 O=$B/otf2-ring/traces.otf2
 sync
-one() { # binary label k
-  local bin=$1 label=$2 k=$3
-  RAYON_NUM_THREADS=$k taskset -c 0-$((k-1)) timeout 120 $bin info $f --stats 2>&1 >/dev/null | grep -E '^(read|phases)' > "$OUT/last.txt"
-  echo "$(basename $f) k=$k $label: $(grep '^read' "$OUT/last.txt" | sed 's/ (the whole process)//; s/, the model.*//')" | tee -a $S
-  { grep '^phases' "$OUT/last.txt"; echo "  ($(basename $f) k=$k $label)"; } >> "$OUT/phases.txt"
-}
 for f in ${FILES:-b.prv p.trf c.json otf2}; do
   [ "$f" = otf2 ] && f=$O
-  one $T warm-up 16 > /dev/null
-  for k in ${PAIRS:-16 16 16 8}; do one $BASE base $k; one $T new $k; done
+  stats_read $T warm-up 16 > /dev/null
+  for k in ${PAIRS:-16 16 16 8}; do stats_read $BASE base $k; stats_read $T new $k; done
 done

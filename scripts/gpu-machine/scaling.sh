@@ -24,18 +24,12 @@ $T synth bcast -p 65536 --reps ${P_REPS:-256} -o b.prv | tail -1 | tee -a $S
 $T synth bcast -p 1024 --reps ${C_REPS:-1000} -o c.json | tail -1 | tee -a $S
 $T synth bcast -p 65536 --reps ${L_REPS:-32} -o p.trf | tail -1 | tee -a $S
 O=$B/otf2-ring/traces.otf2
-one() { # binary label k env...
-  local bin=$1 label=$2 k=$3; shift 3
-  env RAYON_NUM_THREADS=$k "$@" taskset -c 0-$((k-1)) timeout 120 $bin info $f --stats 2>&1 >/dev/null | grep -E '^(read|phases)' > "$OUT/last.txt"
-  echo "$(basename $f) k=$k $label: $(grep '^read' "$OUT/last.txt" | sed 's/ (the whole process)//')" | tee -a $S
-  { grep '^phases' "$OUT/last.txt"; echo "  ($(basename $f) k=$k $label)"; } >> "$OUT/phases.txt"
-}
 for f in b.prv c.json p.trf $O; do
-  for k in 1 2 4 8 16; do one $T new $k; done
-  one $T "new (again)" 16
-  one $T "new, 4 arenas" 16 MALLOC_ARENA_MAX=4
+  for k in 1 2 4 8 16; do stats_read $T new $k; done
+  stats_read $T "new (again)" 16
+  stats_read $T "new, 4 arenas" 16 MALLOC_ARENA_MAX=4
   if [ -n "$OLD" ] && [ "$f" != "$O" ]; then
-    one $OLD old 1
-    one $OLD old 16
+    stats_read $OLD old 1
+    stats_read $OLD old 16
   fi
 done

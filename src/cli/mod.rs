@@ -120,13 +120,10 @@ impl ReadArgs {
 }
 
 pub fn main() -> ExitCode {
-    // before any thread: the readers' threads share a few malloc arenas
-    tapestry::memory::share_arenas();
     let cli = Cli::parse();
-    // a large trace: an arena a reading thread (before the pool starts)
-    if let Some(trace) = cli.command.trace() {
-        tapestry::memory::arenas_for_input(trace);
-    }
+    // before any thread: the readers' threads share a few malloc arenas,
+    // or have one each for a large trace
+    tapestry::memory::share_arenas(cli.command.trace());
     // Mesa's device-selection layer probes the window systems (and prints
     // "XDG_RUNTIME_DIR is invalid" on headless machines) to pick a default
     // GPU; tapestry picks its own adapter, so headless commands skip it.
