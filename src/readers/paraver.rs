@@ -721,30 +721,140 @@ fn parse_block(block: &Block, ctx: &Ctx) -> Chunk {
 }
 
 /// [`parse_block`] into `out`'s vectors (empty, perhaps with room from an
-/// earlier block).
+/// earlier block). A plain state or communication record (`1:` or `3:`
+/// and its fields of up to 15 digits, ending in a line feed) is read where
+/// it lies, in one pass that also finds where the next line begins
+/// ([`plain_record`]); every
+/// other line (comments, the other record kinds, CRLF ends, long or
+/// malformed fields: whatever that pass declines) is cut at its line end
+/// and parsed by [`parse_record`], which words the errors. The two paths
+/// give the same records ([`tests::records_in_one_pass_give_those_of_lines_cut_first`]).
 fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
+    let data = &block.data[..];
     let mut last_state = u32::MAX;
     let mut last_type = u32::MAX;
-    for (line_no, byte, line) in block.lines() {
-        if line.is_empty() || line[0] == b'#' {
+    let (mut pos, mut line_no) = (0usize, block.first_line);
+    while pos < data.len() {
+        if let Some(next) = plain_record(data, pos, ctx, &mut out, &mut last_state) {
+            pos = next;
+            line_no += 1;
             continue;
         }
-        let ahead = block.from_byte(byte).unwrap_or(line);
-        if let Err(msg) = parse_record(line, ahead, ctx, &mut out, &mut last_state, &mut last_type)
-        {
-            out.error = Some((
-                Position {
-                    line: Some(line_no),
-                    byte: Some(byte),
-                },
-                msg,
-            ));
-            out.truncated = block.ends_unterminated()
-                && byte + line.len() as u64 == block.first_byte + block.data.len() as u64;
-            break;
+        let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |k| pos + k);
+        let mut line = &data[pos..end];
+        if let [rest @ .., b'\r'] = line {
+            line = rest;
         }
+        if !line.is_empty() && line[0] != b'#' {
+            let ahead = &data[pos..];
+            if let Err(msg) =
+                parse_record(line, ahead, ctx, &mut out, &mut last_state, &mut last_type)
+            {
+                let byte = block.first_byte + pos as u64;
+                out.error = Some((
+                    Position {
+                        line: Some(line_no),
+                        byte: Some(byte),
+                    },
+                    msg,
+                ));
+                out.truncated = block.ends_unterminated()
+                    && byte + line.len() as u64 == block.first_byte + data.len() as u64;
+                break;
+            }
+        }
+        pos = end + 1;
+        line_no += 1;
     }
     out
+}
+
+/// `N` unsigned fields at `data[at..]`, each of 1 to 15 digits
+/// ([`leading_digits`], which loads 16 bytes from each field's start), the
+/// first `N - 1` ending in ':' and the last in a line feed, and where the
+/// next line begins; `None` for anything else (then the line is left to
+/// [`parse_record`]).
+#[inline(always)]
+fn plain_fields<const N: usize>(data: &[u8], mut at: usize) -> Option<([u64; N], usize)> {
+    let mut v = [0u64; N];
+    for (i, slot) in v.iter_mut().enumerate() {
+        let (x, end, term) = leading_digits(data, at)?;
+        if term != if i + 1 < N { b':' } else { b'\n' } {
+            return None;
+        }
+        *slot = x;
+        at = end + 1;
+    }
+    Some((v, at))
+}
+
+/// The state or communication record at `data[pos..]`, added to `out`,
+/// and where the next line begins; `None` (nothing added) unless it is
+/// `1:` or `3:` and its fields are [`plain_fields`] and valid as
+/// [`parse_record`] checks them (a record within 16 bytes of its block's
+/// end, a negative tag or a long number is declined too, and then parsed
+/// by [`parse_record`]).
+#[inline(always)]
+fn plain_record(
+    data: &[u8],
+    pos: usize,
+    ctx: &Ctx,
+    out: &mut Chunk,
+    last_state: &mut u32,
+) -> Option<usize> {
+    match data.get(pos..pos + 2)? {
+        b"1:" => {
+            let ([_cpu, a, t, h, begin, end, state], next) = plain_fields(data, pos + 2)?;
+            if end < begin {
+                return None;
+            }
+            let state = u32::try_from(state).ok()?;
+            let loc = ctx.locs.get(a, t, h)?;
+            let (start, end) = (begin.checked_mul(ctx.unit)?, end.checked_mul(ctx.unit)?);
+            if state != *last_state {
+                out.state_values.insert(state);
+                *last_state = state;
+            }
+            out.intervals.push(RawInterval {
+                loc,
+                state,
+                start,
+                end,
+            });
+            Some(next)
+        }
+        b"3:" => {
+            let (
+                [
+                    _cpu,
+                    a,
+                    t,
+                    h,
+                    lsend,
+                    _psend,
+                    _cpu_r,
+                    ra,
+                    rt,
+                    rh,
+                    _lrecv,
+                    precv,
+                    bytes,
+                    tag,
+                ],
+                next,
+            ) = plain_fields(data, pos + 2)?;
+            out.messages.push(RawMessage {
+                send: lsend.checked_mul(ctx.unit)?,
+                recv: precv.checked_mul(ctx.unit)?,
+                bytes,
+                tag: tag as i64,
+                src: ctx.locs.get(a, t, h)?,
+                dst: ctx.locs.get(ra, rt, rh)?,
+            });
+            Some(next)
+        }
+        _ => None,
+    }
 }
 
 /// The `.pcf` or `.row` beside `path` (same directory, same stem), by
@@ -1511,6 +1621,114 @@ mod tests {
         let (a, b) = (parse(&plain), parse(&padded));
         assert!(a.len() > 1_000_000);
         assert!(a == b);
+    }
+
+    /// The block parse as it was before [`plain_record`]: every line cut
+    /// at its end first, then parsed by [`parse_record`].
+    fn parse_lines_cut_first(block: &Block, ctx: &Ctx) -> Chunk {
+        let mut out = Chunk::default();
+        let (mut last_state, mut last_type) = (u32::MAX, u32::MAX);
+        for (line_no, byte, line) in block.lines() {
+            if line.is_empty() || line[0] == b'#' {
+                continue;
+            }
+            let ahead = block.from_byte(byte).unwrap_or(line);
+            if let Err(msg) =
+                parse_record(line, ahead, ctx, &mut out, &mut last_state, &mut last_type)
+            {
+                out.error = Some((
+                    Position {
+                        line: Some(line_no),
+                        byte: Some(byte),
+                    },
+                    msg,
+                ));
+                out.truncated = block.ends_unterminated()
+                    && byte + line.len() as u64 == block.first_byte + block.data.len() as u64;
+                break;
+            }
+        }
+        out
+    }
+
+    /// State and communication records read in one pass ([`plain_record`])
+    /// and declined to the line parse give what cutting every line first
+    /// gave: plain and padded fields, CRLF ends, comments, blank lines,
+    /// events, negative tags, malformed and out-of-range fields (the error,
+    /// its line and byte), a last line with no line feed, at any offset.
+    #[test]
+    fn records_in_one_pass_give_those_of_lines_cut_first() {
+        let locs = LocTable {
+            apps: vec![(0..4).map(|t| (t * 2, 2)).collect()],
+        };
+        let mut rng = crate::test_rng::XorShift(0xB10C);
+        for round in 0..400 {
+            let ctx = Ctx {
+                locs: &locs,
+                unit: if round % 5 == 0 { 1000 } else { 1 },
+            };
+            let mut text = String::new();
+            for _ in 0..rng.below(60) {
+                let (t, h) = (rng.below(5) + 1, rng.below(3) + 1);
+                let digits = rng.below(17) as u32;
+                let begin = rng.below(10u64.pow(digits));
+                let end = begin + rng.below(1000);
+                let line = match rng.below(40) {
+                    0 => "# a comment".to_string(),
+                    1 => String::new(),
+                    2 => format!("2:1:1:{t}:{h}:{begin}:7:{}", rng.below(9)),
+                    3 => format!("1:1:1:{t}:{h}:{end}:{begin}:1"),
+                    4 => format!("1:1:1:{t}:{h}:{begin}:{end}:{}", 1u64 << 33),
+                    5 => format!("1:1:1:{t}:{h}:{begin}:{end}:x"),
+                    6 => format!("1:1:1:{t}:{h}:{begin}:{end}:1:9"),
+                    7 => format!("1:1:1:{t}:{h}:{begin:020}:{end:020}:2"),
+                    8 => format!("1:1:1:{t}:{h}:{begin}:{end}:3\r"),
+                    9 => format!("1:1:1:{t}:{h}::{end}:3"),
+                    10 => format!("1:1:1:{t}:{h}:{}:{}:3", u64::MAX / 10, u64::MAX / 10),
+                    11..=17 => {
+                        let (to, size, tag) = (rng.below(5) + 1, rng.below(1 << 40), rng.below(99));
+                        let tag = match rng.below(5) {
+                            0 => format!("-{tag}"),
+                            1 => format!("{tag}:5"),
+                            2 => format!("{tag}\r"),
+                            _ => tag.to_string(),
+                        };
+                        let (psend, precv) = (begin + 3, end + 7);
+                        format!(
+                            "3:1:1:{t}:{h}:{begin}:{psend}:2:1:{to}:1:{end}:{precv}:{size}:{tag}"
+                        )
+                    }
+                    _ => {
+                        let (cpu, state) = (rng.below(99), rng.below(20));
+                        format!("1:{cpu}:1:{t}:{h}:{begin}:{end}:{state}")
+                    }
+                };
+                text += &line;
+                text.push('\n');
+            }
+            if rng.below(3) == 0 {
+                text.pop(); // no line feed at the end
+            }
+            let block = Block {
+                data: text.into_bytes(),
+                first_line: 1 + rng.below(100),
+                first_byte: rng.below(1 << 40),
+                last: rng.below(2) == 0,
+            };
+            let (a, b) = (
+                parse_block(&block, &ctx),
+                parse_lines_cut_first(&block, &ctx),
+            );
+            let show = |c: &Chunk| {
+                let mut states: Vec<u32> = c.state_values.iter().copied().collect();
+                states.sort_unstable();
+                format!(
+                    "{:?} {:?} {:?} {states:?} {:?} {}",
+                    c.intervals, c.events, c.messages, c.error, c.truncated
+                )
+            };
+            assert_eq!(show(&a), show(&b), "round {round}");
+        }
     }
 
     #[test]
