@@ -216,6 +216,31 @@ fn arena_limit_set_by_user() -> bool {
         || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("arena_max"))
 }
 
+/// Bytes from which glibc's malloc always gives a block a mapping of its
+/// own: the most its dynamic mmap threshold rises to on 64-bit systems
+/// (`DEFAULT_MMAP_THRESHOLD_MAX`, 32 MiB).
+const OWN_MAPPING_BYTES: usize = 32 << 20;
+
+/// An empty vector with room for at least `len` elements, and for 32 MiB
+/// at least: a block of that size is a mapping of its own (glibc), whose
+/// room takes no memory until written. Freed, truncated and shrunk
+/// (`shrink_to_fit`) or grown past its room (`mremap`, no copy), it gives
+/// its pages back to the system at once; a vector grown by doubling from
+/// empty is carved out of an arena, where the memory it frees stays
+/// resident beside what the arena still holds. For the few vectors a
+/// reading thread fills and the model copies out of: an OTF2 read on 16
+/// threads held its 16 threads' metric samples after they were copied
+/// into one list (`readers::otf2`). Where the room is refused (a limit on
+/// address space) it has room for `len`, or none.
+pub fn own_mapping<T>(len: usize) -> Vec<T> {
+    let room = len.max(OWN_MAPPING_BYTES / std::mem::size_of::<T>().max(1));
+    let mut v = Vec::new();
+    if v.try_reserve_exact(room).is_err() {
+        let _ = v.try_reserve_exact(len);
+    }
+    v
+}
+
 /// Asks the kernel to back `v`'s buffer with huge pages (2 MiB) where it
 /// spans whole ones, when it is large (16 MiB or more). For the few large
 /// arrays filled from the front to the end (the readers' list of
@@ -271,6 +296,16 @@ mod tests {
         assert_eq!(arenas_for(3 << 30, 64), 64);
         assert_eq!(arenas_for(3 << 30, 2), ARENAS);
         assert_eq!(arenas_for(u64::MAX, usize::MAX), i32::MAX);
+    }
+
+    #[test]
+    fn an_own_mapping_has_room_for_32_mib_or_more() {
+        let v: Vec<u64> = own_mapping(0);
+        assert!(v.is_empty() && v.capacity() >= (32 << 20) / 8);
+        let v: Vec<[u8; 24]> = own_mapping(3 << 20);
+        assert!(v.capacity() >= 3 << 20);
+        let v: Vec<()> = own_mapping(5);
+        assert!(v.capacity() >= 5);
     }
 
     #[test]

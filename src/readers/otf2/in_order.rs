@@ -318,6 +318,10 @@ impl EventSink for InOrderEvents<'_> {
         if !self.at(loc, time) {
             return false;
         }
+        if self.samples.capacity() == 0 {
+            // freed at once when copied into the model's list (`concat`)
+            self.samples = crate::memory::own_mapping(0);
+        }
         self.samples.push(RawCounter {
             loc: self.loc,
             counter: member,

@@ -1459,13 +1459,24 @@ struct Rest<'e> {
 }
 
 /// The records of every part, part after part: the one part's moved, the
-/// parts of several threads copied on all threads.
-fn concat<T: Copy + Send + Sync>(mut parts: Vec<Vec<T>>) -> Vec<T> {
+/// parts of several threads copied into a list of their own mapping, each
+/// part freed once copied ([`crate::memory::own_mapping`]: the parts'
+/// metric samples are mappings of their own too, so that the copy's peak
+/// is the records and one part, not the records twice, and the model's
+/// columns later take the list's place as it shrinks).
+fn concat<T: Copy>(mut parts: Vec<Vec<T>>) -> Vec<T> {
     if parts.len() == 1 {
         return parts.pop().unwrap_or_default();
     }
-    let slices: Vec<&[T]> = parts.iter().map(Vec::as_slice).collect();
-    par_filter_map(&slices, || (), |_, x| Some(*x))
+    let total: usize = parts.iter().map(Vec::len).sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut all = crate::memory::own_mapping(total);
+    for part in parts {
+        all.extend_from_slice(&part);
+    }
+    all
 }
 
 /// Completes the trace whose intervals `b` holds: the messages matched,
@@ -1788,5 +1799,26 @@ mod region_tests {
             assert_eq!(closed, want_closed.remove(&l).unwrap_or_default(), "{l}");
             assert_eq!(open, want_open.remove(&l).unwrap_or_default(), "{l}");
         }
+    }
+}
+
+#[cfg(test)]
+mod concat_tests {
+    use super::concat;
+
+    /// The parts' records in order: one part moved (not copied), several
+    /// copied into a list with room of its own, none or empty ones empty.
+    #[test]
+    fn parts_follow_one_another() {
+        let one = vec![7u64, 8, 9];
+        let at = one.as_ptr();
+        let moved = concat(vec![one]);
+        assert_eq!((moved.as_ptr(), &moved[..]), (at, &[7, 8, 9][..]));
+        let parts = vec![vec![1u64, 2], vec![3], Vec::new(), vec![4, 5, 6]];
+        let all = concat(parts);
+        assert_eq!(all, [1, 2, 3, 4, 5, 6]);
+        assert!(all.capacity() >= (32 << 20) / 8);
+        assert!(concat::<u64>(vec![Vec::new(), Vec::new()]).is_empty());
+        assert!(concat::<u64>(Vec::new()).is_empty());
     }
 }
