@@ -721,8 +721,9 @@ fn parse_block(block: &Block, ctx: &Ctx) -> Chunk {
 }
 
 /// [`parse_block`] into `out`'s vectors (empty, perhaps with room from an
-/// earlier block). A plain state or communication record (`1:` or `3:`
-/// and its fields of up to 15 digits, ending in a line feed) is read where
+/// earlier block). A plain state, event or communication record (`1:`,
+/// `2:` or `3:` and its fields of up to 15 digits, ending in a line feed,
+/// no negative value) is read where
 /// it lies, in one pass that also finds where the next line begins
 /// ([`plain_record`]); every
 /// other line (comments, the other record kinds, CRLF ends, long or
@@ -735,7 +736,8 @@ fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
     let mut last_type = u32::MAX;
     let (mut pos, mut line_no) = (0usize, block.first_line);
     while pos < data.len() {
-        if let Some(next) = plain_record(data, pos, ctx, &mut out, &mut last_state) {
+        if let Some(next) = plain_record(data, pos, ctx, &mut out, &mut last_state, &mut last_type)
+        {
             pos = next;
             line_no += 1;
             continue;
@@ -771,15 +773,15 @@ fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
 
 /// `N` unsigned fields at `data[at..]`, each of 1 to 15 digits
 /// ([`leading_digits`], which loads 16 bytes from each field's start), the
-/// first `N - 1` ending in ':' and the last in a line feed, and where the
-/// next line begins; `None` for anything else (then the line is left to
-/// [`parse_record`]).
+/// first `N - 1` ending in ':' and the last in `last`, and where the byte
+/// after the last begins; `None` for anything else (then the line is left
+/// to [`parse_record`]).
 #[inline(always)]
-fn plain_fields<const N: usize>(data: &[u8], mut at: usize) -> Option<([u64; N], usize)> {
+fn plain_fields<const N: usize>(data: &[u8], mut at: usize, last: u8) -> Option<([u64; N], usize)> {
     let mut v = [0u64; N];
     for (i, slot) in v.iter_mut().enumerate() {
         let (x, end, term) = leading_digits(data, at)?;
-        if term != if i + 1 < N { b':' } else { b'\n' } {
+        if term != if i + 1 < N { b':' } else { last } {
             return None;
         }
         *slot = x;
@@ -788,9 +790,9 @@ fn plain_fields<const N: usize>(data: &[u8], mut at: usize) -> Option<([u64; N],
     Some((v, at))
 }
 
-/// The state or communication record at `data[pos..]`, added to `out`,
-/// and where the next line begins; `None` (nothing added) unless it is
-/// `1:` or `3:` and its fields are [`plain_fields`] and valid as
+/// The state, event or communication record at `data[pos..]`, added to
+/// `out`, and where the next line begins; `None` (nothing added) unless it
+/// is `1:`, `2:` or `3:` and its fields are [`plain_fields`] and valid as
 /// [`parse_record`] checks them (a record within 16 bytes of its block's
 /// end, a negative tag or a long number is declined too, and then parsed
 /// by [`parse_record`]).
@@ -801,10 +803,11 @@ fn plain_record(
     ctx: &Ctx,
     out: &mut Chunk,
     last_state: &mut u32,
+    last_type: &mut u32,
 ) -> Option<usize> {
     match data.get(pos..pos + 2)? {
         b"1:" => {
-            let ([_cpu, a, t, h, begin, end, state], next) = plain_fields(data, pos + 2)?;
+            let ([_cpu, a, t, h, begin, end, state], next) = plain_fields(data, pos + 2, b'\n')?;
             if end < begin {
                 return None;
             }
@@ -822,6 +825,48 @@ fn plain_record(
                 end,
             });
             Some(next)
+        }
+        b"2:" => {
+            let ([_cpu, a, t, h, time], mut at) = plain_fields(data, pos + 2, b':')?;
+            let time = time.checked_mul(ctx.unit)?;
+            let loc = ctx.locs.get(a, t, h)?;
+            // the pairs: taken back, with the type last seen, where one
+            // is declined
+            let (kept, type_before) = (out.events.len(), *last_type);
+            loop {
+                // a type, its value, and whether the line ends after it
+                let pair = (|| {
+                    let (ty, end, b':') = leading_digits(data, at)? else {
+                        return None;
+                    };
+                    let (value, end, term) = leading_digits(data, end + 1)?;
+                    let last = match term {
+                        b':' => false,
+                        b'\n' => true,
+                        _ => return None,
+                    };
+                    Some((u32::try_from(ty).ok()?, value, end + 1, last))
+                })();
+                let Some((kind, value, next, last)) = pair else {
+                    out.events.truncate(kept);
+                    *last_type = type_before;
+                    return None;
+                };
+                if kind != *last_type {
+                    out.event_types.insert(kind);
+                    *last_type = kind;
+                }
+                out.events.push(RawEvent {
+                    time,
+                    loc,
+                    kind,
+                    value: value as i64,
+                });
+                if last {
+                    return Some(next);
+                }
+                at = next;
+            }
         }
         b"3:" => {
             let (
@@ -842,7 +887,7 @@ fn plain_record(
                     tag,
                 ],
                 next,
-            ) = plain_fields(data, pos + 2)?;
+            ) = plain_fields(data, pos + 2, b'\n')?;
             out.messages.push(RawMessage {
                 send: lsend.checked_mul(ctx.unit)?,
                 recv: precv.checked_mul(ctx.unit)?,
@@ -1677,6 +1722,23 @@ mod tests {
                     0 => "# a comment".to_string(),
                     1 => String::new(),
                     2 => format!("2:1:1:{t}:{h}:{begin}:7:{}", rng.below(9)),
+                    18..=24 => {
+                        let mut line = format!("2:1:1:{t}:{h}:{begin}");
+                        for _ in 0..=rng.below(4) {
+                            let (ty, value) = (rng.below(1 << 34), rng.below(1 << 50));
+                            line += &match rng.below(12) {
+                                0 => format!(":{ty}:-{value}"),
+                                1 => format!(":{ty}"),
+                                2 => format!(":{ty}:{value}:"),
+                                3 => format!(":{ty}:{value:020}"),
+                                _ => format!(":{}:{value}", ty % 9),
+                            };
+                        }
+                        if rng.below(8) == 0 {
+                            line.push('\r');
+                        }
+                        line
+                    }
                     3 => format!("1:1:1:{t}:{h}:{end}:{begin}:1"),
                     4 => format!("1:1:1:{t}:{h}:{begin}:{end}:{}", 1u64 << 33),
                     5 => format!("1:1:1:{t}:{h}:{begin}:{end}:x"),
@@ -1720,10 +1782,14 @@ mod tests {
                 parse_lines_cut_first(&block, &ctx),
             );
             let show = |c: &Chunk| {
-                let mut states: Vec<u32> = c.state_values.iter().copied().collect();
-                states.sort_unstable();
+                let sorted = |set: &HashSet<u32>| {
+                    let mut v: Vec<u32> = set.iter().copied().collect();
+                    v.sort_unstable();
+                    v
+                };
+                let (states, types) = (sorted(&c.state_values), sorted(&c.event_types));
                 format!(
-                    "{:?} {:?} {:?} {states:?} {:?} {}",
+                    "{:?} {:?} {:?} {states:?} {types:?} {:?} {}",
                     c.intervals, c.events, c.messages, c.error, c.truncated
                 )
             };
