@@ -1100,7 +1100,7 @@ where
             return;
         }
         let mut rows: Vec<(A, B, C)> = (0..a.len()).map(|i| (a[i], b[i], c[i])).collect();
-        rows.sort_by(|p, q| within(&p.0, &p.1).cmp(&within(&q.0, &q.1)));
+        rows.sort_by_key(|p| within(&p.0, &p.1));
         for (i, (x, y, z)) in rows.into_iter().enumerate() {
             (a[i], b[i], c[i]) = (x, y, z);
         }
