@@ -548,6 +548,26 @@ impl TraceBuilder {
         }
     }
 
+    /// Adds events, in order after those added before (`v` taken as the
+    /// list when there is none yet: no copy).
+    pub(crate) fn add_events(&mut self, v: Vec<RawEvent>) {
+        if self.events.is_empty() {
+            self.events = v;
+        } else {
+            self.events.extend_from_slice(&v);
+        }
+    }
+
+    /// Adds counter samples, in order after those added before (`v` taken
+    /// as the list when there is none yet: no copy).
+    pub(crate) fn add_counters(&mut self, v: Vec<RawCounter>) {
+        if self.counters.is_empty() {
+            self.counters = v;
+        } else {
+            self.counters.extend_from_slice(&v);
+        }
+    }
+
     /// Adds a counter sample.
     pub fn counter(&mut self, loc: LocId, counter: u32, time: Time, value: f64) {
         self.counters.push(RawCounter {

@@ -39,7 +39,7 @@ use super::input;
 use super::json_split::{Batch, ReadAhead, Splitter, Truncation};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
-use crate::model::builder::{GLOBAL, IntervalBlock, RawInterval};
+use crate::model::builder::{GLOBAL, IntervalBlock, RawCounter, RawEvent, RawInterval};
 use crate::model::{
     BuildOptions, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass, StateId, Time,
     TimeUnit, Trace, TraceBuilder, flatten_nested,
@@ -1986,17 +1986,39 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let src = path.to_path_buf();
     nesting.report(&mut b, &src)?;
 
-    for &(ts, t, kind, value) in &acc.instants {
-        let loc = if t == u32::MAX {
-            GLOBAL
-        } else {
-            loc_of_thread[t as usize]
-        };
-        b.event(loc, rel(ts), kind, value);
-    }
-    for &(ts, t, c, v) in &acc.counters {
-        b.counter(loc_of_thread[t as usize], c, rel(ts), v);
-    }
+    // the instants and counter samples become the model's records where
+    // they lie (a list mapped into one of the same size reuses its
+    // memory): pushed one by one into lists that grew, they took their
+    // size again twice over at the peak (2.36× the model of a trace of
+    // 2.4 M samples)
+    let instants = std::mem::take(&mut acc.instants);
+    b.add_events(
+        instants
+            .into_iter()
+            .map(|(ts, t, kind, value)| RawEvent {
+                time: rel(ts),
+                loc: if t == u32::MAX {
+                    GLOBAL
+                } else {
+                    loc_of_thread[t as usize]
+                },
+                kind,
+                value,
+            })
+            .collect(),
+    );
+    let counters = std::mem::take(&mut acc.counters);
+    b.add_counters(
+        counters
+            .into_iter()
+            .map(|(ts, t, counter, value)| RawCounter {
+                time: rel(ts),
+                value,
+                loc: loc_of_thread[t as usize],
+                counter,
+            })
+            .collect(),
+    );
 
     report_orphans(&mut b, &src, orphans)?;
 
