@@ -723,13 +723,12 @@ fn parse_block(block: &Block, ctx: &Ctx) -> Chunk {
 /// [`parse_block`] into `out`'s vectors (empty, perhaps with room from an
 /// earlier block). A plain state, event or communication record (`1:`,
 /// `2:` or `3:` and its fields of up to 15 digits, ending in a line feed,
-/// no negative value) is read where
-/// it lies, in one pass that also finds where the next line begins
-/// ([`plain_record`]); every
-/// other line (comments, the other record kinds, CRLF ends, long or
-/// malformed fields: whatever that pass declines) is cut at its line end
-/// and parsed by [`parse_record`], which words the errors. The two paths
-/// give the same records ([`tests::records_in_one_pass_give_those_of_lines_cut_first`]).
+/// no negative value) is read where it lies, in one pass that also finds
+/// where the next line begins ([`plain_record`]); every other line
+/// (comments, the other record kinds, CRLF ends, long or malformed fields:
+/// whatever that pass declines) is cut at its line end and parsed by
+/// [`parse_record`], which words the errors. The two paths give the same
+/// records ([`tests::records_in_one_pass_give_those_of_lines_cut_first`]).
 fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
     let data = &block.data[..];
     let mut last_state = u32::MAX;
@@ -794,8 +793,8 @@ fn plain_fields<const N: usize>(data: &[u8], mut at: usize, last: u8) -> Option<
 /// `out`, and where the next line begins; `None` (nothing added) unless it
 /// is `1:`, `2:` or `3:` and its fields are [`plain_fields`] and valid as
 /// [`parse_record`] checks them (a record within 16 bytes of its block's
-/// end, a negative tag or a long number is declined too, and then parsed
-/// by [`parse_record`]).
+/// end, a negative tag or event value or a long number is declined too,
+/// and then parsed by [`parse_record`]).
 #[inline(always)]
 fn plain_record(
     data: &[u8],
@@ -1696,7 +1695,7 @@ mod tests {
         out
     }
 
-    /// State and communication records read in one pass ([`plain_record`])
+    /// State, event and communication records read in one pass ([`plain_record`])
     /// and declined to the line parse give what cutting every line first
     /// gave: plain and padded fields, CRLF ends, comments, blank lines,
     /// events, negative tags, malformed and out-of-range fields (the error,
