@@ -1075,11 +1075,12 @@ where
 fn bucket_into_three_columns<R, A, B, C, W>(
     v: Vec<R>,
     slots: usize,
-    slot: impl Fn(&R) -> usize,
-    f: impl Fn(&R) -> ((A, B, C), Time),
+    slot: impl Fn(&R) -> usize + Sync,
+    f: impl Fn(&R) -> ((A, B, C), Time) + Sync,
     within: impl Fn(&A, &B) -> W + Sync,
 ) -> (ThreeColumns<A, B, C>, Vec<u64>, Time)
 where
+    R: Sync,
     A: Copy + Send,
     B: Copy + Send,
     C: Copy + Send,
@@ -1087,24 +1088,57 @@ where
 {
     let n = v.len();
     let offsets = offsets_of(v.iter().map(&slot), slots);
-    // where each slot's next record (from the back) goes
-    let mut free: Vec<u64> = offsets[1..].to_vec();
     let (mut a, mut b, mut c) = (Unfilled::new(n), Unfilled::new(n), Unfilled::new(n));
-    let latest = into_columns(v, |r, _| {
-        let (a, b, c) = (a.rows(0..n), b.rows(0..n), c.rows(0..n));
-        let mut t = 0;
-        for rec in r.iter().rev() {
-            let at = &mut free[slot(rec)];
-            *at -= 1;
-            let i = *at as usize;
-            let ((x, y, z), time) = f(rec);
-            a[i].write(x);
-            b[i].write(y);
-            c[i].write(z);
-            t = t.max(time);
+    let latest = {
+        // the slots in runs of about equal records, a run a thread: each
+        // reads every record of a step and moves those of its slots, to
+        // rows of its own (with one thread, or one slot, one run)
+        let runs = slot_runs(&offsets, rayon::current_num_threads());
+        let mut moves: Vec<SlotRun<A, B, C>> = Vec::with_capacity(runs.len());
+        let (mut ra, mut rb, mut rc) = (a.rows(0..n), b.rows(0..n), c.rows(0..n));
+        for w in runs.windows(2) {
+            let (lo, hi) = (w[0], w[1]);
+            let rows = (offsets[hi] - offsets[lo]) as usize;
+            let (ha, ta) = std::mem::take(&mut ra).split_at_mut(rows);
+            let (hb, tb) = std::mem::take(&mut rb).split_at_mut(rows);
+            let (hc, tc) = std::mem::take(&mut rc).split_at_mut(rows);
+            (ra, rb, rc) = (ta, tb, tc);
+            moves.push(SlotRun {
+                slots: lo..hi,
+                // where each slot's next record (from the back) goes,
+                // within the run's rows
+                free: (lo..hi).map(|s| offsets[s + 1] - offsets[lo]).collect(),
+                a: ha,
+                b: hb,
+                c: hc,
+            });
         }
-        t
-    });
+        let (slot, f) = (&slot, &f);
+        into_columns(v, |r, _| {
+            moves
+                .par_iter_mut()
+                .map(|m| {
+                    let mut t = 0;
+                    for rec in r.iter().rev() {
+                        let s = slot(rec);
+                        if !m.slots.contains(&s) {
+                            continue;
+                        }
+                        let at = &mut m.free[s - m.slots.start];
+                        *at -= 1;
+                        let i = *at as usize;
+                        let ((x, y, z), time) = f(rec);
+                        m.a[i].write(x);
+                        m.b[i].write(y);
+                        m.c[i].write(z);
+                        t = t.max(time);
+                    }
+                    t
+                })
+                .max()
+                .unwrap_or(0)
+        })
+    };
     // SAFETY: every record went to a row of its own: slot `s`'s rows are
     // `offsets[s]..offsets[s + 1]`, as many as its records, each taken
     // once from the end down
@@ -1126,6 +1160,41 @@ where
         }
     });
     ((a, b, c), offsets, latest)
+}
+
+/// A run of slots and the rows of the three columns they take, for
+/// [`bucket_into_three_columns`]'s move.
+struct SlotRun<'a, A, B, C> {
+    slots: Range<usize>,
+    /// Per slot of the run, the row (within the run's) its next record
+    /// from the back goes to.
+    free: Vec<u64>,
+    a: &'a mut [MaybeUninit<A>],
+    b: &'a mut [MaybeUninit<B>],
+    c: &'a mut [MaybeUninit<C>],
+}
+
+/// The slots (`offsets`: where each slot's records start, one entry more)
+/// cut into at most `parts` runs of consecutive slots of about equal
+/// records: the runs' bounds, from 0 to the number of slots.
+fn slot_runs(offsets: &[u64], parts: usize) -> Vec<usize> {
+    let slots = offsets.len().saturating_sub(1);
+    let n = offsets.last().copied().unwrap_or(0);
+    let parts = parts.clamp(1, slots.max(1)) as u64;
+    let mut bounds = vec![0];
+    for k in 1..parts {
+        // the first slot whose records start at or past k / parts of all
+        let at = offsets
+            .partition_point(|&o| o.saturating_mul(parts) < k.saturating_mul(n))
+            .min(slots);
+        if at > *bounds.last().unwrap_or(&0) {
+            bounds.push(at);
+        }
+    }
+    if *bounds.last().unwrap_or(&0) < slots || bounds.len() == 1 {
+        bounds.push(slots);
+    }
+    bounds
 }
 
 /// `v` cut into the slices `offsets[s]..offsets[s + 1]` (offsets from 0
@@ -2002,6 +2071,44 @@ mod tests {
             assert_eq!(got, want_cols, "round {round}");
             assert_eq!(offsets, want_offsets, "round {round}");
             assert_eq!(latest, recs.iter().map(|r| r.2).max().unwrap_or(0));
+        }
+    }
+
+    /// Runs of slots start at 0, end at the last slot, grow, number at
+    /// most the parts asked for, and share the records about equally.
+    #[test]
+    fn slot_runs_cover_the_slots_in_about_equal_shares() {
+        assert_eq!(slot_runs(&[0], 4), [0, 0]);
+        assert_eq!(slot_runs(&[0, 0, 0], 4), [0, 2]);
+        assert_eq!(slot_runs(&[0, 10], 16), [0, 1]);
+        assert_eq!(slot_runs(&[0, 5, 10, 15, 20], 2), [0, 2, 4]);
+        let mut rng = crate::test_rng::XorShift(0x51075);
+        for _ in 0..500 {
+            let slots = rng.below(70) as usize;
+            let mut offsets = vec![0u64];
+            for _ in 0..slots {
+                let last = *offsets.last().unwrap();
+                offsets.push(last + rng.below(3).pow(rng.below(6) as u32));
+            }
+            let parts = 1 + rng.below(20) as usize;
+            let b = slot_runs(&offsets, parts);
+            assert_eq!(
+                (b[0], *b.last().unwrap()),
+                (0, slots),
+                "{offsets:?} {parts}"
+            );
+            assert!(b.len() - 1 <= parts.max(1), "{b:?} {parts}");
+            assert!(b.windows(2).all(|w| w[0] < w[1]) || slots == 0, "{b:?}");
+            // no run but the last starts a whole share after its start
+            let (n, share) = (offsets[slots], parts.clamp(1, slots.max(1)) as u64);
+            for w in b.windows(2) {
+                let take = offsets[w[1]] - offsets[w[0]];
+                let biggest = (w[0]..w[1])
+                    .map(|s| offsets[s + 1] - offsets[s])
+                    .max()
+                    .unwrap_or(0);
+                assert!(take <= n / share + biggest + 1, "{offsets:?} {parts} {b:?}");
+            }
         }
     }
 
