@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 
 mod common;
+#[path = "../tests/common/extrae.rs"]
+mod extrae;
 use common::{peak_mib, reset_peak};
 use tapestry::readers::{self, ReadOptions};
 use tapestry::synth::{self, Distribution, MachineModel, OutputFormat, SynthConfig, Workload};
@@ -107,51 +109,17 @@ fn wide_input(format: OutputFormat, name: &str) -> PathBuf {
     })
 }
 
-/// A Paraver trace as Extrae writes one, of at least the target size:
-/// 64 tasks whose records are mostly events, each state change with a
-/// record of 2 to 6 hardware-counter pairs and one of a user event (the
-/// events out of location order in the file, as in a real trace).
+/// A Paraver trace as Extrae writes one, of at least the target size
+/// (`extrae::write_counter_events`: 64 tasks, mostly hardware-counter
+/// events).
 fn events_input(name: &str) -> PathBuf {
-    use std::io::Write;
     let path = data_dir().join(name);
     let want = target_bytes();
     if std::fs::metadata(&path).is_ok_and(|m| m.len() >= want) {
         return path;
     }
-    let tasks = 64u64;
-    // about 180 bytes a task an iteration
-    let iterations = want / (tasks * 180) + 1;
-    let file = std::fs::File::create(&path).expect("bench input");
-    let mut w = std::io::BufWriter::new(file);
-    let apps = vec!["1:1"; tasks as usize].join(",");
-    let end = iterations * 1000 + 1000;
-    writeln!(
-        w,
-        "#Paraver (01/01/70 at 00:00):{end}_ns:1({tasks}):1:{tasks}({apps})"
-    )
-    .expect("write");
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move |below: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % below
-    };
-    for it in 0..iterations {
-        let t0 = it * 1000;
-        for p in 1..=tasks {
-            let d = 100 + next(800);
-            writeln!(w, "1:{p}:1:{p}:1:{t0}:{}:1", t0 + d).expect("write");
-            write!(w, "2:{p}:1:{p}:1:{t0}").expect("write");
-            for k in 0..2 + next(5) {
-                write!(w, ":{}:{}", 42_000_050 + k, next(1_000_000_000)).expect("write");
-            }
-            writeln!(w).expect("write");
-            writeln!(w, "2:{p}:1:{p}:1:{}:50000001:{}", t0 + d, next(31)).expect("write");
-            writeln!(w, "1:{p}:1:{p}:1:{}:{}:3", t0 + d, t0 + 1000).expect("write");
-        }
-    }
-    w.flush().expect("write");
+    let tasks = 64;
+    extrae::write_counter_events(&path, tasks, want / (tasks * 180) + 1).expect("bench input");
     path
 }
 

@@ -25,6 +25,20 @@ fn peak_and_model(path: &std::path::Path, threads: &str) -> (f64, f64) {
     (after("peak memory "), after("the model "))
 }
 
+/// On 1 and 2 threads, the read of `path` builds a model of more than
+/// 25 MiB and peaks within `factor` times it and 12 MiB (the process's
+/// own: code, libc).
+fn assert_peaks_within(path: &std::path::Path, factor: f64) {
+    for threads in ["1", "2"] {
+        let (peak, model) = peak_and_model(path, threads);
+        assert!(model > 25.0, "model {model} MiB");
+        assert!(
+            peak <= factor * model + 12.0,
+            "{threads} thread(s): peak {peak} MiB, model {model} MiB"
+        );
+    }
+}
+
 /// A Paraver trace of 64 tasks whose records are mostly events: at each
 /// state change a record of 2 to 6 hardware-counter pairs and a user event.
 /// Sorting its events with a buffer as large as them took the read to 2×
@@ -33,46 +47,9 @@ fn peak_and_model(path: &std::path::Path, threads: &str) -> (f64, f64) {
 fn a_paraver_trace_of_many_events_peaks_near_its_model() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("events.prv");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    let (tasks, iterations) = (64u64, 7_000u64);
-    let apps = vec!["1:1"; tasks as usize].join(",");
-    writeln!(
-        w,
-        "#Paraver (01/01/70 at 00:00):{}_ns:1({tasks}):1:{tasks}({apps})",
-        iterations * 1000 + 1000
-    )
-    .unwrap();
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move |below: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % below
-    };
-    for it in 0..iterations {
-        let t0 = it * 1000;
-        for p in 1..=tasks {
-            let d = 100 + next(800);
-            writeln!(w, "1:{p}:1:{p}:1:{t0}:{}:1", t0 + d).unwrap();
-            write!(w, "2:{p}:1:{p}:1:{t0}").unwrap();
-            for k in 0..2 + next(5) {
-                write!(w, ":{}:{}", 42_000_050 + k, next(1_000_000_000)).unwrap();
-            }
-            writeln!(w, "\n2:{p}:1:{p}:1:{}:50000001:{}", t0 + d, next(31)).unwrap();
-            writeln!(w, "1:{p}:1:{p}:1:{}:{}:3", t0 + d, t0 + 1000).unwrap();
-        }
-    }
-    w.flush().unwrap();
-    drop(w);
-    for threads in ["1", "2"] {
-        let (peak, model) = peak_and_model(&path, threads);
-        assert!(model > 25.0, "model {model} MiB");
-        // the model, a tenth more, and the process's own (code, libc)
-        assert!(
-            peak <= 1.3 * model + 12.0,
-            "{threads} thread(s): peak {peak} MiB, model {model} MiB"
-        );
-    }
+    common::extrae::write_counter_events(&path, 64, 7_000).unwrap();
+    // the model, a tenth more, and the process's own (code, libc)
+    assert_peaks_within(&path, 1.3);
 }
 
 /// A Chrome trace of slices and counter samples (two series a process, in
@@ -105,14 +82,7 @@ fn a_chrome_trace_of_many_counter_samples_peaks_near_its_model() {
     writeln!(w, "\n]}}").unwrap();
     w.flush().unwrap();
     drop(w);
-    for threads in ["1", "2"] {
-        let (peak, model) = peak_and_model(&path, threads);
-        assert!(model > 25.0, "model {model} MiB");
-        // the reader's own list of samples is larger than the model's
-        // columns (24 bytes a sample against 20) until they are made
-        assert!(
-            peak <= 1.6 * model + 12.0,
-            "{threads} thread(s): peak {peak} MiB, model {model} MiB"
-        );
-    }
+    // the reader's own list of samples is larger than the model's
+    // columns (24 bytes a sample against 20) until they are made
+    assert_peaks_within(&path, 1.6);
 }

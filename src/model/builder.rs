@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::{
     Collectives, Communicator, CounterDef, Counters, EventTypes, Events, Format, Intervals, LocId,
-    Locations, Messages, StateId, StateTable, Time, TimeUnit, Trace, TraceMeta,
+    Locations, Messages, StateId, StateTable, Time, TimeUnit, Trace, TraceMeta, split_at_bounds,
 };
 use crate::diagnostics::{Diagnostics, Position};
 use crate::error::Result;
@@ -541,31 +541,19 @@ impl TraceBuilder {
     /// Adds messages made in bulk (a reader's matched pairs), in any
     /// order: the build sorts them. The first list is taken as it is.
     pub(crate) fn add_messages(&mut self, v: Vec<RawMessage>) {
-        if self.messages.is_empty() {
-            self.messages = v;
-        } else {
-            self.messages.extend_from_slice(&v);
-        }
+        append(&mut self.messages, v);
     }
 
     /// Adds events, in order after those added before (`v` taken as the
     /// list when there is none yet: no copy).
     pub(crate) fn add_events(&mut self, v: Vec<RawEvent>) {
-        if self.events.is_empty() {
-            self.events = v;
-        } else {
-            self.events.extend_from_slice(&v);
-        }
+        append(&mut self.events, v);
     }
 
     /// Adds counter samples, in order after those added before (`v` taken
     /// as the list when there is none yet: no copy).
     pub(crate) fn add_counters(&mut self, v: Vec<RawCounter>) {
-        if self.counters.is_empty() {
-            self.counters = v;
-        } else {
-            self.counters.extend_from_slice(&v);
-        }
+        append(&mut self.counters, v);
     }
 
     /// Adds a counter sample.
@@ -967,6 +955,16 @@ impl TraceBuilder {
     }
 }
 
+/// `v` after the records of `list`: taken as the list when that is empty
+/// (no copy), else copied on.
+fn append<T: Copy>(list: &mut Vec<T>, v: Vec<T>) {
+    if list.is_empty() {
+        *list = v;
+    } else {
+        list.extend_from_slice(&v);
+    }
+}
+
 /// A column of `n` rows, each written once before it is read
 /// ([`into_columns`]). Not zeroed first: a zeroed allocation carved out of
 /// freed heap memory is written through at once (resident beside the
@@ -1094,25 +1092,27 @@ where
         // reads every record of a step and moves those of its slots, to
         // rows of its own (with one thread, or one slot, one run)
         let runs = slot_runs(&offsets, rayon::current_num_threads());
-        let mut moves: Vec<SlotRun<A, B, C>> = Vec::with_capacity(runs.len());
-        let (mut ra, mut rb, mut rc) = (a.rows(0..n), b.rows(0..n), c.rows(0..n));
-        for w in runs.windows(2) {
-            let (lo, hi) = (w[0], w[1]);
-            let rows = (offsets[hi] - offsets[lo]) as usize;
-            let (ha, ta) = std::mem::take(&mut ra).split_at_mut(rows);
-            let (hb, tb) = std::mem::take(&mut rb).split_at_mut(rows);
-            let (hc, tc) = std::mem::take(&mut rc).split_at_mut(rows);
-            (ra, rb, rc) = (ta, tb, tc);
-            moves.push(SlotRun {
-                slots: lo..hi,
+        let rows: Vec<usize> = runs.iter().map(|&s| offsets[s] as usize).collect();
+        let (ra, rb, rc) = (
+            split_at_bounds(a.rows(0..n), &rows),
+            split_at_bounds(b.rows(0..n), &rows),
+            split_at_bounds(c.rows(0..n), &rows),
+        );
+        let mut moves: Vec<SlotRun<A, B, C>> = runs
+            .windows(2)
+            .zip(ra.into_iter().zip(rb).zip(rc))
+            .map(|(w, ((a, b), c))| SlotRun {
+                slots: w[0]..w[1],
                 // where each slot's next record (from the back) goes,
                 // within the run's rows
-                free: (lo..hi).map(|s| offsets[s + 1] - offsets[lo]).collect(),
-                a: ha,
-                b: hb,
-                c: hc,
-            });
-        }
+                free: (w[0]..w[1])
+                    .map(|s| offsets[s + 1] - offsets[w[0]])
+                    .collect(),
+                a,
+                b,
+                c,
+            })
+            .collect();
         let (slot, f) = (&slot, &f);
         into_columns(v, |r, _| {
             moves
@@ -1143,10 +1143,11 @@ where
     // `offsets[s]..offsets[s + 1]`, as many as its records, each taken
     // once from the end down
     let (mut a, mut b, mut c) = unsafe { (a.filled(), b.filled(), c.filled()) };
+    let bounds: Vec<usize> = offsets.iter().map(|&o| o as usize).collect();
     let (ra, rb, rc) = (
-        split_at_offsets(&mut a, &offsets),
-        split_at_offsets(&mut b, &offsets),
-        split_at_offsets(&mut c, &offsets),
+        split_at_bounds(&mut a, &bounds),
+        split_at_bounds(&mut b, &bounds),
+        split_at_bounds(&mut c, &bounds),
     );
     (ra, rb, rc).into_par_iter().for_each(|(a, b, c)| {
         if a.len() < 2 || (1..a.len()).all(|i| within(&a[i - 1], &b[i - 1]) <= within(&a[i], &b[i]))
@@ -1195,19 +1196,6 @@ fn slot_runs(offsets: &[u64], parts: usize) -> Vec<usize> {
         bounds.push(slots);
     }
     bounds
-}
-
-/// `v` cut into the slices `offsets[s]..offsets[s + 1]` (offsets from 0
-/// to `v.len()`, not decreasing).
-fn split_at_offsets<'a, T>(mut v: &'a mut [T], offsets: &[u64]) -> Vec<&'a mut [T]> {
-    offsets
-        .windows(2)
-        .map(|w| {
-            let (head, tail) = std::mem::take(&mut v).split_at_mut((w[1] - w[0]) as usize);
-            v = tail;
-            head
-        })
-        .collect()
 }
 
 /// Locations whose runs are cleaned together in [`TraceBuilder::finish`].

@@ -9,6 +9,8 @@ use std::mem::MaybeUninit;
 
 use rustc_hash::FxHashMap;
 
+use super::split_at_bounds;
+
 mod parts;
 pub use parts::{KeyedEvents, match_parts};
 
@@ -480,19 +482,6 @@ where
     // SAFETY: each chunk wrote the first `k` of its slots `at..`, the
     // chunks in order, apart and within `n`
     unsafe { close_up(&mut out, &done) };
-    out
-}
-
-/// `v` cut at `at` (`at[i]..at[i + 1]` is part `i`; `at` rises from 0 to
-/// the length of `v`).
-fn split_at_bounds<'a>(v: &'a mut [u32], at: &[usize]) -> Vec<&'a mut [u32]> {
-    let mut out = Vec::with_capacity(at.len().saturating_sub(1));
-    let mut rest = v;
-    for w in at.windows(2) {
-        let (part, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
-        out.push(part);
-        rest = tail;
-    }
     out
 }
 

@@ -188,6 +188,19 @@ impl Trace {
     }
 }
 
+/// `v` cut at `at` (`at[i]..at[i + 1]` is part `i`; `at` rises from 0 to
+/// the length of `v`): parts to fill or sort side by side.
+pub(crate) fn split_at_bounds<'a, T>(v: &'a mut [T], at: &[usize]) -> Vec<&'a mut [T]> {
+    let mut out = Vec::with_capacity(at.len().saturating_sub(1));
+    let mut rest = v;
+    for w in at.windows(2) {
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+        out.push(part);
+        rest = tail;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

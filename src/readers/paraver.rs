@@ -301,6 +301,22 @@ struct Chunk {
     truncated: bool,
 }
 
+impl Chunk {
+    /// Records the malformed record `line` of `block` (its line number and
+    /// stream offset) and whether it is the unterminated last line.
+    fn fail(&mut self, block: &Block, line_no: u64, byte: u64, line: &[u8], msg: String) {
+        self.error = Some((
+            Position {
+                line: Some(line_no),
+                byte: Some(byte),
+            },
+            msg,
+        ));
+        self.truncated = block.ends_unterminated()
+            && byte + line.len() as u64 == block.first_byte + block.data.len() as u64;
+    }
+}
+
 /// The vectors of blocks whose records were copied on (to the model's
 /// columns or its message and event lists), used again by later blocks:
 /// a fresh vector faults its pages in anew and copies itself as it grows
@@ -751,16 +767,7 @@ fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
             if let Err(msg) =
                 parse_record(line, ahead, ctx, &mut out, &mut last_state, &mut last_type)
             {
-                let byte = block.first_byte + pos as u64;
-                out.error = Some((
-                    Position {
-                        line: Some(line_no),
-                        byte: Some(byte),
-                    },
-                    msg,
-                ));
-                out.truncated = block.ends_unterminated()
-                    && byte + line.len() as u64 == block.first_byte + data.len() as u64;
+                out.fail(block, line_no, block.first_byte + pos as u64, line, msg);
                 break;
             }
         }
@@ -1680,15 +1687,7 @@ mod tests {
             if let Err(msg) =
                 parse_record(line, ahead, ctx, &mut out, &mut last_state, &mut last_type)
             {
-                out.error = Some((
-                    Position {
-                        line: Some(line_no),
-                        byte: Some(byte),
-                    },
-                    msg,
-                ));
-                out.truncated = block.ends_unterminated()
-                    && byte + line.len() as u64 == block.first_byte + block.data.len() as u64;
+                out.fail(block, line_no, byte, line, msg);
                 break;
             }
         }

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod extrae;
+
 /// `../shared/traces/<rel>` beside the project root.
 pub fn shared_trace(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
