@@ -83,6 +83,9 @@ fn a_chrome_trace_of_many_counter_samples_peaks_near_its_model() {
     w.flush().unwrap();
     drop(w);
     // the reader's own list of samples is larger than the model's
-    // columns (24 bytes a sample against 20) until they are made
-    assert_peaks_within(&path, 1.6);
+    // columns (24 bytes a sample against 20) until they are made, before
+    // the intervals' columns; sorted by location only, a location's
+    // samples were copied twice over to be sorted by counter (1.49× at
+    // one thread); a thread's flat list of intervals beside its block
+    assert_peaks_within(&path, 1.25);
 }

@@ -32,12 +32,28 @@ pub fn flatten_nested(slices: &mut [NestedSlice], out: &mut Vec<(Time, Time, Sta
 /// Sorts regions as [`flatten_nested`] takes them: by start, the longest
 /// first, then by appearance.
 pub fn sort_nested(slices: &mut [NestedSlice]) {
-    slices.sort_unstable_by(|a, b| {
-        a.start
-            .cmp(&b.start)
-            .then(b.end.cmp(&a.end))
-            .then(a.seq.cmp(&b.seq))
-    });
+    slices.sort_unstable_by_key(nested_key);
+}
+
+/// Whether `slices` come in the order [`sort_nested`] gives (a reader
+/// that holds them in that order already can feed them to a
+/// [`Flattener`] as they come).
+pub fn in_nested_order(slices: impl IntoIterator<Item = NestedSlice>) -> bool {
+    let mut prev = None;
+    for s in slices {
+        let k = nested_key(&s);
+        if prev.is_some_and(|p| k < p) {
+            return false;
+        }
+        prev = Some(k);
+    }
+    true
+}
+
+/// The key [`sort_nested`] orders by: start, the longest first, then
+/// appearance.
+fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
+    (s.start, std::cmp::Reverse(s.end), s.seq)
 }
 
 /// [`flatten_nested`] fed in runs: a reader that knows no later region

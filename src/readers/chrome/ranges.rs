@@ -38,6 +38,7 @@ use super::{
     Acc, AsyncEv, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
 };
 use crate::error::Result;
+use crate::model::builder::append_mapped;
 use crate::model::{StateId, TraceBuilder};
 use crate::phases;
 use crate::readers::ReadOptions;
@@ -405,16 +406,16 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
                         m.threads[t as usize]
                     }
                 };
-                instants.extend(
-                    p.acc
-                        .instants
-                        .iter()
-                        .map(|&(ts, t, k, v)| (ts, thread(t), m.kinds[k as usize], v)),
+                // (each range's records freed as they are copied)
+                append_mapped(
+                    instants,
+                    std::mem::take(&mut p.acc.instants),
+                    |&(ts, t, k, v)| (ts, thread(t), m.kinds[k as usize], v),
                 );
-                counters.extend(
-                    p.acc.counters.iter().map(|&(ts, t, c, v)| {
-                        (ts, m.threads[t as usize], m.counters[c as usize], v)
-                    }),
+                append_mapped(
+                    counters,
+                    std::mem::take(&mut p.acc.counters),
+                    |&(ts, t, c, v)| (ts, m.threads[t as usize], m.counters[c as usize], v),
                 );
                 asyncs.extend(
                     std::mem::take(&mut p.acc.asyncs)
