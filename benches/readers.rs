@@ -81,6 +81,7 @@ fn input(format: OutputFormat, name: &str) -> PathBuf {
         procs_per_node: 16,
         model: MachineModel::default(),
         seed: 1,
+        counters: 0,
     };
     // the file grows with n squared
     sized_input(name, format, 256, gauss, |n, r| {
@@ -103,6 +104,7 @@ fn wide_input(format: OutputFormat, name: &str) -> PathBuf {
         procs_per_node: 16,
         model: MachineModel::default(),
         seed: 1,
+        counters: 0,
     };
     sized_input(name, format, 16, bcast, |reps, r| {
         (reps as f64 * r * 1.05).ceil() as u64 + 1

@@ -66,6 +66,7 @@ fn config(workload: Workload, procs: u32) -> SynthConfig {
         procs_per_node: 4,
         model: MachineModel::default(),
         seed: 7,
+        counters: 0,
     }
 }
 
@@ -453,4 +454,125 @@ fn kernel_cubes_and_distributions() {
         // remote reads across the z boundaries between the two processors
         assert_eq!(sum(1, 1), remote_reads as f32, "{dist:?}");
     }
+}
+
+/// `--counters N`: each processor's hardware counters sampled at its state
+/// changes (the counts of the state that ended) read back from Chrome JSON
+/// as the model's counter series (`PAPI.TOT_INS`, ...) and from Paraver as
+/// events of Extrae's types, both with the samples the simulation made;
+/// PICL, and more counters than there are, are refused before any work.
+#[test]
+fn hardware_counters_round_trip_through_both_formats() {
+    let mut cfg = config(
+        Workload::Broadcast {
+            bytes: 1024,
+            reps: 6,
+            work: 3000.0,
+        },
+        8,
+    );
+    cfg.counters = 5;
+    let model = synth::to_trace(&cfg).unwrap();
+    let names: Vec<&str> = model
+        .counters
+        .defs
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "PAPI.TOT_INS",
+            "PAPI.TOT_CYC",
+            "PAPI.L1_DCM",
+            "PAPI.L2_DCM",
+            "PAPI.L3_TCM"
+        ]
+    );
+    // a sample per state on each processor: the state before each, and
+    // the last one's at the end
+    assert_eq!(model.counters.len(), 5 * model.intervals.len());
+    // (location, counter name, time, value) of every sample
+    let samples = |t: &Trace| {
+        let mut v = Vec::new();
+        for l in 0..t.locations.len() as u32 {
+            for i in t.counters.range_of(l) {
+                let name = &t.counters.defs[t.counters.counter[i] as usize].name;
+                v.push((
+                    l,
+                    name.clone(),
+                    t.counters.time[i],
+                    t.counters.value[i] as i64,
+                ));
+            }
+        }
+        // (the reader numbers the counters by their names' order)
+        v.sort();
+        v
+    };
+    let want = samples(&model);
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("c.json");
+    let rep = synth::write(&cfg, OutputFormat::ChromeJson, &json, None).unwrap();
+    assert_eq!(
+        rep.records,
+        synth::write(&cfg, OutputFormat::Paraver, &d.path().join("c.prv"), None)
+            .unwrap()
+            .records
+    );
+    let t = readers::read(&json, &ReadOptions::default()).unwrap();
+    assert_eq!(samples(&t), want);
+    assert_eq!(canon(&t), canon(&model));
+    // Paraver: the same values as events named by the .pcf
+    let t = readers::read(&d.path().join("c.prv"), &ReadOptions::default()).unwrap();
+    let short = |n: &str| -> String {
+        let papi = n
+            .rsplit_once('(')
+            .map_or(n, |(_, p)| p.trim_end_matches(')'));
+        format!("PAPI.{}", papi.trim_start_matches("PAPI_"))
+    };
+    let mut got = Vec::new();
+    for l in 0..t.locations.len() as u32 {
+        for i in t.events.range_of(l) {
+            let name = &t.event_types.get(t.events.kind[i]).unwrap().name;
+            if name.contains("PAPI_") {
+                got.push((l, short(name), t.events.time[i], t.events.value[i]));
+            }
+        }
+    }
+    // (the events of a location in time order, a sample's counters in
+    // their order in the record; the model's samples by counter first)
+    got.sort();
+    assert_eq!(got, want);
+    // refused before any work
+    let trf = d.path().join("c.trf");
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "bcast",
+        "-p",
+        "4",
+        "--counters",
+        "2",
+        "-o",
+        trf.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("PICL holds no hardware counters"), "{err}");
+    assert!(!trf.exists());
+    let prv = d.path().join("d.prv");
+    let (code, _, err) = tapestry(&[
+        "synth",
+        "bcast",
+        "-p",
+        "4",
+        "--counters",
+        "9",
+        "-o",
+        prv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--counters"), "{err}");
+    assert!(!prv.exists());
+    cfg.counters = 9;
+    assert!(synth::to_trace(&cfg).is_err());
 }

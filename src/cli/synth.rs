@@ -157,6 +157,12 @@ struct Common {
     /// Relative jitter of computation times, in [0, 1).
     #[arg(long, default_value_t = MachineModel::default().jitter)]
     jitter: f64,
+    /// Hardware counters (PAPI_TOT_INS, PAPI_TOT_CYC, the cache misses,
+    /// branches, floating-point operations: the first N, up to 8) sampled
+    /// at each state change, as Extrae writes them: Paraver event records
+    /// of type-value pairs, Chrome `C` events. Not in PICL.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=8))]
+    counters: u32,
 }
 
 fn format_of(common: &Common) -> Result<OutputFormat> {
@@ -334,12 +340,19 @@ pub fn run(a: SynthArgs) -> Result<()> {
         ),
     };
     let format = format_of(&common)?;
+    if common.counters > 0 && format == OutputFormat::Picl {
+        bail!(
+            "--counters: PICL holds no hardware counters; write {} as .prv or .json",
+            common.out.display()
+        );
+    }
     let cfg = SynthConfig {
         workload,
         procs: common.procs,
         procs_per_node: common.procs_per_node,
         model: model(&common)?,
         seed: common.seed,
+        counters: common.counters,
     };
     let t0 = Instant::now();
     let report = synth::write(&cfg, format, &common.out, tensor.as_deref())

@@ -1062,14 +1062,27 @@ impl TraceBuilder {
                 let (c, latest) = into_three_columns(cs, columns);
                 (c, offsets, latest)
             } else {
-                // by location and counter, where that takes few slots:
-                // then each slot's samples come in time order (a
-                // location's counters interleaved in the file need no sort
-                // after the move; sorted, a location's rows took twice
-                // their size again beside the columns)
+                // by location and counter where that takes less room: then
+                // each slot's samples come in time order, and a location's
+                // counters interleaved in the file need no sort after the
+                // move (sorted, a location's rows are copied and the sort
+                // takes a buffer of half of them, on each thread); but
+                // each slot has a page of each column partly written while
+                // the records move (512 slots: 6 MiB)
                 let kinds = cs.iter().map(|c| c.counter as usize + 1).max().unwrap_or(1);
+                let page = 3 * 4096;
+                let largest = offsets_of(cs.iter().map(|c| c.loc as usize), nloc)
+                    .windows(2)
+                    .map(|w| (w[1] - w[0]) as usize)
+                    .max()
+                    .unwrap_or(0);
+                let sorting = nloc.saturating_mul(page).saturating_add(
+                    (rayon::current_num_threads().clamp(1, nloc.max(1)))
+                        .saturating_mul(largest)
+                        .saturating_mul(std::mem::size_of::<RawCounter>() * 3 / 2),
+                );
                 match nloc.checked_mul(kinds) {
-                    Some(fine) if kinds > 1 && fine <= (cs.len() / 4).max(1 << 16) => {
+                    Some(fine) if kinds > 1 && fine.saturating_mul(page) < sorting => {
                         let (c, fine_offsets, latest) = bucket_into_three_columns(
                             cs,
                             fine,

@@ -1831,6 +1831,7 @@ mod tests {
             procs_per_node: 4,
             model: MachineModel::default(),
             seed: 3,
+            counters: 0,
         };
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("b.prv");

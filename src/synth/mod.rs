@@ -13,6 +13,7 @@
 //!
 //! The output is deterministic for a given seed.
 
+pub mod counters;
 pub mod gauss;
 pub mod hypercube;
 pub mod kernel;
@@ -76,6 +77,9 @@ pub struct SynthConfig {
     pub procs_per_node: u32,
     pub model: MachineModel,
     pub seed: u64,
+    /// Hardware counters sampled at each state change (0: none; at most
+    /// [`counters::HARDWARE_COUNTERS`]' length).
+    pub counters: u32,
 }
 
 /// What a simulation produced.
@@ -105,6 +109,7 @@ pub fn simulate(
         procs: cfg.procs,
         procs_per_node: cfg.procs_per_node.max(1),
         description: cfg.workload.describe(),
+        counters: Vec::new(),
     };
     let mut writer = match (&cfg.workload, tensor) {
         (Workload::Kernel(k), Some(path)) => {
@@ -125,7 +130,29 @@ pub fn simulate(
         }
         _ => None,
     };
-    let mut sim = Sim::new(&layout, cfg.model, cfg.seed, sink)?;
+    // the counters' samples join the records in time order, after the sort
+    let (end, records) = if cfg.counters > 0 {
+        let mut with_counters = counters::CounterSink::new(sink, cfg.counters)?;
+        let (end, records) = run(cfg, &layout, &mut with_counters, writer.as_mut())?;
+        (end, records + with_counters.samples)
+    } else {
+        run(cfg, &layout, sink, writer.as_mut())?
+    };
+    if let Some(w) = writer {
+        w.finish()?;
+    }
+    Ok(SynthReport { records, end })
+}
+
+/// The workload of `cfg` simulated into `sink`: the end time and the
+/// records written.
+fn run(
+    cfg: &SynthConfig,
+    layout: &Layout,
+    sink: &mut dyn RecordSink,
+    tensor: Option<&mut NpyWriter<u32>>,
+) -> Result<(Time, u64)> {
+    let mut sim = Sim::new(layout, cfg.model, cfg.seed, sink)?;
     match &cfg.workload {
         Workload::Gauss { n, dist } => gauss::run(&mut sim, *n, *dist)?,
         Workload::Broadcast { bytes, reps, work } => {
@@ -134,13 +161,9 @@ pub fn simulate(
         Workload::GlobalSum { elems, reps, work } => {
             hypercube::global_sum(&mut sim, *elems, *reps, *work)?
         }
-        Workload::Kernel(k) => kernel::run(&mut sim, *k, writer.as_mut())?,
+        Workload::Kernel(k) => kernel::run(&mut sim, *k, tensor)?,
     }
-    let (end, records) = sim.finish()?;
-    if let Some(w) = writer {
-        w.finish()?;
-    }
-    Ok(SynthReport { records, end })
+    sim.finish()
 }
 
 /// Simulates straight into a trace in memory.
@@ -176,6 +199,12 @@ pub fn write(
             simulate(cfg, &mut w, tensor)
         }
         OutputFormat::Picl => {
+            if cfg.counters > 0 {
+                return Err(Error::Invalid(
+                    "PICL holds no hardware counters: write --counters to a .prv or .json trace"
+                        .into(),
+                ));
+            }
             let mut w = PiclWriter::create(path)?;
             simulate(cfg, &mut w, tensor)
         }

@@ -127,12 +127,24 @@ pub struct Layout {
     pub procs_per_node: u32,
     /// Free text naming the workload, kept in the file where the format allows.
     pub description: String,
+    /// The hardware counters sampled ([`RecordSink::counters`]): none
+    /// unless `synth --counters N`.
+    pub counters: Vec<super::counters::HardwareCounter>,
 }
 
 /// Receives records in non-decreasing time order.
 pub trait RecordSink {
     fn begin(&mut self, layout: &Layout) -> Result<()>;
     fn record(&mut self, r: &Record) -> Result<()>;
+    /// A sample of the layout's hardware counters on `loc` at `time` (in
+    /// time order with the records): one value per counter, in order. A
+    /// format that holds none refuses it.
+    fn counters(&mut self, loc: LocId, time: Time, values: &[i64]) -> Result<()> {
+        let _ = (loc, time, values);
+        Err(crate::error::Error::Invalid(
+            "this trace format holds no hardware counters".into(),
+        ))
+    }
     /// Called once after the last record, with the end time of the run.
     fn finish(&mut self, end: Time) -> Result<()>;
 }

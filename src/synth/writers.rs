@@ -8,7 +8,8 @@ use super::sink::{Layout, PHASES, Record, RecordSink, SimEvent, SimState};
 use crate::error::{Error, Result};
 use crate::export::AtomicFile;
 use crate::model::{
-    BuildOptions, Format, GroupKind, LocationKind, StateClass, Time, TimeUnit, Trace, TraceBuilder,
+    BuildOptions, Format, GroupKind, LocId, LocationKind, StateClass, Time, TimeUnit, Trace,
+    TraceBuilder,
 };
 
 fn push_u64(buf: &mut Vec<u8>, v: u64) {
@@ -257,7 +258,7 @@ impl ParaverWriter {
         self.out.path.with_file_name(format!("{stem}.{ext}"))
     }
 
-    fn pcf() -> String {
+    fn pcf(layout: &Layout) -> String {
         let mut s = String::from(
             "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\nLOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\n\n\nSTATES\n",
         );
@@ -283,6 +284,17 @@ impl ParaverWriter {
             SimEvent::Iteration.paraver_type(),
             SimEvent::Iteration.name()
         ));
+        // the hardware counters, as Extrae names them
+        if !layout.counters.is_empty() {
+            s.push_str("\nEVENT_TYPE\n");
+            for c in &layout.counters {
+                s.push_str(&format!(
+                    "7  {}    {} ({})\n",
+                    c.paraver_type, c.description, c.name
+                ));
+            }
+            s.push('\n');
+        }
         s
     }
 
@@ -408,6 +420,34 @@ impl RecordSink for ParaverWriter {
         Ok(())
     }
 
+    fn counters(&mut self, loc: LocId, time: Time, values: &[i64]) -> Result<()> {
+        let types = self.layout.as_ref().map_or(&[][..], |l| &l.counters[..]);
+        if types.len() != values.len() {
+            return Err(Error::Invalid(format!(
+                "{} counter value(s) for the {} counter(s) of the layout",
+                values.len(),
+                types.len()
+            )));
+        }
+        // one event record of type-value pairs, as Extrae writes them
+        let b = &mut self.out.buf;
+        let t = loc as u64 + 1;
+        b.extend_from_slice(b"2:");
+        push_u64(b, t);
+        b.extend_from_slice(b":1:");
+        push_u64(b, t);
+        b.extend_from_slice(b":1:");
+        push_u64(b, time);
+        for (c, &v) in types.iter().zip(values) {
+            b.push(b':');
+            push_u64(b, u64::from(c.paraver_type));
+            b.push(b':');
+            push_i64(b, v);
+        }
+        b.push(b'\n');
+        self.out.flush_if_full()
+    }
+
     fn finish(&mut self, end: Time) -> Result<()> {
         let path = self.out.path.clone();
         let mut file = self.out.finish()?;
@@ -430,7 +470,7 @@ impl RecordSink for ParaverWriter {
             .layout
             .clone()
             .ok_or_else(|| Error::Invalid("no layout given".into()))?;
-        crate::export::write_atomic(&self.sibling("pcf"), Self::pcf().as_bytes(), &[])?;
+        crate::export::write_atomic(&self.sibling("pcf"), Self::pcf(&layout).as_bytes(), &[])?;
         crate::export::write_atomic(&self.sibling("row"), Self::row(&layout).as_bytes(), &[])?;
         Ok(())
     }
@@ -441,6 +481,9 @@ pub struct ChromeWriter {
     out: Out,
     description: String,
     flow_id: u64,
+    /// The hardware counters' argument names (their PAPI names without
+    /// the prefix: the model names them `PAPI.TOT_INS` and so on).
+    counters: Vec<&'static str>,
 }
 
 fn push_us(b: &mut Vec<u8>, ns: u64) {
@@ -458,6 +501,7 @@ impl ChromeWriter {
             out: Out::create(path)?,
             description: String::new(),
             flow_id: 0,
+            counters: Vec::new(),
         })
     }
 
@@ -477,6 +521,11 @@ impl ChromeWriter {
 impl RecordSink for ChromeWriter {
     fn begin(&mut self, layout: &Layout) -> Result<()> {
         self.description = layout.description.clone();
+        self.counters = layout
+            .counters
+            .iter()
+            .map(|c| chrome_counter_arg(c.name))
+            .collect();
         self.out.buf.extend_from_slice(b"{\"traceEvents\":[\n");
         self.out.buf.extend_from_slice(b"{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0\"}}");
         for r in 0..layout.procs {
@@ -557,6 +606,33 @@ impl RecordSink for ChromeWriter {
         Ok(())
     }
 
+    fn counters(&mut self, loc: LocId, time: Time, values: &[i64]) -> Result<()> {
+        if self.counters.len() != values.len() {
+            return Err(Error::Invalid(format!(
+                "{} counter value(s) for the {} counter(s) of the layout",
+                values.len(),
+                self.counters.len()
+            )));
+        }
+        // one counter event, an argument a counter (a series each)
+        self.head("C", loc, time);
+        let b = &mut self.out.buf;
+        b.extend_from_slice(b",\"name\":\"");
+        b.extend_from_slice(CHROME_COUNTER_EVENT.as_bytes());
+        b.extend_from_slice(b"\",\"args\":{");
+        for (i, (name, &v)) in self.counters.iter().zip(values).enumerate() {
+            if i > 0 {
+                b.push(b',');
+            }
+            b.push(b'"');
+            b.extend_from_slice(name.as_bytes());
+            b.extend_from_slice(b"\":");
+            push_i64(b, v);
+        }
+        b.extend_from_slice(b"}}");
+        self.out.flush_if_full()
+    }
+
     fn finish(&mut self, _end: Time) -> Result<()> {
         let desc = serde_json::to_string(&self.description).unwrap_or_else(|_| "\"\"".into());
         self.out.buf.extend_from_slice(
@@ -567,11 +643,28 @@ impl RecordSink for ChromeWriter {
     }
 }
 
+/// The name of the Chrome counter event that holds the hardware counters.
+const CHROME_COUNTER_EVENT: &str = "PAPI";
+
+/// A hardware counter's argument in that event: its PAPI name without the
+/// prefix.
+fn chrome_counter_arg(name: &'static str) -> &'static str {
+    name.strip_prefix("PAPI_").unwrap_or(name)
+}
+
+/// The name a hardware counter has in the model of a Chrome trace (and of
+/// [`ModelSink`]): the event's name, a dot, the argument's.
+pub fn chrome_counter_name(name: &'static str) -> String {
+    format!("{CHROME_COUNTER_EVENT}.{}", chrome_counter_arg(name))
+}
+
 /// Builds the model directly from the records, as the readers would build it
 /// from the files (the reference of the round-trip tests).
 pub struct ModelSink {
     builder: Option<TraceBuilder>,
     trace: Option<Trace>,
+    /// The builder's numbers of the hardware counters.
+    counter_ids: Vec<u32>,
 }
 
 impl Default for ModelSink {
@@ -590,6 +683,7 @@ impl ModelSink {
                 false,
             )),
             trace: None,
+            counter_ids: Vec::new(),
         }
     }
 
@@ -637,6 +731,22 @@ impl RecordSink for ModelSink {
         for ev in SimEvent::ALL {
             b.event_types.add(ev.paraver_type() as i64, ev.name());
         }
+        // the hardware counters as a Chrome trace's model has them
+        self.counter_ids = layout
+            .counters
+            .iter()
+            .map(|c| b.counter_def(&chrome_counter_name(c.name), ""))
+            .collect();
+        Ok(())
+    }
+
+    fn counters(&mut self, loc: LocId, time: Time, values: &[i64]) -> Result<()> {
+        let ids = std::mem::take(&mut self.counter_ids);
+        let b = self.b()?;
+        for (&c, &v) in ids.iter().zip(values) {
+            b.counter(loc, c, time, v as f64);
+        }
+        self.counter_ids = ids;
         Ok(())
     }
 

@@ -459,10 +459,11 @@ impl Pass<'_> {
             b'C' if self.sink.is_none() => {
                 let t = self.thread(acc, &ev, batch)?;
                 let loc = self.loc_of_thread[t as usize];
-                for (name, x) in super::counter_samples(&ev) {
-                    let c = b.counter_def(&name, "");
-                    b.counter(loc, c, self.rel(ts), x);
-                }
+                let at = self.rel(ts);
+                super::counter_samples(&ev, |name, x| {
+                    let c = b.counter_def(name, "");
+                    b.counter(loc, c, at, x);
+                });
             }
             _ => {}
         }
