@@ -97,23 +97,21 @@ impl LocationBlock {
         }
     }
 
-    /// Adds `[start, end)` (within the block's span, `start <= end`).
-    pub(crate) fn push(&mut self, start: Time, end: Time, state: StateId) {
+    /// Adds the intervals `[start, end)` of `v`, in order (within the
+    /// block's span, `start <= end`), a column at a time.
+    pub(crate) fn extend(&mut self, v: &[(Time, Time, StateId)]) {
         match &mut self.times {
-            GroupedTimes::Packed {
-                base,
-                start: s,
-                len,
-            } => {
-                s.push(start.saturating_sub(*base) as u32);
-                len.push(end.saturating_sub(start) as u32);
+            GroupedTimes::Packed { base, start, len } => {
+                let base = *base;
+                start.extend(v.iter().map(|r| r.0.saturating_sub(base) as u32));
+                len.extend(v.iter().map(|r| r.1.saturating_sub(r.0) as u32));
             }
-            GroupedTimes::Full { start: s, end: e } => {
-                s.push(start);
-                e.push(end);
+            GroupedTimes::Full { start, end } => {
+                start.extend(v.iter().map(|r| r.0));
+                end.extend(v.iter().map(|r| r.1));
             }
         }
-        self.state.push(state);
+        self.state.extend(v.iter().map(|r| r.2));
     }
 
     /// The block (none for no intervals).
@@ -2385,8 +2383,8 @@ mod tests {
                 .zip(flat.last())
                 .map_or((0, 0), |(a, b)| (a.0, b.1));
             let mut gathered = LocationBlock::new(1, (first, last), n / 2);
-            for &(s, e, st) in &flat {
-                gathered.push(s, e, st);
+            for some in flat.chunks(1 + round * 97) {
+                gathered.extend(some);
             }
             let gathered = gathered.finish();
             assert_eq!(gathered.is_none(), n == 0);

@@ -33,7 +33,9 @@ pub use events::{
 };
 pub use intervals::{IntervalSlice, Intervals};
 pub use locations::{Group, GroupKind, Location, LocationKind, Locations};
-pub use nesting::{Flattener, NestedSlice, flatten_nested, in_nested_order, sort_nested};
+pub use nesting::{
+    Flattener, NestedSlice, flatten_nested, in_nested_order, nested_key, sort_nested,
+};
 pub use profile::{Procedure, ProfileMatrix, ProfileMetric, RowKind};
 pub use states::{ClassOverride, MAX_TAGS, State, StateClass, StateTable};
 pub use volume::{LinkSet, Volume, VolumeSet};

@@ -52,7 +52,7 @@ pub fn in_nested_order(slices: impl IntoIterator<Item = NestedSlice>) -> bool {
 
 /// The key [`sort_nested`] orders by: start, the longest first, then
 /// appearance.
-fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
+pub fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
     (s.start, std::cmp::Reverse(s.end), s.seq)
 }
 

@@ -44,7 +44,7 @@ use crate::model::builder::{
 };
 use crate::model::{
     BuildOptions, Flattener, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass,
-    StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested, in_nested_order,
+    StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested, in_nested_order, nested_key,
 };
 use fields::{Fields, LiteArgs, fields_fast, fields_serde};
 
@@ -514,16 +514,23 @@ impl ThreadAcc {
             return None;
         }
         let o = origin.max(0) as Time;
-        let mut times = self.slices.iter();
-        let first = times.next()?.0.saturating_sub(o);
-        let last = times.fold(first, |m, (s, d, _)| m.max((s + d).saturating_sub(o)));
+        // in order, and the span, in one pass
+        let mut slices = nested_slices(&self.slices, o);
+        let head = slices.next()?;
+        let (first, mut last, mut prev) = (head.start, head.end, nested_key(&head));
+        for s in slices {
+            let k = nested_key(&s);
+            if k < prev {
+                return None;
+            }
+            (last, prev) = (last.max(s.end), k);
+        }
         let mut block = LocationBlock::new(loc, (first, last), self.slices.len());
         let mut out = Vec::with_capacity(2 * FEED_SLICES);
-        let clipped = feed_in_order(&self.slices, o, &mut out, |out| {
-            for (s, e, st) in out.drain(..) {
-                block.push(s, e, st);
-            }
-        })?;
+        let clipped = feed(&self.slices, o, &mut out, |out| {
+            block.extend(out);
+            out.clear();
+        });
         self.slices = HeldSlices::default();
         Some((
             block.finish(),
@@ -621,21 +628,35 @@ fn feed_in_order(
     held: &HeldSlices,
     o: Time,
     out: &mut Vec<(Time, Time, StateId)>,
-    mut take: impl FnMut(&mut Vec<(Time, Time, StateId)>),
+    take: impl FnMut(&mut Vec<(Time, Time, StateId)>),
 ) -> Option<u64> {
-    let nested = |(start, dur, state): (u64, u64, StateId), seq| NestedSlice {
-        start: start.saturating_sub(o),
-        end: (start + dur).saturating_sub(o),
-        state,
-        seq,
-    };
-    if !in_nested_order(held.iter().enumerate().map(|(i, r)| nested(r, i as u64))) {
-        return None;
-    }
+    in_nested_order(nested_slices(held, o)).then(|| feed(held, o, out, take))
+}
+
+/// The slices of `held` as the flattening takes them: times made
+/// relative to `o`, numbered in their order.
+fn nested_slices(held: &HeldSlices, o: Time) -> impl Iterator<Item = NestedSlice> + '_ {
+    held.iter()
+        .enumerate()
+        .map(move |(i, (start, dur, state))| NestedSlice {
+            start: start.saturating_sub(o),
+            end: (start + dur).saturating_sub(o),
+            state,
+            seq: i as u64,
+        })
+}
+
+/// [`feed_in_order`] of slices known to be in that order.
+fn feed(
+    held: &HeldSlices,
+    o: Time,
+    out: &mut Vec<(Time, Time, StateId)>,
+    mut take: impl FnMut(&mut Vec<(Time, Time, StateId)>),
+) -> u64 {
     let mut f = Flattener::default();
     let mut some = Vec::with_capacity(FEED_SLICES.min(held.len()));
-    for (i, r) in held.iter().enumerate() {
-        some.push(nested(r, i as u64));
+    for s in nested_slices(held, o) {
+        some.push(s);
         if some.len() == FEED_SLICES {
             f.feed(&some, out);
             take(out);
@@ -645,7 +666,7 @@ fn feed_in_order(
     f.feed(&some, out);
     f.finish(out);
     take(out);
-    Some(f.clipped)
+    f.clipped
 }
 
 /// Slices fed to the flattening at a time, where a thread's slices come
@@ -1223,7 +1244,8 @@ enum CounterArg {
 /// names made in one buffer (with a `String` a member for its name, one
 /// for its value and one for the series' name, a trace whose counter
 /// events had 8 members each read at 72 MB/s).
-fn counter_samples(ev: &Ev, mut each: impl FnMut(&str, f64)) {
+#[inline(never)]
+fn counter_samples(ev: &Ev, each: &mut dyn FnMut(&str, f64)) {
     let Some(args) = ev.args else {
         return;
     };
@@ -1315,7 +1337,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         }
         b'C' => {
             let t = thread(acc);
-            counter_samples(&ev, |name, x| {
+            counter_samples(&ev, &mut |name, x| {
                 let c = b.counter_def(name, "");
                 match &mut acc.marks {
                     Some(m) => m.samples.add(ts),
@@ -2969,7 +2991,7 @@ mod fields_tests {
                     off: 0,
                 };
                 let mut got = Vec::new();
-                counter_samples(&ev, |name, x| got.push((name.to_string(), x)));
+                counter_samples(&ev, &mut |name, x| got.push((name.to_string(), x)));
                 assert_eq!(got, reference(&ev), "{args} {id:?}");
                 seen += got.len();
             }

@@ -460,7 +460,7 @@ impl Pass<'_> {
                 let t = self.thread(acc, &ev, batch)?;
                 let loc = self.loc_of_thread[t as usize];
                 let at = self.rel(ts);
-                super::counter_samples(&ev, |name, x| {
+                super::counter_samples(&ev, &mut |name, x| {
                     let c = b.counter_def(name, "");
                     b.counter(loc, c, at, x);
                 });
