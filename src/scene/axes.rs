@@ -28,8 +28,10 @@ impl Unit {
             "bytes" | "B" | "byte" => Unit::Bytes,
             "fraction" | "" => Unit::Fraction,
             "percent" | "%" => Unit::Other("%".into()),
+            // (a counter without a unit of its own: "40k" on its ticks,
+            // not "40 kcounter value")
             u @ ("messages" | "accesses" | "calls" | "events" | "count" | "samples" | "ticks"
-            | "visits") => Unit::Count(u.to_string()),
+            | "visits" | "counter value") => Unit::Count(u.to_string()),
             other => Unit::Other(other.to_string()),
         }
     }
@@ -177,7 +179,9 @@ fn format_finite(v: f64, unit: &Unit, magnitude: f64, step: f64) -> String {
         }
         Unit::Bytes => prefixed(v, magnitude, step, "B", true),
         Unit::Count(_) => {
-            if magnitude.abs() < 1e4 && (step >= 1.0 || step == 0.0) && v.fract() == 0.0 {
+            // (zero without a prefix: "0", not "0k")
+            if v == 0.0 || magnitude.abs() < 1e4 && (step >= 1.0 || step == 0.0) && v.fract() == 0.0
+            {
                 format!("{}", v as i64)
             } else {
                 prefixed(v, magnitude, step, "", false)
@@ -311,5 +315,10 @@ mod tests {
         assert_eq!(Unit::Count("accesses".into()).bracket("accesses"), "");
         assert_eq!(Unit::Bytes.bracket("bytes sent"), "");
         assert_eq!(Unit::Other("W".into()).bracket("power"), " [W]");
+        // a counter without a unit: its ticks carry the prefix only
+        let counter = Unit::from_name("counter value");
+        assert_eq!(format_value(40_000.0, &counter, 40_000.0, 20_000.0), "40k");
+        assert_eq!(format_value(0.0, &counter, 40_000.0, 20_000.0), "0");
+        assert_eq!(counter.bracket("w"), " [counter value]");
     }
 }
