@@ -1071,18 +1071,21 @@ impl TraceBuilder {
                 // the records move (512 slots: 6 MiB)
                 let kinds = cs.iter().map(|c| c.counter as usize + 1).max().unwrap_or(1);
                 let page = 3 * 4096;
-                let largest = offsets_of(cs.iter().map(|c| c.loc as usize), nloc)
-                    .windows(2)
-                    .map(|w| (w[1] - w[0]) as usize)
-                    .max()
-                    .unwrap_or(0);
-                let sorting = nloc.saturating_mul(page).saturating_add(
-                    (rayon::current_num_threads().clamp(1, nloc.max(1)))
-                        .saturating_mul(largest)
-                        .saturating_mul(6 + std::mem::size_of::<Time>()),
-                );
+                // (weighed only where there are several counters)
+                let sorting = || {
+                    let largest = offsets_of(cs.iter().map(|c| c.loc as usize), nloc)
+                        .windows(2)
+                        .map(|w| (w[1] - w[0]) as usize)
+                        .max()
+                        .unwrap_or(0);
+                    nloc.saturating_mul(page).saturating_add(
+                        (rayon::current_num_threads().clamp(1, nloc.max(1)))
+                            .saturating_mul(largest)
+                            .saturating_mul(6 + std::mem::size_of::<Time>()),
+                    )
+                };
                 match nloc.checked_mul(kinds) {
-                    Some(fine) if kinds > 1 && fine.saturating_mul(page) < sorting => {
+                    Some(fine) if kinds > 1 && fine.saturating_mul(page) < sorting() => {
                         let (c, fine_offsets, latest) = bucket_into_three_columns(
                             cs,
                             fine,

@@ -39,20 +39,31 @@ pub fn sort_nested(slices: &mut [NestedSlice]) {
 /// that holds them in that order already can feed them to a
 /// [`Flattener`] as they come).
 pub fn in_nested_order(slices: impl IntoIterator<Item = NestedSlice>) -> bool {
-    let mut prev = None;
+    nested_order_span(slices).is_some()
+}
+
+/// The span of `slices` (the first start, the latest end; `(0, 0)` for
+/// none) when they come in the order [`sort_nested`] gives, found in the
+/// one pass that checks it; `None` when they do not.
+pub fn nested_order_span(slices: impl IntoIterator<Item = NestedSlice>) -> Option<(Time, Time)> {
+    let mut slices = slices.into_iter();
+    let Some(head) = slices.next() else {
+        return Some((0, 0));
+    };
+    let (mut last, mut prev) = (head.end, nested_key(&head));
     for s in slices {
         let k = nested_key(&s);
-        if prev.is_some_and(|p| k < p) {
-            return false;
+        if k < prev {
+            return None;
         }
-        prev = Some(k);
+        (last, prev) = (last.max(s.end), k);
     }
-    true
+    Some((head.start, last))
 }
 
 /// The key [`sort_nested`] orders by: start, the longest first, then
 /// appearance.
-pub fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
+fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
     (s.start, std::cmp::Reverse(s.end), s.seq)
 }
 

@@ -12,6 +12,30 @@ use crate::model::{
     TraceBuilder,
 };
 
+/// A Paraver record's object and time after its kind: `T:1:T:1:TIME`
+/// (application 1, the location's task and its one thread, numbered from
+/// 1).
+fn push_thread_at(b: &mut Vec<u8>, loc: LocId, time: Time) {
+    let t = u64::from(loc) + 1;
+    push_u64(b, t);
+    b.extend_from_slice(b":1:");
+    push_u64(b, t);
+    b.extend_from_slice(b":1:");
+    push_u64(b, time);
+}
+
+/// A sample of `expected` counters has as many values.
+fn counts_match(expected: usize, values: &[i64]) -> Result<()> {
+    if expected == values.len() {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "{} counter value(s) for the {} counter(s) of the layout",
+        values.len(),
+        expected
+    )))
+}
+
 fn push_u64(buf: &mut Vec<u8>, v: u64) {
     buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
@@ -354,13 +378,8 @@ impl RecordSink for ParaverWriter {
                 end,
                 state,
             } => {
-                let t = loc as u64 + 1;
                 b.extend_from_slice(b"1:");
-                push_u64(b, t);
-                b.extend_from_slice(b":1:");
-                push_u64(b, t);
-                b.extend_from_slice(b":1:");
-                push_u64(b, start);
+                push_thread_at(b, loc, start);
                 b.push(b':');
                 push_u64(b, end);
                 b.push(b':');
@@ -374,21 +393,12 @@ impl RecordSink for ParaverWriter {
                 bytes,
                 tag,
             } => {
-                let (s, d) = (src as u64 + 1, dst as u64 + 1);
                 b.extend_from_slice(b"3:");
-                push_u64(b, s);
-                b.extend_from_slice(b":1:");
-                push_u64(b, s);
-                b.extend_from_slice(b":1:");
-                push_u64(b, send);
+                push_thread_at(b, src, send);
                 b.push(b':');
                 push_u64(b, send);
                 b.push(b':');
-                push_u64(b, d);
-                b.extend_from_slice(b":1:");
-                push_u64(b, d);
-                b.extend_from_slice(b":1:");
-                push_u64(b, recv);
+                push_thread_at(b, dst, recv);
                 b.push(b':');
                 push_u64(b, recv);
                 b.push(b':');
@@ -402,13 +412,8 @@ impl RecordSink for ParaverWriter {
                 kind,
                 value,
             } => {
-                let t = loc as u64 + 1;
                 b.extend_from_slice(b"2:");
-                push_u64(b, t);
-                b.extend_from_slice(b":1:");
-                push_u64(b, t);
-                b.extend_from_slice(b":1:");
-                push_u64(b, time);
+                push_thread_at(b, loc, time);
                 b.push(b':');
                 push_u64(b, kind.paraver_type() as u64);
                 b.push(b':');
@@ -422,22 +427,11 @@ impl RecordSink for ParaverWriter {
 
     fn counters(&mut self, loc: LocId, time: Time, values: &[i64]) -> Result<()> {
         let types = self.layout.as_ref().map_or(&[][..], |l| &l.counters[..]);
-        if types.len() != values.len() {
-            return Err(Error::Invalid(format!(
-                "{} counter value(s) for the {} counter(s) of the layout",
-                values.len(),
-                types.len()
-            )));
-        }
+        counts_match(types.len(), values)?;
         // one event record of type-value pairs, as Extrae writes them
         let b = &mut self.out.buf;
-        let t = loc as u64 + 1;
         b.extend_from_slice(b"2:");
-        push_u64(b, t);
-        b.extend_from_slice(b":1:");
-        push_u64(b, t);
-        b.extend_from_slice(b":1:");
-        push_u64(b, time);
+        push_thread_at(b, loc, time);
         for (c, &v) in types.iter().zip(values) {
             b.push(b':');
             push_u64(b, u64::from(c.paraver_type));
@@ -607,13 +601,7 @@ impl RecordSink for ChromeWriter {
     }
 
     fn counters(&mut self, loc: LocId, time: Time, values: &[i64]) -> Result<()> {
-        if self.counters.len() != values.len() {
-            return Err(Error::Invalid(format!(
-                "{} counter value(s) for the {} counter(s) of the layout",
-                values.len(),
-                self.counters.len()
-            )));
-        }
+        counts_match(self.counters.len(), values)?;
         // one counter event, an argument a counter (a series each)
         self.head("C", loc, time);
         let b = &mut self.out.buf;
@@ -694,9 +682,7 @@ impl ModelSink {
     }
 
     fn b(&mut self) -> Result<&mut TraceBuilder> {
-        self.builder
-            .as_mut()
-            .ok_or_else(|| Error::Invalid("the model sink already finished".into()))
+        unfinished(&mut self.builder)
     }
 }
 
@@ -741,12 +727,12 @@ impl RecordSink for ModelSink {
     }
 
     fn counters(&mut self, loc: LocId, time: Time, values: &[i64]) -> Result<()> {
-        let ids = std::mem::take(&mut self.counter_ids);
-        let b = self.b()?;
-        for (&c, &v) in ids.iter().zip(values) {
+        counts_match(self.counter_ids.len(), values)?;
+        // (the builder beside the counters' numbers: not through `b()`)
+        let b = unfinished(&mut self.builder)?;
+        for (&c, &v) in self.counter_ids.iter().zip(values) {
             b.counter(loc, c, time, v as f64);
         }
-        self.counter_ids = ids;
         Ok(())
     }
 
@@ -794,6 +780,13 @@ impl RecordSink for ModelSink {
         })?);
         Ok(())
     }
+}
+
+/// The model sink's builder, until it has finished.
+fn unfinished(builder: &mut Option<TraceBuilder>) -> Result<&mut TraceBuilder> {
+    builder
+        .as_mut()
+        .ok_or_else(|| Error::Invalid("the model sink already finished".into()))
 }
 
 /// Writes the PICL "new" format read by ParaGraph: sends and receives as

@@ -44,7 +44,8 @@ use crate::model::builder::{
 };
 use crate::model::{
     BuildOptions, Flattener, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass,
-    StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested, in_nested_order, nested_key,
+    StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested, in_nested_order,
+    nested_order_span,
 };
 use fields::{Fields, LiteArgs, fields_fast, fields_serde};
 
@@ -514,17 +515,7 @@ impl ThreadAcc {
             return None;
         }
         let o = origin.max(0) as Time;
-        // in order, and the span, in one pass
-        let mut slices = nested_slices(&self.slices, o);
-        let head = slices.next()?;
-        let (first, mut last, mut prev) = (head.start, head.end, nested_key(&head));
-        for s in slices {
-            let k = nested_key(&s);
-            if k < prev {
-                return None;
-            }
-            (last, prev) = (last.max(s.end), k);
-        }
+        let (first, last) = nested_order_span(nested_slices(&self.slices, o))?;
         let mut block = LocationBlock::new(loc, (first, last), self.slices.len());
         let mut out = Vec::with_capacity(2 * FEED_SLICES);
         let clipped = feed(&self.slices, o, &mut out, |out| {
