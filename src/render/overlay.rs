@@ -322,33 +322,43 @@ fn key(placer: &mut Placer<'_>, rect: Rect, scene: &Scene, top: f32) {
     let x = rect.max.x - crate::scene::LEGEND_COLUMN;
     let ink = ink(scene.is_dark());
     let fitted = scene.margins.fitted(rect.width(), rect.height(), true);
-    let room = if scene.projection == crate::scene::Projection::Orthographic
-        && fitted.right < scene.margins.right
-    {
+    // the text's room: from the mark (19 pixels, after a gap of 4 from the
+    // chart's right edge) to 4 pixels short of the image's edge
+    let room = if scene.projection == crate::scene::Projection::Orthographic {
         fitted.right - 27.0
     } else {
-        f32::INFINITY
+        crate::scene::LEGEND_COLUMN - 23.0
+    }
+    .max(40.0);
+    let width = |t: &str, s: f32| {
+        placer
+            .painter
+            .layout_no_wrap(t.to_string(), FontId::proportional(s), ink)
+            .size()
+            .x
     };
-    for k in &scene.key {
-        // in a small chart, a long text gets a little smaller before it
-        // reaches into the chart (which ends at the right margin)
-        let mut size = 10.5f32;
-        while size > 9.0
-            && placer
-                .painter
-                .layout_no_wrap(k.text.clone(), FontId::proportional(size), ink)
-                .size()
-                .x
-                > room
-        {
-            size -= 0.5;
-        }
+    // the entries share one size: the smallest that any of them needs
+    let start = scene
+        .key
+        .iter()
+        .map(|k| key_text(&k.text, room, 10.5, width).1)
+        .fold(10.5f32, f32::min);
+    let texts: Vec<(String, f32)> = scene
+        .key
+        .iter()
+        .map(|k| key_text(&k.text, room, start, width))
+        .collect();
+    // one column: the marks in a line, the texts left-aligned beside them,
+    // the widest ending 4 pixels short of the image's edge
+    let widest = texts.iter().map(|(t, s)| width(t, *s)).fold(0.0, f32::max);
+    let left = (x + 19.0).min(rect.max.x - 4.0 - widest);
+    for (k, (text, size)) in scene.key.iter().zip(&texts) {
         let Some(r) = placer.put(
-            &k.text,
-            size,
+            text,
+            *size,
             ink,
             0.0,
-            |s| Rect::from_min_size(Pos2::new((x + 19.0).min(rect.max.x - 4.0 - s.x), y), s),
+            |s| Rect::from_min_size(Pos2::new(left, y), s),
             false,
         ) else {
             continue;
@@ -377,6 +387,50 @@ fn key(placer: &mut Placer<'_>, rect: Rect, scene: &Scene, top: f32) {
         }
         y = r.max.y + 4.0;
     }
+}
+
+/// A key entry's text and size within `room` pixels (`width` measures a
+/// text at a size): `start` points, a little smaller (down to 9) before the
+/// text reaches past its room, and then broken onto as many lines as it
+/// takes at 9.5 points: at its commas where each clause fits, else at
+/// spaces. A word longer than the room keeps its line.
+fn key_text(text: &str, room: f32, start: f32, width: impl Fn(&str, f32) -> f32) -> (String, f32) {
+    let mut size = start;
+    while size >= 9.0 {
+        if width(text, size) <= room {
+            return (text.to_string(), size);
+        }
+        size -= 0.5;
+    }
+    let size = 9.5;
+    // packs pieces joined by `sep` greedily onto lines within the room
+    let pack = |pieces: Vec<&str>, sep: &str| {
+        let mut lines: Vec<String> = Vec::new();
+        for piece in pieces.into_iter().filter(|w| !w.is_empty()) {
+            match lines.last_mut() {
+                Some(line) if width(&format!("{line}{sep}{piece}"), size) <= room => {
+                    line.push_str(sep);
+                    line.push_str(piece);
+                }
+                _ => lines.push(piece.to_string()),
+            }
+        }
+        lines
+    };
+    // at the commas when each clause fits, else at any space
+    let clauses: Vec<String> = pack(text.split(", ").collect(), ", ");
+    let last = clauses.len().saturating_sub(1);
+    let clauses: Vec<String> = clauses
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| if i < last { format!("{c},") } else { c })
+        .collect();
+    let lines = if clauses.iter().all(|c| width(c, size) <= room) {
+        clauses
+    } else {
+        pack(text.split(' ').collect(), " ")
+    };
+    (lines.join("\n"), size)
 }
 
 /// Draws the overlays of a scene onto an already rendered target (headless).
@@ -454,4 +508,42 @@ pub fn draw_egui(
 ) {
     let mut pass = super::over(enc, target, "overlay").forget_lifetime();
     renderer.render(&mut pass, tris, screen);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_text;
+
+    /// A text's width at a size: 0.5 of the size a character.
+    fn width(t: &str, s: f32) -> f32 {
+        t.lines().map(|l| l.chars().count()).max().unwrap_or(0) as f32 * s * 0.5
+    }
+
+    #[test]
+    fn a_key_text_shrinks_then_breaks_within_its_room() {
+        // fits as it is
+        assert_eq!(
+            key_text("busy", 100.0, 10.5, width),
+            ("busy".to_string(), 10.5)
+        );
+        // the size the other entries need
+        assert_eq!(
+            key_text("busy", 100.0, 9.5, width),
+            ("busy".to_string(), 9.5)
+        );
+        // 20 characters: 105 pixels at 10.5, 100 at 10
+        assert_eq!(
+            key_text("busy, moving average", 100.0, 10.5, width),
+            ("busy, moving average".to_string(), 10.0)
+        );
+        // too long even at 9 points: broken at spaces, each line in its room
+        let long = "counter:PAPI.TOT_INS, moving average of 20";
+        let (text, size) = key_text(long, 133.0, 10.5, width);
+        assert_eq!(size, 9.5);
+        assert_eq!(text, "counter:PAPI.TOT_INS,\nmoving average of 20");
+        assert!(text.lines().all(|l| width(l, size) <= 133.0));
+        // a word longer than the room keeps its own line
+        let (text, _) = key_text("a verylongwordindeed b", 40.0, 10.5, width);
+        assert_eq!(text, "a\nverylongwordindeed\nb");
+    }
 }

@@ -55,7 +55,7 @@ pub fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) 
     let margins = Margins {
         right: 250.0,
         left: if p.row_kind == crate::model::RowKind::Function {
-            140.0
+            160.0
         } else {
             84.0
         },
@@ -185,10 +185,21 @@ pub fn build(d: &ProfileData, colormap: &str, q: &ProfileParams, ctx: BuildCtx) 
             .map(|r| r as usize)
             .collect()
     };
+    // a function's name is cut to what the left margin holds beside the
+    // axis title (a small image shrinks the margin): some 6.8 pixels a
+    // character at 11 points, after the tick, a gap and the title's 24
+    let name_chars = if ctx.width == 0 || ctx.height == 0 {
+        18
+    } else {
+        let left = margins
+            .fitted(ctx.width as f32, ctx.height as f32, true)
+            .left;
+        (((left - 36.0) / 6.8).floor().max(6.0) as usize).min(18)
+    };
     let label_of = |id: i64| -> String {
         match p.row_kind {
             crate::model::RowKind::Line => id.to_string(),
-            crate::model::RowKind::Function => profile::row_label(p, id as usize, 18),
+            crate::model::RowKind::Function => profile::row_label(p, id as usize, name_chars),
         }
     };
     for r in picks {
