@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 
+pub(crate) use super::event_block::EventBlock;
 use super::{
     Collectives, Communicator, CounterDef, Counters, EventTypes, Events, Format, Intervals, LocId,
     Locations, Messages, StateId, StateTable, Time, TimeUnit, Trace, TraceMeta, split_at_bounds,
@@ -491,6 +492,9 @@ pub struct TraceBuilder {
     /// copied into one growing vector.
     pub(crate) interval_chunks: Vec<IntervalBlock>,
     pub(crate) events: Vec<RawEvent>,
+    /// Events added a block at a time ([`TraceBuilder::add_event_block`]),
+    /// each in the fewest bytes; before `events` in the order of records.
+    pub(crate) event_blocks: Vec<EventBlock>,
     pub(crate) messages: Vec<RawMessage>,
     pub(crate) counters: Vec<RawCounter>,
     pub(crate) collectives: Vec<RawCollective>,
@@ -522,6 +526,7 @@ impl TraceBuilder {
             intervals: Vec::new(),
             interval_chunks: Vec::new(),
             events: Vec::new(),
+            event_blocks: Vec::new(),
             messages: Vec::new(),
             counters: Vec::new(),
             collectives: Vec::new(),
@@ -621,6 +626,30 @@ impl TraceBuilder {
     /// list when there is none yet: no copy).
     pub(crate) fn add_events(&mut self, v: Vec<RawEvent>) {
         append(&mut self.events, v);
+    }
+
+    /// Adds a block of events, in order after the blocks added before (and
+    /// before the events added one at a time or as a list).
+    pub(crate) fn add_event_block(&mut self, b: EventBlock) {
+        if b.len() > 0 {
+            self.event_blocks.push(b);
+        }
+    }
+
+    /// The location of every raw event (the global ones included).
+    pub(crate) fn raw_event_locations(&self, mut f: impl FnMut(LocId)) {
+        for b in &self.event_blocks {
+            b.each_location(&mut f);
+        }
+        self.events.iter().for_each(|e| f(e.loc));
+    }
+
+    /// Maps the type of every raw event with `f`.
+    pub(crate) fn map_raw_event_kinds(&mut self, f: impl Fn(u32) -> u32 + Sync) {
+        self.event_blocks
+            .par_iter_mut()
+            .for_each(|b| b.map_kinds(&f));
+        self.events.par_iter_mut().for_each(|e| e.kind = f(e.kind));
     }
 
     /// Adds counter samples, in order after those added before (`v` taken
@@ -753,6 +782,14 @@ impl TraceBuilder {
             .par_iter_mut()
             .filter(|r| r.loc != GLOBAL)
             .for_each(|r| f(&mut r.loc));
+        self.event_blocks.par_iter_mut().for_each(|b| {
+            b.map_locations(|mut l| {
+                if l != GLOBAL {
+                    f(&mut l);
+                }
+                l
+            })
+        });
         self.messages.par_iter_mut().for_each(|m| {
             f(&mut m.src);
             f(&mut m.dst);
@@ -970,6 +1007,9 @@ impl TraceBuilder {
     /// The events as columns by location (global last), then time,
     /// stable; and the latest time.
     fn events_by_location(&mut self, nloc: usize) -> (Events, Time) {
+        if !self.event_blocks.is_empty() {
+            return self.events_of_blocks(nloc);
+        }
         let mut ev = std::mem::take(&mut self.events);
         let key = |l: LocId| if l == GLOBAL { nloc } else { l as usize };
         ev.retain(|e| key(e.loc) <= nloc);
@@ -982,6 +1022,60 @@ impl TraceBuilder {
             } else {
                 bucket_into_three_columns(ev, nloc + 1, |e| key(e.loc), columns, |t, _| *t)
             };
+        let events = Events {
+            offsets,
+            time,
+            kind,
+            value,
+        };
+        (events, latest)
+    }
+
+    /// [`TraceBuilder::events_by_location`] of events added in blocks
+    /// (and any added one at a time after them): the blocks unpacked one at
+    /// a time, from the last, into the columns by location, each freed
+    /// once moved (the columns fill as the blocks go).
+    fn events_of_blocks(&mut self, nloc: usize) -> (Events, Time) {
+        let mut blocks = std::mem::take(&mut self.event_blocks);
+        let rest = std::mem::take(&mut self.events);
+        blocks.extend(rest.chunks(1 << 16).map(EventBlock::pack));
+        drop(rest);
+        let key = |l: LocId| if l == GLOBAL { nloc } else { l as usize };
+        // slot `s`'s count at `offsets[s + 1]`, then the sums; a location
+        // past the table's (none reads so) is counted past the slots and
+        // left out
+        let mut offsets = vec![0u64; nloc + 3];
+        for b in &blocks {
+            b.each_location(|l| offsets[key(l).min(nloc + 1) + 1] += 1);
+        }
+        offsets.pop();
+        for s in 0..=nloc {
+            offsets[s + 1] += offsets[s];
+        }
+        let columns = |e: &RawEvent| ((e.time, e.kind, e.value), e.time);
+        // the freed blocks go back to the system as the columns grow (in
+        // the reading threads' heaps, they stayed resident beside the
+        // columns: 1.6x the model of a trace that is mostly events), once
+        // a sixteenth of them, and 4 MiB, is freed
+        let total: usize = blocks.iter().map(EventBlock::row_bytes).sum();
+        let trim_at = (total / 16).max(4 << 20);
+        let batches = |put: &mut dyn FnMut(&[RawEvent]) -> Time| {
+            let (mut buf, mut latest, mut freed) = (Vec::new(), 0, 0);
+            while let Some(b) = blocks.pop() {
+                b.unpack_into(&mut buf);
+                freed += b.row_bytes();
+                drop(b);
+                buf.retain(|e| key(e.loc) <= nloc);
+                latest = latest.max(put(&buf));
+                if freed >= trim_at {
+                    crate::memory::return_freed_memory();
+                    freed = 0;
+                }
+            }
+            latest
+        };
+        let ((time, kind, value), offsets, latest) =
+            bucket_batches_into_three_columns(offsets, batches, |e| key(e.loc), columns, |t, _| *t);
         let events = Events {
             offsets,
             time,
@@ -1266,8 +1360,31 @@ where
     C: Copy + Send,
     W: Ord,
 {
-    let n = v.len();
     let offsets = offsets_of(v.iter().map(&slot), slots);
+    let batches = |put: &mut dyn FnMut(&[R]) -> Time| into_columns(v, |r, _| put(r));
+    bucket_batches_into_three_columns(offsets, batches, slot, f, within)
+}
+
+/// [`bucket_into_three_columns`] of records that `batches` hands to its
+/// argument a batch at a time, from the last batch to the first (each
+/// batch's records in their order), into slots of `offsets` rows (one
+/// entry more than slots): a batch's rows go from the back of their slots'
+/// rows down.
+fn bucket_batches_into_three_columns<R, A, B, C, W>(
+    offsets: Vec<u64>,
+    batches: impl FnOnce(&mut dyn FnMut(&[R]) -> Time) -> Time,
+    slot: impl Fn(&R) -> usize + Sync,
+    f: impl Fn(&R) -> ((A, B, C), Time) + Sync,
+    within: impl Fn(&A, &B) -> W + Sync,
+) -> (ThreeColumns<A, B, C>, Vec<u64>, Time)
+where
+    R: Sync,
+    A: Copy + Send,
+    B: Copy + Send,
+    C: Copy + Send,
+    W: Ord,
+{
+    let n = offsets.last().copied().unwrap_or(0) as usize;
     let (mut a, mut b, mut c) = (Unfilled::new(n), Unfilled::new(n), Unfilled::new(n));
     let latest = {
         // the slots in runs of about equal records, a run a thread: each
@@ -1296,7 +1413,7 @@ where
             })
             .collect();
         let (slot, f) = (&slot, &f);
-        into_columns(v, |r, _| {
+        batches(&mut |r: &[R]| {
             moves
                 .par_iter_mut()
                 .map(|m| {
@@ -2362,6 +2479,92 @@ mod tests {
             assert_eq!(
                 c.offsets,
                 offsets_of(want.iter().map(|c| c.loc as usize), nloc)
+            );
+        }
+    }
+
+    /// Events handed over in blocks (with some added one at a time after
+    /// them) come out as a stable sort by location (global last) and time
+    /// gives them, as those added as a list do: at any number of threads,
+    /// locations past the table's left out.
+    #[test]
+    fn events_in_blocks_come_by_location_and_time_as_a_stable_sort_gives() {
+        let mut rng = crate::test_rng::XorShift(0xE7E7_B10C);
+        for round in 0..36 {
+            let nloc = [3, 70, 70_000][round % 3];
+            let n = rng.below(6000) as usize;
+            let in_time = round % 4 != 3;
+            let recs: Vec<RawEvent> = (0..n)
+                .map(|i| RawEvent {
+                    time: if in_time {
+                        1_000_000 + i as Time / 3
+                    } else {
+                        rng.below(40)
+                    },
+                    // a few global ones and a few beyond the table
+                    loc: match rng.below(20) {
+                        0 => GLOBAL,
+                        1 => nloc as LocId + rng.below(3) as LocId,
+                        _ => rng.below(nloc as u64) as LocId,
+                    },
+                    kind: 42_000_050 + rng.below(9) as u32,
+                    value: rng.below(1 << 40) as i64 - (1 << 39),
+                })
+                .collect();
+            let key = |l: LocId| if l == GLOBAL { nloc } else { l as usize };
+            let mut want: Vec<RawEvent> = recs
+                .iter()
+                .copied()
+                .filter(|e| key(e.loc) <= nloc)
+                .collect();
+            want.sort_by_key(|e| (key(e.loc), e.time));
+            let threads = [1, 3, 16][round % 3];
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut build = |blocks: bool| {
+                let mut b =
+                    TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
+                for l in 0..nloc {
+                    b.locations
+                        .add(format!("l{l}"), LocationKind::Thread, None, l as i64);
+                }
+                if blocks {
+                    // blocks of random lengths, the last few one at a time
+                    let tail = n.saturating_sub(5);
+                    let mut at = 0;
+                    while at < tail {
+                        let len = (1 + rng.below(900) as usize).min(tail - at);
+                        b.add_event_block(EventBlock::pack(&recs[at..at + len]));
+                        at += len;
+                    }
+                    for e in &recs[tail..] {
+                        b.event(e.loc, e.time, e.kind, e.value);
+                    }
+                } else {
+                    b.add_events(recs.clone());
+                }
+                pool.install(|| b.finish(BuildOptions::default())).unwrap()
+            };
+            let (from_blocks, from_list) = (build(true), build(false));
+            let ev = &from_blocks.events;
+            let got: Vec<(Time, u32, i64)> = (0..ev.time.len())
+                .map(|i| (ev.time[i], ev.kind[i], ev.value[i]))
+                .collect();
+            let wanted: Vec<(Time, u32, i64)> =
+                want.iter().map(|e| (e.time, e.kind, e.value)).collect();
+            assert_eq!(got, wanted, "round {round}");
+            assert_eq!(
+                ev.offsets,
+                offsets_of(want.iter().map(|e| key(e.loc)), nloc + 1),
+                "round {round}"
+            );
+            let other = &from_list.events;
+            assert_eq!(
+                (&ev.offsets, &ev.time, &ev.kind, &ev.value),
+                (&other.offsets, &other.time, &other.kind, &other.value),
+                "round {round}"
             );
         }
     }

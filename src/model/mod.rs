@@ -14,6 +14,7 @@
 //! repairs the raw records of a reader.
 
 pub(crate) mod builder;
+mod event_block;
 mod events;
 mod heap;
 mod intervals;

@@ -1,0 +1,315 @@
+//! Events as a reader hands them over a block of records at a time, each
+//! column in the fewest bytes its values need ([`EventBlock`]).
+//!
+//! A raw event takes 24 bytes and its row in the model 20; a trace that is
+//! mostly events (Extrae's hardware counters are events) held its raw
+//! events, the model's size, beside the reading. In a block, times differ
+//! from the block's first by less than 2^32 ns, the locations and the few
+//! event types fit a byte or two, and values a few bytes from the block's
+//! least: some 10 bytes an event.
+
+use super::builder::RawEvent;
+use super::{LocId, Time};
+
+/// A column of unsigned values in the narrowest of 1, 2, 4 or 8 bytes that
+/// holds its largest.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Narrow {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+}
+
+impl Narrow {
+    /// `values`, none above `max`, in the width `max` needs.
+    fn of(max: u64, values: impl Iterator<Item = u64>) -> Narrow {
+        if max <= u64::from(u8::MAX) {
+            Narrow::U8(values.map(|v| v as u8).collect())
+        } else if max <= u64::from(u16::MAX) {
+            Narrow::U16(values.map(|v| v as u16).collect())
+        } else if max <= u64::from(u32::MAX) {
+            Narrow::U32(values.map(|v| v as u32).collect())
+        } else {
+            Narrow::U64(values.collect())
+        }
+    }
+
+    /// Calls `f` with each row and its value, in order.
+    #[inline]
+    fn each(&self, mut f: impl FnMut(usize, u64)) {
+        match self {
+            Narrow::U8(v) => v.iter().enumerate().for_each(|(i, &x)| f(i, u64::from(x))),
+            Narrow::U16(v) => v.iter().enumerate().for_each(|(i, &x)| f(i, u64::from(x))),
+            Narrow::U32(v) => v.iter().enumerate().for_each(|(i, &x)| f(i, u64::from(x))),
+            Narrow::U64(v) => v.iter().enumerate().for_each(|(i, &x)| f(i, x)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Narrow::U8(v) => v.len(),
+            Narrow::U16(v) => v.len(),
+            Narrow::U32(v) => v.len(),
+            Narrow::U64(v) => v.len(),
+        }
+    }
+
+    /// Bytes a row.
+    fn width(&self) -> usize {
+        match self {
+            Narrow::U8(_) => 1,
+            Narrow::U16(_) => 2,
+            Narrow::U32(_) => 4,
+            Narrow::U64(_) => 8,
+        }
+    }
+
+    /// The column with each value `f` of it, in the width the results need.
+    fn mapped(&self, f: impl Fn(u64) -> u64) -> Narrow {
+        let mut max = 0;
+        self.each(|_, v| max = max.max(f(v)));
+        let mut out = Vec::with_capacity(self.len());
+        self.each(|_, v| out.push(f(v)));
+        Narrow::of(max, out.into_iter())
+    }
+}
+
+/// The events of one block of records, in their order, as columns: times
+/// from the block's earliest, locations, indices into the block's event
+/// types, and values from the block's least, each [`Narrow`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EventBlock {
+    time_base: Time,
+    time: Narrow,
+    loc: Narrow,
+    /// The block's event types, in the order first met.
+    kinds: Vec<u32>,
+    kind: Narrow,
+    value_base: i64,
+    value: Narrow,
+}
+
+/// Event types looked up by a scan while a block has at most this many
+/// (a map beyond).
+const SCANNED_KINDS: usize = 32;
+
+impl EventBlock {
+    /// The block of `ev`.
+    pub(crate) fn pack(ev: &[RawEvent]) -> EventBlock {
+        let (mut t0, mut t1) = (Time::MAX, 0);
+        let (mut v0, mut v1) = (i64::MAX, i64::MIN);
+        let mut loc_max = 0;
+        for e in ev {
+            t0 = t0.min(e.time);
+            t1 = t1.max(e.time);
+            v0 = v0.min(e.value);
+            v1 = v1.max(e.value);
+            loc_max = loc_max.max(e.loc);
+        }
+        if ev.is_empty() {
+            (t0, v0, v1) = (0, 0, 0);
+        }
+        // the event types: a scan of the few met so far, the last one hit
+        // first (a block's events mostly come in runs of types)
+        let mut kinds: Vec<u32> = Vec::new();
+        let mut index: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+        let mut last = 0usize;
+        let mut idx: Vec<u32> = Vec::with_capacity(ev.len());
+        for e in ev {
+            let i = if kinds.get(last) == Some(&e.kind) {
+                last
+            } else if kinds.len() <= SCANNED_KINDS {
+                match kinds.iter().position(|&k| k == e.kind) {
+                    Some(i) => i,
+                    None => {
+                        kinds.push(e.kind);
+                        if kinds.len() > SCANNED_KINDS {
+                            index = kinds
+                                .iter()
+                                .enumerate()
+                                .map(|(i, &k)| (k, i as u32))
+                                .collect();
+                        }
+                        kinds.len() - 1
+                    }
+                }
+            } else {
+                let next = kinds.len() as u32;
+                let i = *index.entry(e.kind).or_insert(next);
+                if i == next {
+                    kinds.push(e.kind);
+                }
+                i as usize
+            };
+            last = i;
+            idx.push(i as u32);
+        }
+        let kind = Narrow::of(
+            kinds.len().saturating_sub(1) as u64,
+            idx.into_iter().map(u64::from),
+        );
+        EventBlock {
+            time_base: t0,
+            time: Narrow::of(t1 - t0, ev.iter().map(|e| e.time - t0)),
+            loc: Narrow::of(u64::from(loc_max), ev.iter().map(|e| u64::from(e.loc))),
+            kinds,
+            kind,
+            value_base: v0,
+            value: Narrow::of(
+                v1.wrapping_sub(v0) as u64,
+                ev.iter().map(|e| e.value.wrapping_sub(v0) as u64),
+            ),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.time.len()
+    }
+
+    /// Bytes the block's rows take.
+    pub(crate) fn row_bytes(&self) -> usize {
+        self.len() * (self.time.width() + self.loc.width() + self.kind.width() + self.value.width())
+    }
+
+    /// Calls `f` with each event's location, in order.
+    pub(crate) fn each_location(&self, mut f: impl FnMut(LocId)) {
+        self.loc.each(|_, l| f(l as LocId));
+    }
+
+    /// The events, in order, into `out` (emptied first).
+    pub(crate) fn unpack_into(&self, out: &mut Vec<RawEvent>) {
+        out.clear();
+        out.resize(
+            self.len(),
+            RawEvent {
+                time: 0,
+                loc: 0,
+                kind: 0,
+                value: 0,
+            },
+        );
+        let t0 = self.time_base;
+        self.time.each(|i, t| out[i].time = t0 + t);
+        self.loc.each(|i, l| out[i].loc = l as LocId);
+        let kinds = &self.kinds;
+        self.kind.each(|i, k| out[i].kind = kinds[k as usize]);
+        let v0 = self.value_base;
+        self.value
+            .each(|i, v| out[i].value = v0.wrapping_add(v as i64));
+    }
+
+    /// Each event's location `f` of it.
+    pub(crate) fn map_locations(&mut self, f: impl Fn(LocId) -> LocId) {
+        self.loc = self.loc.mapped(|l| u64::from(f(l as LocId)));
+    }
+
+    /// Each event's type `f` of it.
+    pub(crate) fn map_kinds(&mut self, f: impl Fn(u32) -> u32) {
+        for k in &mut self.kinds {
+            *k = f(*k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::builder::GLOBAL;
+
+    fn ev(time: Time, loc: LocId, kind: u32, value: i64) -> RawEvent {
+        RawEvent {
+            time,
+            loc,
+            kind,
+            value,
+        }
+    }
+
+    fn unpacked(b: &EventBlock) -> Vec<(Time, LocId, u32, i64)> {
+        let mut out = Vec::new();
+        b.unpack_into(&mut out);
+        out.iter()
+            .map(|e| (e.time, e.loc, e.kind, e.value))
+            .collect()
+    }
+
+    fn plain(ev: &[RawEvent]) -> Vec<(Time, LocId, u32, i64)> {
+        ev.iter()
+            .map(|e| (e.time, e.loc, e.kind, e.value))
+            .collect()
+    }
+
+    #[test]
+    fn a_block_gives_back_its_events_in_the_fewest_bytes() {
+        // Extrae's counters: close times, few locations and types, small
+        // values: 1 + 1 + 1 + 4 bytes, from 24
+        let v: Vec<RawEvent> = (0..1000u64)
+            .map(|i| {
+                ev(
+                    5_000_000_000 + i * 7,
+                    (i % 64) as u32,
+                    42_000_050 + (i % 8) as u32,
+                    (i * 977) as i64,
+                )
+            })
+            .collect();
+        let b = EventBlock::pack(&v);
+        assert_eq!(unpacked(&b), plain(&v));
+        assert_eq!(b.row_bytes(), 1000 * (2 + 1 + 1 + 4));
+        // every width at its limits: the whole range of times and values,
+        // the global location, many types (past the scan, to the map)
+        let mut rng = crate::test_rng::XorShift(7);
+        let v: Vec<RawEvent> = (0..5000)
+            .map(|i| {
+                let t = match i % 3 {
+                    0 => 0,
+                    1 => u64::MAX,
+                    _ => rng.below(1 << 40),
+                };
+                let value = match i % 4 {
+                    0 => i64::MIN,
+                    1 => i64::MAX,
+                    2 => -1,
+                    _ => rng.below(1000) as i64,
+                };
+                let loc = if i % 7 == 0 {
+                    GLOBAL
+                } else {
+                    rng.below(300) as u32
+                };
+                ev(t, loc, rng.below(1000) as u32 * 977, value)
+            })
+            .collect();
+        let b = EventBlock::pack(&v);
+        assert_eq!(unpacked(&b), plain(&v));
+        assert_eq!(b.row_bytes(), 5000 * (8 + 4 + 2 + 8));
+        // none, and one
+        assert_eq!(unpacked(&EventBlock::pack(&[])), vec![]);
+        let one = [ev(3, 1, 2, -5)];
+        assert_eq!(unpacked(&EventBlock::pack(&one)), plain(&one));
+    }
+
+    #[test]
+    fn locations_and_types_mapped_widen_the_column_as_needed() {
+        let v: Vec<RawEvent> = (0..300u64)
+            .map(|i| ev(i, (i % 3) as u32, (i % 40) as u32, 1))
+            .collect();
+        let mut b = EventBlock::pack(&v);
+        assert_eq!(b.loc.width(), 1);
+        b.map_locations(|l| if l == 2 { 70_000 } else { l + 1 });
+        b.map_kinds(|k| k * 10 + 3);
+        assert_eq!(b.loc.width(), 4);
+        let want: Vec<(Time, LocId, u32, i64)> = v
+            .iter()
+            .map(|e| {
+                let loc = if e.loc == 2 { 70_000 } else { e.loc + 1 };
+                (e.time, loc, e.kind * 10 + 3, 1)
+            })
+            .collect();
+        assert_eq!(unpacked(&b), want);
+        let mut locs = Vec::new();
+        b.each_location(|l| locs.push(l));
+        assert_eq!(locs, want.iter().map(|w| w.1).collect::<Vec<_>>());
+    }
+}
