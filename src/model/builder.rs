@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 
-pub(crate) use super::event_block::EventBlock;
+pub(crate) use super::event_block::{CounterBlock, EventBlock, Staged};
 use super::{
     Collectives, Communicator, CounterDef, Counters, EventTypes, Events, Format, Intervals, LocId,
     Locations, Messages, StateId, StateTable, Time, TimeUnit, Trace, TraceMeta, split_at_bounds,
@@ -497,6 +497,10 @@ pub struct TraceBuilder {
     pub(crate) event_blocks: Vec<EventBlock>,
     pub(crate) messages: Vec<RawMessage>,
     pub(crate) counters: Vec<RawCounter>,
+    /// Counter samples added a block at a time
+    /// ([`TraceBuilder::add_counter_block`]); before `counters` in the
+    /// order of records.
+    pub(crate) counter_blocks: Vec<CounterBlock>,
     pub(crate) collectives: Vec<RawCollective>,
     pub(crate) ignored: Vec<(String, u64)>,
     pub diagnostics: Diagnostics,
@@ -529,6 +533,7 @@ impl TraceBuilder {
             event_blocks: Vec::new(),
             messages: Vec::new(),
             counters: Vec::new(),
+            counter_blocks: Vec::new(),
             collectives: Vec::new(),
             ignored: Vec::new(),
             diagnostics: Diagnostics::new(strict),
@@ -624,6 +629,7 @@ impl TraceBuilder {
 
     /// Adds events, in order after those added before (`v` taken as the
     /// list when there is none yet: no copy).
+    #[cfg(test)]
     pub(crate) fn add_events(&mut self, v: Vec<RawEvent>) {
         append(&mut self.events, v);
     }
@@ -633,6 +639,14 @@ impl TraceBuilder {
     pub(crate) fn add_event_block(&mut self, b: EventBlock) {
         if b.len() > 0 {
             self.event_blocks.push(b);
+        }
+    }
+
+    /// Adds a block of counter samples, in order after the blocks added
+    /// before (and before the samples added one at a time or as a list).
+    pub(crate) fn add_counter_block(&mut self, b: CounterBlock) {
+        if b.len() > 0 {
+            self.counter_blocks.push(b);
         }
     }
 
@@ -654,6 +668,7 @@ impl TraceBuilder {
 
     /// Adds counter samples, in order after those added before (`v` taken
     /// as the list when there is none yet: no copy).
+    #[cfg(test)]
     pub(crate) fn add_counters(&mut self, v: Vec<RawCounter>) {
         append(&mut self.counters, v);
     }
@@ -795,6 +810,12 @@ impl TraceBuilder {
             f(&mut m.dst);
         });
         self.counters.par_iter_mut().for_each(|c| f(&mut c.loc));
+        self.counter_blocks.par_iter_mut().for_each(|b| {
+            b.map_locations(|mut l| {
+                f(&mut l);
+                l
+            })
+        });
         self.collectives.par_iter_mut().for_each(|c| f(&mut c.loc));
     }
 
@@ -1053,26 +1074,14 @@ impl TraceBuilder {
             offsets[s + 1] += offsets[s];
         }
         let columns = |e: &RawEvent| ((e.time, e.kind, e.value), e.time);
-        // the freed blocks go back to the system as the columns grow (in
-        // the reading threads' heaps, they stayed resident beside the
-        // columns: 1.6x the model of a trace that is mostly events), once
-        // a sixteenth of them, and 4 MiB, is freed
-        let total: usize = blocks.iter().map(EventBlock::row_bytes).sum();
-        let trim_at = (total / 16).max(4 << 20);
         let batches = |put: &mut dyn FnMut(&[RawEvent]) -> Time| {
-            let (mut buf, mut latest, mut freed) = (Vec::new(), 0, 0);
-            while let Some(b) = blocks.pop() {
-                b.unpack_into(&mut buf);
-                freed += b.row_bytes();
-                drop(b);
-                buf.retain(|e| key(e.loc) <= nloc);
-                latest = latest.max(put(&buf));
-                if freed >= trim_at {
-                    crate::memory::return_freed_memory();
-                    freed = 0;
-                }
-            }
-            latest
+            drain_blocks(
+                blocks,
+                EventBlock::row_bytes,
+                |b, out| b.unpack_into(out),
+                |e| key(e.loc) <= nloc,
+                put,
+            )
         };
         let ((time, kind, value), offsets, latest) =
             bucket_batches_into_three_columns(offsets, batches, |e| key(e.loc), columns, |t, _| *t);
@@ -1144,6 +1153,9 @@ impl TraceBuilder {
     /// The counter samples as columns by location, counter and time,
     /// stable; and the latest time.
     fn counters_by_location(&mut self, nloc: usize) -> (Counters, Time) {
+        if !self.counter_blocks.is_empty() {
+            return self.counters_of_blocks(nloc);
+        }
         // counters: by location, counter, time, stable; a location beyond
         // the trace's is left out
         let mut cs = std::mem::take(&mut self.counters);
@@ -1164,22 +1176,16 @@ impl TraceBuilder {
                 // each slot has a page of each column partly written while
                 // the records move (512 slots: 6 MiB)
                 let kinds = cs.iter().map(|c| c.counter as usize + 1).max().unwrap_or(1);
-                let page = 3 * 4096;
                 // (weighed only where there are several counters)
-                let sorting = || {
-                    let largest = offsets_of(cs.iter().map(|c| c.loc as usize), nloc)
+                let largest = || {
+                    offsets_of(cs.iter().map(|c| c.loc as usize), nloc)
                         .windows(2)
                         .map(|w| (w[1] - w[0]) as usize)
                         .max()
-                        .unwrap_or(0);
-                    nloc.saturating_mul(page).saturating_add(
-                        (rayon::current_num_threads().clamp(1, nloc.max(1)))
-                            .saturating_mul(largest)
-                            .saturating_mul(6 + std::mem::size_of::<Time>()),
-                    )
+                        .unwrap_or(0)
                 };
-                match nloc.checked_mul(kinds) {
-                    Some(fine) if kinds > 1 && fine.saturating_mul(page) < sorting() => {
+                match fine_counter_slots(nloc, kinds, largest) {
+                    Some(fine) => {
                         let (c, fine_offsets, latest) = bucket_into_three_columns(
                             cs,
                             fine,
@@ -1208,6 +1214,142 @@ impl TraceBuilder {
         };
         (counters, latest)
     }
+
+    /// [`TraceBuilder::counters_by_location`] of samples added in blocks
+    /// (and any added one at a time after them), as
+    /// [`TraceBuilder::events_of_blocks`] builds the events.
+    fn counters_of_blocks(&mut self, nloc: usize) -> (Counters, Time) {
+        let mut blocks = std::mem::take(&mut self.counter_blocks);
+        let rest = std::mem::take(&mut self.counters);
+        blocks.extend(rest.chunks(1 << 16).map(CounterBlock::pack));
+        drop(rest);
+        // the samples of each location (those past the table's counted
+        // past it), and the counters
+        let mut per_loc = vec![0u64; nloc + 1];
+        let mut kinds = 1;
+        for b in &blocks {
+            b.each_location_counter(|l, c| {
+                let l = (l as usize).min(nloc);
+                per_loc[l] += 1;
+                if l < nloc {
+                    kinds = kinds.max(c as usize + 1);
+                }
+            });
+        }
+        per_loc.pop();
+        let largest = || per_loc.iter().copied().max().unwrap_or(0) as usize;
+        let fine = fine_counter_slots(nloc, kinds, largest);
+        let offsets = match fine {
+            Some(fine) => {
+                let mut offsets = vec![0u64; fine + 1];
+                for b in &blocks {
+                    b.each_location_counter(|l, c| {
+                        if (l as usize) < nloc {
+                            offsets[l as usize * kinds + c as usize + 1] += 1;
+                        }
+                    });
+                }
+                for s in 0..fine {
+                    offsets[s + 1] += offsets[s];
+                }
+                offsets
+            }
+            None => {
+                let mut offsets = vec![0u64; nloc + 1];
+                for l in 0..nloc {
+                    offsets[l + 1] = offsets[l] + per_loc[l];
+                }
+                offsets
+            }
+        };
+        drop(per_loc);
+        let columns = |c: &RawCounter| ((c.counter, c.time, c.value), c.time);
+        let batches = |put: &mut dyn FnMut(&[RawCounter]) -> Time| {
+            let mut buf = Vec::new();
+            drain_blocks(
+                blocks,
+                CounterBlock::row_bytes,
+                |b, out| b.unpack_into(out, &mut buf),
+                |c| (c.loc as usize) < nloc,
+                put,
+            )
+        };
+        let slot = |c: &RawCounter| match fine {
+            Some(_) => c.loc as usize * kinds + c.counter as usize,
+            None => c.loc as usize,
+        };
+        let ((counter, time, value), offsets, latest) =
+            bucket_batches_into_three_columns(offsets, batches, slot, columns, |k, t| (*k, *t));
+        let offsets = match fine {
+            Some(_) => offsets.iter().copied().step_by(kinds).collect(),
+            None => offsets,
+        };
+        let counters = Counters {
+            defs: std::mem::take(&mut self.counter_defs),
+            offsets,
+            counter,
+            time,
+            value,
+        };
+        (counters, latest)
+    }
+}
+
+/// The slots of (location, counter) (their number) where bucketing the
+/// samples by them takes less room than by location and sorting each
+/// location's (`largest`: the most samples of a location); `None` where
+/// not, or with one counter.
+///
+/// By location and counter, each slot's samples come in time order, and a
+/// location's counters interleaved in the file need no sort after the
+/// move (sorted, a location's order is sorted, 6 bytes a row with the
+/// sort's buffer, and each column put in it through a copy, on each
+/// thread); but each slot has a page of each column partly written while
+/// the records move (512 slots: 6 MiB).
+fn fine_counter_slots(nloc: usize, kinds: usize, largest: impl FnOnce() -> usize) -> Option<usize> {
+    let page = 3 * 4096;
+    let fine = nloc.checked_mul(kinds)?;
+    if kinds < 2 {
+        return None;
+    }
+    let sorting = nloc.saturating_mul(page).saturating_add(
+        (rayon::current_num_threads().clamp(1, nloc.max(1)))
+            .saturating_mul(largest())
+            .saturating_mul(6 + std::mem::size_of::<Time>()),
+    );
+    (fine.saturating_mul(page) < sorting).then_some(fine)
+}
+
+/// Hands the records of `blocks` to `put` a block at a time, from the last
+/// block to the first, each unpacked (`unpack`) and freed before its
+/// records (those `keep` keeps) are put; the latest time `put` returns.
+/// The freed blocks go back to the system as the columns grow (in the
+/// reading threads' heaps, they stayed resident beside the columns: 1.6x
+/// the model of a trace that is mostly events), each time a sixteenth of
+/// them (at least 4 MiB) is freed: some sixteen trims, 13 ms each at 16
+/// threads.
+fn drain_blocks<B, R>(
+    mut blocks: Vec<B>,
+    bytes: impl Fn(&B) -> usize,
+    mut unpack: impl FnMut(&B, &mut Vec<R>),
+    keep: impl Fn(&R) -> bool,
+    put: &mut dyn FnMut(&[R]) -> Time,
+) -> Time {
+    let total: usize = blocks.iter().map(&bytes).sum();
+    let trim_at = (total / 16).max(4 << 20);
+    let (mut buf, mut latest, mut freed) = (Vec::new(), 0, 0);
+    while let Some(b) = blocks.pop() {
+        unpack(&b, &mut buf);
+        freed += bytes(&b);
+        drop(b);
+        buf.retain(&keep);
+        latest = latest.max(put(&buf));
+        if freed >= trim_at {
+            crate::memory::return_freed_memory();
+            freed = 0;
+        }
+    }
+    latest
 }
 
 /// `v` after the records of `list`: taken as the list when that is empty
@@ -2565,6 +2707,88 @@ mod tests {
                 (&ev.offsets, &ev.time, &ev.kind, &ev.value),
                 (&other.offsets, &other.time, &other.kind, &other.value),
                 "round {round}"
+            );
+        }
+    }
+
+    /// Counter samples handed over in blocks give the columns those added
+    /// as a list give: whole and fractional values, several counters or
+    /// one, few locations or many (the two ways of bucketing), in time or
+    /// not, at any number of threads.
+    #[test]
+    fn counters_in_blocks_give_the_columns_of_a_list() {
+        let mut rng = crate::test_rng::XorShift(0xC0B1_0C55);
+        for round in 0..36 {
+            // (two locations of many samples are bucketed by location
+            // and counter, the others by location)
+            let nloc = [2, 70, 20_000][round % 3];
+            let kinds = 1 + rng.below(8) as u32;
+            let n = if nloc == 2 {
+                20_000 + rng.below(20_000) as usize
+            } else {
+                rng.below(8000) as usize
+            };
+            let in_time = round % 4 != 3;
+            let whole = round % 5 != 2;
+            let recs: Vec<RawCounter> = (0..n)
+                .map(|i| RawCounter {
+                    time: if in_time {
+                        7_000_000 + i as Time / 5
+                    } else {
+                        rng.below(50)
+                    },
+                    value: if whole {
+                        rng.below(1 << 33) as f64 - 1e9
+                    } else {
+                        [f64::NAN, -0.0, 0.5, 1e300, -3.25][i % 5]
+                    },
+                    loc: rng.below(nloc as u64 + 1) as LocId,
+                    counter: rng.below(kinds as u64) as u32,
+                })
+                .collect();
+            let threads = [1, 3, 16][round % 3];
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut build = |blocks: bool| {
+                let mut b =
+                    TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
+                for l in 0..nloc {
+                    b.locations
+                        .add(format!("l{l}"), LocationKind::Thread, None, l as i64);
+                }
+                for k in 0..kinds {
+                    b.counter_def(&format!("c{k}"), "");
+                }
+                if blocks {
+                    let tail = n.saturating_sub(3);
+                    let mut at = 0;
+                    while at < tail {
+                        let len = (1 + rng.below(1500) as usize).min(tail - at);
+                        b.add_counter_block(CounterBlock::pack(&recs[at..at + len]));
+                        at += len;
+                    }
+                    for c in &recs[tail..] {
+                        b.counter(c.loc, c.counter, c.time, c.value);
+                    }
+                } else {
+                    b.add_counters(recs.clone());
+                }
+                pool.install(|| b.finish(BuildOptions::default())).unwrap()
+            };
+            let (a, b) = (build(true), build(false));
+            let (a, b) = (&a.counters, &b.counters);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(a.offsets, b.offsets, "round {round}");
+            assert_eq!(
+                (&a.counter, &a.time, bits(&a.value)),
+                (&b.counter, &b.time, bits(&b.value)),
+                "round {round}"
+            );
+            assert_eq!(
+                a.time.len(),
+                recs.iter().filter(|c| (c.loc as usize) < nloc).count()
             );
         }
     }

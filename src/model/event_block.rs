@@ -1,5 +1,6 @@
-//! Events as a reader hands them over a block of records at a time, each
-//! column in the fewest bytes its values need ([`EventBlock`]).
+//! Events and counter samples as a reader hands them over a block of
+//! records at a time, each column in the fewest bytes its values need
+//! ([`EventBlock`], [`CounterBlock`]).
 //!
 //! A raw event takes 24 bytes and its row in the model 20; a trace that is
 //! mostly events (Extrae's hardware counters are events) held its raw
@@ -8,7 +9,7 @@
 //! event types fit a byte or two, and values a few bytes from the block's
 //! least: some 10 bytes an event.
 
-use super::builder::RawEvent;
+use super::builder::{RawCounter, RawEvent};
 use super::{LocId, Time};
 
 /// A column of unsigned values in the narrowest of 1, 2, 4 or 8 bytes that
@@ -97,17 +98,30 @@ const SCANNED_KINDS: usize = 32;
 impl EventBlock {
     /// The block of `ev`.
     pub(crate) fn pack(ev: &[RawEvent]) -> EventBlock {
+        EventBlock::pack_with(ev.len(), |i| {
+            let e = &ev[i];
+            (e.time, e.loc, e.kind, e.value)
+        })
+    }
+
+    /// The block of `n` events, the `i`th's time, location, type and value
+    /// `row(i)` (called a few times a row).
+    pub(crate) fn pack_with(
+        n: usize,
+        row: impl Fn(usize) -> (Time, LocId, u32, i64),
+    ) -> EventBlock {
         let (mut t0, mut t1) = (Time::MAX, 0);
         let (mut v0, mut v1) = (i64::MAX, i64::MIN);
         let mut loc_max = 0;
-        for e in ev {
-            t0 = t0.min(e.time);
-            t1 = t1.max(e.time);
-            v0 = v0.min(e.value);
-            v1 = v1.max(e.value);
-            loc_max = loc_max.max(e.loc);
+        for i in 0..n {
+            let (t, l, _, v) = row(i);
+            t0 = t0.min(t);
+            t1 = t1.max(t);
+            v0 = v0.min(v);
+            v1 = v1.max(v);
+            loc_max = loc_max.max(l);
         }
-        if ev.is_empty() {
+        if n == 0 {
             (t0, v0, v1) = (0, 0, 0);
         }
         // the event types: a scan of the few met so far, the last one hit
@@ -115,15 +129,16 @@ impl EventBlock {
         let mut kinds: Vec<u32> = Vec::new();
         let mut index: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
         let mut last = 0usize;
-        let mut idx: Vec<u32> = Vec::with_capacity(ev.len());
-        for e in ev {
-            let i = if kinds.get(last) == Some(&e.kind) {
+        let mut idx: Vec<u32> = Vec::with_capacity(n);
+        for r in 0..n {
+            let kind = row(r).2;
+            let i = if kinds.get(last) == Some(&kind) {
                 last
             } else if kinds.len() <= SCANNED_KINDS {
-                match kinds.iter().position(|&k| k == e.kind) {
+                match kinds.iter().position(|&k| k == kind) {
                     Some(i) => i,
                     None => {
-                        kinds.push(e.kind);
+                        kinds.push(kind);
                         if kinds.len() > SCANNED_KINDS {
                             index = kinds
                                 .iter()
@@ -136,9 +151,9 @@ impl EventBlock {
                 }
             } else {
                 let next = kinds.len() as u32;
-                let i = *index.entry(e.kind).or_insert(next);
+                let i = *index.entry(kind).or_insert(next);
                 if i == next {
-                    kinds.push(e.kind);
+                    kinds.push(kind);
                 }
                 i as usize
             };
@@ -151,16 +166,32 @@ impl EventBlock {
         );
         EventBlock {
             time_base: t0,
-            time: Narrow::of(t1 - t0, ev.iter().map(|e| e.time - t0)),
-            loc: Narrow::of(u64::from(loc_max), ev.iter().map(|e| u64::from(e.loc))),
+            time: Narrow::of(t1 - t0, (0..n).map(|i| row(i).0 - t0)),
+            loc: Narrow::of(u64::from(loc_max), (0..n).map(|i| u64::from(row(i).1))),
             kinds,
             kind,
             value_base: v0,
             value: Narrow::of(
                 v1.wrapping_sub(v0) as u64,
-                ev.iter().map(|e| e.value.wrapping_sub(v0) as u64),
+                (0..n).map(|i| row(i).3.wrapping_sub(v0) as u64),
             ),
         }
+    }
+
+    /// Each event's time `f` of it, `f` never decreasing (the block's
+    /// earliest stays its earliest).
+    pub(crate) fn map_times(&mut self, f: impl Fn(Time) -> Time) {
+        let (t0, base) = (self.time_base, f(self.time_base));
+        self.time = self.time.mapped(|d| f(t0 + d) - base);
+        self.time_base = base;
+    }
+
+    /// Calls `f` with each event's location and type, in order.
+    pub(crate) fn each_location_kind(&self, mut f: impl FnMut(LocId, u32)) {
+        let mut locs: Vec<LocId> = Vec::with_capacity(self.len());
+        self.loc.each(|_, l| locs.push(l as LocId));
+        let kinds = &self.kinds;
+        self.kind.each(|i, k| f(locs[i], kinds[k as usize]));
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -209,6 +240,153 @@ impl EventBlock {
         for k in &mut self.kinds {
             *k = f(*k);
         }
+    }
+}
+
+/// The counter samples of one block of records, in their order: an
+/// [`EventBlock`] whose types are the counters and whose values are the
+/// samples' where each is a whole number (within 2^53 of 0, not -0), else
+/// their bits.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CounterBlock {
+    rows: EventBlock,
+    /// The values are `f64` bits.
+    floats: bool,
+}
+
+impl CounterBlock {
+    /// The block of `v`.
+    pub(crate) fn pack(v: &[RawCounter]) -> CounterBlock {
+        CounterBlock::pack_with(v.len(), |i| {
+            let c = &v[i];
+            (c.time, c.loc, c.counter, c.value)
+        })
+    }
+
+    /// The block of `n` samples, the `i`th's time, location, counter and
+    /// value `row(i)` (called a few times a row).
+    pub(crate) fn pack_with(
+        n: usize,
+        row: impl Fn(usize) -> (Time, LocId, u32, f64),
+    ) -> CounterBlock {
+        const WHOLE: f64 = (1u64 << 53) as f64;
+        let floats = !(0..n).all(|i| {
+            let v = row(i).3;
+            v.fract() == 0.0 && v.abs() <= WHOLE && !(v == 0.0 && v.is_sign_negative())
+        });
+        let rows = EventBlock::pack_with(n, |i| {
+            let (t, l, c, v) = row(i);
+            (t, l, c, if floats { v.to_bits() as i64 } else { v as i64 })
+        });
+        CounterBlock { rows, floats }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Bytes the block's rows take.
+    pub(crate) fn row_bytes(&self) -> usize {
+        self.rows.row_bytes()
+    }
+
+    /// Calls `f` with each sample's location and counter, in order.
+    pub(crate) fn each_location_counter(&self, f: impl FnMut(LocId, u32)) {
+        self.rows.each_location_kind(f);
+    }
+
+    /// The samples, in order, into `out` (emptied first).
+    pub(crate) fn unpack_into(&self, out: &mut Vec<RawCounter>, buf: &mut Vec<RawEvent>) {
+        self.rows.unpack_into(buf);
+        out.clear();
+        let floats = self.floats;
+        out.extend(buf.iter().map(|e| RawCounter {
+            time: e.time,
+            value: if floats {
+                f64::from_bits(e.value as u64)
+            } else {
+                e.value as f64
+            },
+            loc: e.loc,
+            counter: e.kind,
+        }));
+    }
+
+    /// Each sample's location `f` of it.
+    pub(crate) fn map_locations(&mut self, f: impl Fn(LocId) -> LocId) {
+        self.rows.map_locations(f);
+    }
+
+    /// Each sample's counter `f` of it.
+    pub(crate) fn map_counters(&mut self, f: impl Fn(u32) -> u32) {
+        self.rows.map_kinds(f);
+    }
+
+    /// Each sample's time `f` of it, `f` never decreasing.
+    pub(crate) fn map_times(&mut self, f: impl Fn(Time) -> Time) {
+        self.rows.map_times(f);
+    }
+}
+
+/// Records gathered into blocks as they come: a block is packed (`pack`)
+/// each time `BLOCK` records are staged.
+#[derive(Debug)]
+pub(crate) struct Staged<T, B> {
+    staging: Vec<T>,
+    blocks: Vec<B>,
+}
+
+impl<T, B> Default for Staged<T, B> {
+    fn default() -> Self {
+        Staged {
+            staging: Vec::new(),
+            blocks: Vec::new(),
+        }
+    }
+}
+
+/// Records a block of [`Staged`] (some 1.5 MiB of staged records).
+const BLOCK: usize = 1 << 16;
+
+impl<T, B> Staged<T, B> {
+    /// Adds `r`, packing the staged records with `pack` when they fill a
+    /// block.
+    #[inline]
+    pub(crate) fn push(&mut self, r: T, pack: impl FnOnce(&[T]) -> B) {
+        if self.staging.capacity() == 0 {
+            self.staging.reserve_exact(BLOCK);
+        }
+        self.staging.push(r);
+        if self.staging.len() == BLOCK {
+            self.blocks.push(pack(&self.staging));
+            self.staging.clear();
+        }
+    }
+
+    /// The records of `other` after these: the ones staged here packed
+    /// into a block first, then `other`'s blocks (its staged ones packed
+    /// last), each changed by `map`.
+    pub(crate) fn append(
+        &mut self,
+        other: Staged<T, B>,
+        pack: impl Fn(&[T]) -> B,
+        map: impl Fn(&mut B),
+    ) {
+        if !self.staging.is_empty() {
+            self.blocks.push(pack(&self.staging));
+            self.staging = Vec::new();
+        }
+        let mut more = other.finish(&pack);
+        more.iter_mut().for_each(&map);
+        self.blocks.extend(more);
+    }
+
+    /// The blocks, the records still staged packed last.
+    pub(crate) fn finish(mut self, pack: impl FnOnce(&[T]) -> B) -> Vec<B> {
+        if !self.staging.is_empty() {
+            self.blocks.push(pack(&self.staging));
+        }
+        self.blocks
     }
 }
 

@@ -40,7 +40,7 @@ use super::json_split::{Batch, ReadAhead, Splitter, Truncation};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::builder::{
-    GLOBAL, IntervalBlock, LocationBlock, RawCounter, RawEvent, RawInterval,
+    CounterBlock, EventBlock, GLOBAL, IntervalBlock, LocationBlock, RawInterval, Staged,
 };
 use crate::model::{
     BuildOptions, Flattener, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass,
@@ -880,8 +880,12 @@ struct Acc {
     proc_idx: FxHashMap<Ident<'static>, u32>,
     /// Processes whose id is a number (most).
     num_proc_idx: FxHashMap<i64, u32>,
-    instants: Vec<(i64, u32, u32, i64)>,
-    counters: Vec<(i64, u32, u32, f64)>,
+    /// Instants (time, thread or `u32::MAX` for a global one, type,
+    /// value) and counter samples (time, thread, counter, value), packed a
+    /// block at a time as they come ([`pack_instants`], [`pack_samples`]):
+    /// some 10 bytes a sample of Extrae-like counters, from 24.
+    instants: Staged<(i64, u32, u32, i64), EventBlock>,
+    counters: Staged<(i64, u32, u32, f64), CounterBlock>,
     flows: Vec<HeldFlow>,
     /// The flow events of the later ranges of a read by ranges
     /// ([`ranges`]), one vector each (their keys, threads and places the
@@ -1323,7 +1327,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             let value = ev.lite.value.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
             match &mut acc.marks {
                 Some(m) => m.instants.add(ts),
-                None => acc.instants.push((ts, loc, kind, value)),
+                None => acc.instants.push((ts, loc, kind, value), pack_instants),
             }
         }
         b'C' => {
@@ -1332,7 +1336,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
                 let c = b.counter_def(name, "");
                 match &mut acc.marks {
                     Some(m) => m.samples.add(ts),
-                    None => acc.counters.push((ts, t, c, x)),
+                    None => acc.counters.push((ts, t, c, x), pack_samples),
                 }
             });
         }
@@ -2069,6 +2073,34 @@ fn pair_steps(
     orphans + u64::from(prev.is_some())
 }
 
+/// A timestamp (any sign) as a [`Time`] in the same order.
+fn ordered(ts: i64) -> Time {
+    (ts as u64) ^ (1 << 63)
+}
+
+/// The timestamp of an [`ordered`] time.
+fn from_ordered(t: Time) -> i64 {
+    (t ^ (1 << 63)) as i64
+}
+
+/// A block of instants (timestamp, thread, type, value), their times
+/// [`ordered`].
+pub(super) fn pack_instants(v: &[(i64, u32, u32, i64)]) -> EventBlock {
+    EventBlock::pack_with(v.len(), |i| {
+        let (ts, t, k, x) = v[i];
+        (ordered(ts), t, k, x)
+    })
+}
+
+/// A block of counter samples (timestamp, thread, counter, value), their
+/// times [`ordered`].
+pub(super) fn pack_samples(v: &[(i64, u32, u32, f64)]) -> CounterBlock {
+    CounterBlock::pack_with(v.len(), |i| {
+        let (ts, t, c, x) = v[i];
+        (ordered(ts), t, c, x)
+    })
+}
+
 fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) -> Result<Trace> {
     let origin = acc.origin();
     let end_abs = acc.end_abs();
@@ -2119,39 +2151,31 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     let src = path.to_path_buf();
     nesting.report(&mut b, &src)?;
 
-    // the instants and counter samples become the model's records where
-    // they lie (a list mapped into one of the same size reuses its
-    // memory): pushed one by one into lists that grew, they took their
-    // size again twice over at the peak (2.36× the model of a trace of
-    // 2.4 M samples)
-    let instants = std::mem::take(&mut acc.instants);
-    b.add_events(
-        instants
-            .into_iter()
-            .map(|(ts, t, kind, value)| RawEvent {
-                time: rel(ts),
-                loc: if t == u32::MAX {
-                    GLOBAL
-                } else {
-                    loc_of_thread[t as usize]
-                },
-                kind,
-                value,
-            })
-            .collect(),
-    );
-    let counters = std::mem::take(&mut acc.counters);
-    b.add_counters(
-        counters
-            .into_iter()
-            .map(|(ts, t, counter, value)| RawCounter {
-                time: rel(ts),
-                value,
-                loc: loc_of_thread[t as usize],
-                counter,
-            })
-            .collect(),
-    );
+    // the instants' and counter samples' blocks take the model's times
+    // and locations
+    let thread_loc = |t: u32| {
+        if t == u32::MAX {
+            GLOBAL
+        } else {
+            loc_of_thread[t as usize]
+        }
+    };
+    let mut instants = std::mem::take(&mut acc.instants).finish(pack_instants);
+    instants.par_iter_mut().for_each(|blk| {
+        blk.map_times(|t| rel(from_ordered(t)));
+        blk.map_locations(thread_loc);
+    });
+    for blk in instants {
+        b.add_event_block(blk);
+    }
+    let mut samples = std::mem::take(&mut acc.counters).finish(pack_samples);
+    samples.par_iter_mut().for_each(|blk| {
+        blk.map_times(|t| rel(from_ordered(t)));
+        blk.map_locations(thread_loc);
+    });
+    for blk in samples {
+        b.add_counter_block(blk);
+    }
 
     report_orphans(&mut b, &src, orphans)?;
 

@@ -38,7 +38,6 @@ use super::{
     Acc, AsyncEv, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
 };
 use crate::error::Result;
-use crate::model::builder::append_mapped;
 use crate::model::{StateId, TraceBuilder};
 use crate::phases;
 use crate::readers::ReadOptions;
@@ -406,16 +405,22 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
                         m.threads[t as usize]
                     }
                 };
-                // (each range's records freed as they are copied)
-                append_mapped(
-                    instants,
+                // (each range's blocks renumbered where they lie)
+                instants.append(
                     std::mem::take(&mut p.acc.instants),
-                    |&(ts, t, k, v)| (ts, thread(t), m.kinds[k as usize], v),
+                    super::pack_instants,
+                    |blk| {
+                        blk.map_locations(thread);
+                        blk.map_kinds(|k| m.kinds[k as usize]);
+                    },
                 );
-                append_mapped(
-                    counters,
+                counters.append(
                     std::mem::take(&mut p.acc.counters),
-                    |&(ts, t, c, v)| (ts, m.threads[t as usize], m.counters[c as usize], v),
+                    super::pack_samples,
+                    |blk| {
+                        blk.map_locations(|t| m.threads[t as usize]);
+                        blk.map_counters(|c| m.counters[c as usize]);
+                    },
                 );
                 asyncs.extend(
                     std::mem::take(&mut p.acc.asyncs)
