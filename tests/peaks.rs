@@ -48,8 +48,10 @@ fn a_paraver_trace_of_many_events_peaks_near_its_model() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("events.prv");
     common::extrae::write_counter_events(&path, 64, 7_000).unwrap();
-    // the model, a tenth more, and the process's own (code, libc)
-    assert_peaks_within(&path, 1.3);
+    // the model, its events packed a block at a time while read (some 10
+    // bytes an event, against 24 as raw records: 1.5x before), and the
+    // process's own (code, libc)
+    assert_peaks_within(&path, 1.2);
 }
 
 /// A Chrome trace of slices and counter samples (two series a process, in

@@ -1326,7 +1326,7 @@ fn fine_counter_slots(nloc: usize, kinds: usize, largest: impl FnOnce() -> usize
 /// The freed blocks go back to the system as the columns grow (in the
 /// reading threads' heaps, they stayed resident beside the columns: 1.6x
 /// the model of a trace that is mostly events), each time a sixteenth of
-/// them (at least 4 MiB) is freed: some sixteen trims, 13 ms each at 16
+/// them (at least 1 MiB) is freed: at most sixteen trims, 13 ms each at 16
 /// threads.
 fn drain_blocks<B, R>(
     mut blocks: Vec<B>,
@@ -1336,7 +1336,7 @@ fn drain_blocks<B, R>(
     put: &mut dyn FnMut(&[R]) -> Time,
 ) -> Time {
     let total: usize = blocks.iter().map(&bytes).sum();
-    let trim_at = (total / 16).max(4 << 20);
+    let trim_at = (total / 16).max(1 << 20);
     let (mut buf, mut latest, mut freed) = (Vec::new(), 0, 0);
     while let Some(b) = blocks.pop() {
         unpack(&b, &mut buf);

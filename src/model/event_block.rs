@@ -353,9 +353,8 @@ impl<T, B> Staged<T, B> {
     /// block.
     #[inline]
     pub(crate) fn push(&mut self, r: T, pack: impl FnOnce(&[T]) -> B) {
-        if self.staging.capacity() == 0 {
-            self.staging.reserve_exact(BLOCK);
-        }
+        // (grown by doubling to the block's size, then reused: a trace of
+        // a few records stages a few)
         self.staging.push(r);
         if self.staging.len() == BLOCK {
             self.blocks.push(pack(&self.staging));
