@@ -4,7 +4,8 @@
 //! `target/bench-data/` (Gaussian elimination on 512 processors in each
 //! format, a broadcast on 65,536 processors in Paraver and PICL: many
 //! locations of few intervals each, and a Paraver trace of 64 tasks whose
-//! records are mostly hardware-counter events, as Extrae writes them), and
+//! records are mostly hardware-counter events, as Extrae writes them, and
+//! a Chrome trace of 64 processes mostly of counter samples), and
 //! the Paraver input is converted
 //! once into its columnar cache (`gauss.prv.tapestry/`, the `cache` row:
 //! re-opening).
@@ -111,6 +112,27 @@ fn wide_input(format: OutputFormat, name: &str) -> PathBuf {
     })
 }
 
+/// A broadcast on 64 processors sampling 8 hardware counters at each
+/// state change (`synth --counters 8`), of at least the target size: in
+/// Chrome JSON, mostly `C` events of 8 members.
+fn counters_input(format: OutputFormat, name: &str) -> PathBuf {
+    let bcast = |reps: u64| SynthConfig {
+        workload: Workload::Broadcast {
+            bytes: 4096,
+            reps: u32::try_from(reps).unwrap_or(u32::MAX),
+            work: 20_000.0,
+        },
+        procs: 64,
+        procs_per_node: 16,
+        model: MachineModel::default(),
+        seed: 1,
+        counters: 8,
+    };
+    sized_input(name, format, 200, bcast, |reps, r| {
+        (reps as f64 * r * 1.05).ceil() as u64 + 1
+    })
+}
+
 /// A Paraver trace as Extrae writes one, of at least the target size
 /// (`extrae::write_counter_events`: 64 tasks, mostly hardware-counter
 /// events).
@@ -175,6 +197,9 @@ fn measure(name: &'static str, path: &Path) -> Row {
         }
         secs.push(best);
     }
+    // the peak from what the process holds with the earlier reads' freed
+    // memory given back (else it counts what they left in the arenas)
+    tapestry::memory::return_freed_memory();
     reset_peak();
     let t = match readers::load(path, &opts).expect("read") {
         readers::Loaded::Trace(t) => t,
@@ -218,6 +243,10 @@ fn main() {
         ),
         ("paraver-events", events_input("events.prv")),
         ("chrome-json", input(OutputFormat::ChromeJson, "gauss.json")),
+        (
+            "chrome-counters",
+            counters_input(OutputFormat::ChromeJson, "counters.json"),
+        ),
         ("picl", input(OutputFormat::Picl, "gauss.trf")),
         (
             "picl-65536",
@@ -243,7 +272,7 @@ fn main() {
 
     let rows: Vec<Row> = inputs.iter().map(|(n, p)| measure(n, p)).collect();
     println!();
-    print!("reader        input MB");
+    print!("{:<15} {:>9}", "reader", "input MB");
     for n in core_counts() {
         print!("   MB/s {n:>2} core{}", if n == 1 { " " } else { "s" });
     }
@@ -251,7 +280,7 @@ fn main() {
         "   seconds (all)   M records/s   records    peak RSS MiB   model MiB   model heap MiB"
     );
     for r in rows {
-        print!("{:<12} {:>9.1}", r.name, r.mb);
+        print!("{:<15} {:>9.1}", r.name, r.mb);
         for s in &r.secs {
             print!(" {:>16.1}", r.mb / s);
         }

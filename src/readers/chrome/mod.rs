@@ -886,6 +886,10 @@ struct Acc {
     /// some 10 bytes a sample of Extrae-like counters, from 24.
     instants: Staged<(i64, u32, u32, i64), EventBlock>,
     counters: Staged<(i64, u32, u32, f64), CounterBlock>,
+    /// The series of the latest counter events, in their order, and their
+    /// counters in the builder: the next event of the same members finds
+    /// its counters by comparing names, not through the builder's map.
+    series: Vec<(String, u32)>,
     flows: Vec<HeldFlow>,
     /// The flow events of the later ranges of a read by ranges
     /// ([`ranges`]), one vector each (their keys, threads and places the
@@ -1224,11 +1228,59 @@ struct MemberName<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// A member of a counter event's `args`: a number (a sample), or anything
 /// else (no sample).
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
 enum CounterArg {
     Number(f64),
-    Other(serde::de::IgnoredAny),
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for CounterArg {
+    /// Read where it lies (as an untagged enum, each member was first
+    /// copied into serde's buffered form).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Arg;
+        impl<'de> serde::de::Visitor<'de> for Arg {
+            type Value = CounterArg;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_f64<E>(self, x: f64) -> std::result::Result<CounterArg, E> {
+                Ok(CounterArg::Number(x))
+            }
+            fn visit_i64<E>(self, x: i64) -> std::result::Result<CounterArg, E> {
+                Ok(CounterArg::Number(x as f64))
+            }
+            fn visit_u64<E>(self, x: u64) -> std::result::Result<CounterArg, E> {
+                Ok(CounterArg::Number(x as f64))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<CounterArg, E> {
+                Ok(CounterArg::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<CounterArg, E> {
+                Ok(CounterArg::Other)
+            }
+            fn visit_unit<E>(self) -> std::result::Result<CounterArg, E> {
+                Ok(CounterArg::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<CounterArg, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(CounterArg::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<CounterArg, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(CounterArg::Other)
+            }
+        }
+        d.deserialize_any(Arg)
+    }
 }
 
 /// The samples of a counter (`C`) event, each given to `each` with its
@@ -1332,8 +1384,23 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         }
         b'C' => {
             let t = thread(acc);
+            let mut j = 0;
             counter_samples(&ev, &mut |name, x| {
-                let c = b.counter_def(name, "");
+                let c = match acc.series.get_mut(j) {
+                    Some((n, c)) if n == name => *c,
+                    Some((n, c)) => {
+                        *c = b.counter_def(name, "");
+                        n.clear();
+                        n.push_str(name);
+                        *c
+                    }
+                    None => {
+                        let c = b.counter_def(name, "");
+                        acc.series.push((name.to_string(), c));
+                        c
+                    }
+                };
+                j += 1;
                 match &mut acc.marks {
                     Some(m) => m.samples.add(ts),
                     None => acc.counters.push((ts, t, c, x), pack_samples),
