@@ -465,6 +465,70 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Members of a counter event's `args` that [`counter_members_fast`]
+/// holds: more go to serde.
+pub(super) const FAST_MEMBERS: usize = 16;
+
+/// The members of a counter event's `args` (`{"name": value, ...}`), in
+/// the file's order, each key with its number (`None`: a string, literal,
+/// object or array): the first `n` of `out`, `n` returned. `None` where
+/// serde must read them: a key or string with escapes, a number with an
+/// exponent, of more than 19 digits, or a fraction serde might round
+/// otherwise (more than 2^53 before the point is put back), more than
+/// [`FAST_MEMBERS`] members, anything not JSON. A number is the `f64`
+/// serde gives: an integer converted, a fraction of at most 2^53 over a
+/// power of ten up to 10^19, both exact, divided once.
+pub(super) fn counter_members_fast<'a>(
+    args: &'a str,
+    out: &mut [(&'a str, Option<f64>); FAST_MEMBERS],
+) -> Option<usize> {
+    let mut c = Cursor {
+        b: args.as_bytes(),
+        text: args,
+        i: 0,
+    };
+    c.ws();
+    c.eat(b'{')?;
+    let mut n = 0;
+    if c.peek() == Some(b'}') {
+        c.i += 1;
+    } else {
+        loop {
+            if c.peek() != Some(b'"') {
+                return None;
+            }
+            let k = c.string()?;
+            c.ws();
+            c.eat(b':')?;
+            let v = match c.value()? {
+                Value::Num(p) => {
+                    let p = p?;
+                    let x = if p.frac == 0 {
+                        p.v as f64
+                    } else if p.v <= 1 << 53 {
+                        p.v as f64 / *POW10.get(p.frac)? as f64
+                    } else {
+                        return None;
+                    };
+                    Some(if p.neg { -x } else { x })
+                }
+                Value::Str(_) | Value::Literal => None,
+                Value::Nested => {
+                    c.skip_nested()?;
+                    None
+                }
+            };
+            *out.get_mut(n)? = (k, v);
+            n += 1;
+            if !c.next_member()? {
+                break;
+            }
+        }
+    }
+    c.ws();
+    (c.i == c.b.len()).then_some(n)
+}
+
 fn put<T>(slot: &mut Option<T>, v: T) -> Option<()> {
     if slot.is_some() {
         return None;

@@ -1296,27 +1296,51 @@ fn counter_samples(ev: &Ev, each: &mut dyn FnMut(&str, f64)) {
     let Some(args) = ev.args else {
         return;
     };
+    let mut name = String::with_capacity(ev.name.len() + 16);
+    let mut fast = [("", None); fields::FAST_MEMBERS];
+    if let Some(n) = fields::counter_members_fast(args, &mut fast) {
+        // by name, stably, the last of a name kept (the map's order)
+        let members = &mut fast[..n];
+        members.sort_by(|a, b| a.0.cmp(b.0));
+        for (i, &(k, v)) in members.iter().enumerate() {
+            if let (Some(x), false) = (v, members.get(i + 1).is_some_and(|m| m.0 == k)) {
+                series_sample(ev, k, x, &mut name, each);
+            }
+        }
+        return;
+    }
+    counter_samples_serde(ev, args, &mut name, each);
+}
+
+/// [`counter_samples`] through serde, for any `args`.
+fn counter_samples_serde(ev: &Ev, args: &str, name: &mut String, each: &mut dyn FnMut(&str, f64)) {
     let Ok(members) = serde_json::from_str::<BTreeMap<MemberName<'_>, CounterArg>>(args) else {
         return;
     };
-    let mut name = String::with_capacity(ev.name.len() + 16);
     for (MemberName(k), v) in members {
         let CounterArg::Number(x) = v else {
             continue;
         };
-        name.clear();
-        name.push_str(&ev.name);
-        if k != "value" {
-            name.push('.');
-            name.push_str(&k);
-        }
-        if let Some(id) = ev.id.as_deref() {
-            name.push('[');
-            name.push_str(id);
-            name.push(']');
-        }
-        each(&name, x);
+        series_sample(ev, &k, x, name, each);
     }
+}
+
+/// The sample `x` of the member `k` of a counter event, given to `each`
+/// with its series' name (made in `name`).
+#[inline]
+fn series_sample(ev: &Ev, k: &str, x: f64, name: &mut String, each: &mut dyn FnMut(&str, f64)) {
+    name.clear();
+    name.push_str(&ev.name);
+    if k != "value" {
+        name.push('.');
+        name.push_str(k);
+    }
+    if let Some(id) = ev.id.as_deref() {
+        name.push('[');
+        name.push_str(id);
+        name.push(']');
+    }
+    each(name, x);
 }
 
 /// Whether an instant event is global (`s: "g"`; not for `n`), on no
@@ -3079,6 +3103,112 @@ mod fields_tests {
             }
         }
         assert_eq!(seen, 20);
+    }
+
+    /// The members read where they lie give the samples serde gives, to
+    /// the bit, for `args` of numbers written every way JSON allows,
+    /// repeated names, strings, literals, nested values, whitespace and
+    /// escapes, and for `args` cut short or with something after them.
+    #[test]
+    fn counter_members_read_in_place_are_serdes() {
+        let mut rng = crate::test_rng::XorShift(0xC0DE5);
+        let numbers = [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "0.1",
+            "-0.5",
+            "2.50",
+            "123456.789",
+            "1e3",
+            "1E-2",
+            "-2.5e+3",
+            "9007199254740993.5",
+            "9007199254740992.5",
+            "900719925474099.25",
+            "0.0000000000000000001",
+            "1234567890123456789",
+            "12345678901234567890",
+            "18446744073709551615",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "3.14159265358979323846",
+        ];
+        // (not JSON: the whole `args` then gives no sample)
+        let broken = ["1.", "01", "-", ".5", "1e"];
+        let others = [
+            "\"s\"",
+            "\"a\\\"b\"",
+            "true",
+            "null",
+            "[1,{\"x\":2}]",
+            "{\"y\":[]}",
+        ];
+        let keys = ["value", "rss", "heap", "a", "b", "A", "a\\u0041", ""];
+        let (mut fast, mut total) = (0, 0);
+        for round in 0..4000 {
+            let n = rng.below(12) as usize;
+            let mut args = String::from(if round % 7 == 0 { " { " } else { "{" });
+            for i in 0..n {
+                if i > 0 {
+                    args.push_str(if rng.below(5) == 0 { " ,\n" } else { "," });
+                }
+                let k = keys[rng.below(keys.len() as u64) as usize];
+                let v = if rng.below(4) == 0 {
+                    others[rng.below(others.len() as u64) as usize]
+                } else if rng.below(100) == 0 {
+                    broken[rng.below(broken.len() as u64) as usize]
+                } else {
+                    numbers[rng.below(numbers.len() as u64) as usize]
+                };
+                args.push_str(&format!(
+                    "\"{k}\"{}:{v}",
+                    if rng.below(6) == 0 { " " } else { "" }
+                ));
+            }
+            args.push('}');
+            match round % 11 {
+                0 => args.push_str(" \n"),
+                1 => args.push('x'),
+                2 => {
+                    args.pop();
+                }
+                _ => {}
+            }
+            let ev = Ev {
+                ph: b'C',
+                name: Cow::Borrowed("m"),
+                cat: Cow::Borrowed(""),
+                pid: None,
+                tid: None,
+                ts: Some(0),
+                dur: None,
+                id: (round % 3 == 0).then_some(Cow::Borrowed("i")),
+                scope: 0,
+                args: Some(&args),
+                lite: LiteArgs::default(),
+                off: 0,
+            };
+            let mut got = Vec::new();
+            counter_samples(&ev, &mut |name, x| {
+                got.push((name.to_string(), x.to_bits()))
+            });
+            let mut want = Vec::new();
+            counter_samples_serde(&ev, &args, &mut String::new(), &mut |name, x| {
+                want.push((name.to_string(), x.to_bits()))
+            });
+            assert_eq!(got, want, "{args}");
+            let mut members = [("", None); fields::FAST_MEMBERS];
+            fast += usize::from(fields::counter_members_fast(&args, &mut members).is_some());
+            total += want.len();
+        }
+        // both paths taken, and samples compared
+        assert!(
+            fast > 300 && fast < 3700,
+            "{fast} read in place, {total} samples"
+        );
+        assert!(total > 5_000, "{fast} read in place, {total} samples");
     }
 
     #[test]
