@@ -470,9 +470,9 @@ impl<'a> Cursor<'a> {
 pub(super) const FAST_MEMBERS: usize = 16;
 
 /// The members of a counter event's `args` (`{"name": value, ...}`), in
-/// the file's order, each key with its number (`None`: a string, literal,
-/// object or array): the first `n` of `out`, `n` returned. `None` where
-/// serde must read them: a key or string with escapes, a number with an
+/// the file's order, each key with its number (`None`: a string or a
+/// literal): the first `n` of `out`, `n` returned. `None` where serde
+/// must read them: an object or array, a key or string with escapes, a number with an
 /// exponent, of more than 19 digits, or a fraction serde might round
 /// otherwise (more than 2^53 before the point is put back), more than
 /// [`FAST_MEMBERS`] members, anything not JSON. A number is the `f64`
@@ -513,10 +513,8 @@ pub(super) fn counter_members_fast<'a>(
                     Some(if p.neg { -x } else { x })
                 }
                 Value::Str(_) | Value::Literal => None,
-                Value::Nested => {
-                    c.skip_nested()?;
-                    None
-                }
+                // (serde checks what is inside, to the last comma)
+                Value::Nested => return None,
             };
             *out.get_mut(n)? = (k, v);
             n += 1;

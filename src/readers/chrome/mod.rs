@@ -3144,6 +3144,9 @@ mod fields_tests {
             "null",
             "[1,{\"x\":2}]",
             "{\"y\":[]}",
+            // (nested, not JSON inside: no sample at all)
+            "[1,,2]",
+            "{\"y\"}",
         ];
         let keys = ["value", "rss", "heap", "a", "b", "A", "a\\u0041", ""];
         let (mut fast, mut total) = (0, 0);
