@@ -472,12 +472,12 @@ pub(super) const FAST_MEMBERS: usize = 16;
 /// The members of a counter event's `args` (`{"name": value, ...}`), in
 /// the file's order, each key with its number (`None`: a string or a
 /// literal): the first `n` of `out`, `n` returned. `None` where serde
-/// must read them: an object or array, a key or string with escapes, a number with an
-/// exponent, of more than 19 digits, or a fraction serde might round
-/// otherwise (more than 2^53 before the point is put back), more than
-/// [`FAST_MEMBERS`] members, anything not JSON. A number is the `f64`
-/// serde gives: an integer converted, a fraction of at most 2^53 over a
-/// power of ten up to 10^19, both exact, divided once.
+/// must read them: an object or array, a key or string with escapes, a
+/// number with an exponent, of more than 19 digits, or a fraction serde
+/// might round otherwise (more than 2^53 before the point is put back),
+/// more than [`FAST_MEMBERS`] members, anything not JSON. A number is the
+/// `f64` serde gives: an integer converted, a fraction of at most 2^53
+/// over a power of ten up to 10^18, both exact, divided once.
 pub(super) fn counter_members_fast<'a>(
     args: &'a str,
     out: &mut [(&'a str, Option<f64>); FAST_MEMBERS],
