@@ -90,47 +90,39 @@ fn input(format: OutputFormat, name: &str) -> PathBuf {
     })
 }
 
-/// A hypercube broadcast on 65,536 processors of at least the target
-/// size: few intervals per location (about 65 at 220 MB), where the model
-/// is built through slabs of locations and a block's records are packed,
-/// not grouped.
-fn wide_input(format: OutputFormat, name: &str) -> PathBuf {
+/// A hypercube broadcast on `procs` processors sampling `counters`
+/// hardware counters at each state change, of at least the target size
+/// (from `reps` broadcasts up).
+fn bcast_input(format: OutputFormat, name: &str, procs: u32, counters: u32, reps: u64) -> PathBuf {
     let bcast = |reps: u64| SynthConfig {
         workload: Workload::Broadcast {
             bytes: 4096,
             reps: u32::try_from(reps).unwrap_or(u32::MAX),
             work: 20_000.0,
         },
-        procs: 65_536,
+        procs,
         procs_per_node: 16,
         model: MachineModel::default(),
         seed: 1,
-        counters: 0,
+        counters,
     };
-    sized_input(name, format, 16, bcast, |reps, r| {
+    sized_input(name, format, reps, bcast, |reps, r| {
         (reps as f64 * r * 1.05).ceil() as u64 + 1
     })
 }
 
+/// A broadcast on 65,536 processors: few intervals per location (about
+/// 65 at 220 MB), where the model is built through slabs of locations
+/// and a block's records are packed, not grouped.
+fn wide_input(format: OutputFormat, name: &str) -> PathBuf {
+    bcast_input(format, name, 65_536, 0, 16)
+}
+
 /// A broadcast on 64 processors sampling 8 hardware counters at each
-/// state change (`synth --counters 8`), of at least the target size: in
-/// Chrome JSON, mostly `C` events of 8 members.
+/// state change (`synth --counters 8`): in Chrome JSON, mostly `C` events
+/// of 8 members.
 fn counters_input(format: OutputFormat, name: &str) -> PathBuf {
-    let bcast = |reps: u64| SynthConfig {
-        workload: Workload::Broadcast {
-            bytes: 4096,
-            reps: u32::try_from(reps).unwrap_or(u32::MAX),
-            work: 20_000.0,
-        },
-        procs: 64,
-        procs_per_node: 16,
-        model: MachineModel::default(),
-        seed: 1,
-        counters: 8,
-    };
-    sized_input(name, format, 200, bcast, |reps, r| {
-        (reps as f64 * r * 1.05).ceil() as u64 + 1
-    })
+    bcast_input(format, name, 64, 8, 200)
 }
 
 /// A Paraver trace as Extrae writes one, of at least the target size

@@ -2399,6 +2399,16 @@ impl Columns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A builder of `nloc` threads (`l0`, `l1`, ...), not strict.
+    fn builder_of_threads(nloc: usize) -> TraceBuilder {
+        let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
+        for l in 0..nloc {
+            b.locations
+                .add(format!("l{l}"), LocationKind::Thread, None, l as i64);
+        }
+        b
+    }
     use crate::model::{LocationKind, StateClass};
 
     fn builder(strict: bool) -> TraceBuilder {
@@ -2632,11 +2642,7 @@ mod tests {
             let kinds = 1 + rng.below(5) as u32;
             let n = rng.below(4000) as usize;
             let in_time = round % 4 != 3;
-            let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
-            for l in 0..nloc {
-                b.locations
-                    .add(format!("l{l}"), LocationKind::Thread, None, l as i64);
-            }
+            let mut b = builder_of_threads(nloc);
             for k in 0..kinds {
                 b.counter_def(&format!("c{k}"), "B");
             }
@@ -2724,12 +2730,7 @@ mod tests {
                 .build()
                 .unwrap();
             let mut build = |blocks: bool| {
-                let mut b =
-                    TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
-                for l in 0..nloc {
-                    b.locations
-                        .add(format!("l{l}"), LocationKind::Thread, None, l as i64);
-                }
+                let mut b = builder_of_threads(nloc);
                 if blocks {
                     // blocks of random lengths, the last few one at a time
                     let tail = n.saturating_sub(5);
@@ -2810,12 +2811,7 @@ mod tests {
                 .build()
                 .unwrap();
             let mut build = |blocks: bool| {
-                let mut b =
-                    TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
-                for l in 0..nloc {
-                    b.locations
-                        .add(format!("l{l}"), LocationKind::Thread, None, l as i64);
-                }
+                let mut b = builder_of_threads(nloc);
                 for k in 0..kinds {
                     b.counter_def(&format!("c{k}"), "");
                 }
@@ -3149,11 +3145,7 @@ mod tests {
             .iter()
             .flat_map(|&(l, n)| [(l, n, false), (l, n, true)])
         {
-            let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
-            for l in 0..nloc {
-                b.locations
-                    .add(format!("l{l}"), LocationKind::Thread, None, l as i64);
-            }
+            let mut b = builder_of_threads(nloc);
             b.states.add("a", StateClass::Busy, None, 0);
             b.states.add("b", StateClass::Idle, None, 1);
             let mut raw = Vec::new();
