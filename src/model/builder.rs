@@ -811,7 +811,7 @@ impl TraceBuilder {
         });
         self.counters.par_iter_mut().for_each(|c| f(&mut c.loc));
         self.counter_blocks.par_iter_mut().for_each(|b| {
-            b.map_locations(|mut l| {
+            b.rows_mut().map_locations(|mut l| {
                 f(&mut l);
                 l
             })
@@ -1070,9 +1070,7 @@ impl TraceBuilder {
             b.each_location(|l| offsets[key(l).min(nloc + 1) + 1] += 1);
         }
         offsets.pop();
-        for s in 0..=nloc {
-            offsets[s + 1] += offsets[s];
-        }
+        counts_into_offsets(&mut offsets);
         let columns = |e: &RawEvent| ((e.time, e.kind, e.value), e.time);
         let batches = |put: &mut dyn FnMut(&[RawEvent]) -> Time| {
             drain_blocks(
@@ -1231,14 +1229,14 @@ impl TraceBuilder {
         let rest = std::mem::take(&mut self.counters);
         blocks.extend(rest.chunks(1 << 16).map(CounterBlock::pack));
         drop(rest);
-        // the samples of each location (those past the table's counted
-        // past it), and the counters
-        let mut per_loc = vec![0u64; nloc + 1];
+        // the samples of each location (at `per_loc[l + 1]`; those past
+        // the table's counted past it), and the counters
+        let mut per_loc = vec![0u64; nloc + 2];
         let mut kinds = 1;
         for b in &blocks {
             b.each_location_counter(|l, c| {
                 let l = (l as usize).min(nloc);
-                per_loc[l] += 1;
+                per_loc[l + 1] += 1;
                 if l < nloc {
                     kinds = kinds.max(c as usize + 1);
                 }
@@ -1249,6 +1247,7 @@ impl TraceBuilder {
         let fine = fine_counter_slots(nloc, kinds, largest);
         let offsets = match fine {
             Some(fine) => {
+                drop(per_loc);
                 let mut offsets = vec![0u64; fine + 1];
                 for b in &blocks {
                     b.each_location_counter(|l, c| {
@@ -1257,20 +1256,14 @@ impl TraceBuilder {
                         }
                     });
                 }
-                for s in 0..fine {
-                    offsets[s + 1] += offsets[s];
-                }
+                counts_into_offsets(&mut offsets);
                 offsets
             }
             None => {
-                let mut offsets = vec![0u64; nloc + 1];
-                for l in 0..nloc {
-                    offsets[l + 1] = offsets[l] + per_loc[l];
-                }
-                offsets
+                counts_into_offsets(&mut per_loc);
+                per_loc
             }
         };
-        drop(per_loc);
         let columns = |c: &RawCounter| ((c.counter, c.time, c.value), c.time);
         let batches = |put: &mut dyn FnMut(&[RawCounter]) -> Time| {
             let mut buf = Vec::new();
@@ -1444,10 +1437,16 @@ fn offsets_of(of: impl Iterator<Item = usize>, slots: usize) -> Vec<u64> {
     for i in of {
         offsets[i + 1] += 1;
     }
-    for l in 0..slots {
-        offsets[l + 1] += offsets[l];
-    }
+    counts_into_offsets(&mut offsets);
     offsets
+}
+
+/// Each slot's count (at `offsets[s + 1]`, `offsets[0]` 0) made where
+/// its rows start, in place.
+fn counts_into_offsets(offsets: &mut [u64]) {
+    for s in 1..offsets.len() {
+        offsets[s] += offsets[s - 1];
+    }
 }
 
 /// Three columns of one length.
@@ -2400,6 +2399,22 @@ impl Columns {
 mod tests {
     use super::*;
 
+    /// `0..n` cut into blocks of 1 to `most` records at random.
+    fn random_blocks(
+        rng: &mut crate::test_rng::XorShift,
+        n: usize,
+        most: u64,
+    ) -> Vec<std::ops::Range<usize>> {
+        let mut blocks = Vec::new();
+        let mut at = 0;
+        while at < n {
+            let len = (1 + rng.below(most) as usize).min(n - at);
+            blocks.push(at..at + len);
+            at += len;
+        }
+        blocks
+    }
+
     /// A builder of `nloc` threads (`l0`, `l1`, ...), not strict.
     fn builder_of_threads(nloc: usize) -> TraceBuilder {
         let mut b = TraceBuilder::new(Format::Synthetic, "mem", TimeUnit::nanoseconds(), false);
@@ -2734,11 +2749,8 @@ mod tests {
                 if blocks {
                     // blocks of random lengths, the last few one at a time
                     let tail = n.saturating_sub(5);
-                    let mut at = 0;
-                    while at < tail {
-                        let len = (1 + rng.below(900) as usize).min(tail - at);
-                        b.add_event_block(EventBlock::pack(&recs[at..at + len]));
-                        at += len;
+                    for r in random_blocks(&mut rng, tail, 900) {
+                        b.add_event_block(EventBlock::pack(&recs[r]));
                     }
                     for e in &recs[tail..] {
                         b.event(e.loc, e.time, e.kind, e.value);
@@ -2817,11 +2829,8 @@ mod tests {
                 }
                 if blocks {
                     let tail = n.saturating_sub(3);
-                    let mut at = 0;
-                    while at < tail {
-                        let len = (1 + rng.below(1500) as usize).min(tail - at);
-                        b.add_counter_block(CounterBlock::pack(&recs[at..at + len]));
-                        at += len;
+                    for r in random_blocks(&mut rng, tail, 1500) {
+                        b.add_counter_block(CounterBlock::pack(&recs[r]));
                     }
                     for c in &recs[tail..] {
                         b.counter(c.loc, c.counter, c.time, c.value);

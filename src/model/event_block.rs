@@ -312,19 +312,10 @@ impl CounterBlock {
         }));
     }
 
-    /// Each sample's location `f` of it.
-    pub(crate) fn map_locations(&mut self, f: impl Fn(LocId) -> LocId) {
-        self.rows.map_locations(f);
-    }
-
-    /// Each sample's counter `f` of it.
-    pub(crate) fn map_counters(&mut self, f: impl Fn(u32) -> u32) {
-        self.rows.map_kinds(f);
-    }
-
-    /// Each sample's time `f` of it, `f` never decreasing.
-    pub(crate) fn map_times(&mut self, f: impl Fn(Time) -> Time) {
-        self.rows.map_times(f);
+    /// The samples' times, locations and counters (the rows' event
+    /// types), to be mapped as an [`EventBlock`]'s; their values stay.
+    pub(crate) fn rows_mut(&mut self) -> &mut EventBlock {
+        &mut self.rows
     }
 }
 

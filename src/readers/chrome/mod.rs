@@ -2251,19 +2251,19 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
             loc_of_thread[t as usize]
         }
     };
-    let mut instants = std::mem::take(&mut acc.instants).finish(pack_instants);
-    instants.par_iter_mut().for_each(|blk| {
+    let in_model = |blk: &mut EventBlock| {
         blk.map_times(|t| rel(from_ordered(t)));
         blk.map_locations(thread_loc);
-    });
+    };
+    let mut instants = std::mem::take(&mut acc.instants).finish(pack_instants);
+    instants.par_iter_mut().for_each(in_model);
     for blk in instants {
         b.add_event_block(blk);
     }
     let mut samples = std::mem::take(&mut acc.counters).finish(pack_samples);
-    samples.par_iter_mut().for_each(|blk| {
-        blk.map_times(|t| rel(from_ordered(t)));
-        blk.map_locations(thread_loc);
-    });
+    samples
+        .par_iter_mut()
+        .for_each(|blk| in_model(blk.rows_mut()));
     for blk in samples {
         b.add_counter_block(blk);
     }

@@ -418,8 +418,9 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
                     std::mem::take(&mut p.acc.counters),
                     super::pack_samples,
                     |blk| {
-                        blk.map_locations(|t| m.threads[t as usize]);
-                        blk.map_counters(|c| m.counters[c as usize]);
+                        let rows = blk.rows_mut();
+                        rows.map_locations(|t| m.threads[t as usize]);
+                        rows.map_kinds(|c| m.counters[c as usize]);
                     },
                 );
                 asyncs.extend(
