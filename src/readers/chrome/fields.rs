@@ -577,6 +577,13 @@ pub(super) fn fields_fast<'a>(b: &'a [u8], f: &mut Fields<'a>) -> Option<()> {
                 put(slot, Cow::Borrowed(s))?;
             }
             (Key::Ph | Key::Name | Key::Cat | Key::S, _) => return None,
+            // a counter event's members are read from the text later
+            // (`counter_members_fast`, or serde, which judges them): here
+            // only its end is found, 16 bytes at a time
+            (Key::Args, Value::Nested) if f.ph.as_deref() == Some("C") => {
+                c.skip_nested()?;
+                put(&mut f.args, text.get(v0..c.i)?)?;
+            }
             (Key::Args, Value::Nested) if c.peek() == Some(b'{') => {
                 let lite = lite_fast(&mut c);
                 if lite.is_none() {

@@ -52,6 +52,7 @@ use fields::{Fields, LiteArgs, fields_fast, fields_serde};
 mod byte_shares;
 mod fields;
 mod ranges;
+mod series;
 pub mod share;
 pub mod stream;
 
@@ -886,10 +887,10 @@ struct Acc {
     /// some 10 bytes a sample of Extrae-like counters, from 24.
     instants: Staged<(i64, u32, u32, i64), EventBlock>,
     counters: Staged<(i64, u32, u32, f64), CounterBlock>,
-    /// The series of the latest counter events, in their order, and their
-    /// counters in the builder: the next event of the same members finds
-    /// its counters by comparing names, not through the builder's map.
-    series: Vec<(String, u32)>,
+    /// The shapes of the latest counter events and their counters in the
+    /// builder: the next event of the same members finds its counters
+    /// without naming its series or the builder's map.
+    series: series::SeriesCache,
     flows: Vec<HeldFlow>,
     /// The flow events of the later ranges of a read by ranges
     /// ([`ranges`]), one vector each (their keys, threads and places the
@@ -1290,8 +1291,9 @@ impl<'de> serde::Deserialize<'de> for CounterArg {
 /// last of a name repeated. The members are read where they lie and the
 /// names made in one buffer (with a `String` a member for its name, one
 /// for its value and one for the series' name, a trace whose counter
-/// events had 8 members each read at 72 MB/s).
-#[inline(never)]
+/// events had 8 members each read at 72 MB/s). The readers give them
+/// through a [`series::SeriesCache`]; this is what it is tested against.
+#[cfg(test)]
 fn counter_samples(ev: &Ev, each: &mut dyn FnMut(&str, f64)) {
     let Some(args) = ev.args else {
         return;
@@ -1329,6 +1331,14 @@ fn counter_samples_serde(ev: &Ev, args: &str, name: &mut String, each: &mut dyn 
 /// with its series' name (made in `name`).
 #[inline]
 fn series_sample(ev: &Ev, k: &str, x: f64, name: &mut String, each: &mut dyn FnMut(&str, f64)) {
+    series_name(ev, k, name);
+    each(name, x);
+}
+
+/// The name of the series of member `k` of counter event `ev`, made in
+/// `name`: the event's name for the member `value`, `name.member`
+/// otherwise, with `[id]` when the event has an id.
+fn series_name(ev: &Ev, k: &str, name: &mut String) {
     name.clear();
     name.push_str(&ev.name);
     if k != "value" {
@@ -1340,7 +1350,6 @@ fn series_sample(ev: &Ev, k: &str, x: f64, name: &mut String, each: &mut dyn FnM
         name.push_str(id);
         name.push(']');
     }
-    each(name, x);
 }
 
 /// Whether an instant event is global (`s: "g"`; not for `n`), on no
@@ -1408,28 +1417,16 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
         }
         b'C' => {
             let t = thread(acc);
-            let mut j = 0;
-            counter_samples(&ev, &mut |name, x| {
-                let c = match acc.series.get_mut(j) {
-                    Some((n, c)) if n == name => *c,
-                    Some((n, c)) => {
-                        *c = b.counter_def(name, "");
-                        n.clear();
-                        n.push_str(name);
-                        *c
-                    }
-                    None => {
-                        let c = b.counter_def(name, "");
-                        acc.series.push((name.to_string(), c));
-                        c
-                    }
-                };
-                j += 1;
-                match &mut acc.marks {
+            let (marks, counters) = (&mut acc.marks, &mut acc.counters);
+            acc.series.samples(
+                &ev,
+                b,
+                |b, name| b.counter_def(name, ""),
+                |_, c, x| match marks {
                     Some(m) => m.samples.add(ts),
-                    None => acc.counters.push((ts, t, c, x), pack_samples),
-                }
-            });
+                    None => counters.push((ts, t, c, x), pack_samples),
+                },
+            );
         }
         b'M' => {
             let name = ev.lite.name.as_ref().map(|t| t.0.to_string());

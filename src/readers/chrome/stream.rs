@@ -310,6 +310,8 @@ struct Pass<'a> {
     flows: Flows,
     out: Vec<(Time, Time, StateId)>,
     batch: Vec<RawInterval>,
+    /// The shapes of the latest counter events and their counters.
+    series: super::series::SeriesCache,
 }
 
 impl Pass<'_> {
@@ -460,10 +462,12 @@ impl Pass<'_> {
                 let t = self.thread(acc, &ev, batch)?;
                 let loc = self.loc_of_thread[t as usize];
                 let at = self.rel(ts);
-                super::counter_samples(&ev, &mut |name, x| {
-                    let c = b.counter_def(name, "");
-                    b.counter(loc, c, at, x);
-                });
+                self.series.samples(
+                    &ev,
+                    b,
+                    |b, name| b.counter_def(name, ""),
+                    |b, c, x| b.counter(loc, c, at, x),
+                );
             }
             _ => {}
         }
@@ -630,6 +634,7 @@ fn two_pass<'s>(
                 end,
             })
             .collect(),
+        series: Default::default(),
     };
     pass.hand_over(&mut b)?;
     let inp = input::open(path)?;

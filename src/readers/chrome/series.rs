@@ -1,0 +1,275 @@
+//! A counter (`C`) event's samples given to their counters by the members
+//! of the event before.
+//!
+//! A trace's counter events mostly repeat one shape: the same event name
+//! and id, the same members in the same order (`"args":{"TOT_INS":1646,
+//! "TOT_CYC":2184,...}`). [`counter_samples`](super::counter_samples)
+//! gives each sample with its series' name (the members sorted by name,
+//! each name made, then looked up by the reader); a [`SeriesCache`] keeps
+//! the previous event's members as they lie, and when the next event has
+//! the same, gives its samples straight to the counters the previous one
+//! found, in the same order, without sorting, naming or looking up
+//! anything. The samples are those of `counter_samples`, in its order, and
+//! the counters are defined in the same order (tested against it).
+
+use super::{Ev, counter_samples_serde, fields, series_name};
+
+/// How many shapes of counter event a [`SeriesCache`] holds: traces whose
+/// counter events of a few names take turns find each name's.
+const SHAPES: usize = 16;
+
+/// The shapes of the latest counter events whose `args` were read in
+/// place (up to [`SHAPES`], the oldest made over first), and the counters
+/// their samples went to.
+#[derive(Debug, Default)]
+pub(super) struct SeriesCache {
+    shapes: Vec<Shape>,
+    /// The shape the latest event had, looked at first.
+    last: usize,
+    /// The shape made over when a new one does not fit.
+    next: usize,
+}
+
+/// A counter event's name, id and members (their names, in order), and
+/// where its samples go.
+#[derive(Debug, Default)]
+struct Shape {
+    name: String,
+    id: Option<String>,
+    /// The member names one after the other, and where each ends.
+    keys: String,
+    ends: Vec<usize>,
+    /// Per sample, in the order they are given (by member name, the last
+    /// member of a name): the member's index in the event and its counter,
+    /// once defined (a member that was no number has none until one is).
+    order: Vec<(usize, Option<u32>)>,
+}
+
+impl SeriesCache {
+    /// Gives each numeric member of counter event `ev`'s `args` to `each`
+    /// as (counter, value), in [`counter_samples`](super::counter_samples)'
+    /// order, defining each series' counter by its name through `def` the
+    /// first time it is met (as `counter_samples` would have it looked
+    /// up); both are handed `b` (the builder). `args` that cannot be read in place go through serde, and
+    /// leave the cache as it was.
+    pub(super) fn samples<B>(
+        &mut self,
+        ev: &Ev,
+        b: &mut B,
+        def: impl Fn(&mut B, &str) -> u32,
+        mut each: impl FnMut(&mut B, u32, f64),
+    ) {
+        let Some(args) = ev.args else {
+            return;
+        };
+        let mut members = [("", None); fields::FAST_MEMBERS];
+        let Some(n) = fields::counter_members_fast(args, &mut members) else {
+            let mut name = String::new();
+            counter_samples_serde(ev, args, &mut name, &mut |name, x| {
+                let c = def(b, name);
+                each(b, c, x)
+            });
+            return;
+        };
+        let members = &members[..n];
+        let shape = self.shape_of(ev, members);
+        let mut name = String::new();
+        for (i, c) in &mut shape.order {
+            let Some(&(k, Some(x))) = members.get(*i) else {
+                continue;
+            };
+            let c = *c.get_or_insert_with(|| {
+                series_name(ev, k, &mut name);
+                def(b, &name)
+            });
+            each(b, c, x);
+        }
+    }
+
+    /// The shape of `ev` with `members`: the latest event's, another held,
+    /// or a new one (with no counters yet).
+    fn shape_of(&mut self, ev: &Ev, members: &[(&str, Option<f64>)]) -> &mut Shape {
+        let found = match self.shapes.get(self.last) {
+            Some(s) if s.holds(ev, members) => Some(self.last),
+            _ => self.shapes.iter().position(|s| s.holds(ev, members)),
+        };
+        let i = match found {
+            Some(i) => i,
+            None if self.shapes.len() < SHAPES => {
+                self.shapes.push(Shape::default());
+                self.shapes.len() - 1
+            }
+            None => {
+                let i = self.next;
+                self.next = (self.next + 1) % SHAPES;
+                i
+            }
+        };
+        self.last = i;
+        let shape = &mut self.shapes[i];
+        if found.is_none() {
+            shape.learn(ev, members);
+        }
+        shape
+    }
+}
+
+impl Shape {
+    /// Whether this is the shape of `ev` with `members`.
+    fn holds(&self, ev: &Ev, members: &[(&str, Option<f64>)]) -> bool {
+        self.name == ev.name
+            && self.id.as_deref() == ev.id.as_deref()
+            && self.ends.len() == members.len()
+            && members.iter().enumerate().all(|(i, (k, _))| {
+                let start = if i == 0 { 0 } else { self.ends[i - 1] };
+                self.keys.get(start..self.ends[i]) == Some(*k)
+            })
+    }
+
+    /// Makes this the shape of `ev` with `members`, with no counters yet:
+    /// the members sorted by name (stably), the last of each name kept.
+    fn learn(&mut self, ev: &Ev, members: &[(&str, Option<f64>)]) {
+        self.name.clear();
+        self.name.push_str(&ev.name);
+        self.id = ev.id.as_deref().map(str::to_string);
+        self.keys.clear();
+        self.ends.clear();
+        for (k, _) in members {
+            self.keys.push_str(k);
+            self.ends.push(self.keys.len());
+        }
+        let mut sorted: Vec<usize> = (0..members.len()).collect();
+        sorted.sort_by(|&a, &b| members[a].0.cmp(members[b].0));
+        self.order.clear();
+        for (j, &i) in sorted.iter().enumerate() {
+            let last = sorted
+                .get(j + 1)
+                .is_none_or(|&next| members[next].0 != members[i].0);
+            if last {
+                self.order.push((i, None));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::readers::chrome::{LiteArgs, counter_samples};
+    use std::borrow::Cow;
+    use std::collections::HashMap;
+
+    /// Counters defined by name in order of first definition, as the
+    /// builder numbers them.
+    #[derive(Default)]
+    struct Defs {
+        index: HashMap<String, u32>,
+        names: Vec<String>,
+    }
+
+    impl Defs {
+        fn def(&mut self, name: &str) -> u32 {
+            if let Some(&c) = self.index.get(name) {
+                return c;
+            }
+            self.names.push(name.to_string());
+            self.index
+                .insert(name.to_string(), self.names.len() as u32 - 1);
+            self.names.len() as u32 - 1
+        }
+    }
+
+    fn event<'a>(name: &'a str, id: Option<&'a str>, args: &'a str) -> Ev<'a> {
+        Ev {
+            ph: b'C',
+            name: Cow::Borrowed(name),
+            cat: Cow::Borrowed(""),
+            pid: None,
+            tid: None,
+            ts: Some(0),
+            dur: None,
+            id: id.map(Cow::Borrowed),
+            scope: 0,
+            args: Some(args),
+            lite: LiteArgs::default(),
+            off: 0,
+        }
+    }
+
+    /// Events of a few dozen shapes (more than the cache holds, taking
+    /// turns or repeating), whose members repeat names, are numbers one
+    /// time and strings, literals or nested values (which serde reads)
+    /// another, or are too many to read in place: the cache gives the
+    /// samples `counter_samples` gives, to the same counters, defined in
+    /// the same order.
+    #[test]
+    fn samples_are_counter_samples() {
+        let mut rng = crate::test_rng::XorShift(0x5E41E5);
+        let keys = ["value", "a", "b", "TOT_INS", "L1_DCM", "a", "z"];
+        let shapes: Vec<(String, Option<&str>, Vec<&str>)> = (0..40)
+            .map(|s| {
+                let n = match s % 10 {
+                    0 => 17 + s % 3,
+                    1 => 0,
+                    _ => 1 + rng.below(6) as usize,
+                };
+                let members = (0..n)
+                    .map(|_| keys[rng.below(keys.len() as u64) as usize])
+                    .collect();
+                let id = [None, Some("7"), Some("x")][s % 3];
+                (format!("c{}", s % 7), id, members)
+            })
+            .collect();
+        let (mut cache, mut mine, mut theirs) =
+            (SeriesCache::default(), Defs::default(), Defs::default());
+        let (mut hits, mut total, mut slow) = (0, 0, 0);
+        for round in 0..6_000 {
+            // a run of one shape, or shapes taking turns
+            let s = match round % 100 < 50 {
+                true => (round / 25) % shapes.len(),
+                false => rng.below(shapes.len() as u64) as usize,
+            };
+            let (name, id, members) = &shapes[s];
+            let mut args = String::from("{");
+            for (i, k) in members.iter().enumerate() {
+                if i > 0 {
+                    args.push(',');
+                }
+                let v = match rng.below(12) {
+                    0 => "\"x\"".to_string(),
+                    1 => "null".to_string(),
+                    2 if round % 7 == 0 => "[1]".to_string(),
+                    3 => format!("{}.25", rng.below(1000)),
+                    _ => rng.below(1 << 40).to_string(),
+                };
+                args.push_str(&format!("\"{k}\":{v}"));
+            }
+            args.push('}');
+            let ev = event(name, *id, &args);
+            let mut got = Vec::new();
+            let before = cache.shapes.get(cache.last).map(|s| s.order.clone());
+            cache.samples(
+                &ev,
+                &mut mine,
+                |d, n| d.def(n),
+                |_, c, x| got.push((c, x.to_bits())),
+            );
+            hits += usize::from(before == cache.shapes.get(cache.last).map(|s| s.order.clone()));
+            let mut want = Vec::new();
+            counter_samples(&ev, &mut |n, x| want.push((theirs.def(n), x.to_bits())));
+            assert_eq!(got, want, "{name} {id:?} {args}");
+            total += want.len();
+            slow += usize::from(
+                fields::counter_members_fast(&args, &mut [("", None); fields::FAST_MEMBERS])
+                    .is_none(),
+            );
+        }
+        assert_eq!(mine.names, theirs.names);
+        assert!(mine.names.len() > 60, "{} counters", mine.names.len());
+        assert!(
+            total > 10_000 && hits > 2_000 && slow > 500,
+            "{total} {hits} {slow}"
+        );
+        assert_eq!(cache.shapes.len(), SHAPES);
+    }
+}
