@@ -500,23 +500,7 @@ pub(super) fn counter_members_fast<'a>(
             let k = c.string()?;
             c.ws();
             c.eat(b':')?;
-            let v = match c.value()? {
-                Value::Num(p) => {
-                    let p = p?;
-                    let x = if p.frac == 0 {
-                        p.v as f64
-                    } else if p.v <= 1 << 53 {
-                        p.v as f64 / *POW10.get(p.frac)? as f64
-                    } else {
-                        return None;
-                    };
-                    Some(if p.neg { -x } else { x })
-                }
-                Value::Str(_) | Value::Literal => None,
-                // (serde checks what is inside, to the last comma)
-                Value::Nested => return None,
-            };
-            *out.get_mut(n)? = (k, v);
+            *out.get_mut(n)? = (k, member_value(&mut c)?);
             n += 1;
             if !c.next_member()? {
                 break;
@@ -525,6 +509,69 @@ pub(super) fn counter_members_fast<'a>(
     }
     c.ws();
     (c.i == c.b.len()).then_some(n)
+}
+
+/// The value of a counter event's member at the cursor, as
+/// [`counter_members_fast`] takes it: `Some(None)` for a string or a
+/// literal, `None` where serde must read it.
+#[inline(always)]
+fn member_value(c: &mut Cursor<'_>) -> Option<Option<f64>> {
+    Some(match c.value()? {
+        Value::Num(p) => {
+            let p = p?;
+            let x = if p.frac == 0 {
+                p.v as f64
+            } else if p.v <= 1 << 53 {
+                p.v as f64 / *POW10.get(p.frac)? as f64
+            } else {
+                return None;
+            };
+            Some(if p.neg { -x } else { x })
+        }
+        Value::Str(_) | Value::Literal => None,
+        // (serde checks what is inside, to the last comma)
+        Value::Nested => return None,
+    })
+}
+
+/// [`counter_members_fast`]'s values of `args` written as `template`
+/// says: `template` is the text of `args` with each value cut out, its
+/// pieces ending at `ends` (`{"a":`, `,"b":`, ..., `}`; one piece more
+/// than values), written with no spaces. The `n` values (`n` returned, one
+/// less than the pieces) go to `out`, each where its member is. `None`
+/// where `args` is written otherwise, or a value is one that
+/// `counter_members_fast` would not take: that then reads them. What it
+/// takes, it takes as `counter_members_fast` does (the keys are those of
+/// the template, which it read).
+pub(super) fn counter_values_as(
+    args: &str,
+    template: &[u8],
+    ends: &[usize],
+    out: &mut [Option<f64>; FAST_MEMBERS],
+) -> Option<usize> {
+    let mut c = Cursor {
+        b: args.as_bytes(),
+        text: args,
+        i: 0,
+    };
+    c.ws();
+    let mut start = 0;
+    for (j, &end) in ends.iter().enumerate() {
+        let piece = template.get(start..end)?;
+        start = end;
+        let at = c.b.get(c.i..c.i + piece.len())?;
+        // (short pieces: a byte loop, not a call)
+        if at.iter().zip(piece).any(|(a, b)| a != b) {
+            return None;
+        }
+        c.i += piece.len();
+        if j + 1 == ends.len() {
+            break;
+        }
+        *out.get_mut(j)? = member_value(&mut c)?;
+    }
+    c.ws();
+    (c.i == c.b.len()).then_some(ends.len().checked_sub(1)?)
 }
 
 fn put<T>(slot: &mut Option<T>, v: T) -> Option<()> {

@@ -36,8 +36,11 @@ pub(super) struct SeriesCache {
 struct Shape {
     name: String,
     id: Option<String>,
-    /// The member names one after the other, and where each ends.
-    keys: String,
+    /// The event's `args` with the values cut out, written with no
+    /// spaces (`{"a":`, `,"b":`, ..., `}`), and where each piece ends:
+    /// the next event written so is read by comparing it, and the names
+    /// of the members are in it.
+    template: Vec<u8>,
     ends: Vec<usize>,
     /// Per sample, in the order they are given (by member name, the last
     /// member of a name): the member's index in the event and its counter,
@@ -50,8 +53,8 @@ impl SeriesCache {
     /// as (counter, value), in [`counter_samples`](super::counter_samples)'
     /// order, defining each series' counter by its name through `def` the
     /// first time it is met (as `counter_samples` would have it looked
-    /// up); both are handed `b` (the builder). `args` that cannot be read in place go through serde, and
-    /// leave the cache as it was.
+    /// up); both are handed `b` (the builder). `args` that cannot be read
+    /// in place go through serde, and leave the cache as it was.
     pub(super) fn samples<B>(
         &mut self,
         ev: &Ev,
@@ -62,6 +65,17 @@ impl SeriesCache {
         let Some(args) = ev.args else {
             return;
         };
+        let mut values = [None; fields::FAST_MEMBERS];
+        // most often written as the latest event was: its values read
+        // between its members' names
+        if let Some(shape) = self.shapes.get_mut(self.last)
+            && shape.is_of(ev)
+            && let Some(n) =
+                fields::counter_values_as(args, &shape.template, &shape.ends, &mut values)
+        {
+            shape.give(ev, &values[..n], b, def, each);
+            return;
+        }
         let mut members = [("", None); fields::FAST_MEMBERS];
         let Some(n) = fields::counter_members_fast(args, &mut members) else {
             let mut name = String::new();
@@ -72,18 +86,11 @@ impl SeriesCache {
             return;
         };
         let members = &members[..n];
-        let shape = self.shape_of(ev, members);
-        let mut name = String::new();
-        for (i, c) in &mut shape.order {
-            let Some(&(k, Some(x))) = members.get(*i) else {
-                continue;
-            };
-            let c = *c.get_or_insert_with(|| {
-                series_name(ev, k, &mut name);
-                def(b, &name)
-            });
-            each(b, c, x);
+        for (v, m) in values.iter_mut().zip(members) {
+            *v = m.1;
         }
+        self.shape_of(ev, members)
+            .give(ev, &values[..n], b, def, each);
     }
 
     /// The shape of `ev` with `members`: the latest event's, another held,
@@ -115,15 +122,58 @@ impl SeriesCache {
 }
 
 impl Shape {
+    /// Whether this is a shape of `ev`'s name and id.
+    fn is_of(&self, ev: &Ev) -> bool {
+        self.name == ev.name && self.id.as_deref() == ev.id.as_deref()
+    }
+
+    /// The name of member `j` (one of the template's).
+    fn key(&self, j: usize) -> Option<&str> {
+        let start = if j == 0 { 0 } else { self.ends[j - 1] };
+        // (`{"` or `,"` before the name, `":` after)
+        let key = self
+            .template
+            .get(start + 2..self.ends.get(j)?.checked_sub(2)?)?;
+        std::str::from_utf8(key).ok()
+    }
+
     /// Whether this is the shape of `ev` with `members`.
     fn holds(&self, ev: &Ev, members: &[(&str, Option<f64>)]) -> bool {
-        self.name == ev.name
-            && self.id.as_deref() == ev.id.as_deref()
-            && self.ends.len() == members.len()
-            && members.iter().enumerate().all(|(i, (k, _))| {
-                let start = if i == 0 { 0 } else { self.ends[i - 1] };
-                self.keys.get(start..self.ends[i]) == Some(*k)
-            })
+        self.is_of(ev)
+            && self.ends.len() == members.len() + 1
+            && members
+                .iter()
+                .enumerate()
+                .all(|(j, (k, _))| self.key(j) == Some(*k))
+    }
+
+    /// Gives the numeric `values` (one a member, in order) to their
+    /// counters, as [`SeriesCache::samples`] says.
+    fn give<B>(
+        &mut self,
+        ev: &Ev,
+        values: &[Option<f64>],
+        b: &mut B,
+        def: impl Fn(&mut B, &str) -> u32,
+        mut each: impl FnMut(&mut B, u32, f64),
+    ) {
+        let mut name = String::new();
+        for k in 0..self.order.len() {
+            let (i, c) = self.order[k];
+            let Some(&Some(x)) = values.get(i) else {
+                continue;
+            };
+            let c = match c {
+                Some(c) => c,
+                None => {
+                    series_name(ev, self.key(i).unwrap_or(""), &mut name);
+                    let c = def(b, &name);
+                    self.order[k].1 = Some(c);
+                    c
+                }
+            };
+            each(b, c, x);
+        }
     }
 
     /// Makes this the shape of `ev` with `members`, with no counters yet:
@@ -132,12 +182,20 @@ impl Shape {
         self.name.clear();
         self.name.push_str(&ev.name);
         self.id = ev.id.as_deref().map(str::to_string);
-        self.keys.clear();
+        self.template.clear();
         self.ends.clear();
-        for (k, _) in members {
-            self.keys.push_str(k);
-            self.ends.push(self.keys.len());
+        for (j, (k, _)) in members.iter().enumerate() {
+            self.template.push(if j == 0 { b'{' } else { b',' });
+            self.template.push(b'"');
+            self.template.extend_from_slice(k.as_bytes());
+            self.template.extend_from_slice(b"\":");
+            self.ends.push(self.template.len());
         }
+        if members.is_empty() {
+            self.template.push(b'{');
+        }
+        self.template.push(b'}');
+        self.ends.push(self.template.len());
         let mut sorted: Vec<usize> = (0..members.len()).collect();
         sorted.sort_by(|&a, &b| members[a].0.cmp(members[b].0));
         self.order.clear();
@@ -205,8 +263,8 @@ mod tests {
     #[test]
     fn samples_are_counter_samples() {
         let mut rng = crate::test_rng::XorShift(0x5E41E5);
-        let keys = ["value", "a", "b", "TOT_INS", "L1_DCM", "a", "z"];
-        let shapes: Vec<(String, Option<&str>, Vec<&str>)> = (0..40)
+        let keys = ["value", "a", "b", "TOT_INS", "L1_DCM", "a", "z", "TOT_CYC"];
+        let mut shapes: Vec<(String, Option<&str>, Vec<&str>)> = (0..40)
             .map(|s| {
                 let n = match s % 10 {
                     0 => 17 + s % 3,
@@ -220,20 +278,41 @@ mod tests {
                 (format!("c{}", s % 7), id, members)
             })
             .collect();
+        // each with a twin of its name and id whose members' names differ
+        // but not in length ("a" for "b", "TOT_INS" for "TOT_CYC")
+        for s in 0..40 {
+            let (name, id, members) = shapes[s].clone();
+            let twin = |k: &&'static str| -> &'static str {
+                match *k {
+                    "a" => "b",
+                    "b" => "a",
+                    "TOT_INS" => "TOT_CYC",
+                    k => k,
+                }
+            };
+            shapes.push((name, id, members.iter().map(twin).collect()));
+        }
         let (mut cache, mut mine, mut theirs) =
             (SeriesCache::default(), Defs::default(), Defs::default());
-        let (mut hits, mut total, mut slow) = (0, 0, 0);
+        let (mut hits, mut total, mut slow, mut templated) = (0, 0, 0, 0);
         for round in 0..6_000 {
-            // a run of one shape, or shapes taking turns
-            let s = match round % 100 < 50 {
-                true => (round / 25) % shapes.len(),
-                false => rng.below(shapes.len() as u64) as usize,
+            // a run of one shape, a shape and its twin taking turns, or
+            // shapes drawn at random
+            let s = match round % 100 {
+                0..50 => (round / 25) % shapes.len(),
+                50..75 => (round / 100) % 40 + 40 * (round % 2),
+                _ => rng.below(shapes.len() as u64) as usize,
             };
             let (name, id, members) = &shapes[s];
-            let mut args = String::from("{");
+            // now and then written with spaces (which the template refuses)
+            let (comma, colon) = match rng.below(10) {
+                0 => (", ", " : "),
+                _ => (",", ":"),
+            };
+            let mut args = String::from(if round % 13 == 0 { " {" } else { "{" });
             for (i, k) in members.iter().enumerate() {
                 if i > 0 {
-                    args.push(',');
+                    args.push_str(comma);
                 }
                 let v = match rng.below(12) {
                     0 => "\"x\"".to_string(),
@@ -242,12 +321,17 @@ mod tests {
                     3 => format!("{}.25", rng.below(1000)),
                     _ => rng.below(1 << 40).to_string(),
                 };
-                args.push_str(&format!("\"{k}\":{v}"));
+                args.push_str(&format!("\"{k}\"{colon}{v}"));
             }
-            args.push('}');
+            args.push_str(if round % 11 == 0 { "} " } else { "}" });
             let ev = event(name, *id, &args);
             let mut got = Vec::new();
             let before = cache.shapes.get(cache.last).map(|s| s.order.clone());
+            templated += usize::from(cache.shapes.get(cache.last).is_some_and(|s| {
+                s.is_of(&ev)
+                    && fields::counter_values_as(&args, &s.template, &s.ends, &mut [None; 16])
+                        .is_some()
+            }));
             cache.samples(
                 &ev,
                 &mut mine,
