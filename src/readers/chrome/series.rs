@@ -351,8 +351,8 @@ mod tests {
         assert_eq!(mine.names, theirs.names);
         assert!(mine.names.len() > 60, "{} counters", mine.names.len());
         assert!(
-            total > 10_000 && hits > 2_000 && slow > 500,
-            "{total} {hits} {slow}"
+            total > 10_000 && hits > 2_000 && slow > 500 && templated > 1_000,
+            "{total} {hits} {slow} {templated}"
         );
         assert_eq!(cache.shapes.len(), SHAPES);
     }
