@@ -589,7 +589,9 @@ fn put<T>(slot: &mut Option<T>, v: T) -> Option<()> {
 /// numbers and literals, well-formed strings and (objects and arrays)
 /// balanced brackets only. `ts`, `dur`, integer `pid` and `tid` come
 /// converted, and `args` of numbers, strings and literals as [`LiteArgs`]:
-/// their text was read twice before, once to check and once to convert.
+/// their text was read twice before, once to check and once to convert. A
+/// counter event's `args` (its `ph` met before them) are only skipped:
+/// their members are read later, where the reader takes its samples.
 ///
 /// Fills `f` (which starts empty; left anyhow on `None`): the fields were
 /// returned before, moved (360 bytes) twice an event.

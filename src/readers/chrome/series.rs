@@ -3,14 +3,17 @@
 //!
 //! A trace's counter events mostly repeat one shape: the same event name
 //! and id, the same members in the same order (`"args":{"TOT_INS":1646,
-//! "TOT_CYC":2184,...}`). [`counter_samples`](super::counter_samples)
-//! gives each sample with its series' name (the members sorted by name,
-//! each name made, then looked up by the reader); a [`SeriesCache`] keeps
-//! the previous event's members as they lie, and when the next event has
-//! the same, gives its samples straight to the counters the previous one
-//! found, in the same order, without sorting, naming or looking up
-//! anything. The samples are those of `counter_samples`, in its order, and
-//! the counters are defined in the same order (tested against it).
+//! "TOT_CYC":2184,...}`). Read one by one, each event's members were
+//! sorted by name, each series' name made and looked up (the reader's
+//! `counter_samples`, which the tests keep as the reference). A
+//! [`SeriesCache`] keeps the shapes of the latest events: the text of
+//! their `args` with the values cut out, and the counters their samples
+//! went to. An event written as the latest one of its name is read by
+//! comparing that text and reading the values between (no key scanned as
+//! a string); one of a shape held gives its samples to that shape's
+//! counters, in the same order, without sorting, naming or looking up
+//! anything. The samples are `counter_samples`', in its order, and the
+//! counters are defined in the same order (tested against it).
 
 use super::{Ev, counter_samples_serde, fields, series_name};
 
@@ -50,8 +53,8 @@ struct Shape {
 
 impl SeriesCache {
     /// Gives each numeric member of counter event `ev`'s `args` to `each`
-    /// as (counter, value), in [`counter_samples`](super::counter_samples)'
-    /// order, defining each series' counter by its name through `def` the
+    /// as (counter, value), in `counter_samples`' order (by member name,
+    /// the last member of a name), defining each series' counter by its name through `def` the
     /// first time it is met (as `counter_samples` would have it looked
     /// up); both are handed `b` (the builder). `args` that cannot be read
     /// in place go through serde, and leave the cache as it was.
