@@ -482,6 +482,44 @@ pub(super) fn counter_members_fast<'a>(
     args: &'a str,
     out: &mut [(&'a str, Option<f64>); FAST_MEMBERS],
 ) -> Option<usize> {
+    members_fast(args, out, |_, _| {})
+}
+
+/// [`counter_members_fast`], and the text of `args` with the values cut
+/// out, as written (spaces too), into `template`, each piece ending at
+/// `ends` (for `{"a": 1, "b": 2}`: `{"a": `, `, "b": `, `}`; one piece
+/// more than values): what [`counter_values_as`] reads the next event of
+/// the same members by.
+pub(super) fn counter_members_template<'a>(
+    args: &'a str,
+    out: &mut [(&'a str, Option<f64>); FAST_MEMBERS],
+    template: &mut Vec<u8>,
+    ends: &mut Vec<usize>,
+) -> Option<usize> {
+    template.clear();
+    ends.clear();
+    let b = args.as_bytes();
+    let mut last = 0;
+    let mut inside = true;
+    let n = members_fast(args, out, |start, end| {
+        inside &= last <= start;
+        template.extend_from_slice(b.get(last..start).unwrap_or_default());
+        ends.push(template.len());
+        last = end;
+    })?;
+    template.extend_from_slice(b.get(last..)?);
+    ends.push(template.len());
+    inside.then_some(n)
+}
+
+/// [`counter_members_fast`], telling `value` where each value starts and
+/// ends in `args`.
+#[inline(always)]
+fn members_fast<'a>(
+    args: &'a str,
+    out: &mut [(&'a str, Option<f64>); FAST_MEMBERS],
+    mut value: impl FnMut(usize, usize),
+) -> Option<usize> {
     let mut c = Cursor {
         b: args.as_bytes(),
         text: args,
@@ -500,7 +538,9 @@ pub(super) fn counter_members_fast<'a>(
             let k = c.string()?;
             c.ws();
             c.eat(b':')?;
+            let start = c.i;
             *out.get_mut(n)? = (k, member_value(&mut c)?);
+            value(start, c.i);
             n += 1;
             if !c.next_member()? {
                 break;
@@ -535,14 +575,16 @@ fn member_value(c: &mut Cursor<'_>) -> Option<Option<f64>> {
 }
 
 /// [`counter_members_fast`]'s values of `args` written as `template`
-/// says: `template` is the text of `args` with each value cut out, its
-/// pieces ending at `ends` (`{"a":`, `,"b":`, ..., `}`; one piece more
-/// than values), written with no spaces. The `n` values (`n` returned, one
-/// less than the pieces) go to `out`, each where its member is. `None`
-/// where `args` is written otherwise, or a value is one that
+/// says: `template` is the text of an earlier event's `args` with each
+/// value cut out, as written ([`counter_members_template`]), its pieces
+/// ending at `ends` (one piece more than values). The `n` values (`n`
+/// returned, one less than the pieces) go to `out`, each where its member
+/// is. `None` where `args` is written otherwise, or a value is one that
 /// `counter_members_fast` would not take: that then reads them. What it
-/// takes, it takes as `counter_members_fast` does (the keys are those of
-/// the template, which it read).
+/// takes, `counter_members_fast` takes alike: the same members' names
+/// (those of the template, which it read), the same spaces, and values
+/// read by the same code, each ending where the piece after it begins
+/// (with a space, a comma or a brace, which no value takes in).
 pub(super) fn counter_values_as(
     args: &str,
     template: &[u8],
@@ -554,7 +596,6 @@ pub(super) fn counter_values_as(
         text: args,
         i: 0,
     };
-    c.ws();
     let mut start = 0;
     for (j, &end) in ends.iter().enumerate() {
         let piece = template.get(start..end)?;
@@ -568,7 +609,6 @@ pub(super) fn counter_values_as(
         }
         *out.get_mut(j)? = member_value(&mut c)?;
     }
-    c.ws();
     (c.i == c.b.len()).then_some(ends.len().checked_sub(1)?)
 }
 

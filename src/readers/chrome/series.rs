@@ -6,13 +6,13 @@
 //! "TOT_CYC":2184,...}`). Read one by one, each event's members were
 //! sorted by name, each series' name made and looked up (the reader's
 //! `counter_samples`, which the tests keep as the reference). A
-//! [`SeriesCache`] keeps the shapes of the latest events: the text of
-//! their `args` with the values cut out, and the counters their samples
-//! went to. An event written as the latest one of its name is read by
-//! comparing that text and reading the values between (no key scanned as
-//! a string); one of a shape held gives its samples to that shape's
-//! counters, in the same order, without sorting, naming or looking up
-//! anything. The samples are `counter_samples`', in its order, and the
+//! [`SeriesCache`] keeps the shapes of the latest events: their members'
+//! names, the text of their `args` with the values cut out (as written,
+//! spaces too), and the counters their samples went to. An event written
+//! as one before of its name is read by comparing that text and reading
+//! the values between (no key scanned as a string); one of a shape held
+//! gives its samples to that shape's counters, in the same order, without
+//! sorting, naming or looking up anything. The samples are `counter_samples`', in its order, and the
 //! counters are defined in the same order (tested against it).
 
 use super::{Ev, counter_samples_serde, fields, series_name};
@@ -39,10 +39,13 @@ pub(super) struct SeriesCache {
 struct Shape {
     name: String,
     id: Option<String>,
-    /// The event's `args` with the values cut out, written with no
-    /// spaces (`{"a":`, `,"b":`, ..., `}`), and where each piece ends:
-    /// the next event written so is read by comparing it, and the names
-    /// of the members are in it.
+    /// The member names one after the other, and where each ends.
+    keys: String,
+    key_ends: Vec<usize>,
+    /// The `args` of the latest event of this shape read in full, with
+    /// the values cut out, as written (`{"a": `, `, "b": `, ..., `}`), and
+    /// where each piece ends: the next event written so is read by
+    /// comparing it and reading the values between.
     template: Vec<u8>,
     ends: Vec<usize>,
     /// Per sample, in the order they are given (by member name, the last
@@ -69,15 +72,23 @@ impl SeriesCache {
             return;
         };
         let mut values = [None; fields::FAST_MEMBERS];
-        // most often written as the latest event was: its values read
-        // between its members' names
-        if let Some(shape) = self.shapes.get_mut(self.last)
-            && shape.is_of(ev)
-            && let Some(n) =
-                fields::counter_values_as(args, &shape.template, &shape.ends, &mut values)
-        {
-            shape.give(ev, &values[..n], b, def, each);
-            return;
+        // most often written as an event of its name before: its values
+        // read between its members' names (the latest event's shape
+        // tried first)
+        let last = self.last;
+        let tried = std::iter::once(last).chain((0..self.shapes.len()).filter(|&i| i != last));
+        for i in tried {
+            let Some(shape) = self.shapes.get_mut(i) else {
+                continue;
+            };
+            if shape.is_of(ev)
+                && let Some(n) =
+                    fields::counter_values_as(args, &shape.template, &shape.ends, &mut values)
+            {
+                self.last = i;
+                shape.give(ev, &values[..n], b, def, each);
+                return;
+            }
         }
         let mut members = [("", None); fields::FAST_MEMBERS];
         let Some(n) = fields::counter_members_fast(args, &mut members) else {
@@ -92,8 +103,17 @@ impl SeriesCache {
         for (v, m) in values.iter_mut().zip(members) {
             *v = m.1;
         }
-        self.shape_of(ev, members)
-            .give(ev, &values[..n], b, def, each);
+        let shape = self.shape_of(ev, members);
+        // a new shape, or one written otherwise than before (spaces): its
+        // template from this event
+        let mut again = [("", None); fields::FAST_MEMBERS];
+        if fields::counter_members_template(args, &mut again, &mut shape.template, &mut shape.ends)
+            .is_none()
+        {
+            shape.template.clear();
+            shape.ends.clear();
+        }
+        shape.give(ev, &values[..n], b, def, each);
     }
 
     /// The shape of `ev` with `members`: the latest event's, another held,
@@ -130,20 +150,20 @@ impl Shape {
         self.name == ev.name && self.id.as_deref() == ev.id.as_deref()
     }
 
-    /// The name of member `j` (one of the template's).
+    /// The name of member `j`.
     fn key(&self, j: usize) -> Option<&str> {
-        let start = if j == 0 { 0 } else { self.ends[j - 1] };
-        // (`{"` or `,"` before the name, `":` after)
-        let key = self
-            .template
-            .get(start + 2..self.ends.get(j)?.checked_sub(2)?)?;
-        std::str::from_utf8(key).ok()
+        let start = if j == 0 {
+            0
+        } else {
+            *self.key_ends.get(j - 1)?
+        };
+        self.keys.get(start..*self.key_ends.get(j)?)
     }
 
     /// Whether this is the shape of `ev` with `members`.
     fn holds(&self, ev: &Ev, members: &[(&str, Option<f64>)]) -> bool {
         self.is_of(ev)
-            && self.ends.len() == members.len() + 1
+            && self.key_ends.len() == members.len()
             && members
                 .iter()
                 .enumerate()
@@ -179,26 +199,19 @@ impl Shape {
         }
     }
 
-    /// Makes this the shape of `ev` with `members`, with no counters yet:
-    /// the members sorted by name (stably), the last of each name kept.
+    /// Makes this the shape of `ev` with `members`, with no counters yet
+    /// (and no template): the members sorted by name (stably), the last of
+    /// each name kept.
     fn learn(&mut self, ev: &Ev, members: &[(&str, Option<f64>)]) {
         self.name.clear();
         self.name.push_str(&ev.name);
         self.id = ev.id.as_deref().map(str::to_string);
-        self.template.clear();
-        self.ends.clear();
-        for (j, (k, _)) in members.iter().enumerate() {
-            self.template.push(if j == 0 { b'{' } else { b',' });
-            self.template.push(b'"');
-            self.template.extend_from_slice(k.as_bytes());
-            self.template.extend_from_slice(b"\":");
-            self.ends.push(self.template.len());
+        self.keys.clear();
+        self.key_ends.clear();
+        for (k, _) in members {
+            self.keys.push_str(k);
+            self.key_ends.push(self.keys.len());
         }
-        if members.is_empty() {
-            self.template.push(b'{');
-        }
-        self.template.push(b'}');
-        self.ends.push(self.template.len());
         let mut sorted: Vec<usize> = (0..members.len()).collect();
         sorted.sort_by(|&a, &b| members[a].0.cmp(members[b].0));
         self.order.clear();
@@ -307,7 +320,7 @@ mod tests {
                 _ => rng.below(shapes.len() as u64) as usize,
             };
             let (name, id, members) = &shapes[s];
-            // now and then written with spaces (which the template refuses)
+            // now and then written with spaces (another template)
             let (comma, colon) = match rng.below(10) {
                 0 => (", ", " : "),
                 _ => (",", ":"),
