@@ -57,10 +57,11 @@ struct Shape {
 impl SeriesCache {
     /// Gives each numeric member of counter event `ev`'s `args` to `each`
     /// as (counter, value), in `counter_samples`' order (by member name,
-    /// the last member of a name), defining each series' counter by its name through `def` the
-    /// first time it is met (as `counter_samples` would have it looked
-    /// up); both are handed `b` (the builder). `args` that cannot be read
-    /// in place go through serde, and leave the cache as it was.
+    /// the last member of a name), defining each series' counter by its
+    /// name through `def` the first time it is met (as `counter_samples`
+    /// would have it looked up); both are handed `b` (the builder). `args`
+    /// that cannot be read in place go through serde, and leave the cache
+    /// as it was.
     pub(super) fn samples<B>(
         &mut self,
         ev: &Ev,
