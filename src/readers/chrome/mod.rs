@@ -1314,6 +1314,25 @@ fn counter_samples(ev: &Ev, each: &mut dyn FnMut(&str, f64)) {
     counter_samples_serde(ev, args, &mut name, each);
 }
 
+/// A counter (`C`) event of `name`, `id` and `args` at time 0, for tests.
+#[cfg(test)]
+fn counter_event<'a>(name: &'a str, id: Option<&'a str>, args: &'a str) -> Ev<'a> {
+    Ev {
+        ph: b'C',
+        name: Cow::Borrowed(name),
+        cat: Cow::Borrowed(""),
+        pid: None,
+        tid: None,
+        ts: Some(0),
+        dur: None,
+        id: id.map(Cow::Borrowed),
+        scope: 0,
+        args: Some(args),
+        lite: LiteArgs::default(),
+        off: 0,
+    }
+}
+
 /// [`counter_samples`] through serde, for any `args`.
 fn counter_samples_serde(ev: &Ev, args: &str, name: &mut String, each: &mut dyn FnMut(&str, f64)) {
     let Ok(members) = serde_json::from_str::<BTreeMap<MemberName<'_>, CounterArg>>(args) else {
@@ -3079,20 +3098,7 @@ mod fields_tests {
             r#"7"#,
         ] {
             for id in [None, Some("x1")] {
-                let ev = Ev {
-                    ph: b'C',
-                    name: Cow::Borrowed("mem"),
-                    cat: Cow::Borrowed(""),
-                    pid: None,
-                    tid: None,
-                    ts: Some(0),
-                    dur: None,
-                    id: id.map(Cow::Borrowed),
-                    scope: 0,
-                    args: Some(args),
-                    lite: LiteArgs::default(),
-                    off: 0,
-                };
+                let ev = counter_event("mem", id, args);
                 let mut got = Vec::new();
                 counter_samples(&ev, &mut |name, x| got.push((name.to_string(), x)));
                 assert_eq!(got, reference(&ev), "{args} {id:?}");
@@ -3176,20 +3182,7 @@ mod fields_tests {
                 }
                 _ => {}
             }
-            let ev = Ev {
-                ph: b'C',
-                name: Cow::Borrowed("m"),
-                cat: Cow::Borrowed(""),
-                pid: None,
-                tid: None,
-                ts: Some(0),
-                dur: None,
-                id: (round % 3 == 0).then_some(Cow::Borrowed("i")),
-                scope: 0,
-                args: Some(&args),
-                lite: LiteArgs::default(),
-                off: 0,
-            };
+            let ev = counter_event("m", (round % 3 == 0).then_some("i"), &args);
             let mut got = Vec::new();
             counter_samples(&ev, &mut |name, x| {
                 got.push((name.to_string(), x.to_bits()))

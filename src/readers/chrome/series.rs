@@ -230,8 +230,7 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::readers::chrome::{LiteArgs, counter_samples};
-    use std::borrow::Cow;
+    use crate::readers::chrome::{counter_event, counter_samples};
     use std::collections::HashMap;
 
     /// Counters defined by name in order of first definition, as the
@@ -251,23 +250,6 @@ mod tests {
             self.index
                 .insert(name.to_string(), self.names.len() as u32 - 1);
             self.names.len() as u32 - 1
-        }
-    }
-
-    fn event<'a>(name: &'a str, id: Option<&'a str>, args: &'a str) -> Ev<'a> {
-        Ev {
-            ph: b'C',
-            name: Cow::Borrowed(name),
-            cat: Cow::Borrowed(""),
-            pid: None,
-            tid: None,
-            ts: Some(0),
-            dur: None,
-            id: id.map(Cow::Borrowed),
-            scope: 0,
-            args: Some(args),
-            lite: LiteArgs::default(),
-            off: 0,
         }
     }
 
@@ -341,7 +323,7 @@ mod tests {
                 args.push_str(&format!("\"{k}\"{colon}{v}"));
             }
             args.push_str(if round % 11 == 0 { "} " } else { "}" });
-            let ev = event(name, *id, &args);
+            let ev = counter_event(name, *id, &args);
             let mut got = Vec::new();
             let before = cache.shapes.get(cache.last).map(|s| s.order.clone());
             templated += usize::from(cache.shapes.get(cache.last).is_some_and(|s| {
