@@ -465,7 +465,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Members of a counter event's `args` that [`counter_members_fast`]
+/// Members of a counter event's `args` that `counter_members_fast`
 /// holds: more go to serde.
 pub(super) const FAST_MEMBERS: usize = 16;
 
@@ -477,7 +477,9 @@ pub(super) const FAST_MEMBERS: usize = 16;
 /// might round otherwise (more than 2^53 before the point is put back),
 /// more than [`FAST_MEMBERS`] members, anything not JSON. A number is the
 /// `f64` serde gives: an integer converted, a fraction of at most 2^53
-/// over a power of ten up to 10^18, both exact, divided once.
+/// over a power of ten up to 10^18, both exact, divided once. (The reader
+/// reads them with [`counter_members_template`]; this is the tests'.)
+#[cfg(test)]
 pub(super) fn counter_members_fast<'a>(
     args: &'a str,
     out: &mut [(&'a str, Option<f64>); FAST_MEMBERS],
@@ -485,7 +487,7 @@ pub(super) fn counter_members_fast<'a>(
     members_fast(args, out, |_, _| {})
 }
 
-/// [`counter_members_fast`], and the text of `args` with the values cut
+/// `counter_members_fast`, and the text of `args` with the values cut
 /// out, as written (spaces too), into `template`, each piece ending at
 /// `ends` (for `{"a": 1, "b": 2}`: `{"a": `, `, "b": `, `}`; one piece
 /// more than values): what [`counter_values_as`] reads the next event of
@@ -512,7 +514,7 @@ pub(super) fn counter_members_template<'a>(
     inside.then_some(n)
 }
 
-/// [`counter_members_fast`], telling `value` where each value starts and
+/// `counter_members_fast`, telling `value` where each value starts and
 /// ends in `args`.
 #[inline(always)]
 fn members_fast<'a>(
@@ -552,7 +554,7 @@ fn members_fast<'a>(
 }
 
 /// The value of a counter event's member at the cursor, as
-/// [`counter_members_fast`] takes it: `Some(None)` for a string or a
+/// `counter_members_fast` takes it: `Some(None)` for a string or a
 /// literal, `None` where serde must read it.
 #[inline(always)]
 fn member_value(c: &mut Cursor<'_>) -> Option<Option<f64>> {
@@ -574,7 +576,7 @@ fn member_value(c: &mut Cursor<'_>) -> Option<Option<f64>> {
     })
 }
 
-/// [`counter_members_fast`]'s values of `args` written as `template`
+/// `counter_members_fast`'s values of `args` written as `template`
 /// says: `template` is the text of an earlier event's `args` with each
 /// value cut out, as written ([`counter_members_template`]), its pieces
 /// ending at `ends` (one piece more than values). The `n` values (`n`
@@ -698,7 +700,7 @@ pub(super) fn fields_fast<'a>(b: &'a [u8], f: &mut Fields<'a>) -> Option<()> {
             }
             (Key::Ph | Key::Name | Key::Cat | Key::S, _) => return None,
             // a counter event's members are read from the text later
-            // (`counter_members_fast`, or serde, which judges them): here
+            // (`counter_members_template`, or serde, which judges them): here
             // only its end is found, 16 bytes at a time
             (Key::Args, Value::Nested) if f.ph.as_deref() == Some("C") => {
                 c.skip_nested()?;

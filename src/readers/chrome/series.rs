@@ -31,6 +31,10 @@ pub(super) struct SeriesCache {
     last: usize,
     /// The shape made over when a new one does not fit.
     next: usize,
+    /// The template of an event read in full, until its shape is known
+    /// (then swapped into it): see [`Shape::template`].
+    template: Vec<u8>,
+    ends: Vec<usize>,
 }
 
 /// A counter event's name, id and members (their names, in order), and
@@ -92,7 +96,13 @@ impl SeriesCache {
             }
         }
         let mut members = [("", None); fields::FAST_MEMBERS];
-        let Some(n) = fields::counter_members_fast(args, &mut members) else {
+        let read = fields::counter_members_template(
+            args,
+            &mut members,
+            &mut self.template,
+            &mut self.ends,
+        );
+        let Some(n) = read else {
             let mut name = String::new();
             counter_samples_serde(ev, args, &mut name, &mut |name, x| {
                 let c = def(b, name);
@@ -104,17 +114,18 @@ impl SeriesCache {
         for (v, m) in values.iter_mut().zip(members) {
             *v = m.1;
         }
-        let shape = self.shape_of(ev, members);
         // a new shape, or one written otherwise than before (spaces): its
-        // template from this event
-        let mut again = [("", None); fields::FAST_MEMBERS];
-        if fields::counter_members_template(args, &mut again, &mut shape.template, &mut shape.ends)
-            .is_none()
-        {
-            shape.template.clear();
-            shape.ends.clear();
-        }
+        // template this event's
+        let (mut template, mut ends) = (
+            std::mem::take(&mut self.template),
+            std::mem::take(&mut self.ends),
+        );
+        let shape = self.shape_of(ev, members);
+        std::mem::swap(&mut shape.template, &mut template);
+        std::mem::swap(&mut shape.ends, &mut ends);
         shape.give(ev, &values[..n], b, def, each);
+        // (the shape's old buffers kept for the next event read in full)
+        (self.template, self.ends) = (template, ends);
     }
 
     /// The shape of `ev` with `members`: the latest event's, another held,
