@@ -17,6 +17,7 @@
 pub mod boxfish;
 pub mod chrome;
 mod chunked;
+mod colon_line;
 pub mod decimal;
 pub mod exchange;
 pub mod input;

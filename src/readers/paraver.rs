@@ -19,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::ReadOptions;
+use super::colon_line;
 use super::decimal::{leading_digits, lookahead};
 use super::input::{self, Block, LineBlocks};
 use super::paraver_pcf::{Pcf, parse_pcf, parse_row};
@@ -750,9 +751,10 @@ fn parse_block_into(block: &Block, ctx: &Ctx, mut out: Chunk) -> Chunk {
     let mut last_state = u32::MAX;
     let mut last_type = u32::MAX;
     let (mut pos, mut line_no) = (0usize, block.first_line);
+    let mut fields = [0u64; colon_line::MAX_FIELDS];
     while pos < data.len() {
-        if let Some(next) = plain_record(data, pos, ctx, &mut out, &mut last_state, &mut last_type)
-        {
+        let last = (&mut last_state, &mut last_type);
+        if let Some(next) = plain_record(data, pos, ctx, &mut out, last, &mut fields) {
             pos = next;
             line_no += 1;
             continue;
@@ -808,12 +810,18 @@ fn plain_record(
     pos: usize,
     ctx: &Ctx,
     out: &mut Chunk,
-    last_state: &mut u32,
-    last_type: &mut u32,
+    (last_state, last_type): (&mut u32, &mut u32),
+    fields: &mut [u64; colon_line::MAX_FIELDS],
 ) -> Option<usize> {
     match data.get(pos..pos + 2)? {
         b"1:" => {
-            let ([_cpu, a, t, h, begin, end, state], next) = plain_fields(data, pos + 2, b'\n')?;
+            let ([_cpu, a, t, h, begin, end, state], next) =
+                match colon_line::exactly::<8>(data, pos) {
+                    Some(([_, cpu, a, t, h, begin, end, state], next)) => {
+                        ([cpu, a, t, h, begin, end, state], next)
+                    }
+                    None => plain_fields(data, pos + 2, b'\n')?,
+                };
             if end < begin {
                 return None;
             }
@@ -833,6 +841,33 @@ fn plain_record(
             Some(next)
         }
         b"2:" => {
+            if let Some((n, next)) = colon_line::fields(data, pos, fields) {
+                // 2, cpu, appl, task, thread, time, then pairs of a type
+                // and its value (anything else is declined here as below)
+                let (&[_, _cpu, a, t, h, time], pairs) = fields[..n].split_first_chunk::<6>()?;
+                if pairs.is_empty()
+                    || pairs.len() % 2 == 1
+                    || pairs.iter().step_by(2).any(|&ty| ty > u64::from(u32::MAX))
+                {
+                    return None;
+                }
+                let time = time.checked_mul(ctx.unit)?;
+                let loc = ctx.locs.get(a, t, h)?;
+                for pair in pairs.chunks_exact(2) {
+                    let (kind, value) = (pair[0] as u32, pair[1]);
+                    if kind != *last_type {
+                        out.event_types.insert(kind);
+                        *last_type = kind;
+                    }
+                    out.events.push(RawEvent {
+                        time,
+                        loc,
+                        kind,
+                        value: value as i64,
+                    });
+                }
+                return Some(next);
+            }
             let ([_cpu, a, t, h, time], mut at) = plain_fields(data, pos + 2, b':')?;
             let time = time.checked_mul(ctx.unit)?;
             let loc = ctx.locs.get(a, t, h)?;
@@ -893,7 +928,10 @@ fn plain_record(
                     tag,
                 ],
                 next,
-            ) = plain_fields(data, pos + 2, b'\n')?;
+            ) = match colon_line::exactly::<15>(data, pos) {
+                Some(([_, rest @ ..], next)) => (rest, next),
+                None => plain_fields(data, pos + 2, b'\n')?,
+            };
             out.messages.push(RawMessage {
                 send: lsend.checked_mul(ctx.unit)?,
                 recv: precv.checked_mul(ctx.unit)?,
