@@ -17,6 +17,8 @@
 //! declined). Anything else is declined (`None`) and left to the callers'
 //! field-by-field path, which words the errors.
 
+use super::decimal::{POW10, eight_digits};
+
 /// What a line's fields are read from: at least this many bytes from the
 /// line's start (a field's value is loaded 16 bytes at a time from its
 /// first digit, which lies within the first 128 bytes).
@@ -121,15 +123,7 @@ fn digits(w: &[u8], at: usize, n: usize) -> Option<u64> {
         return Some(eight_digits(lo << (64 - 8 * n)));
     }
     let hi = u64::from_le_bytes(b[8..].try_into().ok()?) ^ zero;
-    Some(eight_digits(lo) * super::decimal::POW10[n - 8] + eight_digits(hi << (64 - 8 * (n - 8))))
-}
-
-/// The value of eight digits (bytes 0 to 9), the first in the lowest byte.
-#[inline(always)]
-fn eight_digits(d: u64) -> u64 {
-    let d = (d.wrapping_mul(10).wrapping_add(d >> 8)) & 0x00FF_00FF_00FF_00FF;
-    let d = (d.wrapping_mul(100).wrapping_add(d >> 16)) & 0x0000_FFFF_0000_FFFF;
-    (d.wrapping_mul(10_000).wrapping_add(d >> 32)) & 0xFFFF_FFFF
+    Some(eight_digits(lo) * POW10[n - 8] + eight_digits(hi << (64 - 8 * (n - 8))))
 }
 
 /// Of 64 bytes, a bit each (bit k: byte k): colons, and digits and

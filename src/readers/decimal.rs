@@ -90,6 +90,42 @@ pub fn leading_digits(b: &[u8], from: usize) -> Option<(u64, usize, u8)> {
     Some((eight_digits(d) * POW10[n] + low, from + 8 + n, w[8 + n]))
 }
 
+/// The run of ASCII digits at `b[from..]`: where it ends, and `v` with
+/// each digit appended (`v × 10 + d`, wrapping: only a caller that counts
+/// at most 19 digits may use the value). Eight bytes at a time while eight
+/// load (the run's end from the first byte that is not a digit, as in
+/// [`leading_digits`]), the last few one by one: a loop a digit branched
+/// once more at each number's end, unpredictably.
+#[inline(always)]
+pub fn digit_run(b: &[u8], mut from: usize, mut v: u64) -> (usize, u64) {
+    let zero = ONES * 0x30;
+    while let Some(w) = b.get(from..).and_then(|r| r.first_chunk::<8>()) {
+        let d = u64::from_le_bytes(*w) ^ zero;
+        let not_digit = (d | d.wrapping_add(ONES * 6)) & (ONES * 0xF0);
+        if not_digit == 0 {
+            v = v.wrapping_mul(100_000_000).wrapping_add(eight_digits(d));
+            from += 8;
+            continue;
+        }
+        let n = (not_digit.trailing_zeros() / 8) as usize;
+        if n > 0 {
+            v = v
+                .wrapping_mul(POW10[n])
+                .wrapping_add(eight_digits(d << (64 - 8 * n)));
+        }
+        return (from + n, v);
+    }
+    while let Some(&c) = b.get(from) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        from += 1;
+    }
+    (from, v)
+}
+
 /// `ahead` where it begins with `line` (the same bytes, not a copy: the
 /// line and what follows it in its buffer), else `line`: what a parser
 /// may hand [`leading_field`] to read past the end of `line`.
@@ -104,7 +140,7 @@ pub fn lookahead<'a>(line: &'a [u8], ahead: &'a [u8]) -> &'a [u8] {
 /// The value of eight digits (bytes 0 to 9), the first in the lowest byte:
 /// pairs, then fours, then the eight.
 #[inline(always)]
-fn eight_digits(d: u64) -> u64 {
+pub(crate) fn eight_digits(d: u64) -> u64 {
     let d = (d.wrapping_mul(10).wrapping_add(d >> 8)) & 0x00FF_00FF_00FF_00FF;
     let d = (d.wrapping_mul(100).wrapping_add(d >> 16)) & 0x0000_FFFF_0000_FFFF;
     (d.wrapping_mul(10_000).wrapping_add(d >> 32)) & 0xFFFF_FFFF

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::super::decimal::POW10;
+use super::super::decimal::{POW10, digit_run};
 use super::super::json_split::{Scan, scan_value};
 
 /// A string borrowed from the input unless it has escapes (serde borrows a
@@ -162,41 +162,80 @@ const fn pattern(s: &[u8]) -> (u64, u64) {
 
 /// The key at `b[i]` (its opening quote) when it is one the reader uses,
 /// written plainly with its colon right after it (`"pid":`): the key and
-/// the position after the colon, from one eight-byte load and a compare
-/// or two. `None` for any other key or spelling, which [`Cursor::key`]
-/// reads. The keys took some 70 instructions each read as strings (the
-/// string scan, then the match).
+/// the position after the colon, from one eight-byte load, a table slot
+/// picked by a multiplicative hash of the three bytes after the quote,
+/// and one compare. `None` for any other key or spelling, which
+/// [`Cursor::key`] reads. The keys took some 70 instructions each read as
+/// strings (the string scan, then the match); a `match` on the key's first
+/// letter was a jump table, whose target changes from member to member.
 #[inline(always)]
 fn known_key(b: &[u8], i: usize) -> Option<(Key, usize)> {
-    const PH: (u64, u64) = pattern(b"\"ph\":");
-    const PID: (u64, u64) = pattern(b"\"pid\":");
-    const TID: (u64, u64) = pattern(b"\"tid\":");
-    const TS: (u64, u64) = pattern(b"\"ts\":");
-    const DUR: (u64, u64) = pattern(b"\"dur\":");
-    const NAME: (u64, u64) = pattern(b"\"name\":");
-    const CAT: (u64, u64) = pattern(b"\"cat\":");
-    const S: (u64, u64) = pattern(b"\"s\":");
-    const ID: (u64, u64) = pattern(b"\"id\":");
-    const ID2: (u64, u64) = pattern(b"\"id2\":");
-    const ARGS: (u64, u64) = pattern(b"\"args\":");
-    let w = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
-    let is = |(v, m): (u64, u64)| w & m == v;
-    let (key, len) = match (w >> 8) as u8 {
-        b'p' if is(PH) => (Key::Ph, 5),
-        b'p' if is(PID) => (Key::Pid, 6),
-        b't' if is(TS) => (Key::Ts, 5),
-        b't' if is(TID) => (Key::Tid, 6),
-        b'n' if is(NAME) => (Key::Name, 7),
-        b'c' if is(CAT) => (Key::Cat, 6),
-        b'd' if is(DUR) => (Key::Dur, 6),
-        b's' if is(S) => (Key::S, 4),
-        b'i' if is(ID) => (Key::Id, 5),
-        b'i' if is(ID2) => (Key::Id2, 6),
-        b'a' if is(ARGS) => (Key::Args, 7),
-        _ => return None,
-    };
-    Some((key, i + len))
+    let w = u64::from_le_bytes(*b.get(i..)?.first_chunk::<8>()?);
+    let slot = KEY_TABLE[key_slot(w)];
+    if w & slot.mask != slot.bytes {
+        return None;
+    }
+    Some((slot.key?, i + slot.len))
 }
+
+/// The keys [`known_key`] knows, each with its quotes and colon.
+const KNOWN_KEYS: [(&[u8], Key); 11] = [
+    (b"\"ph\":", Key::Ph),
+    (b"\"pid\":", Key::Pid),
+    (b"\"tid\":", Key::Tid),
+    (b"\"ts\":", Key::Ts),
+    (b"\"dur\":", Key::Dur),
+    (b"\"name\":", Key::Name),
+    (b"\"cat\":", Key::Cat),
+    (b"\"s\":", Key::S),
+    (b"\"id\":", Key::Id),
+    (b"\"id2\":", Key::Id2),
+    (b"\"args\":", Key::Args),
+];
+
+/// A slot of [`KEY_TABLE`]: the key's bytes as the low bytes of a word and
+/// their mask (an empty slot's can match no word), the key and its length.
+#[derive(Clone, Copy)]
+struct KeySlot {
+    bytes: u64,
+    mask: u64,
+    key: Option<Key>,
+    len: usize,
+}
+
+/// The slot of the word `w` (the key's quote in its lowest byte): the
+/// three bytes after the quote, multiplied and their top four bits taken
+/// (a multiplier for which the known keys' slots differ).
+#[inline(always)]
+const fn key_slot(w: u64) -> usize {
+    ((((w >> 8) & 0xFF_FFFF).wrapping_mul(0xdbef_bea9_bec4_978c)) >> 60) as usize
+}
+
+/// The known keys by [`key_slot`]; building it fails to compile if two
+/// share a slot.
+const KEY_TABLE: [KeySlot; 16] = {
+    let mut t = [KeySlot {
+        bytes: 1,
+        mask: 0,
+        key: None,
+        len: 0,
+    }; 16];
+    let mut k = 0;
+    while k < KNOWN_KEYS.len() {
+        let (text, key) = KNOWN_KEYS[k];
+        let (bytes, mask) = pattern(text);
+        let slot = key_slot(bytes);
+        assert!(t[slot].key.is_none(), "two known keys share a slot");
+        t[slot] = KeySlot {
+            bytes,
+            mask,
+            key: Some(key),
+            len: text.len(),
+        };
+        k += 1;
+    }
+    t
+};
 
 /// A member of `args` that [`LiteArgs`] takes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -297,22 +336,14 @@ fn scan_number(b: &[u8], i: usize) -> Option<(usize, Option<Plain>)> {
     let mut v = 0u64;
     match digit(b, j)? {
         0 => j += 1,
-        _ => {
-            while let Some(d) = digit(b, j) {
-                v = v.wrapping_mul(10).wrapping_add(d);
-                j += 1;
-            }
-        }
+        _ => (j, v) = digit_run(b, j, 0),
     }
     let mut digits = j - d0;
     let mut frac = 0;
     if b.get(j) == Some(&b'.') {
         j += 1;
         let f0 = j;
-        while let Some(d) = digit(b, j) {
-            v = v.wrapping_mul(10).wrapping_add(d);
-            j += 1;
-        }
+        (j, v) = digit_run(b, j, v);
         frac = j - f0;
         if frac == 0 {
             return None;
@@ -864,6 +895,55 @@ mod tests {
             };
             assert_eq!(plain_string_end(&b, 0), want, "byte {c:#x}");
         }
+    }
+
+    /// [`known_key`] takes a key exactly when it is one [`key_of`] knows,
+    /// written plainly with its colon: keys of the known keys' letters,
+    /// near misses, other spellings and what follows.
+    #[test]
+    fn known_keys_are_those_key_of_knows() {
+        let mut rng = crate::test_rng::XorShift(0x6B_E7);
+        // a key's letters (a quote would end it), then what may follow
+        let letters = b"phidtsurnamecg2xP: ";
+        let after = b"phidtsurnamecg2xP: \",{";
+        let mut taken = 0;
+        for round in 0..200_000 {
+            let key: Vec<u8> = match round % 3 {
+                // a known key, now and then with a letter changed
+                0 => {
+                    let (text, _) = KNOWN_KEYS[rng.below(KNOWN_KEYS.len() as u64) as usize];
+                    let mut k = text[1..text.len() - 2].to_vec();
+                    if rng.below(2) == 0 {
+                        let at = rng.below(k.len() as u64) as usize;
+                        k[at] = letters[rng.below(letters.len() as u64) as usize];
+                    }
+                    k
+                }
+                _ => (0..rng.below(6))
+                    .map(|_| letters[rng.below(letters.len() as u64) as usize])
+                    .collect(),
+            };
+            let mut text = vec![b'"'];
+            text.extend_from_slice(&key);
+            text.extend_from_slice(match rng.below(6) {
+                0 => b"\" :1",
+                1 => b"\"",
+                _ => b"\":1",
+            });
+            for _ in 0..rng.below(12) {
+                text.push(after[rng.below(after.len() as u64) as usize]);
+            }
+            let plain = text.get(key.len() + 2) == Some(&b':');
+            let want = match key_of(&key) {
+                Key::Other => None,
+                k if plain && text.len() >= 8 => Some((k, key.len() + 3)),
+                _ => None,
+            };
+            let got = known_key(&text, 0);
+            assert!(got == want, "{:?}", String::from_utf8_lossy(&text));
+            taken += usize::from(got.is_some());
+        }
+        assert!(taken > 10_000, "{taken}");
     }
 
     #[test]
