@@ -371,6 +371,25 @@ mod tests {
             let from = from.min(b.len());
             proptest::prop_assert_eq!(leading_field(&b, from, b':'), field_slowly(&b, from, b':'));
         }
+
+        /// Runs of any length (across several eight-byte loads, and near
+        /// the end, where the bytes are read one by one), after any value.
+        #[test]
+        fn digit_runs_of_any_bytes(b in proptest::collection::vec(
+            proptest::prop_oneof![48u8..58, 48u8..58, 48u8..58, Just(b'.'), 0u8..=255], 0..60),
+            from in 0usize..60, v in proptest::prop_oneof![Just(0u64), proptest::num::u64::ANY]) {
+            let from = from.min(b.len());
+            let (run, n) = leading_digits_slowly(&b, from);
+            let want = v.wrapping_mul(POW10.get(n).copied().unwrap_or(0)).wrapping_add(run);
+            let (end, got) = digit_run(&b, from, v);
+            proptest::prop_assert_eq!(end, from + n);
+            if n <= 18 {
+                proptest::prop_assert_eq!(got, want);
+            }
+            if v == 0 {
+                proptest::prop_assert_eq!(got, run);
+            }
+        }
     }
 
     #[test]
