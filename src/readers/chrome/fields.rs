@@ -440,13 +440,18 @@ impl<'a> Cursor<'a> {
     /// at the cursor for the caller.
     #[inline(always)]
     fn value(&mut self) -> Option<Value<'a>> {
-        match self.peek()? {
-            b'"' => self.string().map(Value::Str),
-            b'-' | b'0'..=b'9' => {
-                let (end, plain) = scan_number(self.b, self.i)?;
-                self.i = end;
-                Some(Value::Num(plain))
-            }
+        // strings and numbers first, by compares: a `match` on the first
+        // byte was a jump table whose target changes from member to member
+        let c = self.peek()?;
+        if c == b'"' {
+            return self.string().map(Value::Str);
+        }
+        if c.wrapping_sub(b'0') <= 9 || c == b'-' {
+            let (end, plain) = scan_number(self.b, self.i)?;
+            self.i = end;
+            return Some(Value::Num(plain));
+        }
+        match c {
             c @ (b't' | b'f' | b'n') => {
                 let lit: &[u8] = match c {
                     b't' => b"true",
