@@ -803,7 +803,10 @@ fn plain_fields<const N: usize>(data: &[u8], mut at: usize, last: u8) -> Option<
 /// is `1:`, `2:` or `3:` and its fields are [`plain_fields`] and valid as
 /// [`parse_record`] checks them (a record within 16 bytes of its block's
 /// end, a negative tag or event value or a long number is declined too,
-/// and then parsed by [`parse_record`]).
+/// and then parsed by [`parse_record`]). The fields are found from one
+/// classification of the line ([`colon_line`]; `fields` is its room for an
+/// event record's pairs); where it declines (a line longer than 128 bytes
+/// or within 144 of its block's end), field after field.
 #[inline(always)]
 fn plain_record(
     data: &[u8],
