@@ -857,17 +857,7 @@ fn plain_record(
                 let time = time.checked_mul(ctx.unit)?;
                 let loc = ctx.locs.get(a, t, h)?;
                 for pair in pairs.chunks_exact(2) {
-                    let (kind, value) = (pair[0] as u32, pair[1]);
-                    if kind != *last_type {
-                        out.event_types.insert(kind);
-                        *last_type = kind;
-                    }
-                    out.events.push(RawEvent {
-                        time,
-                        loc,
-                        kind,
-                        value: value as i64,
-                    });
+                    push_event(out, last_type, (time, loc), pair[0] as u32, pair[1]);
                 }
                 return Some(next);
             }
@@ -896,16 +886,7 @@ fn plain_record(
                     *last_type = type_before;
                     return None;
                 };
-                if kind != *last_type {
-                    out.event_types.insert(kind);
-                    *last_type = kind;
-                }
-                out.events.push(RawEvent {
-                    time,
-                    loc,
-                    kind,
-                    value: value as i64,
-                });
+                push_event(out, last_type, (time, loc), kind, value);
                 if last {
                     return Some(next);
                 }
@@ -947,6 +928,28 @@ fn plain_record(
         }
         _ => None,
     }
+}
+
+/// An event record's pair (`kind`, `value`) at `time` on `loc`, added to
+/// `out` (its type noted where it differs from the last one seen).
+#[inline(always)]
+fn push_event(
+    out: &mut Chunk,
+    last_type: &mut u32,
+    (time, loc): (u64, LocId),
+    kind: u32,
+    value: u64,
+) {
+    if kind != *last_type {
+        out.event_types.insert(kind);
+        *last_type = kind;
+    }
+    out.events.push(RawEvent {
+        time,
+        loc,
+        kind,
+        value: value as i64,
+    });
 }
 
 /// The `.pcf` or `.row` beside `path` (same directory, same stem), by
