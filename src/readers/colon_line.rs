@@ -17,7 +17,7 @@
 //! declined). Anything else is declined (`None`) and left to the callers'
 //! field-by-field path, which words the errors.
 
-use super::decimal::{POW10, eight_digits};
+use super::decimal::{ONES, POW10, eight_digits};
 
 /// What a line's fields are read from: at least this many bytes from the
 /// line's start (a field's value is loaded 16 bytes at a time from its
@@ -38,24 +38,44 @@ pub(crate) fn fields(
     pos: usize,
     out: &mut [u64; MAX_FIELDS],
 ) -> Option<(usize, usize)> {
-    let w = data.get(pos..pos.checked_add(WINDOW)?)?;
-    let (masks, end) = stops(w)?;
-    let n = masks.iter().map(|m| m.count_ones() as usize).sum::<usize>();
-    fill(w, &masks, out.get_mut(..n)?)?;
-    Some((n, pos + end + 1))
+    let line = line(data, pos)?;
+    fill(line.window, &line.stops, out.get_mut(..line.fields)?)?;
+    Some((line.fields, line.next))
 }
 
 /// [`fields`] of a line of exactly `N` fields.
 #[inline(always)]
 pub(crate) fn exactly<const N: usize>(data: &[u8], pos: usize) -> Option<([u64; N], usize)> {
-    let w = data.get(pos..pos.checked_add(WINDOW)?)?;
-    let (masks, end) = stops(w)?;
-    if masks.iter().map(|m| m.count_ones() as usize).sum::<usize>() != N {
+    let line = line(data, pos)?;
+    if line.fields != N {
         return None;
     }
     let mut v = [0u64; N];
-    fill(w, &masks, &mut v)?;
-    Some((v, pos + end + 1))
+    fill(line.window, &line.stops, &mut v)?;
+    Some((v, line.next))
+}
+
+/// A line at `data[pos..]` whose bytes are digits and colons up to its
+/// `\n`: the [`WINDOW`] bytes from its start, its [`Masks`], how many
+/// fields they end, and where the next line begins.
+struct Line<'a> {
+    window: &'a [u8],
+    stops: Masks,
+    fields: usize,
+    next: usize,
+}
+
+/// The [`Line`] at `data[pos..]` ([`stops`]).
+#[inline(always)]
+fn line(data: &[u8], pos: usize) -> Option<Line<'_>> {
+    let window = data.get(pos..pos.checked_add(WINDOW)?)?;
+    let (stops, end) = stops(window)?;
+    Some(Line {
+        window,
+        stops,
+        fields: stops.iter().map(|m| m.count_ones() as usize).sum(),
+        next: pos + end + 1,
+    })
 }
 
 /// The positions that end the fields of a line (its colons and its
@@ -110,8 +130,6 @@ fn fill(w: &[u8], masks: &Masks, out: &mut [u64]) -> Option<()> {
     }
     slots.next().is_none().then_some(())
 }
-
-const ONES: u64 = 0x0101_0101_0101_0101;
 
 /// The value of the `n` (1 to 15) digits at `w[at..]` (16 bytes loaded).
 #[inline(always)]

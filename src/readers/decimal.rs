@@ -39,7 +39,8 @@ pub fn digits_u64(b: &[u8]) -> Option<u64> {
     Some(v)
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
+/// A one in every byte of a word.
+pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
 
 /// The field of 1 to 15 ASCII digits at `b[from..]` and the position after
 /// the `sep` that ends it, when that separator lies within the next 16

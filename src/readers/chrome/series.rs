@@ -12,8 +12,9 @@
 //! as one before of its name is read by comparing that text and reading
 //! the values between (no key scanned as a string); one of a shape held
 //! gives its samples to that shape's counters, in the same order, without
-//! sorting, naming or looking up anything. The samples are `counter_samples`', in its order, and the
-//! counters are defined in the same order (tested against it).
+//! sorting, naming or looking up anything. The samples are
+//! `counter_samples`', in its order, and the counters are defined in the
+//! same order (tested against it).
 
 use super::{Ev, counter_samples_serde, fields, series_name};
 
