@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Writes link/hot-text.ld: the functions that tapestry's reading commands
+run, in one block at the front of the binary's code.
+
+Why: the kernel maps a program's code in windows of 64-128 KiB around each
+page it first runs (fault-around), and every mapped page counts in the
+process's resident memory. A release build runs ~240 KB of its 19 MB of
+code to read a Chrome trace, but that code lay in 92 such windows, so
+5.8 MiB of code was resident: 13 % of the 45 MiB model that the read
+built. Gathered in one block, the same code takes ~1 MiB.
+
+How: each command below runs under valgrind's callgrind on small inputs
+that `tapestry synth` writes (and the shared traces when present); the
+functions it ran are those callgrind names that are code symbols of the
+binary. They are written as linker-script patterns of their section
+names (`-ffunction-sections` is rustc's default) with the part that
+changes from build to build (the hash of a legacy name, a crate's
+disambiguator in a v0 name) replaced by `*`, so the script stays valid
+across builds and toolchains; a pattern that no longer matches anything
+only leaves that function where the linker puts it. The order: functions
+that more commands ran first, then by the first command that ran them,
+then as callgrind met them.
+
+build.rs passes the script to the linker of the `tapestry` binary (not of
+tests or benches). Regenerate after large changes to the readers or the
+model, from a release build:
+
+    cargo build --release
+    python3 scripts/hot-text.py            # writes link/hot-text.ld
+    python3 scripts/hot-text.py --check    # how much of it the binary matches
+
+Needs valgrind and nm (binutils).
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "traces")
+
+# (name, argv after the binary); `{d}` is the scratch directory. Inputs are
+# written by the `synth` steps first (not profiled).
+SYNTH = [
+    ["synth", "bcast", "-p", "64", "--reps", "40", "-o", "{d}/b.json"],
+    ["synth", "bcast", "-p", "64", "--reps", "40", "--counters", "4", "-o", "{d}/c.json"],
+    ["synth", "bcast", "-p", "64", "--reps", "40", "--counters", "4", "-o", "{d}/c.prv"],
+    ["synth", "bcast", "-p", "64", "--reps", "40", "-o", "{d}/b.prv"],
+    ["synth", "bcast", "-p", "64", "--reps", "40", "-o", "{d}/b.trf"],
+    ["synth", "bcast", "-p", "64", "--reps", "40", "-o", "{d}/g.json.gz"],
+]
+COMMANDS = [
+    ("info chrome", ["info", "{d}/b.json", "--stats"]),
+    ("info paraver", ["info", "{d}/b.prv", "--stats"]),
+    ("info picl", ["info", "{d}/b.trf", "--stats"]),
+    ("info chrome counters", ["info", "{d}/c.json"]),
+    ("info paraver counters", ["info", "{d}/c.prv"]),
+    ("info gzip", ["info", "{d}/g.json.gz"]),
+    ("info stream", ["info", "{d}/b.prv", "--stream"]),
+    ("analyze moments", ["analyze", "{d}/b.prv", "moments", "-o", "{d}/m.npy"]),
+    ("analyze field", ["analyze", "{d}/b.json", "field", "--bins", "16", "-o", "{d}/f.npy"]),
+    ("analyze comm-matrix", ["analyze", "{d}/b.trf", "comm-matrix", "-o", "{d}/x.npy"]),
+    ("convert", ["convert", "{d}/b.prv", "-o", "{d}/b.tapestry"]),
+    ("info cache", ["info", "{d}/b.tapestry"]),
+    ("reduce", ["reduce", "{d}/b.prv", "moments", "-o", "{d}/r.npy"]),
+]
+SHARED_COMMANDS = [
+    ("info otf2", ["info", "{s}/ping-pong-otf2/traces.otf2"]),
+    ("info otf2 metrics", ["info", "{s}/ping-pong-otf2-papi/traces.otf2"]),
+    ("info lammps", ["info", "{s}/lammps-melt-16/lammps-melt-16.json.gz"]),
+    ("info paraver qsort", ["info", "{s}/paraver-qsort/qsort_beo3.prv"]),
+]
+
+# The most functions that no command ran which a pattern may gather beside
+# those that ran; past it, the names that ran are written whole.
+SIBLINGS = 2
+
+LEGACY_HASH = re.compile(r"17h[0-9a-f]{16}E(\.llvm\.\d+)?$")
+V0_CRATE = re.compile(r"Cs[0-9A-Za-z]+_")
+
+
+def code_symbols(binary):
+    """The binary's code symbols, each with its address."""
+    out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+    syms = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            syms[parts[2]] = int(parts[0], 16)
+    return syms
+
+
+def ran(binary, argv, workdir, syms, threads):
+    """The code symbols of `binary` that `argv` ran on `threads` threads, in
+    callgrind's order."""
+    out = os.path.join(workdir, "callgrind.out")
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    cmd = ["valgrind", "--tool=callgrind", "--demangle=no", "--callgrind-out-file=" + out, binary] + argv
+    r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed under callgrind:\n{r.stderr[-2000:]}")
+    names = []
+    seen = set()
+    with open(out) as f:
+        for line in f:
+            m = re.match(r"c?fn=\(\d+\) (\S+)", line)
+            if m:
+                n = m.group(1).split("'")[0]
+                if n in syms and n not in seen:
+                    seen.add(n)
+                    names.append(n)
+    os.remove(out)
+    return names
+
+
+def pattern(symbol):
+    """The pattern of a function's name: the parts that change from build to
+    build made `*`."""
+    if symbol.startswith("_ZN"):
+        m = LEGACY_HASH.search(symbol)
+        return symbol[: m.start()] + "17h*" if m else symbol
+    if symbol.startswith("_R"):
+        return V0_CRATE.sub("Cs*_", symbol)
+    return symbol
+
+
+def profile(binary, syms):
+    """Each command's functions, in the order callgrind met them."""
+    runs = []
+    with tempfile.TemporaryDirectory() as d:
+        for argv in SYNTH:
+            subprocess.run([binary] + [a.format(d=d) for a in argv], check=True, stdout=subprocess.DEVNULL)
+        commands = [(n, [a.format(d=d) for a in argv]) for n, argv in COMMANDS]
+        if os.path.isdir(SHARED):
+            commands += [(n, [a.format(s=SHARED) for a in argv]) for n, argv in SHARED_COMMANDS]
+        for name, argv in commands:
+            # one thread and several take different paths through rayon
+            names = ran(binary, argv, d, syms, 1)
+            once = set(names)
+            names += [n for n in ran(binary, argv, d, syms, 2) if n not in once]
+            print(f"{name}: {len(names)} functions", file=sys.stderr)
+            runs.append(names)
+    return runs
+
+
+def generate(binary, out_path, runs_path=None):
+    syms = code_symbols(binary)
+    if runs_path and os.path.exists(runs_path):
+        with open(runs_path) as f:
+            runs = json.load(f)
+    else:
+        runs = profile(binary, syms)
+        if runs_path:
+            with open(runs_path, "w") as f:
+                json.dump(runs, f)
+    rank = {}
+    for ci, names in enumerate(runs):
+        for order, n in enumerate(names):
+            used, first, pos = rank.get(n, (0, ci, order))
+            rank[n] = (used + 1, first, pos)
+    ordered = sorted(rank, key=lambda n: (-rank[n][0], rank[n][1], rank[n][2]))
+    # the compiler merges functions whose code is the same: one section, named
+    # after one of them, under several names, of which callgrind shows one
+    # (`File::try_clone` is `UnixListener::try_clone`)
+    names_at = {}
+    for n, a in syms.items():
+        names_at.setdefault(a, []).append(n)
+    ordered = list(dict.fromkeys(a for n in ordered for a in [n] + sorted(names_at[syms[n]])))
+    # a pattern that would also gather many functions that no command ran
+    # (the other instances of a generic function: `Vec::from_iter` has 800)
+    # is written as the names that ran, their hash kept
+    siblings = {}
+    for s in syms:
+        siblings.setdefault(pattern(s), []).append(s)
+    ran_of = {}
+    for n in ordered:
+        ran_of.setdefault(pattern(n), []).append(n)
+    functions = len(ordered)
+    patterns = []
+    seen = set()
+    exact = 0
+    for n in ordered:
+        p = pattern(n)
+        if len(siblings.get(p, ())) > len(ran_of[p]) + SIBLINGS:
+            p = n.split(".llvm.")[0] + "*"
+            exact += 1
+        if p not in seen:
+            seen.add(p)
+            patterns.append(p)
+    with open(out_path, "w") as f:
+        f.write("/* Generated by scripts/hot-text.py: the functions that tapestry's reading\n")
+        f.write("   commands ran, gathered at the front of the binary's code so that the\n")
+        f.write("   pages a read maps are few. Regenerate with that script; see its doc. */\n")
+        f.write("SECTIONS {\n  .text.hot : {\n")
+        for p in patterns:
+            # a function the compiler deems cold (`#[cold]`, or on a panic's
+            # path only) is in `.text.unlikely.NAME`
+            f.write(f"    *(.text.{p} .text.unlikely.{p})\n")
+        f.write("  }\n}\nINSERT BEFORE .text;\n")
+    print(
+        f"{len(patterns)} patterns ({exact} of them one instance of a generic function) "
+        f"from {len(rank)} functions ({functions} names) -> {out_path}",
+        file=sys.stderr,
+    )
+
+
+def check(binary, script):
+    """How many of the script's patterns match a code symbol of `binary`,
+    and the size of its .text.hot section."""
+    import fnmatch
+
+    syms = code_symbols(binary)
+    pats = [l.split()[0][len("*(.text.") :] for l in open(script) if l.strip().startswith("*(")]
+    by_prefix = {}
+    for s in syms:
+        by_prefix.setdefault(s[:8], []).append(s)
+    matched = 0
+    for p in pats:
+        cands = by_prefix.get(p[:8], []) if "*" not in p[:8] else syms
+        if any(fnmatch.fnmatchcase(c, p) for c in cands):
+            matched += 1
+    out = subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True).stdout
+    hot = [l for l in out.splitlines() if ".text.hot" in l]
+    size = int(hot[0].split()[5], 16) if hot else 0
+    print(f"{matched} of {len(pats)} patterns match a function of {binary}; .text.hot is {size} bytes")
+    return matched, len(pats)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "tapestry"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "link", "hot-text.ld"))
+    ap.add_argument("--check", action="store_true", help="report how much of --out the binary matches")
+    ap.add_argument("--runs", help="keep the commands' functions in this JSON file (or read them from it)")
+    a = ap.parse_args()
+    if a.check:
+        check(a.binary, a.out)
+    else:
+        generate(a.binary, a.out, a.runs)
+
+
+if __name__ == "__main__":
+    main()
