@@ -9,29 +9,45 @@ fn main() {
     otf2::generate();
 }
 
-/// On Linux with glibc, the `tapestry` binary (not the tests or benches)
-/// is linked with
-/// - `link/hot-text.ld` (written by `scripts/hot-text.py`): the functions
-///   that reading a trace runs, gathered at the front of the code. The
-///   kernel maps code in windows of 64–128 KiB around each page first run,
-///   and each mapped page counts in the process's resident memory: reading
-///   a Chrome trace ran ~240 KB of code spread over 92 windows, 5.8 MiB
-///   resident beside a 45 MiB model;
+/// On x86-64 Linux with glibc, where rustc links with its own lld, the
+/// `tapestry` binary (not the tests or benches) is linked with
+/// - its reading code in one block at the front of its code, from
+///   `scripts/hot-text.py`: `link/hot-text.ld` gathers the functions that
+///   reading a trace runs by patterns of their names (valid from build to
+///   build), and `link/hot-text.order` puts the instances of generic
+///   functions among them right after (their names carry a hash of the
+///   build's settings: a build with others, as the tests', leaves them
+///   where they were). The kernel maps code in windows of 64–128 KiB around
+///   each page first run, and each mapped page counts in the process's
+///   resident memory: reading a Chrome trace ran ~240 KB of code spread
+///   over 92 windows, 5.8 MiB resident beside a 45 MiB model; 1.4 MiB so;
 /// - packed relative relocations (`-z pack-relative-relocs`, glibc 2.36 and
 ///   later): the loader reads 12 KB of them at start instead of 1 MB.
 ///
-/// `TAPESTRY_PLAIN_LINK=1` links without either (an older glibc or linker).
+/// `TAPESTRY_PLAIN_LINK=1` links without any of it (an older glibc, or
+/// another linker: GNU ld has no `--symbol-ordering-file`).
 fn link_binary() {
     println!("cargo:rerun-if-changed=link/hot-text.ld");
+    println!("cargo:rerun-if-changed=link/hot-text.order");
     println!("cargo:rerun-if-env-changed=TAPESTRY_PLAIN_LINK");
     let target = std::env::var("TARGET").unwrap_or_default();
     let plain = std::env::var_os("TAPESTRY_PLAIN_LINK").is_some_and(|v| v != "0");
-    if plain || !target.ends_with("-linux-gnu") {
+    if plain || target != "x86_64-unknown-linux-gnu" {
         return;
     }
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("link/hot-text.ld");
+    let link = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("link");
+    let script = link.join("hot-text.ld");
+    let order = link.join("hot-text.order");
     println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-    println!("cargo:rustc-link-arg-bins=-Wl,--script={}", script.display());
+    println!(
+        "cargo:rustc-link-arg-bins=-Wl,--script={}",
+        script.display()
+    );
+    println!(
+        "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+        order.display()
+    );
+    println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
 }
 
 #[cfg(feature = "otf2")]
