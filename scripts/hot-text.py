@@ -1,35 +1,45 @@
 #!/usr/bin/env python3
-"""Writes link/hot-text.ld: the functions that tapestry's reading commands
-run, in one block at the front of the binary's code.
+"""Writes link/hot-text.ld and link/hot-text.order: the functions that
+tapestry's reading commands run, in one block at the front of the binary's
+code.
 
 Why: the kernel maps a program's code in windows of 64-128 KiB around each
 page it first runs (fault-around), and every mapped page counts in the
 process's resident memory. A release build runs ~240 KB of its 19 MB of
 code to read a Chrome trace, but that code lay in 92 such windows, so
 5.8 MiB of code was resident: 13 % of the 45 MiB model that the read
-built. Gathered in one block, the same code takes ~1 MiB.
+built. Gathered in one block, the same code takes ~1.5 MiB.
 
 How: each command below runs under valgrind's callgrind on small inputs
-that `tapestry synth` writes (and the shared traces when present); the
-functions it ran are those callgrind names that are code symbols of the
-binary. They are written as linker-script patterns of their section
-names (`-ffunction-sections` is rustc's default) with the part that
-changes from build to build (the hash of a legacy name, a crate's
-disambiguator in a v0 name) replaced by `*`, so the script stays valid
-across builds and toolchains; a pattern that no longer matches anything
-only leaves that function where the linker puts it. The order: functions
-that more commands ran first, then by the first command that ran them,
-then as callgrind met them.
+that `tapestry synth` writes (and the shared traces when present), on one
+thread and on two (rayon takes other paths); the functions it ran are
+those callgrind names that are code symbols of the binary, with every
+other name of the same code (the compiler merges identical functions).
+They are ordered: functions that more commands ran first, then by the
+first command that ran them, then as callgrind met them.
+- link/hot-text.ld, a linker script, gathers them into `.text.hot` by
+  patterns of their section names (`-ffunction-sections` is rustc's
+  default), with the part that changes from build to build (the hash of a
+  legacy name, a crate's disambiguator in a v0 name) made `*`: the script
+  stays valid across builds, profiles and toolchains, and a pattern that
+  matches nothing only leaves that function where the linker puts it.
+- link/hot-text.order, a symbol ordering file, holds the instances of
+  generic functions, whose pattern would also gather many that no command
+  ran (`Vec::from_iter` has 800): their exact names, which hold a hash of
+  the build's settings, so that a build with other settings (the tests')
+  leaves them where they were. lld puts them first in `.text`, right after
+  `.text.hot`. As patterns they took the link from 7.6 to 17 s.
 
-build.rs passes the script to the linker of the `tapestry` binary (not of
-tests or benches). Regenerate after large changes to the readers or the
-model, from a release build:
+build.rs passes both to the linker of the `tapestry` binary (not of tests
+or benches). Regenerate after large changes to the readers or the model,
+or after a new toolchain or new dependencies, from a release build:
 
     cargo build --release
-    python3 scripts/hot-text.py            # writes link/hot-text.ld
-    python3 scripts/hot-text.py --check    # how much of it the binary matches
+    python3 scripts/hot-text.py            # writes link/hot-text.ld and .order
+    cargo build --release                  # links with them
+    python3 scripts/hot-text.py --check    # how much of them the binary matches
 
-Needs valgrind and nm (binutils).
+Needs valgrind, nm and readelf (binutils).
 """
 
 import argparse
