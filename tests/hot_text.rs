@@ -93,7 +93,8 @@ fn section(binary: &str, name: &str) -> Option<(u64, u64)> {
     })
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// build.rs links so on x86-64 Linux with glibc only
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
 #[test]
 fn the_readers_lie_in_the_binarys_hot_text() {
     if option_env!("TAPESTRY_PLAIN_LINK").is_some_and(|v| v != "0") {
