@@ -316,14 +316,19 @@ struct Numbers {
 
 /// The records of a later range's threads appended to the first range's
 /// after which what they took is given back to the system, within the
-/// range (after each range it is given back anyway). Freed in the arena of
-/// the thread that read them, they would otherwise stay resident beside
-/// their copies until the range is done: with two ranges, half the slices
-/// (a 241 MB trace of 512 threads peaked at 57.2–58.5 MiB in the merge
-/// against 56.2–56.3 so, a 45 MiB model). Ranges are many, and small, only
-/// where the cores are many, and there a trim (which walks every arena and
-/// flushes every core's TLB) costs most: a fixed size adds no trim there.
+/// range (after each range it is given back anyway): at least this many
+/// bytes, and at least a [`MERGE_TRIMS`]th of all the later ranges' records.
+/// Freed in the arena of the thread that read them, they would otherwise
+/// stay resident beside their copies until the range is done: with two
+/// ranges, half the slices (a 241 MB trace of 512 threads read on two
+/// threads peaked at 58.4–58.7 MiB in the merge in about half the runs,
+/// and at 56.0–56.4 MiB in every run so, for a 45 MiB model). A trim walks
+/// every arena and flushes every core's TLB (13 ms on 16 busy cores): where
+/// ranges are many they are small, and a fixed size adds no trim there.
 const MERGE_TRIM_BYTES: usize = 4 << 20;
+
+/// The most trims that [`MERGE_TRIM_BYTES`] adds to a merge.
+const MERGE_TRIMS: usize = 32;
 
 /// The ranges' accumulators merged into the first's, in file order.
 /// `None` when they hold more flow events than one read can.
@@ -380,12 +385,18 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
             // each thread's records from the later ranges after its own,
             // range by range: each range's threads freed as they go (a
             // vector of every thread's pieces would hold them twice)
+            let later: usize = thread_parts
+                .iter()
+                .flatten()
+                .map(ThreadAcc::record_bytes)
+                .sum();
+            let every = MERGE_TRIM_BYTES.max(later / MERGE_TRIMS);
             for (p, m) in thread_parts.into_iter().zip(&numbers) {
                 let mut freed = 0;
                 for (piece, &g) in p.into_iter().zip(&m.threads) {
                     freed += piece.record_bytes();
                     threads[g as usize].append(piece, &m.states);
-                    if freed >= MERGE_TRIM_BYTES {
+                    if freed >= every {
                         crate::memory::return_freed_memory();
                         freed = 0;
                     }
