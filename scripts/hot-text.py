@@ -246,8 +246,9 @@ def check(binary, script):
         if any(fnmatch.fnmatchcase(c, p) for c in cands):
             matched += 1
     out = subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True).stdout
-    hot = [l for l in out.splitlines() if ".text.hot" in l]
-    size = int(hot[0].split()[5], 16) if hot else 0
+    # "  [16] .text.hot PROGBITS addr offset size ...": the fields after "]"
+    hot = [l.split("]", 1)[1].split() for l in out.splitlines() if "]" in l and " .text.hot " in l]
+    size = int(hot[0][4], 16) if hot else 0
     names = [l.strip() for l in open(order_path(script)) if l.strip()]
     found = sum(1 for n in names if n in syms)
     print(
