@@ -139,6 +139,64 @@ pub fn return_freed_memory() {
     }
 }
 
+/// [`return_freed_memory`] once enough has been freed since the last time:
+/// a fixed step ([`GiveBack::every`]), or one that grows with what was
+/// freed before ([`GiveBack::growing`]), so that a long run of frees
+/// gives back a bounded number of times (a trim walks every arena and, on
+/// many cores, flushes every core's TLB).
+#[derive(Debug, Clone)]
+pub struct GiveBack {
+    min: usize,
+    /// The step is at least what was freed before over this (0: fixed).
+    grow: usize,
+    freed: usize,
+    before: usize,
+}
+
+impl GiveBack {
+    /// Gives back each time `step` more were freed.
+    pub fn every(step: usize) -> Self {
+        GiveBack {
+            min: step,
+            grow: 0,
+            freed: 0,
+            before: 0,
+        }
+    }
+
+    /// Gives back each time `min`, or a `grow`th of what was freed before
+    /// if more, were freed.
+    pub fn growing(min: usize, grow: usize) -> Self {
+        GiveBack {
+            grow,
+            ..Self::every(min)
+        }
+    }
+
+    /// Counts `amount` more freed, and gives back when the step is reached.
+    pub fn freed(&mut self, amount: usize) {
+        if self.due(amount) {
+            return_freed_memory();
+        }
+    }
+
+    /// Counts `amount` more freed: whether the step is reached (the count
+    /// then starts again).
+    fn due(&mut self, amount: usize) -> bool {
+        self.freed += amount;
+        let step = match self.grow {
+            0 => self.min,
+            g => self.min.max(self.before / g),
+        };
+        let due = self.freed >= step;
+        if due {
+            self.before += self.freed;
+            self.freed = 0;
+        }
+        due
+    }
+}
+
 /// The most malloc arenas (glibc's per-thread heaps) [`share_arenas`]
 /// allows for a small input, the main one included.
 pub const ARENAS: i32 = 4;
@@ -284,6 +342,24 @@ pub fn prefer_huge_pages<T>(v: &Vec<T>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn give_back_steps_fixed_or_growing() {
+        let mut every = GiveBack::every(10);
+        let due: Vec<bool> = [4, 5, 1, 9, 30, 0].iter().map(|&a| every.due(a)).collect();
+        assert_eq!(due, [false, false, true, false, true, false]);
+        // steps of 10 until 90 were given back, then of an 8th of what was
+        let mut growing = GiveBack::growing(10, 8);
+        let due: Vec<usize> = (1..=40).filter(|_| growing.due(5)).collect();
+        let given: Vec<usize> = due.iter().map(|i| i * 5).collect();
+        assert_eq!(
+            given,
+            [
+                10, 20, 30, 40, 50, 60, 70, 80, 90, 105, 120, 135, 155, 175, 200
+            ]
+        );
+    }
+
     use super::*;
 
     #[test]

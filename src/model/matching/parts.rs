@@ -307,7 +307,7 @@ where
     // are never touched.
     let mut out: Vec<T> = Vec::with_capacity(n_sends);
     let stretch = (n_sends / 32).max(stretch).max(1);
-    let mut since_given_back = 0;
+    let mut give_back = crate::memory::GiveBack::every(4 * stretch);
     for p in (0..sends.len()).rev() {
         let mut end = sends[p].len();
         while end > 0 {
@@ -341,11 +341,7 @@ where
             }
             partner.truncate(base + from);
             partner.shrink_to_fit();
-            since_given_back += end - from;
-            if since_given_back >= 4 * stretch {
-                crate::memory::return_freed_memory();
-                since_given_back = 0;
-            }
+            give_back.freed(end - from);
             end = from;
         }
     }

@@ -392,14 +392,11 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
                 .sum();
             let every = MERGE_TRIM_BYTES.max(later / MERGE_TRIMS);
             for (p, m) in thread_parts.into_iter().zip(&numbers) {
-                let mut freed = 0;
+                let mut give_back = crate::memory::GiveBack::every(every);
                 for (piece, &g) in p.into_iter().zip(&m.threads) {
-                    freed += piece.record_bytes();
+                    let bytes = piece.record_bytes();
                     threads[g as usize].append(piece, &m.states);
-                    if freed >= every {
-                        crate::memory::return_freed_memory();
-                        freed = 0;
-                    }
+                    give_back.freed(bytes);
                 }
                 // the range's threads, freed in the arena of the thread
                 // that read it (which the merge does not allocate from),

@@ -833,7 +833,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
             take_cut(b, ctxs, matcher, index, kinds, kind_of);
             Ok(())
         };
-        let (mut freed, mut freed_before) = (0usize, 0usize);
+        let mut give_back = crate::memory::GiveBack::growing(RECORDS_TRIM_BYTES, 8);
         on_a_worker(move || {
             blocks.for_each_batch(parse_block, |blocks, mut chunks| {
                 let mut from = 0;
@@ -846,15 +846,12 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
                     }
                     take(&mut chunks[from..to])?;
                     // their records are done with
+                    let mut freed = 0;
                     for c in &mut chunks[from..to] {
                         freed += c.recs.capacity() * std::mem::size_of::<Rec>();
                         c.recs = Vec::new();
                     }
-                    if freed >= RECORDS_TRIM_BYTES.max(freed_before / 8) {
-                        crate::memory::return_freed_memory();
-                        freed_before += freed;
-                        freed = 0;
-                    }
+                    give_back.freed(freed);
                     from = to;
                 }
                 Ok(())
