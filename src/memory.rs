@@ -123,13 +123,22 @@ pub fn reset_peak() {
 /// glibc keeps such memory in per-thread arenas, where it still counts in
 /// the resident set. Called before a reader's largest allocation (the
 /// model's columns) and after each batch of raw records copied into them,
-/// so that the peak does not carry it. A no-op elsewhere than glibc.
+/// so that the peak does not carry it. The first also lowers glibc's trim
+/// threshold where the pool is large ([`TOP_TRIM_BYTES`]). A no-op
+/// elsewhere than glibc.
 pub fn return_freed_memory() {
     let _p = crate::phases::span("memory given back (malloc_trim, one thread)");
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         unsafe extern "C" {
             fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        if TRIM_TOPS.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            // SAFETY: mallopt only sets when free memory is given back
+            // (glibc takes the main arena's lock to set it)
+            unsafe {
+                libc::mallopt(libc::M_TRIM_THRESHOLD, TOP_TRIM_BYTES);
+            }
         }
         // SAFETY: glibc's malloc_trim only releases free memory; it is
         // thread-safe (it locks each arena).
@@ -205,6 +214,33 @@ pub const ARENAS: i32 = 4;
 /// thread ([`arenas_for`]).
 pub const LARGE_INPUT: u64 = 256 << 20;
 
+/// With more threads in the pool than this, the arenas' free tops are
+/// given back too ([`share_arenas`], [`TOP_TRIM_BYTES`]).
+pub const TOPS_FROM_THREADS: usize = ARENAS as usize;
+
+/// The trim threshold set at the first [`return_freed_memory`] of a
+/// process whose pool has more than [`TOPS_FROM_THREADS`] threads. The
+/// free memory at the top of a thread's arena is not given back by
+/// `malloc_trim` (which walks only the free chunks inside an arena, and
+/// shrinks only the main arena's top); glibc shrinks it when a block of it
+/// is freed and the top holds more than the trim threshold, which rises,
+/// as a read frees large mapped blocks, to twice the largest (up to 64
+/// MiB). So a read on 16 threads left each thread's arena 1-2 MiB of
+/// untouched, free top resident: a 528 MB Chrome trace read by 16 ranges
+/// peaked at 1.36-1.40× its model, 1.21-1.22× with this (2-core machine,
+/// 16 threads). Set at the first give-back, not at the start: setting it
+/// freezes glibc's mmap threshold where it stands, which at the start is
+/// 128 KiB (each block from 128 KiB up then a mapping of its own: a PICL
+/// read took 1.25× as long). On 1 or 2 threads it bought nothing and made
+/// PICL's worker refault its freed tops (1.06-1.07× the time), so it is
+/// left to glibc there.
+pub const TOP_TRIM_BYTES: i32 = 1 << 20;
+
+/// Whether the next [`return_freed_memory`] sets the trim threshold to
+/// [`TOP_TRIM_BYTES`] ([`share_arenas`]).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+static TRIM_TOPS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Limits the process's malloc arenas to what reading `input` (a file: its
 /// size) wants ([`arenas_for`]): [`ARENAS`] shared ones, or one a thread
 /// of the pool for a large input; [`ARENAS`] with no input or one that
@@ -221,6 +257,9 @@ pub const LARGE_INPUT: u64 = 256 << 20;
 pub fn share_arenas(input: Option<&std::path::Path>) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
+        if pool_threads() > TOPS_FROM_THREADS && !trim_threshold_set_by_user() {
+            TRIM_TOPS.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         if arena_limit_set_by_user() {
             return;
         }
@@ -264,6 +303,14 @@ pub fn pool_threads() -> usize {
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Whether the user set glibc's trim threshold (`MALLOC_TRIM_THRESHOLD_`,
+/// or `trim_threshold` in `GLIBC_TUNABLES`): it then stays the user's.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_threshold_set_by_user() -> bool {
+    std::env::var_os("MALLOC_TRIM_THRESHOLD_").is_some()
+        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("trim_threshold"))
 }
 
 /// Whether the user set glibc's limit on arenas (`MALLOC_ARENA_MAX`, or

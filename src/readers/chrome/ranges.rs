@@ -48,9 +48,24 @@ use crate::readers::json_split::Truncation;
 /// threads for a smaller file; one pipeline below twice this).
 pub(super) const MIN_RANGE_BYTES: u64 = 16 << 20;
 
-/// A range reads batches of this many bytes: the ranges are what runs
-/// side by side, and each holds a few batches at a time.
+/// A range reads batches of at most this many bytes: the ranges are what
+/// runs side by side, and each holds a few batches at a time (the one it
+/// parses, two read ahead, two emptied for reuse).
 const RANGE_BATCH_BYTES: usize = 256 << 10;
+
+/// The ranges' batches together take about this many bytes: a range's
+/// batch is this over the ranges, from [`MIN_RANGE_BATCH_BYTES`] to
+/// [`RANGE_BATCH_BYTES`]. 16 ranges of 256 KiB batches held 6 MiB more
+/// than of 64 KiB ones (a 241 MB trace of 512 threads on 16 threads:
+/// 62-63 MiB at the peak against 64-70, for a 45 MiB model), in the same
+/// time.
+const RANGES_BATCH_BYTES: usize = 1 << 20;
+const MIN_RANGE_BATCH_BYTES: usize = 64 << 10;
+
+/// The bytes of a batch of one of `ranges` ranges.
+fn range_batch_bytes(ranges: usize) -> usize {
+    (RANGES_BATCH_BYTES / ranges.max(1)).clamp(MIN_RANGE_BATCH_BYTES, RANGE_BATCH_BYTES)
+}
 
 /// How a range's events reach its intake: the ranges keep every thread
 /// busy, each its own pipeline.
@@ -77,7 +92,8 @@ const THREAD_BYTES: u64 = 450;
 const THREADS_SHARE: u64 = 100;
 
 /// The ranges to cut the trace `inp` into: one per thread from
-/// [`MIN_THREADS`] threads on, each at least [`MIN_RANGE_BYTES`], and no
+/// [`MIN_THREADS`] threads on (threads of the pool that the process has
+/// cores for), each at least [`MIN_RANGE_BYTES`], and no
 /// more than the threads that the trace seems to have leave room for
 /// ([`threads_estimate`]: every range holds every thread it meets, so
 /// that a trace of 65,536 threads read by 4 ranges took 1.6× the model,
@@ -94,7 +110,12 @@ pub(super) fn count(path: &Path, inp: &input::Input) -> usize {
     {
         return n.clamp(1, MAX_RANGES);
     }
-    let threads = rayon::current_num_threads();
+    // no more ranges than run at once: one beyond the cores only holds
+    // its threads and batches while it waits (a 241 MB trace of 512
+    // threads on 16 threads of 2 cores: 11 ranges peaked at 62-70 MiB in
+    // 0.65-0.75 s, 2 at 56 MiB in 0.59-0.69 s)
+    let cores = std::thread::available_parallelism().map_or(usize::MAX, |n| n.get());
+    let threads = rayon::current_num_threads().min(cores);
     // the file is sampled only where it would be cut
     let n = ranges_for(threads, inp.file_len, None);
     if n < 2 {
@@ -257,7 +278,7 @@ fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Outc
     let parts: Vec<Result<Part>> = shares
         .par_iter()
         .with_max_len(1)
-        .map(|s| read_share(path, opts, s))
+        .map(|s| read_share(path, opts, s, range_batch_bytes(shares.len())))
         .collect();
     drop(each);
     // the ranges' batches, freed in every thread's arena, leave before the
@@ -284,11 +305,12 @@ fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Outc
     Ok(merged.map_or(Outcome::Whole, |m| Outcome::Read(Box::new(m))))
 }
 
-/// One range's events into an accumulator of its own.
-fn read_share(path: &Path, opts: &ReadOptions, share: &Share) -> Result<Part> {
+/// One range's events into an accumulator of its own, read in batches of
+/// `batch_bytes`.
+fn read_share(path: &Path, opts: &ReadOptions, share: &Share, batch_bytes: usize) -> Result<Part> {
     let mut b = builder(path, opts);
     let mut acc = Acc::new(None);
-    let split = share.splitter(path)?.with_batch_bytes(RANGE_BATCH_BYTES);
+    let split = share.splitter(path)?.with_batch_bytes(batch_bytes);
     let split = for_each_event(path, split, RANGE_INTAKE, |ev, batch| {
         intake(ev, &mut acc, &mut b, batch)
     })?;
@@ -666,6 +688,18 @@ mod tests {
         assert_eq!(ranges_for(16, 30_000 * mb, Some(65_536)), 11);
         assert_eq!(ranges_for(16, u64::MAX, Some(u64::MAX)), 1);
         assert_eq!(ranges_for(16, u64::MAX, Some(0)), 16);
+    }
+
+    /// The ranges' batches take about a MiB together, each from 64 to 256
+    /// KiB.
+    #[test]
+    fn batches_shrink_as_the_ranges_grow() {
+        assert_eq!(range_batch_bytes(0), RANGE_BATCH_BYTES);
+        assert_eq!(range_batch_bytes(2), 256 << 10);
+        assert_eq!(range_batch_bytes(4), 256 << 10);
+        assert_eq!(range_batch_bytes(8), 128 << 10);
+        assert_eq!(range_batch_bytes(16), 64 << 10);
+        assert_eq!(range_batch_bytes(MAX_RANGES), 64 << 10);
     }
 
     #[test]
