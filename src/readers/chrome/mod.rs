@@ -2348,7 +2348,7 @@ mod tests {
             let bytes = (r >> 40) % 5000;
             payloads.push(
                 place,
-                (ph == 0).then_some((bytes, (bytes % 3 == 0).then_some(-7))),
+                (ph == 0).then_some((bytes, bytes.is_multiple_of(3).then_some(-7))),
             );
             flows.push(HeldFlow {
                 ts: ((r >> 8) % 1_000_000) as i64,
