@@ -251,9 +251,11 @@ static TRIM_TOPS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// was 1.43× the model for a 528 MB Chrome trace, 1.45× for a PICL trace
 /// of 65,536 processors and 1.76× for a 150 MB OTF2 archive, and 1.33×,
 /// 1.35× and 1.43× with 4 arenas (on 2 cores, in the same time: paired
-/// medians 0.99–1.01). Call it before the thread pool starts (arenas are
-/// given to threads at their first allocation). A no-op elsewhere than
-/// glibc.
+/// medians 0.99–1.01). Also has the first [`return_freed_memory`] lower
+/// the trim threshold where the pool has more than [`TOPS_FROM_THREADS`]
+/// threads ([`TOP_TRIM_BYTES`]; unless the user set it). Call it before
+/// the thread pool starts (arenas are given to threads at their first
+/// allocation). A no-op elsewhere than glibc.
 pub fn share_arenas(input: Option<&std::path::Path>) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
