@@ -372,7 +372,11 @@ fn reading_in_parallel_gives_the_same_trace_as_one_thread() {
         for threads in ["2", "3", "7"] {
             // decoded natively; by the library in its helper; in process
             for (library, in_process) in [(false, false), (true, false), (true, true)] {
-                let mut env = vec![("RAYON_NUM_THREADS", threads)];
+                // (runs of any size: the archive is small)
+                let mut env = vec![
+                    ("RAYON_NUM_THREADS", threads),
+                    ("TAPESTRY_OTF2_GROUP_BYTES", "1"),
+                ];
                 if library {
                     env.push(("TAPESTRY_OTF2_LIBRARY", "1"));
                 }
@@ -389,8 +393,10 @@ fn reading_in_parallel_gives_the_same_trace_as_one_thread() {
     assert!(info.contains("locations  16"), "{info}");
 }
 
-/// Runs `f` in pools of one thread and of three (given the count).
+/// Runs `f` in pools of one thread and of three (given the count), the
+/// three reading runs of any size (the archives are small).
 fn on_one_and_three_threads(f: impl Fn(usize) + Sync) {
+    tapestry::readers::otf2::set_min_group_bytes(1);
     for threads in [1, 3] {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::{
     Archive, Clock, Coll, EventSink, Key, KeyLocs, LastComm, Marker, Ranks, Repairs, Rest,
-    Skeleton, balance, concat, event_bytes, finish, group_error, read_locations, skeleton,
+    Skeleton, concat, event_bytes, finish, group_error, read_groups, read_locations, skeleton,
 };
 use crate::error::Result;
 use crate::model::builder::{IntervalBlock, RawCounter, RawInterval};
@@ -366,7 +366,7 @@ pub(super) fn read(
     drop(phase);
     let general = AtomicBool::new(false);
     let size = |l: u64| event_bytes(&a.evt_dir, l);
-    let groups = balance(&a.locations, size, rayon::current_num_threads());
+    let groups = read_groups(&a.locations, size);
     let phase = crate::phases::span("otf2: events read, regions flattened (all threads)");
     let parts: Vec<_> = groups
         .par_iter()
