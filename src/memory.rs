@@ -391,6 +391,7 @@ pub fn prefer_huge_pages<T>(v: &Vec<T>) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn give_back_steps_fixed_or_growing() {
@@ -408,8 +409,6 @@ mod tests {
             ]
         );
     }
-
-    use super::*;
 
     #[test]
     fn large_inputs_get_an_arena_a_thread() {

@@ -275,10 +275,11 @@ enum Outcome {
 /// The events of `shares` read side by side and merged.
 fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Outcome> {
     let each = phases::span("chrome: ranges read side by side (all threads)");
+    let batch_bytes = range_batch_bytes(shares.len());
     let parts: Vec<Result<Part>> = shares
         .par_iter()
         .with_max_len(1)
-        .map(|s| read_share(path, opts, s, range_batch_bytes(shares.len())))
+        .map(|s| read_share(path, opts, s, batch_bytes))
         .collect();
     drop(each);
     // the ranges' batches, freed in every thread's arena, leave before the

@@ -362,12 +362,12 @@ const MIN_GROUP_BYTES: u64 = 8 << 20;
 /// `TAPESTRY_OTF2_GROUP_BYTES` (or [`set_min_group_bytes`]) sets the
 /// least bytes of a run (for measuring, and for tests of several runs on
 /// small archives).
-fn read_groups(locations: &[u64], size: impl Fn(u64) -> u64 + Copy) -> Vec<Vec<u64>> {
+fn read_groups(locations: &[u64], size: impl Fn(u64) -> u64) -> Vec<Vec<u64>> {
     let total: u64 = locations.iter().map(|&l| size(l)).sum();
     let by_size = usize::try_from(total / min_group_bytes()).unwrap_or(usize::MAX);
     balance(
         locations,
-        size,
+        &size,
         rayon::current_num_threads().min(by_size).max(1),
     )
 }
