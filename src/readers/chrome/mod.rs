@@ -273,13 +273,91 @@ const SLICE_APART: u32 = u32::MAX;
 /// Slices a chunk of [`HeldSlices`] holds.
 const SLICE_CHUNK: usize = 256;
 
+/// What a thread's slices are expected to come to, for the room its
+/// chunks are given ([`HeldSlices::push`]): a chunk grows by half (a
+/// vector doubles) while nothing is known; from a quarter of the way
+/// through the bytes a read takes its events from, by what the slices so
+/// far make at that pace, and a 32nd more. Read by 16 ranges, a 241 MB
+/// trace of 512 threads held some 172 slices a thread in each, and the
+/// room left by growing by half was a sixth of them (3.9 MB).
+#[derive(Debug, Clone, Copy, Default)]
+enum Expect {
+    #[default]
+    Unknown,
+    /// `done` of the `len` bytes the events are taken from are read.
+    Read { done: u64, len: u64 },
+    /// The slices in all.
+    Total(usize),
+}
+
+impl Expect {
+    /// Where the read stands in `batch`: halfway through it, in the bytes
+    /// from `reach.0` on, `reach.1` of them.
+    fn of_batch(reach: Option<(u64, u64)>, batch: &Batch) -> Expect {
+        match reach {
+            Some((from, len)) if len > 0 => Expect::Read {
+                done: (batch.base + batch.data.len() as u64 / 2).saturating_sub(from),
+                len,
+            },
+            _ => Expect::Unknown,
+        }
+    }
+
+    /// The slices expected in all where `so_far` have come (`None`: not
+    /// known, or too early to tell).
+    fn all(self, so_far: usize) -> Option<usize> {
+        match self {
+            Expect::Unknown => None,
+            Expect::Total(n) => Some(n.max(so_far)),
+            Expect::Read { done, len } => {
+                if done.saturating_mul(4) < len {
+                    return None;
+                }
+                let done = done.min(len).max(1);
+                let all = so_far as u128 * u128::from(len) / u128::from(done);
+                // and a 32nd more, for a pace that picks up
+                Some(usize::try_from(all + all / 32 + 1).unwrap_or(usize::MAX))
+            }
+        }
+    }
+
+    /// The room of a full chunk of `cap` slices grown for one more, with
+    /// `so_far` slices held in all: the slices still expected (at least an
+    /// eighth more, at most twice `cap`), or half more when none are;
+    /// never more than [`SLICE_CHUNK`].
+    fn grown(self, cap: usize, so_far: usize) -> usize {
+        let grown = match self.all(so_far + 1) {
+            Some(all) => {
+                let want = cap + (all - so_far).max(1);
+                match self {
+                    // (all known: exactly)
+                    Expect::Total(_) => want,
+                    _ => want.clamp(cap + (cap / 8).max(4), (2 * cap).max(cap + 4)),
+                }
+            }
+            None => cap + (cap / 2).max(4),
+        };
+        grown.min(SLICE_CHUNK)
+    }
+
+    /// The room of a new chunk, after `so_far` slices: the slices still
+    /// expected, or a whole chunk.
+    fn chunk_for(self, so_far: usize) -> usize {
+        match self.all(so_far + 1) {
+            Some(all) => (all - so_far).clamp(1, SLICE_CHUNK),
+            None => SLICE_CHUNK,
+        }
+    }
+}
+
 /// A thread's `X` slices in file order, in chunks of [`SLICE_CHUNK`]: a
 /// chunk's starts are offsets from its base, 2^31 ns (2.1 s) before its
 /// first slice's start. A slice starting more than 2.1 s before or after
 /// that, or lasting 4.3 s or more, is kept apart.
 ///
-/// The first chunk is held inline and grows as a vector does; the later
-/// chunks, their bases and the slices kept apart are boxed. Most threads of
+/// The first chunk is held inline; the later chunks, their bases and the
+/// slices kept apart are boxed. A chunk grows, and a new one is made, with
+/// the room [`Expect`] gives it (all chunks are full but the last). Most threads of
 /// a range ([`ranges`]) have a few slices: at 65,536 threads read by 16
 /// ranges, a vector of chunks and one of bases took some 180 bytes per
 /// thread and range.
@@ -308,7 +386,9 @@ fn chunk_base(start: u64) -> u64 {
 }
 
 impl HeldSlices {
-    fn push(&mut self, start: u64, dur: u64, state: StateId) {
+    /// Holds a slice, growing its chunk for the slices that `expect` says
+    /// are still to come.
+    fn push(&mut self, start: u64, dur: u64, state: StateId, expect: Expect) {
         let in_first = self.first.len() < SLICE_CHUNK;
         let base = if in_first {
             if self.first.is_empty() {
@@ -316,10 +396,12 @@ impl HeldSlices {
             }
             self.base
         } else {
+            let so_far = self.len();
             let more = self.more();
             if more.chunks.last().is_none_or(|c| c.len() == SLICE_CHUNK) {
                 more.bases.push(chunk_base(start));
-                more.chunks.push(Vec::with_capacity(SLICE_CHUNK));
+                more.chunks
+                    .push(Vec::with_capacity(expect.chunk_for(so_far)));
             }
             more.bases.last().copied().unwrap_or(0)
         };
@@ -331,19 +413,20 @@ impl HeldSlices {
             },
             None => self.more().held_apart(start, dur, state),
         };
-        if in_first {
-            // grown by half (a vector doubles): most threads of a trace
-            // of many hold a few dozen slices, and the room a doubling
-            // leaves was a third of what they took (65,536 threads)
-            let cap = self.first.capacity();
-            if self.first.len() == cap {
-                let grow = (cap / 2).max(4).min(SLICE_CHUNK.saturating_sub(cap));
-                self.first.reserve_exact(grow.max(1));
+        let so_far = self.len();
+        let chunk = if in_first {
+            &mut self.first
+        } else {
+            match self.more().chunks.last_mut() {
+                Some(c) => c,
+                None => return,
             }
-            self.first.push(held);
-        } else if let Some(c) = self.more().chunks.last_mut() {
-            c.push(held);
+        };
+        if chunk.len() == chunk.capacity() {
+            let grown = expect.grown(chunk.capacity(), so_far);
+            chunk.reserve_exact(grown.saturating_sub(chunk.len()).max(1));
         }
+        chunk.push(held);
     }
 
     fn more(&mut self) -> &mut MoreSlices {
@@ -467,8 +550,8 @@ struct ThreadRare {
 impl ThreadAcc {
     /// Holds an `X` slice (`ts` and `ts + dur` are non-negative and do not
     /// overflow: [`parse_event`] checks it).
-    fn push_x(&mut self, ts: i64, dur: i64, state: StateId) {
-        self.slices.push(ts as u64, dur as u64, state);
+    fn push_x(&mut self, ts: i64, dur: i64, state: StateId, expect: Expect) {
+        self.slices.push(ts as u64, dur as u64, state, expect);
     }
 
     /// Holds a `B` (`begin`) or `E` event.
@@ -892,6 +975,10 @@ struct Acc {
     /// without naming its series or the builder's map.
     series: series::SeriesCache,
     flows: Vec<HeldFlow>,
+    /// The bytes the events are taken from, (first, how many), where
+    /// known: how far the read is, for the room of the threads' slices
+    /// ([`Expect`]).
+    reach: Option<(u64, u64)>,
     /// The flow events of the later ranges of a read by ranges
     /// ([`ranges`]), one vector each (their keys, threads and places the
     /// merged ones): kept apart rather than copied into `flows`, which
@@ -1418,7 +1505,10 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             };
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].push_x(ts, dur, st),
+                None => {
+                    let expect = Expect::of_batch(acc.reach, batch);
+                    acc.threads[t as usize].push_x(ts, dur, st, expect)
+                }
             }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
@@ -1729,6 +1819,7 @@ fn read_in(path: &Path, opts: &ReadOptions, ranges: Option<usize>) -> Result<Tra
     }
     let mut b = builder(path, opts);
     let mut acc = Acc::new(None);
+    acc.reach = (!inp.compressed).then_some((0, inp.file_len));
     let events = phases::span("chrome: events (split, parse, intake)");
     let split = for_each_event(
         path,
@@ -2460,7 +2551,7 @@ mod tests {
                     1 => 3 * gap as i64,
                     _ => rng.below(gap) as i64,
                 };
-                ta.push_x(ts, dur, rng.below(4) as StateId);
+                ta.push_x(ts, dur, rng.below(4) as StateId, Expect::Unknown);
             }
             if round % 10 == 9 {
                 ta.push_be(ts, true, 1);
@@ -2526,7 +2617,7 @@ mod tests {
                     ts += (rng.next() % 50) as i64;
                     let st = (rng.next() % 5) as StateId;
                     match rng.next() % 3 {
-                        0 => ta.push_x(ts, (rng.next() % 80) as i64, st),
+                        0 => ta.push_x(ts, (rng.next() % 80) as i64, st, Expect::Unknown),
                         1 => ta.push_be(ts, true, st),
                         _ => ta.push_be(ts, false, 0),
                     }
@@ -2605,7 +2696,7 @@ mod tests {
         // a thread with slices but no metadata or B/E events: one
         // allocation, its first chunk
         let mut ta = ThreadAcc::default();
-        ta.push_x(5, 10, 1);
+        ta.push_x(5, 10, 1, Expect::Unknown);
         assert!(ta.rare.is_none() && ta.slices.more.is_none());
     }
 
@@ -2623,11 +2714,66 @@ mod tests {
                 })
                 .collect();
             for &(s, d, st) in &want {
-                h.push(s, d, st);
+                h.push(s, d, st, Expect::Unknown);
             }
             assert_eq!(h.len(), n);
             assert_eq!(h.bytes(), 12 * n + 16 * h.apart());
             assert_eq!(h.iter().collect::<Vec<_>>(), want, "{n}");
+        }
+    }
+
+    /// The room a thread's chunks take (in slices).
+    fn room(h: &HeldSlices) -> usize {
+        h.first.capacity()
+            + h.more
+                .as_ref()
+                .map_or(0, |m| m.chunks.iter().map(Vec::capacity).sum())
+    }
+
+    /// Whatever the read expects, the slices come back in order; the
+    /// room they take is what was expected (all known: exactly; a read at
+    /// an even pace: within a 16th), and twice them at most when the pace
+    /// was wrong.
+    #[test]
+    fn held_slices_take_the_room_expected() {
+        // (slice i of n, the bytes read before it of 10,000)
+        type Pace = fn(usize, usize) -> u64;
+        let even: Pace = |i, n| (i as u64 * 10_000 + 5_000) / n as u64;
+        let early: Pace = |i, n| i as u64 * 3_000 / n as u64;
+        let late: Pace = |i, n| 7_000 + i as u64 * 3_000 / n as u64;
+        let burst: Pace = |i, n| if i < n / 2 { 2_500 + i as u64 } else { 9_000 };
+        for n in [1usize, 3, 40, 172, 255, 256, 257, 600, 1300] {
+            let want: Vec<(u64, u64, StateId)> = (0..n as u64)
+                .map(|i| (1_000_000 + i * 100, i % 50, (i % 3) as StateId))
+                .collect();
+            let check = |expect: &dyn Fn(usize) -> Expect, most: usize, what: &str| {
+                let mut h = HeldSlices::default();
+                for (i, &(s, d, st)) in want.iter().enumerate() {
+                    h.push(s, d, st, expect(i));
+                }
+                assert_eq!(h.iter().collect::<Vec<_>>(), want, "{what} {n}");
+                assert!(
+                    room(&h) >= n && room(&h) <= most,
+                    "{what} {n}: {}",
+                    room(&h)
+                );
+            };
+            check(&|_| Expect::Total(n), n, "total");
+            // a total below what comes (a later append): grown as needed
+            check(&|_| Expect::Total(n / 2), 2 * n + 8, "short total");
+            check(&|_| Expect::Unknown, 2 * n + 8, "unknown");
+            let read = |pace: Pace| {
+                move |i: usize| Expect::Read {
+                    done: pace(i, n),
+                    len: 10_000,
+                }
+            };
+            check(&read(even), n + n / 16 + 4, "even");
+            for (pace, what) in [(early, "early"), (late, "late"), (burst, "burst")] {
+                check(&read(pace), 2 * n + 8, what);
+            }
+            // nothing to go by
+            check(&|_| Expect::Read { done: 0, len: 0 }, 2 * n + 8, "empty");
         }
     }
 
@@ -2675,7 +2821,7 @@ mod tests {
                         } else {
                             ts
                         };
-                        ta.push_x(ts, dur, st);
+                        ta.push_x(ts, dur, st, Expect::Unknown);
                         x.push(NestedSlice {
                             start: (ts - origin) as Time,
                             end: (ts + dur - origin) as Time,

@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 
 use super::byte_shares::{self, Share};
 use super::{
-    Acc, AsyncEv, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
+    Acc, AsyncEv, Expect, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
 };
 use crate::error::Result;
 use crate::model::{StateId, TraceBuilder};
@@ -244,7 +244,7 @@ pub(super) fn read(
     let guessed = byte_shares::guess(path, inp, n)?;
     drop(cut);
     if let Some(shares) = guessed {
-        match read_shares(path, opts, &shares)? {
+        match read_shares(path, opts, inp.file_len, &shares)? {
             Outcome::Read(merged) => return Ok(Some(*merged)),
             Outcome::Whole => return Ok(None),
             Outcome::Misplaced => {}
@@ -255,7 +255,7 @@ pub(super) fn read(
         return Ok(None);
     };
     drop(cut);
-    Ok(match read_shares(path, opts, &shares)? {
+    Ok(match read_shares(path, opts, inp.file_len, &shares)? {
         Outcome::Read(merged) => Some(*merged),
         // (a walked cut is never misplaced)
         Outcome::Misplaced | Outcome::Whole => None,
@@ -272,14 +272,20 @@ enum Outcome {
     Whole,
 }
 
-/// The events of `shares` read side by side and merged.
-fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Outcome> {
+/// The events of `shares` (of a file of `file_len` bytes) read side by
+/// side and merged.
+fn read_shares(
+    path: &Path,
+    opts: &ReadOptions,
+    file_len: u64,
+    shares: &[Share],
+) -> Result<Outcome> {
     let each = phases::span("chrome: ranges read side by side (all threads)");
     let batch_bytes = range_batch_bytes(shares.len());
     let parts: Vec<Result<Part>> = shares
         .par_iter()
         .with_max_len(1)
-        .map(|s| read_share(path, opts, s, batch_bytes))
+        .map(|s| read_share(path, opts, file_len, s, batch_bytes))
         .collect();
     drop(each);
     // the ranges' batches, freed in every thread's arena, leave before the
@@ -306,11 +312,21 @@ fn read_shares(path: &Path, opts: &ReadOptions, shares: &[Share]) -> Result<Outc
     Ok(merged.map_or(Outcome::Whole, |m| Outcome::Read(Box::new(m))))
 }
 
-/// One range's events into an accumulator of its own, read in batches of
-/// `batch_bytes`.
-fn read_share(path: &Path, opts: &ReadOptions, share: &Share, batch_bytes: usize) -> Result<Part> {
+/// One range's events (of a file of `file_len` bytes) into an accumulator
+/// of its own, read in batches of `batch_bytes`.
+fn read_share(
+    path: &Path,
+    opts: &ReadOptions,
+    file_len: u64,
+    share: &Share,
+    batch_bytes: usize,
+) -> Result<Part> {
     let mut b = builder(path, opts);
     let mut acc = Acc::new(None);
+    acc.reach = Some((
+        share.start,
+        share.end.unwrap_or(file_len).saturating_sub(share.start),
+    ));
     let split = share.splitter(path)?.with_batch_bytes(batch_bytes);
     let split = for_each_event(path, split, RANGE_INTAKE, |ev, batch| {
         intake(ev, &mut acc, &mut b, batch)
@@ -652,8 +668,10 @@ impl ThreadAcc {
                 }
             }
         }
+        // (its chunks given exactly the room of both)
+        let all = Expect::Total(self.slices.len() + later.slices.len());
         for (start, dur, st) in later.slices.iter() {
-            self.slices.push(start, dur, state(st));
+            self.slices.push(start, dur, state(st), all);
         }
     }
 }
@@ -929,7 +947,7 @@ mod tests {
             assert_eq!(at(&guessed), at(&shares));
             let opts = ReadOptions::default();
             assert!(matches!(
-                read_shares(&p, &opts, &guessed).unwrap(),
+                read_shares(&p, &opts, inp.file_len, &guessed).unwrap(),
                 Outcome::Read(_)
             ));
             let (acc, b, _) = read(&p, &ReadOptions::default(), &inp, n).unwrap().unwrap();
@@ -1020,7 +1038,10 @@ mod tests {
                 let shares = guessed.unwrap();
                 let opts = ReadOptions::default();
                 assert!(
-                    matches!(read_shares(&p, &opts, &shares).unwrap(), Outcome::Misplaced),
+                    matches!(
+                        read_shares(&p, &opts, inp.file_len, &shares).unwrap(),
+                        Outcome::Misplaced
+                    ),
                     "{name}"
                 );
                 assert!(byte_shares::cut(&p, &inp, 4).unwrap().is_some(), "{name}");
