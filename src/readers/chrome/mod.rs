@@ -273,9 +273,9 @@ const SLICE_APART: u32 = u32::MAX;
 /// Slices a chunk of [`HeldSlices`] holds.
 const SLICE_CHUNK: usize = 256;
 
-/// What a thread's slices are expected to come to, for the room its
-/// chunks are given ([`HeldSlices::push`]): a chunk grows by half (a
-/// vector doubles) while nothing is known; from a quarter of the way
+/// What a thread's slices are expected to come to, for the room its first
+/// chunk is given ([`HeldSlices::push`]): it grows by half (a vector
+/// doubles) while nothing is known; from a quarter of the way
 /// through the bytes a read takes its events from, by what the slices so
 /// far make at that pace, and a 32nd more. Read by 16 ranges, a 241 MB
 /// trace of 512 threads held some 172 slices a thread in each, and the
@@ -339,15 +339,6 @@ impl Expect {
         };
         grown.min(SLICE_CHUNK)
     }
-
-    /// The room of a new chunk, after `so_far` slices: the slices still
-    /// expected, or a whole chunk.
-    fn chunk_for(self, so_far: usize) -> usize {
-        match self.all(so_far + 1) {
-            Some(all) => (all - so_far).clamp(1, SLICE_CHUNK),
-            None => SLICE_CHUNK,
-        }
-    }
 }
 
 /// A thread's `X` slices in file order, in chunks of [`SLICE_CHUNK`]: a
@@ -355,12 +346,11 @@ impl Expect {
 /// first slice's start. A slice starting more than 2.1 s before or after
 /// that, or lasting 4.3 s or more, is kept apart.
 ///
-/// The first chunk is held inline; the later chunks, their bases and the
-/// slices kept apart are boxed. A chunk grows, and a new one is made, with
-/// the room [`Expect`] gives it (all chunks are full but the last). Most threads of
-/// a range ([`ranges`]) have a few slices: at 65,536 threads read by 16
-/// ranges, a vector of chunks and one of bases took some 180 bytes per
-/// thread and range.
+/// The first chunk is held inline, and grows with the room that [`Expect`]
+/// gives it; the later chunks (made whole), their bases and the slices kept
+/// apart are boxed. Most threads of a range ([`ranges`]) have a few slices:
+/// at 65,536 threads read by 16 ranges, a vector of chunks and one of bases
+/// took some 180 bytes per thread and range.
 #[derive(Debug, Default, Clone)]
 struct HeldSlices {
     first: Vec<HeldSlice>,
@@ -386,8 +376,8 @@ fn chunk_base(start: u64) -> u64 {
 }
 
 impl HeldSlices {
-    /// Holds a slice, growing its chunk for the slices that `expect` says
-    /// are still to come.
+    /// Holds a slice, growing the first chunk for the slices that `expect`
+    /// says are still to come (the later chunks are made whole).
     fn push(&mut self, start: u64, dur: u64, state: StateId, expect: Expect) {
         let in_first = self.first.len() < SLICE_CHUNK;
         let base = if in_first {
@@ -396,12 +386,10 @@ impl HeldSlices {
             }
             self.base
         } else {
-            let so_far = self.len();
             let more = self.more();
             if more.chunks.last().is_none_or(|c| c.len() == SLICE_CHUNK) {
                 more.bases.push(chunk_base(start));
-                more.chunks
-                    .push(Vec::with_capacity(expect.chunk_for(so_far)));
+                more.chunks.push(Vec::with_capacity(SLICE_CHUNK));
             }
             more.bases.last().copied().unwrap_or(0)
         };
@@ -413,20 +401,16 @@ impl HeldSlices {
             },
             None => self.more().held_apart(start, dur, state),
         };
-        let so_far = self.len();
-        let chunk = if in_first {
-            &mut self.first
-        } else {
-            match self.more().chunks.last_mut() {
-                Some(c) => c,
-                None => return,
+        if in_first {
+            let cap = self.first.capacity();
+            if self.first.len() == cap {
+                let grown = expect.grown(cap, self.first.len());
+                self.first.reserve_exact(grown.saturating_sub(cap).max(1));
             }
-        };
-        if chunk.len() == chunk.capacity() {
-            let grown = expect.grown(chunk.capacity(), so_far);
-            chunk.reserve_exact(grown.saturating_sub(chunk.len()).max(1));
+            self.first.push(held);
+        } else if let Some(c) = self.more().chunks.last_mut() {
+            c.push(held);
         }
-        chunk.push(held);
     }
 
     fn more(&mut self) -> &mut MoreSlices {
@@ -2731,9 +2715,9 @@ mod tests {
     }
 
     /// Whatever the read expects, the slices come back in order; the
-    /// room they take is what was expected (all known: exactly; a read at
-    /// an even pace: within a 16th), and twice them at most when the pace
-    /// was wrong.
+    /// room of the first chunk is what was expected (all known: exactly; a
+    /// read at an even pace: within a 16th), and twice its slices at most
+    /// when the pace was wrong; the later chunks are whole.
     #[test]
     fn held_slices_take_the_room_expected() {
         // (slice i of n, the bytes read before it of 10,000)
@@ -2746,34 +2730,42 @@ mod tests {
             let want: Vec<(u64, u64, StateId)> = (0..n as u64)
                 .map(|i| (1_000_000 + i * 100, i % 50, (i % 3) as StateId))
                 .collect();
+            // the first chunk's slices, and the later chunks' room
+            let first = n.min(SLICE_CHUNK);
+            let later = (n - first).next_multiple_of(SLICE_CHUNK);
             let check = |expect: &dyn Fn(usize) -> Expect, most: usize, what: &str| {
                 let mut h = HeldSlices::default();
                 for (i, &(s, d, st)) in want.iter().enumerate() {
                     h.push(s, d, st, expect(i));
                 }
                 assert_eq!(h.iter().collect::<Vec<_>>(), want, "{what} {n}");
+                let most = most.min(SLICE_CHUNK) + later;
                 assert!(
                     room(&h) >= n && room(&h) <= most,
                     "{what} {n}: {}",
                     room(&h)
                 );
             };
-            check(&|_| Expect::Total(n), n, "total");
+            check(&|_| Expect::Total(n), first, "total");
             // a total below what comes (a later append): grown as needed
-            check(&|_| Expect::Total(n / 2), 2 * n + 8, "short total");
-            check(&|_| Expect::Unknown, 2 * n + 8, "unknown");
+            check(&|_| Expect::Total(n / 2), 2 * first + 8, "short total");
+            check(&|_| Expect::Unknown, 2 * first + 8, "unknown");
             let read = |pace: Pace| {
                 move |i: usize| Expect::Read {
                     done: pace(i, n),
                     len: 10_000,
                 }
             };
-            check(&read(even), n + n / 16 + 4, "even");
+            check(&read(even), first + first / 16 + 4, "even");
             for (pace, what) in [(early, "early"), (late, "late"), (burst, "burst")] {
-                check(&read(pace), 2 * n + 8, what);
+                check(&read(pace), 2 * first + 8, what);
             }
             // nothing to go by
-            check(&|_| Expect::Read { done: 0, len: 0 }, 2 * n + 8, "empty");
+            check(
+                &|_| Expect::Read { done: 0, len: 0 },
+                2 * first + 8,
+                "empty",
+            );
         }
     }
 
