@@ -57,6 +57,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -181,9 +182,7 @@ def build(features, into):
     print(" ".join(cmd), file=sys.stderr)
     subprocess.run(cmd, cwd=ROOT, check=True)
     path = os.path.join(into, "tapestry-" + (features.replace(",", "-") or "default"))
-    with open(os.path.join(ROOT, "target", "release", "tapestry"), "rb") as src, open(path, "wb") as dst:
-        dst.write(src.read())
-    os.chmod(path, 0o755)
+    shutil.copy2(os.path.join(ROOT, "target", "release", "tapestry"), path)
     return path
 
 

@@ -321,14 +321,14 @@ impl Expect {
         }
     }
 
-    /// The room of a full chunk of `cap` slices grown for one more, with
-    /// `so_far` slices held in all: the slices still expected (at least an
-    /// eighth more, at most twice `cap`), or half more when none are;
-    /// never more than [`SLICE_CHUNK`].
-    fn grown(self, cap: usize, so_far: usize) -> usize {
-        let grown = match self.all(so_far + 1) {
+    /// The room of a full first chunk of `cap` slices (all the thread's)
+    /// grown for one more: the slices expected in all (at least an eighth
+    /// more, at most twice `cap`), or half more when none are; never more
+    /// than [`SLICE_CHUNK`].
+    fn grown(self, cap: usize) -> usize {
+        let grown = match self.all(cap + 1) {
             Some(all) => {
-                let want = cap + (all - so_far).max(1);
+                let want = all.max(cap + 1);
                 match self {
                     // (all known: exactly)
                     Expect::Total(_) => want,
@@ -404,7 +404,7 @@ impl HeldSlices {
         if in_first {
             let cap = self.first.capacity();
             if self.first.len() == cap {
-                let grown = expect.grown(cap, self.first.len());
+                let grown = expect.grown(cap);
                 self.first.reserve_exact(grown.saturating_sub(cap).max(1));
             }
             self.first.push(held);
