@@ -44,7 +44,10 @@ struct Slot {
     key: u32,
     /// Moments per location (over the window).
     moments: Vec<MomentAcc>,
-    /// Busy time per location and bin, location-major (over the window).
+    /// Busy time per bin and location, bin-major as the field is (over
+    /// the window): records come in time order, so at any point of the
+    /// stream the cells written are those of a bin or two, every
+    /// location's side by side ([`Row`]).
     bins: Vec<u64>,
     /// Time per location over the whole trace (for the summary).
     time: Vec<u64>,
@@ -250,18 +253,15 @@ impl<'a> StreamReducer<'a> {
         let bins = self.edges.len() - 1;
         let p = self.locations;
         let inv = fields::inverse_widths(&self.edges);
+        // (sums of whole nanoseconds, exact in f64 as in the model's field)
         let mut values = vec![0.0; bins * p];
-        for l in 0..p {
-            for k in 0..bins {
-                let busy: u64 = self
-                    .slots
-                    .iter()
-                    .zip(&sel)
-                    .filter(|(_, on)| **on)
-                    .map(|(s, _)| s.bins[l * bins + k])
-                    .sum();
-                values[k * p + l] = busy as f64 * inv[k];
+        for (s, _) in self.slots.iter().zip(&sel).filter(|(_, on)| **on) {
+            for (v, &x) in values.iter_mut().zip(&s.bins) {
+                *v += x as f64;
             }
+        }
+        for (row, &w) in values.chunks_exact_mut(p.max(1)).zip(&inv) {
+            row.iter_mut().for_each(|v| *v *= w);
         }
         Ok(fields::busy_field(values, self.edges.clone(), p))
     }
@@ -456,7 +456,8 @@ impl<'a> StreamReducer<'a> {
     }
 }
 
-const MAGIC: u64 = 0x7461_7065_7374_7233; // "tapestr3"
+// (bins bin-major from "tapestr4" on)
+const MAGIC: u64 = 0x7461_7065_7374_7234; // "tapestr4"
 
 /// The reductions of one share, decoded from [`StreamReducer::to_bytes`].
 pub struct StreamParts {
@@ -556,8 +557,9 @@ impl StreamParts {
 }
 
 /// Bytes of one state's accumulators as [`StreamReducer::to_bytes`]
-/// writes them: key and intervals, then per location its moments (40
-/// bytes), its bins and its time.
+/// writes them: key and intervals, then every location's moments (40
+/// bytes each), the bins (bin-major: [`Slot::bins`]) and every location's
+/// time.
 fn slot_len(locations: usize, bins: usize) -> usize {
     16 + locations * (SLOT_BYTES as usize + 8 * bins)
 }
@@ -647,11 +649,7 @@ impl IntervalSink for StreamReducer<'_> {
         sl.intervals += 1;
         let mut no_cursor = 0u32;
         let cursor = self.bin_cursor.get_mut(l).unwrap_or(&mut no_cursor);
-        let row: &mut [u64] = if bins > 0 {
-            &mut sl.bins[l * bins..(l + 1) * bins]
-        } else {
-            &mut []
-        };
+        let row = Row::of(&mut sl.bins, l, self.locations, bins);
         accumulate(
             self.window,
             &self.edges,
@@ -665,12 +663,18 @@ impl IntervalSink for StreamReducer<'_> {
     }
 
     /// A block of records: on one core one by one; on several, each thread
-    /// takes the locations of its own (location mod threads) — a
-    /// location's records stay in order, and no two threads touch the
-    /// same location's accumulators — so the reduction, not only the
-    /// parse, uses every core.
+    /// takes the locations of its own (runs of [`LOCATION_RUN`] dealt
+    /// round, where there are enough for every thread) — a location's
+    /// records stay in order, and no two threads touch the same location's
+    /// accumulators, nor (in runs) the same cache line of a bin's cells —
+    /// so the reduction, not only the parse, uses every core.
     fn intervals(&mut self, batch: &[RawInterval]) -> std::result::Result<(), String> {
         let threads = rayon::current_num_threads().min(self.locations);
+        let run = if self.locations >= LOCATION_RUN * threads {
+            LOCATION_RUN
+        } else {
+            1
+        };
         if threads < 2 || batch.len() < 1 << 14 {
             for r in batch {
                 self.interval(r.loc, r.start, r.end, r.state)?;
@@ -717,7 +721,7 @@ impl IntervalSink for StreamReducer<'_> {
                 };
                 for (i, r) in batch.iter().enumerate() {
                     let l = r.loc as usize;
-                    if l % threads != t {
+                    if (l / run) % threads != t {
                         continue;
                     }
                     if l >= locations {
@@ -730,9 +734,10 @@ impl IntervalSink for StreamReducer<'_> {
                     };
                     // SAFETY: `l < locations`, the length of `prev`, of the
                     // cursors (when kept) and of every slot's per-location
-                    // vectors (`bins` entries each for the bins); location
-                    // `l` belongs to this thread alone (l mod threads), and
-                    // the vectors outlive the scope.
+                    // vectors, whose bins hold `bins` cells a location
+                    // (`bins × locations`); location `l` belongs to this
+                    // thread alone (its run of locations, dealt round),
+                    // and the vectors outlive the scope.
                     let (prev, cursor, m, time, row) = unsafe {
                         let (mp, tp, bp) = sh.slots[slot];
                         (
@@ -744,7 +749,7 @@ impl IntervalSink for StreamReducer<'_> {
                             },
                             &mut *mp.add(l),
                             &mut *tp.add(l),
-                            std::slice::from_raw_parts_mut(bp.add(l * bins), bins),
+                            Row::from_raw(bp, l, locations, bins),
                         )
                     };
                     match clip(
@@ -905,6 +910,67 @@ fn clip(
     Ok((end > s).then_some(s))
 }
 
+/// Locations dealt to the threads of [`StreamReducer::intervals`] a run
+/// at a time: 8 cells of a bin (8 bytes each) fill a cache line, which
+/// threads writing side by side would pass to and fro.
+const LOCATION_RUN: usize = 8;
+
+/// One location's busy time per bin: every `stride`th cell of a slot's
+/// bin-major bins from the location's own ([`Slot::bins`]).
+struct Row<'a> {
+    first: *mut u64,
+    stride: usize,
+    len: usize,
+    _cells: std::marker::PhantomData<&'a mut u64>,
+}
+
+impl<'a> Row<'a> {
+    /// Location `l`'s row of `bins` in `cells` (`bins × stride` of them,
+    /// bin-major, `stride` locations); empty without bins.
+    fn of(cells: &'a mut [u64], l: usize, stride: usize, bins: usize) -> Row<'a> {
+        let len = if bins > 0 && l < stride && cells.len() >= bins * stride {
+            bins
+        } else {
+            0
+        };
+        // SAFETY: with `len` > 0 the cells l + k × stride (k < len) lie in
+        // `cells`, which the row borrows mutably
+        unsafe { Row::from_raw(cells.as_mut_ptr(), l, stride, len) }
+    }
+
+    /// [`Row::of`] from the cells' pointer.
+    ///
+    /// # Safety
+    /// `cells` points to `bins × stride` cells (when `bins` > 0), `l` <
+    /// `stride`, and no one else reads or writes location `l`'s cells
+    /// while the row lives.
+    unsafe fn from_raw(cells: *mut u64, l: usize, stride: usize, bins: usize) -> Row<'a> {
+        Row {
+            // SAFETY: `l` < `stride`: within the cells when there are bins
+            first: if bins > 0 {
+                unsafe { cells.add(l) }
+            } else {
+                cells
+            },
+            stride,
+            len: bins,
+            _cells: std::marker::PhantomData,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Adds `v` to bin `k`'s cell (`k` < [`Row::len`]).
+    fn add(&mut self, k: usize, v: u64) {
+        assert!(k < self.len, "bin {k} of {}", self.len);
+        // SAFETY: cell l + k × stride, k < bins: within the cells, which
+        // this row alone writes at location l (see the constructors)
+        unsafe { *self.first.add(k * self.stride) += v }
+    }
+}
+
 /// Adds the kept interval `[s, end)` of one location to its moment
 /// accumulator, its time and (with bins) its row of busy time per bin.
 fn accumulate(
@@ -914,7 +980,7 @@ fn accumulate(
     m: &mut MomentAcc,
     time: &mut u64,
     cursor: &mut u32,
-    row: &mut [u64],
+    mut row: Row,
 ) {
     *time += end - s;
     let (a, b) = (s.max(t0), end.min(t1));
@@ -937,7 +1003,7 @@ fn accumulate(
     let mut x = a;
     while x < b && k < bins {
         let e = b.min(edges[k + 1]);
-        row[k] += e - x;
+        row.add(k, e - x);
         x = e;
         k += 1;
     }
@@ -1079,16 +1145,17 @@ mod tests {
         assert!(reducer(true).merge_bytes(&huge).is_err());
     }
 
-    /// Records of 37 locations in time order per location, with overlaps
-    /// and empties, interleaved across locations; `bad` puts one record
-    /// before its location's previous one.
-    fn records(n: usize, bad: Option<usize>) -> Vec<RawInterval> {
+    /// Records of `locs` locations in time order per location, with
+    /// overlaps and empties, interleaved across locations; `bad` puts one
+    /// record before its location's previous one.
+    fn records(n: usize, locs: usize, bad: Option<usize>) -> Vec<RawInterval> {
         let mut rng = crate::test_rng::XorShift(0x9e3779b97f4a7c15u64);
         let mut rnd = move |m: u64| rng.below(m);
-        let (mut t, mut last, mut last_end) = (vec![0u64; 37], vec![0u64; 37], vec![0u64; 37]);
+        let (mut t, mut last, mut last_end) =
+            (vec![0u64; locs], vec![0u64; locs], vec![0u64; locs]);
         (0..n)
             .map(|i| {
-                let l = rnd(37) as usize;
+                let l = rnd(locs as u64) as usize;
                 // sometimes back into the previous interval (an overlap),
                 // never before the previous start
                 let start = t[l].saturating_sub(rnd(4) * 3).max(last[l]);
@@ -1110,7 +1177,11 @@ mod tests {
             .collect()
     }
 
-    fn reduced(batch: &[RawInterval], blocks: bool) -> (StreamReducer<'static>, Result<()>) {
+    fn reduced(
+        batch: &[RawInterval],
+        locs: usize,
+        blocks: bool,
+    ) -> (StreamReducer<'static>, Result<()>) {
         let mut r = StreamReducer::new(
             StreamSpec {
                 bins: Some(7),
@@ -1118,7 +1189,7 @@ mod tests {
             },
             Box::new(|_| Ok((100, 900_000))),
         );
-        r.begin(37, 1_000_000).unwrap();
+        r.begin(locs, 1_000_000).unwrap();
         let pool = crate::test_pool::pool(4);
         let res = pool.install(|| {
             if blocks {
@@ -1138,9 +1209,16 @@ mod tests {
 
     #[test]
     fn blocks_reduced_on_several_threads_equal_one_by_one() {
-        let batch = records(70_000, None);
-        let (a, ra) = reduced(&batch, false);
-        let (b, rb) = reduced(&batch, true);
+        // 37 locations are dealt to 4 threads in runs of 8; 5 one by one
+        for locs in [37, 5] {
+            blocks_equal_one_by_one(locs);
+        }
+    }
+
+    fn blocks_equal_one_by_one(locs: usize) {
+        let batch = records(70_000, locs, None);
+        let (a, ra) = reduced(&batch, locs, false);
+        let (b, rb) = reduced(&batch, locs, true);
         assert!(ra.is_ok() && rb.is_ok(), "{ra:?} {rb:?}");
         assert_eq!(a.overlaps(), b.overlaps());
         assert!(a.overlaps().0 > 100, "overlaps exercised");
@@ -1160,9 +1238,9 @@ mod tests {
             assert_eq!(format!("{x:?}"), format!("{y:?}"));
         }
         // the first record out of order, in file order, is the one named
-        let bad = records(70_000, Some(50_000));
-        let (_, ra) = reduced(&bad, false);
-        let (_, rb) = reduced(&bad, true);
+        let bad = records(70_000, locs, Some(50_000));
+        let (_, ra) = reduced(&bad, locs, false);
+        let (_, rb) = reduced(&bad, locs, true);
         let (ea, eb) = (ra.unwrap_err().to_string(), rb.unwrap_err().to_string());
         assert_eq!(ea, eb);
         assert!(ea.contains("time order"), "{ea}");
