@@ -926,16 +926,17 @@ struct Row<'a> {
 
 impl<'a> Row<'a> {
     /// Location `l`'s row of `bins` in `cells` (`bins × stride` of them,
-    /// bin-major, `stride` locations); empty without bins.
+    /// bin-major, `stride` locations); empty without bins. Panics where
+    /// the cells do not hold it, as a slice out of range does.
     fn of(cells: &'a mut [u64], l: usize, stride: usize, bins: usize) -> Row<'a> {
-        let len = if bins > 0 && l < stride && cells.len() >= bins * stride {
-            bins
-        } else {
-            0
-        };
-        // SAFETY: with `len` > 0 the cells l + k × stride (k < len) lie in
-        // `cells`, which the row borrows mutably
-        unsafe { Row::from_raw(cells.as_mut_ptr(), l, stride, len) }
+        assert!(
+            bins == 0 || (l < stride && cells.len() >= bins * stride),
+            "location {l}'s row of {bins} bins out of {} cells ({stride} locations)",
+            cells.len()
+        );
+        // SAFETY: with bins, the cells l + k × stride (k < bins) lie in
+        // `cells` (checked above), which the row borrows mutably
+        unsafe { Row::from_raw(cells.as_mut_ptr(), l, stride, bins) }
     }
 
     /// [`Row::of`] from the cells' pointer.
