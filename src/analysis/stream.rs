@@ -92,6 +92,9 @@ pub struct StreamReducer<'a> {
     pairs_allowed: usize,
     /// Per location: the bin of its last interval's start (with bins).
     bin_cursor: Vec<u32>,
+    /// A block's records in order of location (room kept from block to
+    /// block).
+    by_location: ByLocation,
 }
 
 impl<'a> StreamReducer<'a> {
@@ -112,6 +115,7 @@ impl<'a> StreamReducer<'a> {
             pairs: HashMap::default(),
             pairs_allowed: 0,
             bin_cursor: Vec::new(),
+            by_location: ByLocation::default(),
         }
     }
 
@@ -662,26 +666,32 @@ impl IntervalSink for StreamReducer<'_> {
         Ok(())
     }
 
-    /// A block of records: on one core one by one; on several, each thread
-    /// takes the locations of its own (runs of [`LOCATION_RUN`] dealt
-    /// round, where there are enough for every thread) — a location's
-    /// records stay in order, and no two threads touch the same location's
-    /// accumulators, nor (in runs) the same cache line of a bin's cells —
-    /// so the reduction, not only the parse, uses every core.
+    /// A block of records. Records in time order meet the locations at
+    /// random, and each costs a cache miss on every per-location
+    /// accumulator it touches; so where those outgrow the caches
+    /// ([`SORT_MIN_LOCATIONS`]), or where several threads reduce, the
+    /// block is first put in order of location ([`ByLocation`], stable: a
+    /// location's records stay in time order) and then reduced location
+    /// after location, the accumulators met in the order they lie. On
+    /// several threads each takes a run of whole locations of the ordered
+    /// block, about as many records each, so no two touch the same
+    /// location's accumulators, nor (but at the runs' edges) the same
+    /// cache line, and the reduction, not only the parse, uses every core.
+    /// Few locations, or a small block, are reduced one by one.
     fn intervals(&mut self, batch: &[RawInterval]) -> std::result::Result<(), String> {
         let threads = rayon::current_num_threads().min(self.locations);
-        let run = if self.locations >= LOCATION_RUN * threads {
-            LOCATION_RUN
-        } else {
-            1
-        };
-        if threads < 2 || batch.len() < 1 << 14 {
+        let parallel = threads >= 2 && batch.len() >= PARALLEL_MIN_RECORDS;
+        let ordered =
+            parallel || (self.locations >= SORT_MIN_LOCATIONS && batch.len() >= SORT_MIN_RECORDS);
+        // a location out of range is named where it comes, one by one
+        if !ordered || !self.by_location.order(batch, self.locations) {
             for r in batch {
                 self.interval(r.loc, r.start, r.end, r.state)?;
             }
             return Ok(());
         }
-        // every state of the block gets its slot first (few distinct)
+        // every state of the block gets its slot first, in file order
+        // (few distinct)
         let mut last = None;
         for r in batch {
             if last != Some(r.state) {
@@ -690,7 +700,6 @@ impl IntervalSink for StreamReducer<'_> {
             }
         }
         let slot_of: Vec<(u32, usize)> = self.slot_of.iter().map(|(&k, &v)| (k, v)).collect();
-        let bins = self.edges.len().saturating_sub(1);
         let locations = self.locations;
         let shared = Shards {
             prev: self.prev.as_mut_ptr(),
@@ -708,82 +717,28 @@ impl IntervalSink for StreamReducer<'_> {
                 })
                 .collect(),
         };
-        let (window, edges) = (self.window, &self.edges);
-        // the closure takes the whole struct (Sync), not its raw fields
-        let sh = &shared;
-        use rayon::prelude::*;
-        let outs: Vec<ShardOut> = (0..threads)
-            .into_par_iter()
-            .map(|t| {
-                let mut o = ShardOut {
-                    intervals: vec![0; sh.slots.len()],
-                    ..Default::default()
-                };
-                for (i, r) in batch.iter().enumerate() {
-                    let l = r.loc as usize;
-                    if (l / run) % threads != t {
-                        continue;
-                    }
-                    if l >= locations {
-                        o.error = Some((i, format!("location {} out of range", r.loc)));
-                        break;
-                    }
-                    let Some(&(_, slot)) = slot_of.iter().find(|(k, _)| *k == r.state) else {
-                        o.error = Some((i, format!("state {} without accumulators", r.state)));
-                        break;
-                    };
-                    // SAFETY: `l < locations`, the length of `prev`, of the
-                    // cursors (when kept) and of every slot's per-location
-                    // vectors, whose bins hold `bins` cells a location
-                    // (`bins × locations`); location `l` belongs to this
-                    // thread alone (its run of locations, dealt round),
-                    // and the vectors outlive the scope.
-                    let (prev, cursor, m, time, row) = unsafe {
-                        let (mp, tp, bp) = sh.slots[slot];
-                        (
-                            &mut *sh.prev.add(l),
-                            if sh.has_cursor {
-                                Some(&mut *sh.cursor.add(l))
-                            } else {
-                                None
-                            },
-                            &mut *mp.add(l),
-                            &mut *tp.add(l),
-                            Row::from_raw(bp, l, locations, bins),
-                        )
-                    };
-                    match clip(
-                        prev,
-                        r.loc,
-                        r.start,
-                        r.end,
-                        &mut o.overlaps,
-                        &mut o.first_overlap,
-                    ) {
-                        Err(e) => {
-                            o.error = Some((i, e));
-                            break;
-                        }
-                        Ok(None) => {}
-                        Ok(Some(s)) => {
-                            o.end = o.end.max(r.end);
-                            o.intervals[slot] += 1;
-                            let mut no_cursor = 0u32;
-                            accumulate(
-                                window,
-                                edges,
-                                (s, r.end),
-                                m,
-                                time,
-                                cursor.unwrap_or(&mut no_cursor),
-                                row,
-                            );
-                        }
-                    }
-                }
-                o
-            })
-            .collect();
+        let run = Run {
+            batch,
+            slot_of: &slot_of,
+            window: self.window,
+            edges: &self.edges,
+            locations,
+        };
+        let by = &self.by_location;
+        let outs: Vec<ShardOut> = if parallel {
+            use rayon::prelude::*;
+            // the closure takes the whole struct (Sync), not its raw fields
+            let sh = &shared;
+            let run = &run;
+            (0..threads)
+                .into_par_iter()
+                // SAFETY: the pieces hold disjoint sets of whole locations
+                .map(|t| unsafe { run.reduce(sh, by.piece(t, threads)) })
+                .collect()
+        } else {
+            // SAFETY: one piece, all of it, on this thread
+            vec![unsafe { run.reduce(&shared, by.piece(0, 1)) }]
+        };
         drop(shared);
         let mut error: Option<(usize, String)> = None;
         for o in outs {
@@ -910,10 +865,26 @@ fn clip(
     Ok((end > s).then_some(s))
 }
 
-/// Locations dealt to the threads of [`StreamReducer::intervals`] a run
-/// at a time: 8 cells of a bin (8 bytes each) fill a cache line, which
-/// threads writing side by side would pass to and fro.
-const LOCATION_RUN: usize = 8;
+/// From this many locations a block is reduced in order of location on
+/// one thread too. A location's accumulators take some 170 bytes for
+/// three states (more with bins): at 4,096 locations (0.7 MB) ordering
+/// costs what it saves, from 16,384 it saves (one core, `moments
+/// --stream` of Paraver broadcasts: 1.00× the time at 4,096 locations,
+/// 0.98× at 16,384, 0.88× at 65,536).
+const SORT_MIN_LOCATIONS: usize = 4096;
+
+/// Blocks of fewer records are reduced one by one on one thread (putting
+/// them in order costs more than it saves).
+const SORT_MIN_RECORDS: usize = 1024;
+
+/// Blocks of fewer records are reduced on one thread.
+const PARALLEL_MIN_RECORDS: usize = 1 << 14;
+
+/// Records a bucket of [`ByLocation`] takes on average (or more): a
+/// bucket's locations are side by side (8 of them in 320 bytes of moment
+/// accumulators for 65,536 locations in blocks of 20,000 records), and
+/// fewer buckets are fewer to count.
+const RECORDS_A_BUCKET: usize = 4;
 
 /// One location's busy time per bin: every `stride`th cell of a slot's
 /// bin-major bins from the location's own ([`Slot::bins`]).
@@ -1032,6 +1003,189 @@ struct ShardOut {
     end: Time,
     /// The first error, with the record's index in the block.
     error: Option<(usize, String)>,
+}
+
+impl ShardOut {
+    /// Keeps the error of record `i` where it is the first in file order.
+    fn note_error(&mut self, i: usize, e: String) {
+        if self.error.as_ref().is_none_or(|(j, _)| i < *j) {
+            self.error = Some((i, e));
+        }
+    }
+}
+
+/// A block's records in order of location: their indices, put in order by
+/// a counting sort on the high bits of the location (stable, so a
+/// location's records stay in file order), with buckets of a few
+/// locations each, a bucket for about every [`RECORDS_A_BUCKET`] records.
+/// Reduced in this
+/// order, the records meet each accumulator array from its start to its
+/// end, as the processor's prefetchers like, instead of at random.
+#[derive(Default)]
+struct ByLocation {
+    /// Indices into the block, in order of location.
+    order: Vec<u32>,
+    /// Where each bucket's indices begin in `order`, and one past the
+    /// end.
+    starts: Vec<u32>,
+    /// Bits of a location below its bucket.
+    shift: u32,
+}
+
+impl ByLocation {
+    /// Orders `batch`'s records by location; `false` (and nothing
+    /// ordered) when one is not below `locations` or the block has
+    /// `u32::MAX` records or more.
+    fn order(&mut self, batch: &[RawInterval], locations: usize) -> bool {
+        if batch.len() >= u32::MAX as usize || locations == 0 {
+            return false;
+        }
+        let bits = usize::BITS - (locations - 1).leading_zeros();
+        let records_bits = (batch.len() / RECORDS_A_BUCKET)
+            .max(1)
+            .next_power_of_two()
+            .trailing_zeros();
+        self.shift = bits - records_bits.min(bits);
+        let buckets = ((locations - 1) >> self.shift) + 1;
+        self.starts.clear();
+        self.starts.resize(buckets + 1, 0);
+        for r in batch {
+            let l = r.loc as usize;
+            if l >= locations {
+                return false;
+            }
+            self.starts[l >> self.shift] += 1;
+        }
+        // each bucket's end ...
+        let mut end = 0;
+        for s in &mut self.starts {
+            end += *s;
+            *s = end;
+        }
+        // ... taken back one a record, from the last record: each
+        // bucket's start at the end, and its records in file order
+        self.order.clear();
+        self.order.resize(batch.len(), 0);
+        for (i, r) in batch.iter().enumerate().rev() {
+            let at = &mut self.starts[(r.loc as usize) >> self.shift];
+            *at -= 1;
+            self.order[*at as usize] = i as u32;
+        }
+        true
+    }
+
+    /// Piece `t` of `n` of the ordered indices: whole buckets (so whole
+    /// locations), about a `n`th of the records each.
+    fn piece(&self, t: usize, n: usize) -> &[u32] {
+        let len = self.order.len();
+        let cut = |k: usize| -> usize {
+            if k >= n {
+                return len;
+            }
+            let want = (len as u128 * k as u128 / n as u128) as u32;
+            // the first bucket start at or past the share of records
+            let b = self.starts.partition_point(|&s| s < want);
+            self.starts.get(b).map_or(len, |&s| s as usize)
+        };
+        let (from, to) = (cut(t), cut(t + 1));
+        &self.order[from.min(to)..to]
+    }
+}
+
+/// What a piece of a block is reduced with, besides the accumulators.
+struct Run<'a> {
+    batch: &'a [RawInterval],
+    slot_of: &'a [(u32, usize)],
+    window: (Time, Time),
+    edges: &'a [Time],
+    locations: usize,
+}
+
+impl Run<'_> {
+    /// Reduces the records at `piece`'s indices (in order of location)
+    /// into the accumulators of `sh`, and says what it found; the first
+    /// error in file order among them, if any (every record is still
+    /// looked at, so that the first of the whole block can be named).
+    ///
+    /// # Safety
+    /// `sh`'s vectors hold `locations` locations (the slots' bins: `bins ×
+    /// locations`) and outlive the call, and no other thread reduces a
+    /// record of the same locations meanwhile.
+    unsafe fn reduce(&self, sh: &Shards, piece: &[u32]) -> ShardOut {
+        let bins = self.edges.len().saturating_sub(1);
+        let mut o = ShardOut {
+            intervals: vec![0; sh.slots.len()],
+            ..Default::default()
+        };
+        let mut last: Option<(u32, usize)> = None;
+        for &i in piece {
+            let i = i as usize;
+            let r = &self.batch[i];
+            let l = r.loc as usize;
+            if l >= self.locations {
+                o.note_error(i, format!("location {} out of range", r.loc));
+                continue;
+            }
+            let slot = match last {
+                Some((k, s)) if k == r.state => s,
+                _ => match self.slot_of.iter().find(|(k, _)| *k == r.state) {
+                    Some(&(_, s)) => {
+                        last = Some((r.state, s));
+                        s
+                    }
+                    None => {
+                        o.note_error(i, format!("state {} without accumulators", r.state));
+                        continue;
+                    }
+                },
+            };
+            // SAFETY: `l < locations` (checked above), the length
+            // of `prev`, of the cursors (when kept) and of every slot's
+            // per-location vectors, whose bins hold `bins` cells a
+            // location (`bins × locations`); location `l` is this
+            // piece's alone, and the vectors outlive the call.
+            let (prev, cursor, m, time, row) = unsafe {
+                let (mp, tp, bp) = sh.slots[slot];
+                (
+                    &mut *sh.prev.add(l),
+                    if sh.has_cursor {
+                        Some(&mut *sh.cursor.add(l))
+                    } else {
+                        None
+                    },
+                    &mut *mp.add(l),
+                    &mut *tp.add(l),
+                    Row::from_raw(bp, l, self.locations, bins),
+                )
+            };
+            match clip(
+                prev,
+                r.loc,
+                r.start,
+                r.end,
+                &mut o.overlaps,
+                &mut o.first_overlap,
+            ) {
+                Err(e) => o.note_error(i, e),
+                Ok(None) => {}
+                Ok(Some(s)) => {
+                    o.end = o.end.max(r.end);
+                    o.intervals[slot] += 1;
+                    let mut no_cursor = 0u32;
+                    accumulate(
+                        self.window,
+                        self.edges,
+                        (s, r.end),
+                        m,
+                        time,
+                        cursor.unwrap_or(&mut no_cursor),
+                        row,
+                    );
+                }
+            }
+        }
+        o
+    }
 }
 
 #[cfg(test)]
@@ -1182,6 +1336,7 @@ mod tests {
         batch: &[RawInterval],
         locs: usize,
         blocks: bool,
+        threads: usize,
     ) -> (StreamReducer<'static>, Result<()>) {
         let mut r = StreamReducer::new(
             StreamSpec {
@@ -1191,7 +1346,7 @@ mod tests {
             Box::new(|_| Ok((100, 900_000))),
         );
         r.begin(locs, 1_000_000).unwrap();
-        let pool = crate::test_pool::pool(4);
+        let pool = crate::test_pool::pool(threads);
         let res = pool.install(|| {
             if blocks {
                 batch
@@ -1210,16 +1365,52 @@ mod tests {
 
     #[test]
     fn blocks_reduced_on_several_threads_equal_one_by_one() {
-        // 37 locations are dealt to 4 threads in runs of 8; 5 one by one
-        for locs in [37, 5] {
-            blocks_equal_one_by_one(locs);
+        // blocks put in order of location and cut into pieces of whole
+        // locations for 4 threads: 37 locations, 5 (fewer buckets than
+        // threads), 5,000 (buckets of several locations)
+        for locs in [37, 5, 5000] {
+            blocks_equal_one_by_one(locs, 4);
         }
     }
 
-    fn blocks_equal_one_by_one(locs: usize) {
+    #[test]
+    fn blocks_in_order_of_location_on_one_thread_equal_one_by_one() {
+        // from SORT_MIN_LOCATIONS locations one thread orders blocks too
+        blocks_equal_one_by_one(SORT_MIN_LOCATIONS + 3, 1);
+    }
+
+    #[test]
+    fn pieces_of_the_order_are_whole_locations_covering_the_block() {
+        let locs = 5000;
+        let batch = records(30_000, locs, None);
+        let mut by = ByLocation::default();
+        assert!(by.order(&batch, locs));
+        // stable: a location's records in file order, locations rising
+        let key = |&i: &u32| (batch[i as usize].loc >> by.shift, i);
+        assert!(by.order.windows(2).all(|w| key(&w[0]) < key(&w[1])));
+        for n in [1, 2, 3, 7, 16] {
+            let pieces: Vec<&[u32]> = (0..n).map(|t| by.piece(t, n)).collect();
+            let all: Vec<u32> = pieces.concat();
+            assert_eq!(all, by.order, "{n} pieces cover the order once");
+            for w in pieces.windows(2) {
+                if let (Some(a), Some(b)) = (w[0].last(), w[1].first()) {
+                    let (la, lb) = (batch[*a as usize].loc, batch[*b as usize].loc);
+                    assert!(la >> by.shift < lb >> by.shift, "a bucket split");
+                }
+            }
+            let most = pieces.iter().map(|p| p.len()).max().unwrap_or(0);
+            assert!(most <= batch.len() / n + 64, "{n} pieces of about as many");
+        }
+        // a location out of range orders nothing
+        let mut bad = batch.clone();
+        bad[7].loc = locs as LocId;
+        assert!(!by.order(&bad, locs));
+    }
+
+    fn blocks_equal_one_by_one(locs: usize, threads: usize) {
         let batch = records(70_000, locs, None);
-        let (a, ra) = reduced(&batch, locs, false);
-        let (b, rb) = reduced(&batch, locs, true);
+        let (a, ra) = reduced(&batch, locs, false, threads);
+        let (b, rb) = reduced(&batch, locs, true, threads);
         assert!(ra.is_ok() && rb.is_ok(), "{ra:?} {rb:?}");
         assert_eq!(a.overlaps(), b.overlaps());
         assert!(a.overlaps().0 > 100, "overlaps exercised");
@@ -1240,8 +1431,8 @@ mod tests {
         }
         // the first record out of order, in file order, is the one named
         let bad = records(70_000, locs, Some(50_000));
-        let (_, ra) = reduced(&bad, locs, false);
-        let (_, rb) = reduced(&bad, locs, true);
+        let (_, ra) = reduced(&bad, locs, false, threads);
+        let (_, rb) = reduced(&bad, locs, true, threads);
         let (ea, eb) = (ra.unwrap_err().to_string(), rb.unwrap_err().to_string());
         assert_eq!(ea, eb);
         assert!(ea.contains("time order"), "{ea}");
