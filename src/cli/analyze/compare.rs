@@ -9,7 +9,7 @@ use tapestry::model::Trace;
 use tapestry::readers::{self, Loaded};
 
 use super::super::parse::{parse_metric, parse_pair, parse_range, parse_time};
-use super::{Analysis, AnalyzeArgs, Output, image_layout, run_trace, state_vector};
+use super::{Analysis, AnalyzeArgs, Cells, Output, image_layout, run_trace, state_vector};
 
 /// Runs `a.analysis` on `t` and on the template, and returns A − B.
 pub fn run(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
@@ -116,7 +116,7 @@ pub fn run(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                     (r, c)
                 };
                 if r2 < rb && c2 < cb {
-                    vb[r2 * cb + c2]
+                    vb.get(r2 * cb + c2)
                 } else {
                     None
                 }
@@ -136,7 +136,7 @@ pub fn run(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
                 );
             }
             let values: Vec<Option<f64>> = (0..rows * cols)
-                .map(|i| match (va[i], at(i / cols, i % cols)) {
+                .map(|i| match (va.get(i), at(i / cols, i % cols)) {
                     (Some(x), Some(y)) => Some(x - y),
                     _ => None,
                 })
@@ -150,7 +150,7 @@ pub fn run(a: &AnalyzeArgs, t: &Trace) -> Result<Output> {
             Ok(Output::Matrix {
                 rows,
                 cols,
-                values,
+                values: Cells::Optional(values),
                 unit,
                 meta,
             })
@@ -283,7 +283,7 @@ fn difference_image(
     Ok(Output::Matrix {
         rows: img.rows,
         cols: img.cols,
-        values: image::contrast_stretch(&d, g),
+        values: Cells::Optional(image::contrast_stretch(&d, g)),
         unit: "colour index".into(),
         meta,
     })
