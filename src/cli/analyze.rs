@@ -1548,8 +1548,8 @@ fn write_output(a: &AnalyzeArgs, out: Output) -> Result<()> {
         }
         "npy" => {
             // cells without a value (empty in CSV, null in JSON) are NaN
-            // here; the values are taken, not copied (a field of 65,536
-            // processors and 64 bins is 67 MB of cells)
+            // here; the output's values are taken, not copied (a field's
+            // plain numbers are written as they are)
             let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
             let (shape, data, meta): (Vec<u64>, Vec<f64>, Value) = match out {
                 Output::Matrix {

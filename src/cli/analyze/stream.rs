@@ -593,7 +593,8 @@ pub(super) fn run(a: &AnalyzeArgs, distributed: bool) -> Result<Option<Output>> 
             let mask = t.states.select(&a.states)?;
             let mut f = r.busy_field(&mask, &keys)?;
             // the accumulators (locations × states × bins) go before the
-            // field's cells are copied out
+            // output is made: the peak holds them or the field, not both
+            // beside the output
             drop(r);
             super::name_busy_field(&mut f, &a.states);
             field_output(field_layout(&a.field_layout)?, f, &compute)?
