@@ -9,7 +9,7 @@ use super::AtomicFile;
 use crate::error::{Error, Result};
 
 /// Element types that can be written.
-pub trait NpyElement: Copy {
+pub trait NpyElement: Copy + Send + Sync {
     /// NumPy dtype descriptor, e.g. `<u4`.
     const DESCR: &'static str;
     fn write_le(self, out: &mut Vec<u8>);
@@ -85,6 +85,27 @@ pub fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
+/// Elements converted, hashed and written at a time: 1 MiB of `f64`.
+const SLAB: usize = 1 << 17;
+
+/// `values` as little-endian bytes, in `out` (emptied first).
+fn le_bytes<T: NpyElement>(values: &[T], out: &mut Vec<u8>) {
+    out.clear();
+    for &v in values {
+        v.write_le(out);
+    }
+}
+
+/// [`fnv1a`] from `h` over `values`' little-endian bytes, a slab at a time.
+fn fnv1a_of<T: NpyElement>(mut h: u64, values: &[T]) -> u64 {
+    let mut buf = Vec::new();
+    for slab in values.chunks(SLAB) {
+        le_bytes(slab, &mut buf);
+        h = fnv1a(h, &buf);
+    }
+    h
+}
+
 /// A written array not yet in place: its file (see
 /// [`AtomicFile::commit_pair`]) and what identifies its data.
 pub struct PendingArray {
@@ -114,12 +135,11 @@ impl<T: NpyElement> NpyWriter<T> {
         })
     }
 
-    /// Appends elements in C order.
+    /// Appends elements in C order, a slab of [`SLAB`] at a time (the
+    /// file's bytes are never all in memory beside the values); the hash
+    /// of a large array is taken on a thread of its own while it is
+    /// written.
     pub fn write(&mut self, values: &[T]) -> Result<()> {
-        self.buf.clear();
-        for &v in values {
-            v.write_le(&mut self.buf);
-        }
         self.written += values.len() as u64;
         if self.written > self.expected {
             return Err(Error::Invalid(format!(
@@ -127,9 +147,32 @@ impl<T: NpyElement> NpyWriter<T> {
                 self.file.path().display()
             )));
         }
-        self.fnv = fnv1a(self.fnv, &self.buf);
-        let p = self.file.path().to_path_buf();
-        self.file.write_all(&self.buf).map_err(|e| Error::io(p, e))
+        let (file, buf, start) = (&mut self.file, &mut self.buf, self.fnv);
+        let mut write_slabs = |hash: bool| -> Result<u64> {
+            let mut h = start;
+            for slab in values.chunks(SLAB) {
+                le_bytes(slab, buf);
+                if hash {
+                    h = fnv1a(h, buf);
+                }
+                let p = file.path().to_path_buf();
+                file.write_all(buf).map_err(|e| Error::io(p, e))?;
+            }
+            Ok(h)
+        };
+        self.fnv = if values.len() >= SLAB * 4 {
+            std::thread::scope(|s| {
+                let hash = s.spawn(|| fnv1a_of(start, values));
+                let written = write_slabs(false);
+                let h = hash
+                    .join()
+                    .map_err(|_| Error::Invalid("hashing the array failed".into()));
+                written.and(h)
+            })?
+        } else {
+            write_slabs(true)?
+        };
+        Ok(())
     }
 
     /// Checks that the shape is filled and makes the file appear.
@@ -187,6 +230,25 @@ mod tests {
         assert!(text.contains("'shape': (2, 3, 4, 4)"));
         assert!(text.ends_with('\n'));
         assert!(String::from_utf8_lossy(&header::<f64>(&[5])).contains("(5,)"));
+    }
+
+    #[test]
+    fn large_arrays_hashed_beside_the_writes_as_small_ones() {
+        // 4 slabs and more: hashed on a thread of its own; fewer: slab by
+        // slab; both the FNV-1a of the file's data bytes
+        let d = tempfile::tempdir().unwrap();
+        for n in [SLAB * 4 + 3, SLAB + 1, 5] {
+            let v: Vec<f64> = (0..n).map(|i| (i as f64).sqrt() - 7.5).collect();
+            let p = d.path().join(format!("a{n}.npy"));
+            let a = write_array_pending(&p, &[n as u64], &v).unwrap();
+            a.file.commit().unwrap();
+            let bytes = std::fs::read(&p).unwrap();
+            let data = &bytes[header::<f64>(&[n as u64]).len()..];
+            assert_eq!(data.len(), n * 8);
+            assert_eq!(a.data_bytes, n as u64 * 8);
+            assert_eq!(a.data_fnv1a64, fnv1a(FNV_START, data), "{n}");
+            assert_eq!(&data[8..16], &v[1].to_le_bytes());
+        }
     }
 
     #[test]
