@@ -158,24 +158,45 @@ pub fn busy_fraction(
     guard_field(bins, trace.num_locations())?;
     let edges = bin_edges(t0, t1, bins);
     let p = trace.num_locations();
-    // per location (parallel, location-major), then a tiled transpose to [t][e]
     let inv = inverse_widths(&edges);
-    let mut by_loc = vec![0.0; bins * p];
-    // busy time summed in integers (exact whatever the span: an f64 sum
-    // rounds past 2^53 ns, about 104 days), as the stream and the GPU sum
-    // it; one buffer per worker
-    by_loc.par_chunks_mut(bins).enumerate().for_each_init(
-        || vec![0u64; bins],
-        |sums, (l, v)| {
-            sums.fill(0);
-            busy_per_bin(trace.intervals.of(l as u32), mask, &edges, sums);
-            for ((x, &n), s) in v.iter_mut().zip(sums.iter()).zip(&inv) {
-                *x = n as f64 * s;
+    let mut out = vec![0.0; bins * p];
+    if p == 0 {
+        return Ok(busy_field(out, edges, p));
+    }
+    // a band of locations at a time: their busy time per bin (parallel,
+    // location-major), then into each bin's row of the field ([t][e],
+    // the rows in parallel); the band's room (some 4 MB) instead of a
+    // second whole field to transpose
+    let band = (BAND_CELLS / bins.max(1)).max(64).min(p);
+    let mut by_loc = vec![0.0; band * bins];
+    for l0 in (0..p).step_by(band) {
+        let l1 = (l0 + band).min(p);
+        let b = &mut by_loc[..(l1 - l0) * bins];
+        // busy time summed in integers (exact whatever the span: an f64
+        // sum rounds past 2^53 ns, about 104 days), as the stream and the
+        // GPU sum it; one buffer per worker
+        b.par_chunks_mut(bins).enumerate().for_each_init(
+            || vec![0u64; bins],
+            |sums, (i, v)| {
+                sums.fill(0);
+                busy_per_bin(trace.intervals.of((l0 + i) as u32), mask, &edges, sums);
+                for ((x, &n), s) in v.iter_mut().zip(sums.iter()).zip(&inv) {
+                    *x = n as f64 * s;
+                }
+            },
+        );
+        let b = &*b;
+        out.par_chunks_mut(p).enumerate().for_each(|(k, row)| {
+            for (i, x) in row[l0..l1].iter_mut().enumerate() {
+                *x = b[i * bins + k];
             }
-        },
-    );
-    Ok(busy_field(transpose(&by_loc, p, bins), edges, p))
+        });
+    }
+    Ok(busy_field(out, edges, p))
 }
+
+/// Cells of a band of [`busy_fraction`]: 4 MB of `f64`.
+const BAND_CELLS: usize = 1 << 19;
 
 /// `1 / width` of every bin: busy time × this is the busy fraction (the
 /// GPU twin divides its exact sums by the same factors, so both paths give
@@ -199,32 +220,6 @@ pub fn busy_field(values: Vec<f64>, edges: Vec<Time>, locations: usize) -> Field
         unit: "fraction".into(),
         time: TimeAxis::Nanoseconds,
     }
-}
-
-/// Transposes a `rows × cols` row-major matrix, tile by tile, in parallel.
-fn transpose(m: &[f64], rows: usize, cols: usize) -> Vec<f64> {
-    const TILE: usize = 64;
-    let mut out = vec![0.0; rows * cols];
-    if out.is_empty() {
-        return out;
-    }
-    // each task owns a band of TILE output rows (= input columns)
-    out.par_chunks_mut(TILE * rows)
-        .enumerate()
-        .for_each(|(band, chunk)| {
-            let c0 = band * TILE;
-            let c1 = (c0 + TILE).min(cols);
-            for r0 in (0..rows).step_by(TILE) {
-                let r1 = (r0 + TILE).min(rows);
-                for c in c0..c1 {
-                    let dst = &mut chunk[(c - c0) * rows..(c - c0 + 1) * rows];
-                    for r in r0..r1 {
-                        dst[r] = m[r * cols + c];
-                    }
-                }
-            }
-        });
-    out
 }
 
 /// Messages (or bytes) sent by every location per bin.
@@ -404,16 +399,5 @@ mod tests {
     fn edges_are_exact() {
         assert_eq!(bin_edges(0, 10, 3), vec![0, 3, 6, 10]);
         assert_eq!(bin_edges(5, 9, 4), vec![5, 6, 7, 8, 9]);
-    }
-
-    #[test]
-    fn transposing_an_empty_matrix_is_empty() {
-        assert!(transpose(&[], 0, 16).is_empty());
-        assert!(transpose(&[], 16, 0).is_empty());
-        assert_eq!(transpose(&[1.0, 2.0, 3.0], 1, 3), vec![1.0, 2.0, 3.0]);
-        assert_eq!(
-            transpose(&[1.0, 2.0, 3.0, 4.0], 2, 2),
-            vec![1.0, 3.0, 2.0, 4.0]
-        );
     }
 }
