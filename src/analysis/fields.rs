@@ -158,16 +158,24 @@ pub fn busy_fraction(
     guard_field(bins, trace.num_locations())?;
     let edges = bin_edges(t0, t1, bins);
     let p = trace.num_locations();
-    let inv = inverse_widths(&edges);
+    let out = busy_cells(trace, mask, &edges, BAND_CELLS);
+    Ok(busy_field(out, edges, p))
+}
+
+/// The busy fraction of every location per bin of `edges`, bin-major
+/// (`[t][e]`), summed a band of about `band_cells` cells (at least 64
+/// locations) at a time: their busy time per bin (parallel,
+/// location-major), then into each bin's row (the rows in parallel); the
+/// band's room instead of a second whole field to transpose.
+fn busy_cells(trace: &Trace, mask: &[bool], edges: &[Time], band_cells: usize) -> Vec<f64> {
+    let p = trace.num_locations();
+    let bins = edges.len().saturating_sub(1);
+    let inv = inverse_widths(edges);
     let mut out = vec![0.0; bins * p];
-    if p == 0 {
-        return Ok(busy_field(out, edges, p));
+    if p == 0 || bins == 0 {
+        return out;
     }
-    // a band of locations at a time: their busy time per bin (parallel,
-    // location-major), then into each bin's row of the field ([t][e],
-    // the rows in parallel); the band's room (some 4 MB) instead of a
-    // second whole field to transpose
-    let band = (BAND_CELLS / bins.max(1)).max(64).min(p);
+    let band = (band_cells / bins).max(64).min(p);
     let mut by_loc = vec![0.0; band * bins];
     for l0 in (0..p).step_by(band) {
         let l1 = (l0 + band).min(p);
@@ -179,7 +187,7 @@ pub fn busy_fraction(
             || vec![0u64; bins],
             |sums, (i, v)| {
                 sums.fill(0);
-                busy_per_bin(trace.intervals.of((l0 + i) as u32), mask, &edges, sums);
+                busy_per_bin(trace.intervals.of((l0 + i) as u32), mask, edges, sums);
                 for ((x, &n), s) in v.iter_mut().zip(sums.iter()).zip(&inv) {
                     *x = n as f64 * s;
                 }
@@ -192,7 +200,7 @@ pub fn busy_fraction(
             }
         });
     }
-    Ok(busy_field(out, edges, p))
+    out
 }
 
 /// Cells of a band of [`busy_fraction`]: 4 MB of `f64`.
@@ -393,6 +401,45 @@ mod tests {
         let f = busy_fraction(&t, &mask, 0, span, 1).unwrap();
         assert_eq!(f.values[0], (big + 2) as f64 / span as f64);
         assert_ne!(f.values[0], big as f64 / span as f64);
+    }
+
+    #[test]
+    fn bands_of_locations_give_the_field_of_one_band() {
+        use crate::model::{
+            BuildOptions, Format, LocationKind, StateClass, TimeUnit, TraceBuilder,
+        };
+        // 150 locations: bands of 64, 64 and 22, against one band and
+        // against each location's own sums
+        let mut b = TraceBuilder::new(Format::Synthetic, "", TimeUnit::nanoseconds(), false);
+        let run = b.states.add("run", StateClass::Busy, None, 0);
+        let wait = b.states.add("wait", StateClass::Idle, None, 0);
+        for i in 0..150u64 {
+            let l = b
+                .locations
+                .add(format!("p{i}"), LocationKind::Thread, None, 0);
+            let mut t = i % 7;
+            for k in 0..(3 + i % 5) {
+                let len = 5 + (i * 13 + k * 7) % 40;
+                b.interval(l, t, t + len, if k % 2 == 0 { run } else { wait });
+                t += len + (k % 3);
+            }
+        }
+        let t = b.finish(BuildOptions::default()).unwrap();
+        let mask = t.states.select(&["busy".to_string()]).unwrap();
+        let edges = bin_edges(0, 300, 7);
+        let banded = busy_cells(&t, &mask, &edges, 1);
+        let whole = busy_cells(&t, &mask, &edges, usize::MAX);
+        assert_eq!(banded, whole);
+        let p = t.num_locations();
+        let inv = inverse_widths(&edges);
+        for l in 0..p {
+            let mut sums = vec![0u64; 7];
+            busy_per_bin(t.intervals.of(l as u32), &mask, &edges, &mut sums);
+            for k in 0..7 {
+                assert_eq!(banded[k * p + l], sums[k] as f64 * inv[k], "{l} {k}");
+            }
+        }
+        assert!(banded.iter().any(|&v| v > 0.0));
     }
 
     #[test]
