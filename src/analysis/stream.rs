@@ -740,12 +740,10 @@ impl IntervalSink for StreamReducer<'_> {
             vec![unsafe { run.reduce(&shared, by.piece(0, 1)) }]
         };
         drop(shared);
-        let mut error: Option<(usize, String)> = None;
+        let mut first = ShardOut::default();
         for o in outs {
-            if let Some((i, e)) = o.error
-                && error.as_ref().is_none_or(|(j, _)| i < *j)
-            {
-                error = Some((i, e));
+            if let Some((i, e)) = o.error {
+                first.note_error(i, e);
             }
             self.overlaps += o.overlaps;
             if let Some((l, t)) = o.first_overlap
@@ -758,7 +756,7 @@ impl IntervalSink for StreamReducer<'_> {
                 s.intervals += n;
             }
         }
-        match error {
+        match first.error {
             Some((_, e)) => Err(e),
             None => Ok(()),
         }

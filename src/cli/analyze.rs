@@ -374,10 +374,15 @@ impl Cells {
     /// taken, not copied, when they are all present.
     fn into_nan(self) -> Vec<f64> {
         match self {
-            Cells::Optional(v) => v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect(),
+            Cells::Optional(v) => v.into_iter().map(nan_if_none).collect(),
             Cells::Full(v) => v,
         }
     }
+}
+
+/// A cell's number, NaN where it has none (`.npy`).
+fn nan_if_none(v: Option<f64>) -> f64 {
+    v.unwrap_or(f64::NAN)
 }
 
 impl serde::Serialize for Cells {
@@ -1550,7 +1555,6 @@ fn write_output(a: &AnalyzeArgs, out: Output) -> Result<()> {
             // cells without a value (empty in CSV, null in JSON) are NaN
             // here; the output's values are taken, not copied (a field's
             // plain numbers are written as they are)
-            let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
             let (shape, data, meta): (Vec<u64>, Vec<f64>, Value) = match out {
                 Output::Matrix {
                     rows,
@@ -1566,7 +1570,7 @@ fn write_output(a: &AnalyzeArgs, out: Output) -> Result<()> {
                     ..
                 } => (
                     vec![rows.len() as u64, columns.len() as u64],
-                    rows.into_iter().flatten().map(nan).collect(),
+                    rows.into_iter().flatten().map(nan_if_none).collect(),
                     json!({"meta": meta, "columns": columns}),
                 ),
                 Output::Document { .. } => {

@@ -155,8 +155,8 @@ impl<T: NpyElement> NpyWriter<T> {
                 if hash {
                     h = fnv1a(h, buf);
                 }
-                let p = file.path().to_path_buf();
-                file.write_all(buf).map_err(|e| Error::io(p, e))?;
+                file.write_all(buf)
+                    .map_err(|e| Error::io(file.path().to_path_buf(), e))?;
             }
             Ok(h)
         };
