@@ -191,7 +191,7 @@ impl GiveBack {
 
     /// Counts `amount` more freed: whether the step is reached (the count
     /// then starts again).
-    fn due(&mut self, amount: usize) -> bool {
+    pub fn due(&mut self, amount: usize) -> bool {
         self.freed += amount;
         let step = match self.grow {
             0 => self.min,
