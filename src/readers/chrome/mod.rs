@@ -1448,11 +1448,11 @@ fn is_global_instant(ev: &Ev) -> bool {
     ev.scope == b'g' && ev.ph != b'n'
 }
 
-fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
+fn intake(ev: &Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
     acc.seq += 1;
     let seq = acc.seq;
     let pid = ev.pid.clone().unwrap_or(Ident::Num(0));
-    let thread = |acc: &mut Acc| acc.thread_of_event(&ev);
+    let thread = |acc: &mut Acc| acc.thread_of_event(ev);
     if ev.ph != b'M'
         && let Some(ts) = ev.ts
     {
@@ -1496,7 +1496,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
-            let loc = if is_global_instant(&ev) {
+            let loc = if is_global_instant(ev) {
                 u32::MAX
             } else {
                 thread(acc)
@@ -1512,7 +1512,7 @@ fn intake(ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<
             let t = thread(acc);
             let (marks, counters) = (&mut acc.marks, &mut acc.counters);
             acc.series.samples(
-                &ev,
+                ev,
                 b,
                 |b, name| b.counter_def(name, ""),
                 |_, c, x| match marks {
@@ -1620,7 +1620,7 @@ fn for_each_event(
     path: &Path,
     split: Splitter,
     intake: Intake,
-    mut take: impl FnMut(Ev, &Batch) -> Result<()> + Send,
+    mut take: impl FnMut(&Ev, &Batch) -> Result<()> + Send,
 ) -> Result<Splitter> {
     let mut ahead = ReadAhead::new(split);
     let mut all = Vec::new();
@@ -1652,30 +1652,35 @@ fn take_batch(
     batch: &Batch,
     which: &[usize],
     intake: Intake,
-    take: &mut (impl FnMut(usize, Ev) -> Result<()> + Send),
+    take: &mut (impl FnMut(usize, &Ev) -> Result<()> + Send),
 ) -> std::result::Result<(), (usize, Error)> {
     let parse_one = |k: usize| {
         let (s, e) = batch.spans[k];
         parse_event(&batch.data[s as usize..e as usize], s as usize)
     };
-    // event `k` parsed (or its fault, named with its place) to `take`
-    fn take_one<'a>(
+    // event `k` parsed (or its fault, named with its place) to `take`,
+    // where it lies: an event is some 280 bytes, and moving it by value
+    // (out of the parsed run, through the result, into `take`) copied it
+    // several times, a tenth of a Chrome read's time
+    fn take_one(
         path: &Path,
         batch: &Batch,
         k: usize,
-        ev: std::result::Result<Ev<'a>, String>,
-        take: &mut impl FnMut(usize, Ev<'a>) -> Result<()>,
+        ev: &std::result::Result<Ev, String>,
+        take: &mut impl FnMut(usize, &Ev) -> Result<()>,
     ) -> std::result::Result<(), (usize, Error)> {
-        let ev = ev.map_err(|msg| {
-            let pos = batch.position(batch.spans[k].0 as usize);
-            (k, Error::parse(path, pos, msg))
-        })?;
-        take(k, ev).map_err(|e| (k, e))
+        match ev {
+            Ok(ev) => take(k, ev).map_err(|e| (k, e)),
+            Err(msg) => {
+                let pos = batch.position(batch.spans[k].0 as usize);
+                Err((k, Error::parse(path, pos, msg.clone())))
+            }
+        }
     }
     if intake == Intake::Inline {
         let _p = phases::span("chrome: parse and intake (one thread)");
         for &k in which {
-            take_one(path, batch, k, parse_one(k), take)?;
+            take_one(path, batch, k, &parse_one(k), take)?;
         }
         return Ok(());
     }
@@ -1688,7 +1693,7 @@ fn take_batch(
         let (taken, next) = rayon::join(
             || -> std::result::Result<(), (usize, Error)> {
                 let _p = phases::span("chrome: intake (one thread)");
-                for (&k, ev) in which[run.clone()].iter().zip(std::mem::take(&mut parsed)) {
+                for (&k, ev) in which[run.clone()].iter().zip(&parsed) {
                     take_one(path, batch, k, ev, take)?;
                 }
                 Ok(())

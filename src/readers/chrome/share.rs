@@ -132,7 +132,7 @@ fn for_each_own(
     split: Splitter,
     (stripe, before, mine): (u64, u64, &(dyn Fn(u64) -> bool + Sync)),
     own_bytes: &mut Vec<StripeBytes>,
-    mut take: impl FnMut(u64, Ev, &Batch, &[u8]) -> Result<()> + Send,
+    mut take: impl FnMut(u64, &Ev, &Batch, &[u8]) -> Result<()> + Send,
 ) -> std::result::Result<(Splitter, u64), (u64, Error)> {
     let first = before;
     let mut before = before;
@@ -381,7 +381,7 @@ struct Survey {
 }
 
 impl Survey {
-    fn take(&mut self, seq: u64, ev: Ev, batch: &Batch, text: &[u8]) -> Result<()> {
+    fn take(&mut self, seq: u64, ev: &Ev, batch: &Batch, text: &[u8]) -> Result<()> {
         let sizes = |s: &Survey| {
             (
                 s.acc.threads.len(),
@@ -696,7 +696,7 @@ pub fn read_share(
         };
         let ev = parse_event(text, 0).map_err(|e| Error::Invalid(format!("a kept event: {e}")))?;
         acc.seq = seq - 1;
-        alike(rank, intake(ev, &mut acc, &mut b, &batch))?;
+        alike(rank, intake(&ev, &mut acc, &mut b, &batch))?;
     }
     // what the kept events cannot tell
     acc.min_ts = merged.min_ts;

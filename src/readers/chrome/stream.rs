@@ -397,7 +397,7 @@ impl Pass<'_> {
         Ok(t)
     }
 
-    fn take(&mut self, ev: Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
+    fn take(&mut self, ev: &Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result<()> {
         self.seq += 1;
         let e = epoch(self.seq, self.epoch_events);
         if e != self.epoch {
@@ -407,7 +407,7 @@ impl Pass<'_> {
         let ts = ev.ts.unwrap_or(0);
         match ev.ph {
             b'B' | b'E' | b'X' => {
-                let t = self.thread(acc, &ev, batch)?;
+                let t = self.thread(acc, ev, batch)?;
                 let st = match ev.ph {
                     b'E' => 0,
                     _ => acc.state_of(b, &ev.name, &ev.cat),
@@ -431,7 +431,7 @@ impl Pass<'_> {
                 }
             }
             b's' | b't' | b'f' => {
-                let t = self.thread(acc, &ev, batch)?;
+                let t = self.thread(acc, ev, batch)?;
                 let key = acc.flow_key(&ev.cat, ev.id.as_deref().unwrap_or(""));
                 let ph = match ev.ph {
                     b's' => 0,
@@ -449,21 +449,21 @@ impl Pass<'_> {
             }
             // a stream counted them in the first pass; the model keeps them
             b'i' | b'I' | b'R' | b'n' | b'P' if self.sink.is_none() => {
-                let loc = if super::is_global_instant(&ev) {
+                let loc = if super::is_global_instant(ev) {
                     GLOBAL
                 } else {
-                    self.loc_of_thread[self.thread(acc, &ev, batch)? as usize]
+                    self.loc_of_thread[self.thread(acc, ev, batch)? as usize]
                 };
                 let kind = b.event_types.intern(&ev.name);
                 let value = ev.lite.value.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
                 b.event(loc, self.rel(ts), kind, value);
             }
             b'C' if self.sink.is_none() => {
-                let t = self.thread(acc, &ev, batch)?;
+                let t = self.thread(acc, ev, batch)?;
                 let loc = self.loc_of_thread[t as usize];
                 let at = self.rel(ts);
                 self.series.samples(
-                    &ev,
+                    ev,
                     b,
                     |b, name| b.counter_def(name, ""),
                     |b, c, x| b.counter(loc, c, at, x),
