@@ -1661,7 +1661,8 @@ fn take_batch(
     // event `k` parsed (or its fault, named with its place) to `take`,
     // where it lies: an event is some 280 bytes, and moving it by value
     // (out of the parsed run, through the result, into `take`) copied it
-    // several times, a tenth of a Chrome read's time
+    // several times (12 % of the samples of a 708 MB read of 65,536
+    // threads on two threads, whose intake holds the read up)
     fn take_one(
         path: &Path,
         batch: &Batch,
