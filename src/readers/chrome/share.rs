@@ -251,11 +251,9 @@ struct StripeBytes {
 /// What [`for_each_own_stripe`] hands over: one of this process's events
 /// (its number in the file from 1, the event or why it is malformed, and
 /// its batch), or the end of a round.
-// handed over by value and never stored: boxing the event would cost an
-// allocation per event
-#[allow(clippy::large_enum_variant)]
 enum Step<'a> {
-    Event(u64, Result<Ev<'a>>, &'a Batch),
+    /// An event where it lies in its parsed run (not moved: some 280 bytes).
+    Event(u64, Result<&'a Ev<'a>>, &'a Batch),
     Round(u64),
 }
 
@@ -323,9 +321,10 @@ fn for_each_own_stripe(
                         .par_iter()
                         .map(|&(s, e)| parse_event(&batch.data[s as usize..e as usize], s as usize))
                         .collect();
-                    for (k, (ev, &(s, _))) in parsed.into_iter().zip(chunk).enumerate() {
-                        let ev =
-                            ev.map_err(|msg| Error::parse(path, batch.position(s as usize), msg));
+                    for (k, (ev, &(s, _))) in parsed.iter().zip(chunk).enumerate() {
+                        let ev = ev.as_ref().map_err(|msg| {
+                            Error::parse(path, batch.position(s as usize), msg.clone())
+                        });
                         let seq = sb.first + (c << 13) as u64 + k as u64;
                         on(Step::Event(seq, ev, &batch))?;
                     }
@@ -894,9 +893,9 @@ impl Second<'_> {
     }
 
     /// Sends one of this process's events to its owner.
-    fn route(&mut self, seq: u64, ev: Ev, batch: &Batch) -> Result<()> {
+    fn route(&mut self, seq: u64, ev: &Ev, batch: &Batch) -> Result<()> {
         let t = match ev.ph {
-            b'B' | b'E' | b'X' | b's' | b't' | b'f' => self.acc.thread_of_event(&ev),
+            b'B' | b'E' | b'X' | b's' | b't' | b'f' => self.acc.thread_of_event(ev),
             _ => return Ok(()),
         };
         if t as usize >= self.threads {
