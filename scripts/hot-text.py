@@ -12,7 +12,9 @@ built. Gathered in one block, the same code takes ~1.5 MiB.
 
 How: each command below runs under valgrind's callgrind on small inputs
 that `tapestry synth` writes (and the shared traces when present), on one
-thread and on two (rayon takes other paths); the functions it ran are
+thread and on two (rayon takes other paths), and a few reads the way large
+traces are read (SCALE_COMMANDS: by 16 ranges on 16 threads, 65,536
+processors, an OTF2 archive of 64 locations); the functions it ran are
 those callgrind names that are code symbols of the binary, with every
 other name of the same code (the compiler merges identical functions).
 They are ordered: functions that more commands ran first, then by the
@@ -74,6 +76,10 @@ SYNTH = [
     ["synth", "bcast", "-p", "64", "--reps", "40", "-o", "{d}/b.prv"],
     ["synth", "bcast", "-p", "64", "--reps", "40", "-o", "{d}/b.trf"],
     ["synth", "bcast", "-p", "64", "--reps", "40", "-o", "{d}/g.json.gz"],
+    ["synth", "bcast", "-p", "512", "--reps", "160", "-o", "{d}/m.json"],
+    ["synth", "bcast", "-p", "65536", "--reps", "1", "-o", "{d}/w.json"],
+    ["synth", "bcast", "-p", "65536", "--reps", "2", "-o", "{d}/w.prv"],
+    ["synth", "bcast", "-p", "65536", "--reps", "1", "-o", "{d}/w.trf"],
 ]
 COMMANDS = [
     ("info chrome", ["info", "{d}/b.json", "--stats"]),
@@ -90,6 +96,28 @@ COMMANDS = [
     ("info cache", ["info", "{d}/b.tapestry"]),
     ("reduce", ["reduce", "{d}/b.prv", "moments", "-o", "{d}/r.npy"]),
 ]
+# Reads the way large traces are read, where the small inputs above take
+# other paths: a Chrome trace cut into 16 byte ranges on 16 threads (as on
+# 16 cores; the small traces are one range), and traces of 65,536
+# processors (their per-location tables, renumbering and give-backs). Each
+# with the environment it sets and the thread counts it runs on. Without
+# them a 241 MB Chrome trace of 512 threads read by 16 ranges ran code in
+# 2.4 MiB of pages outside the gathered block (60 MiB peak, 1.34x its
+# model), and a 341 MB Paraver trace of 65,536 processors on one thread
+# in 1.5 MiB.
+SCALE_COMMANDS = [
+    # which of rayon's job instances run depends on which jobs are stolen:
+    # more of them with more work and two thread counts
+    ("info chrome ranges", ["info", "{d}/m.json", "--stats"], {"TAPESTRY_CHROME_RANGES": "16"}, [2, 16]),
+    ("info chrome 65536", ["info", "{d}/w.json", "--stats"], {}, [1, 2]),
+    ("info paraver 65536", ["info", "{d}/w.prv", "--stats"], {}, [1, 2]),
+    ("info picl 65536", ["info", "{d}/w.trf", "--stats"], {}, [1, 2]),
+    ("info otf2 64 locations", ["info", "{d}/o/traces.otf2", "--stats"], {}, [1, 2, 16]),
+]
+# An OTF2 archive of 64 locations (16 MB) for the last command, written by
+# the official OTF2 Python writer where it is installed (scripts/setup.sh);
+# without it that command is left out.
+OTF2_WRITER = ["/usr/bin/python3", os.path.join(ROOT, "tests", "data", "write_otf2_large.py"), "{d}/o", "64", "2000"]
 SHARED_COMMANDS = [
     ("info otf2", ["info", "{s}/ping-pong-otf2/traces.otf2"]),
     ("info otf2 metrics", ["info", "{s}/ping-pong-otf2-papi/traces.otf2"]),
@@ -116,11 +144,11 @@ def code_symbols(binary):
     return syms
 
 
-def ran(binary, argv, workdir, syms, threads):
-    """The code symbols of `binary` that `argv` ran on `threads` threads, in
-    callgrind's order."""
+def ran(binary, argv, workdir, syms, threads, extra_env=None):
+    """The code symbols of `binary` that `argv` ran on `threads` threads
+    (with `extra_env` set), in callgrind's order."""
     out = os.path.join(workdir, "callgrind.out")
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), **(extra_env or {}))
     cmd = ["valgrind", "--tool=callgrind", "--demangle=no", "--callgrind-out-file=" + out, binary] + argv
     r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
@@ -156,14 +184,23 @@ def profile(binary, syms):
     with tempfile.TemporaryDirectory() as d:
         for argv in SYNTH:
             subprocess.run([binary] + [a.format(d=d) for a in argv], check=True, stdout=subprocess.DEVNULL)
-        commands = [(n, [a.format(d=d) for a in argv]) for n, argv in COMMANDS]
+        # one thread and several take different paths through rayon
+        commands = [(n, [a.format(d=d) for a in argv], {}, [1, 2]) for n, argv in COMMANDS]
+        otf2 = subprocess.run([a.format(d=d) for a in OTF2_WRITER], capture_output=True).returncode == 0
+        if not otf2:
+            print("no OTF2 Python writer: the OTF2 archive of 64 locations is not profiled", file=sys.stderr)
+        scale = [c for c in SCALE_COMMANDS if otf2 or "{d}/o/" not in c[1][1]]
+        commands += [(n, [a.format(d=d) for a in argv], e, t) for n, argv, e, t in scale]
         if os.path.isdir(SHARED):
-            commands += [(n, [a.format(s=SHARED) for a in argv]) for n, argv in SHARED_COMMANDS]
-        for name, argv in commands:
-            # one thread and several take different paths through rayon
-            names = ran(binary, argv, d, syms, 1)
-            once = set(names)
-            names += [n for n in ran(binary, argv, d, syms, 2) if n not in once]
+            commands += [(n, [a.format(s=SHARED) for a in argv], {}, [1, 2]) for n, argv in SHARED_COMMANDS]
+        for name, argv, env, threads in commands:
+            names = []
+            seen = set()
+            for t in threads:
+                for n in ran(binary, argv, d, syms, t, env):
+                    if n not in seen:
+                        seen.add(n)
+                        names.append(n)
             print(f"{name}: {len(names)} functions", file=sys.stderr)
             runs.append(names)
     return runs

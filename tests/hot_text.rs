@@ -47,10 +47,12 @@ fn the_script_is_one_output_section_of_function_patterns() {
         let cut = ['(', ')', '{', '}', ';', '"', ',', '='];
         assert!(!parts[0].contains(cut.as_slice()), "{l}");
     }
-    // the readers' entry point and the model's build are among them
+    // the readers' entry point and the model's build are among them, and
+    // a Chrome trace's read by ranges (which only large traces take)
     for needle in [
         "_ZN8tapestry7readers4load17h*",
         "_ZN8tapestry5model7builder12TraceBuilder6finish17h",
+        "_ZN8tapestry7readers6chrome6ranges11read_shares17h*",
     ] {
         assert!(
             s.contains(needle),
