@@ -114,10 +114,11 @@ SCALE_COMMANDS = [
     ("info picl 65536", ["info", "{d}/w.trf", "--stats"], {}, [1, 2]),
     ("info otf2 64 locations", ["info", "{d}/o/traces.otf2", "--stats"], {}, [1, 2, 16]),
 ]
-# An OTF2 archive of 64 locations (16 MB) for the last command, written by
-# the official OTF2 Python writer where it is installed (scripts/setup.sh);
-# without it that command is left out.
-OTF2_WRITER = ["/usr/bin/python3", os.path.join(ROOT, "tests", "data", "write_otf2_large.py"), "{d}/o", "64", "2000"]
+# An OTF2 archive of 64 locations (16 MB) for the command that reads it,
+# written by the official OTF2 Python writer where it is installed
+# (scripts/setup.sh); without it that command is left out.
+OTF2_ARCHIVE = "{d}/o"
+OTF2_WRITER = ["/usr/bin/python3", os.path.join(ROOT, "tests", "data", "write_otf2_large.py"), OTF2_ARCHIVE, "64", "2000"]
 SHARED_COMMANDS = [
     ("info otf2", ["info", "{s}/ping-pong-otf2/traces.otf2"]),
     ("info otf2 metrics", ["info", "{s}/ping-pong-otf2-papi/traces.otf2"]),
@@ -189,7 +190,7 @@ def profile(binary, syms):
         otf2 = subprocess.run([a.format(d=d) for a in OTF2_WRITER], capture_output=True).returncode == 0
         if not otf2:
             print("no OTF2 Python writer: the OTF2 archive of 64 locations is not profiled", file=sys.stderr)
-        scale = [c for c in SCALE_COMMANDS if otf2 or "{d}/o/" not in c[1][1]]
+        scale = [c for c in SCALE_COMMANDS if otf2 or not c[1][1].startswith(OTF2_ARCHIVE + "/")]
         commands += [(n, [a.format(d=d) for a in argv], e, t) for n, argv, e, t in scale]
         if os.path.isdir(SHARED):
             commands += [(n, [a.format(s=SHARED) for a in argv], {}, [1, 2]) for n, argv in SHARED_COMMANDS]
