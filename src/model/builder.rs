@@ -886,8 +886,10 @@ impl TraceBuilder {
             self.events.shrink_to_fit();
             self.counters.shrink_to_fit();
             self.collectives.shrink_to_fit();
-            // the blocks freed while reading leave before the columns come
+            // the blocks freed while reading leave before the columns come,
+            // and so does the read's code (the build runs little of it)
             crate::memory::return_freed_memory();
+            crate::memory::unmap_code();
         }
         let (events, t_events) = {
             let _phase = crate::phases::span("build: events");

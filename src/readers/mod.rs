@@ -684,6 +684,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 
 /// Reads a trace in a known format.
 pub fn read_as(path: &Path, format: Format, opts: &ReadOptions) -> Result<Trace> {
+    // the code run so far (the command line, the format's detection, the
+    // libraries' start) leaves the resident memory before the read's comes
+    memory::unmap_code();
     match format {
         Format::Paraver => paraver::read(path, opts),
         // a trace whose one-pass read would take more than half the

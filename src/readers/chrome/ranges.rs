@@ -289,8 +289,9 @@ fn read_shares(
         .collect();
     drop(each);
     // the ranges' batches, freed in every thread's arena, leave before the
-    // merge
+    // merge, and so does the parse's code
     crate::memory::return_freed_memory();
+    crate::memory::unmap_code();
     // in file order: the first error is the one pipeline's, once every
     // range before it ended where the next one starts (a range whose start
     // was not guessed right is not looked at)
