@@ -158,15 +158,15 @@ pub fn return_freed_memory() {
 /// detection, the parse, glibc's start) beside the model, though what
 /// follows runs little of it. Called as a read starts, after the ranges of
 /// a Chrome trace were read side by side, and as the model's build starts
-/// (dev, paired medians, a layout-matched build against the one before,
-/// 2026-12-06: a 241 MB Chrome trace read by 16 ranges on 16 threads
-/// peaked at 57.1 against 58.8 MiB (1.27× its model instead of 1.31×),
-/// on one thread at 53.0 against 54.8, in the same time).
+/// (dev, paired medians against the build before, 2026-12-06: a 241 MB
+/// Chrome trace read by 16 ranges on 16 threads peaked at 56.3 against
+/// 58.1 MiB, 1.25× its model instead of 1.29×; on one thread at 52.4
+/// against 55.2; the other readers 0.7–3 MiB lower; in the same time).
 ///
 /// Only private mappings of files that cannot be written and hold no page
-/// of the process's own are unmapped: the relocated read-only data, which
-/// the loader wrote, stays, and so does a page a debugger wrote a
-/// breakpoint to. Reading `/proc/self/smaps` walks the process's page
+/// of the process's own, resident or swapped out, are unmapped: the
+/// relocated read-only data, which the loader wrote, stays, and so does a
+/// page a debugger wrote a breakpoint to. Reading `/proc/self/smaps` walks the process's page
 /// tables (some milliseconds at a few GiB resident): for a few calls a
 /// read, not for every give-back. A no-op elsewhere than Linux, or where
 /// `/proc` cannot be read.
@@ -190,16 +190,17 @@ pub fn unmap_code() {
 
 /// The address ranges of the mappings in `smaps` (the text of
 /// `/proc/PID/smaps`) of files (a path from the root) that are private,
-/// cannot be written and hold no anonymous page ([`unmap_code`]).
+/// cannot be written and hold no anonymous page, resident or swapped out
+/// ([`unmap_code`]).
 fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     // the mapping being read: its range, and whether it may be unmapped
-    // so far (its "Anonymous:" line says the rest)
+    // so far (its "Anonymous:" and "Swap:" lines say the rest)
     let mut cur: Option<(usize, usize, bool)> = None;
-    let mut anonymous: Option<u64> = None;
-    let mut close = |cur: Option<(usize, usize, bool)>, anonymous: Option<u64>| {
+    let (mut anonymous, mut swapped): (Option<u64>, Option<u64>) = (None, None);
+    let mut close = |cur: Option<(usize, usize, bool)>, own: (Option<u64>, Option<u64>)| {
         if let Some((from, to, true)) = cur
-            && anonymous == Some(0)
+            && own == (Some(0), Some(0))
             && to > from
         {
             out.push((from, to));
@@ -210,8 +211,13 @@ fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
         let Some(first) = fields.next() else {
             continue;
         };
-        if first == "Anonymous:" {
-            anonymous = fields.next().and_then(|kb| kb.parse().ok());
+        if first == "Anonymous:" || first == "Swap:" {
+            let kib = fields.next().and_then(|kb| kb.parse().ok());
+            if first == "Swap:" {
+                swapped = kib;
+            } else {
+                anonymous = kib;
+            }
             continue;
         }
         // a mapping's line: "from-to perms offset dev inode path"
@@ -224,7 +230,7 @@ fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
         ) else {
             continue;
         };
-        close(cur.take(), anonymous.take());
+        close(cur.take(), (anonymous.take(), swapped.take()));
         let perms = fields.next().unwrap_or("");
         // the path: what follows the first five fields (it may hold blanks)
         let mut rest = line;
@@ -240,7 +246,7 @@ fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
             && perms.ends_with('p');
         cur = Some((from, to, clean));
     }
-    close(cur, anonymous);
+    close(cur, (anonymous, swapped));
     out
 }
 
@@ -496,10 +502,13 @@ mod tests {
     fn code_is_the_files_clean_read_only_mappings() {
         let exe = "/opt/my tools/tapestry";
         let map = |range: &str, perms: &str, offset: &str, inode: &str, path: &str, anon: u64| {
+            // (a mapping's pages of its own: resident, or else swapped out)
+            let (anon, swap) = if anon == 9 { (0, 8) } else { (anon, 0) };
             format!(
                 "{range} {perms} {offset} fe:00 {inode}                   {path}\n\
                  Size:                100 kB\nRss:                  40 kB\n\
-                 Anonymous:        {anon} kB\nVmFlags: rd mr mw me\n"
+                 Anonymous:        {anon} kB\nSwap:        {swap} kB\n\
+                 SwapPss:        {swap} kB\nVmFlags: rd mr mw me\n"
             )
         };
         let smaps = [
@@ -524,6 +533,8 @@ mod tests {
             map("10000-11000", "r--s", "00000000", "77", exe, 0),
             map("11000-12000", "r--p", "00000000", "0", "[vvar]", 0),
             map("12000-13000", "---p", "00000000", "77", exe, 0),
+            // relocated data swapped out
+            map("13000-14000", "r--p", "00012000", "77", exe, 9),
         ]
         .concat();
         assert_eq!(
@@ -535,8 +546,10 @@ mod tests {
                 (0xe000, 0xf000)
             ]
         );
-        // a mapping whose anonymous pages are not said is left alone
+        // a mapping whose own pages are not said is left alone
         let cut = smaps.replace("Anonymous:        0 kB\n", "");
+        assert!(clean_file_mappings(&cut).is_empty());
+        let cut = smaps.replace("Swap:        0 kB\n", "");
         assert!(clean_file_mappings(&cut).is_empty());
         assert!(clean_file_mappings("").is_empty());
         assert!(clean_file_mappings("garbage\n-\nzz-yy r--p\n").is_empty());
