@@ -149,7 +149,7 @@ pub fn return_freed_memory() {
 }
 
 /// Takes the code out of the process's resident memory: the pages of the
-/// program's and its libraries' files that are mapped now (their code and
+/// program's and the C library's files that are mapped now (their code and
 /// read-only data) are unmapped, and each comes back from the page cache
 /// (where the pages stay) when it is next run or read. Every page of code
 /// once run stays mapped, and the kernel maps code in windows of 16 pages
@@ -159,53 +159,93 @@ pub fn return_freed_memory() {
 /// follows runs little of it. Called as a read starts, after the ranges of
 /// a Chrome trace were read side by side, and as the model's build starts
 /// (dev, paired medians against the build before, 2026-12-06: a 241 MB
-/// Chrome trace read by 16 ranges on 16 threads peaked at 56.3 against
-/// 58.1 MiB, 1.25× its model instead of 1.29×; on one thread at 52.4
-/// against 55.2; the other readers 0.7–3 MiB lower; in the same time).
+/// Chrome trace read by 16 ranges on 16 threads peaked at 57.1 against
+/// 58.3 MiB, 1.27× its model instead of 1.30×, at most 58.1 in 9 runs; on
+/// one thread at 53.3 against 55.0; the other readers up to 2 MiB lower;
+/// in the same time).
 ///
-/// Only private mappings of files that cannot be written and hold no page
-/// of the process's own, resident or swapped out, are unmapped: the
-/// relocated read-only data, which the loader wrote, stays, and so does a
-/// page a debugger wrote a breakpoint to. Reading `/proc/self/smaps` walks the process's page
-/// tables (some milliseconds at a few GiB resident): for a few calls a
-/// read, not for every give-back. A no-op elsewhere than Linux, or where
-/// `/proc` cannot be read.
+/// Only the executable's and the C library's mappings, which stay where
+/// they are for the whole run: another library may be loaded meanwhile on
+/// another thread (the viewer loads its Vulkan driver while the trace is
+/// read), which maps its file whole and then maps and relocates its parts
+/// in place, so that a range seen clean may no longer be by the time it is
+/// unmapped (unmapping every library's clean mappings crashed the viewer
+/// in one start of three). Of those, only the private mappings that cannot
+/// be written and hold no page of the process's own, resident or swapped
+/// out: the relocated read-only data, which the loader wrote, stays, and so
+/// does a page a debugger wrote a breakpoint to. Reading
+/// `/proc/self/smaps` walks the process's page tables (some milliseconds at
+/// a few GiB resident): for a few calls a read, not for every give-back. A
+/// no-op elsewhere than Linux, or where `/proc` cannot be read.
 pub fn unmap_code() {
     let _p = crate::phases::span("code unmapped (one thread)");
     #[cfg(target_os = "linux")]
     {
-        let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        let (Ok(smaps), Ok(exe)) = (
+            std::fs::read_to_string("/proc/self/smaps"),
+            std::fs::read_link("/proc/self/exe"),
+        ) else {
             return;
         };
-        for (from, to) in clean_file_mappings(&smaps) {
-            // SAFETY: a private, read-only mapping of a file with no page
-            // of the process's own: its pages are the file's, and come back
-            // from it as they are touched
-            unsafe {
-                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_DONTNEED);
+        let maps = mappings(&smaps);
+        let exe = exe.to_string_lossy();
+        // the C library: the file mapped where its `free` is
+        let free: unsafe extern "C" fn(*mut libc::c_void) = libc::free;
+        let at = free as usize;
+        let c_library = maps
+            .iter()
+            .find(|m| m.from <= at && at < m.to)
+            .map_or("", |m| m.path);
+        for m in &maps {
+            if (m.path == exe || m.path == c_library) && m.clean() {
+                // SAFETY: a private, read-only mapping of the executable's
+                // or the C library's file (neither is unmapped while the
+                // process runs) with no page of the process's own: its
+                // pages are the file's, and come back from it as touched
+                unsafe {
+                    libc::madvise(
+                        m.from as *mut libc::c_void,
+                        m.to - m.from,
+                        libc::MADV_DONTNEED,
+                    );
+                }
             }
         }
     }
 }
 
-/// The address ranges of the mappings in `smaps` (the text of
-/// `/proc/PID/smaps`) of files (a path from the root) that are private,
-/// cannot be written and hold no anonymous page, resident or swapped out
-/// ([`unmap_code`]).
-fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    // the mapping being read: its range, and whether it may be unmapped
-    // so far (its "Anonymous:" and "Swap:" lines say the rest)
-    let mut cur: Option<(usize, usize, bool)> = None;
-    let (mut anonymous, mut swapped): (Option<u64>, Option<u64>) = (None, None);
-    let mut close = |cur: Option<(usize, usize, bool)>, own: (Option<u64>, Option<u64>)| {
-        if let Some((from, to, true)) = cur
-            && own == (Some(0), Some(0))
-            && to > from
-        {
-            out.push((from, to));
-        }
-    };
+/// A mapping as `/proc/PID/smaps` describes it ([`unmap_code`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mapping<'a> {
+    from: usize,
+    to: usize,
+    perms: &'a str,
+    /// The file's path ("" for none, `[heap]` and the like).
+    path: &'a str,
+    /// KiB of the process's own pages in it: resident, swapped out (None:
+    /// not said).
+    anonymous: Option<u64>,
+    swapped: Option<u64>,
+}
+
+impl Mapping<'_> {
+    /// A private mapping of a file that can be read and not written, with
+    /// no page of the process's own (resident or swapped out).
+    fn clean(&self) -> bool {
+        self.path.starts_with('/')
+            && self.perms.len() == 4
+            && self.perms.starts_with('r')
+            && !self.perms.contains('w')
+            && self.perms.ends_with('p')
+            && self.anonymous == Some(0)
+            && self.swapped == Some(0)
+            && self.to > self.from
+    }
+}
+
+/// The mappings in `smaps` (the text of `/proc/PID/smaps`), in order.
+fn mappings(smaps: &str) -> Vec<Mapping<'_>> {
+    let mut out: Vec<Mapping<'_>> = Vec::new();
     for line in smaps.lines() {
         let mut fields = line.split_whitespace();
         let Some(first) = fields.next() else {
@@ -213,10 +253,12 @@ fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
         };
         if first == "Anonymous:" || first == "Swap:" {
             let kib = fields.next().and_then(|kb| kb.parse().ok());
-            if first == "Swap:" {
-                swapped = kib;
-            } else {
-                anonymous = kib;
+            if let Some(m) = out.last_mut() {
+                if first == "Swap:" {
+                    m.swapped = kib;
+                } else {
+                    m.anonymous = kib;
+                }
             }
             continue;
         }
@@ -230,7 +272,6 @@ fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
         ) else {
             continue;
         };
-        close(cur.take(), (anonymous.take(), swapped.take()));
         let perms = fields.next().unwrap_or("");
         // the path: what follows the first five fields (it may hold blanks)
         let mut rest = line;
@@ -238,15 +279,15 @@ fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
             rest = rest.trim_start();
             rest = &rest[rest.find(char::is_whitespace).unwrap_or(rest.len())..];
         }
-        let path = rest.trim();
-        let clean = path.starts_with('/')
-            && perms.len() == 4
-            && perms.starts_with('r')
-            && !perms.contains('w')
-            && perms.ends_with('p');
-        cur = Some((from, to, clean));
+        out.push(Mapping {
+            from,
+            to,
+            perms,
+            path: rest.trim(),
+            anonymous: None,
+            swapped: None,
+        });
     }
-    close(cur, (anonymous, swapped));
     out
 }
 
@@ -495,11 +536,12 @@ pub fn prefer_huge_pages<T>(v: &Vec<T>) {
 mod tests {
     use super::*;
 
-    /// Of the files' mappings, only the private, read-only ones with no
-    /// page of their own are unmapped: not the relocated data, not a
-    /// writable, shared or anonymous one, and a path is read whole.
+    /// Of the mappings, only the private, read-only file mappings with no
+    /// page of their own are clean: not the relocated data (resident or
+    /// swapped out), not a writable, shared or anonymous one; a path is
+    /// read whole.
     #[test]
-    fn code_is_the_files_clean_read_only_mappings() {
+    fn clean_mappings_are_private_read_only_and_unwritten() {
         let exe = "/opt/my tools/tapestry";
         let map = |range: &str, perms: &str, offset: &str, inode: &str, path: &str, anon: u64| {
             // (a mapping's pages of its own: resident, or else swapped out)
@@ -537,8 +579,20 @@ mod tests {
             map("13000-14000", "r--p", "00012000", "77", exe, 9),
         ]
         .concat();
+        let maps = mappings(&smaps);
+        assert_eq!(maps.len(), 12);
+        assert_eq!(maps[5].path, "/usr/lib/libc.so.6");
         assert_eq!(
-            clean_file_mappings(&smaps),
+            (maps[0].from, maps[0].to, maps[0].path),
+            (0x1000, 0x3000, exe)
+        );
+        let clean: Vec<(usize, usize)> = maps
+            .iter()
+            .filter(|m| m.clean())
+            .map(|m| (m.from, m.to))
+            .collect();
+        assert_eq!(
+            clean,
             [
                 (0x1000, 0x3000),
                 (0x3000, 0x9000),
@@ -546,13 +600,13 @@ mod tests {
                 (0xe000, 0xf000)
             ]
         );
-        // a mapping whose own pages are not said is left alone
-        let cut = smaps.replace("Anonymous:        0 kB\n", "");
-        assert!(clean_file_mappings(&cut).is_empty());
-        let cut = smaps.replace("Swap:        0 kB\n", "");
-        assert!(clean_file_mappings(&cut).is_empty());
-        assert!(clean_file_mappings("").is_empty());
-        assert!(clean_file_mappings("garbage\n-\nzz-yy r--p\n").is_empty());
+        // a mapping whose own pages are not said is not clean
+        for said in ["Anonymous:        0 kB\n", "Swap:        0 kB\n"] {
+            let cut = smaps.replace(said, "");
+            assert!(!mappings(&cut).iter().any(Mapping::clean));
+        }
+        assert!(mappings("").is_empty());
+        assert!(mappings("garbage\n-\nzz-yy r--p\nAnonymous: 0 kB\n").is_empty());
     }
 
     #[test]
