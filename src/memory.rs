@@ -216,6 +216,7 @@ pub fn unmap_code() {
 
 /// A mapping as `/proc/PID/smaps` describes it ([`unmap_code`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Mapping<'a> {
     from: usize,
     to: usize,
@@ -228,6 +229,7 @@ struct Mapping<'a> {
     swapped: Option<u64>,
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 impl Mapping<'_> {
     /// A private mapping of a file that can be read and not written, with
     /// no page of the process's own (resident or swapped out).
@@ -244,6 +246,7 @@ impl Mapping<'_> {
 }
 
 /// The mappings in `smaps` (the text of `/proc/PID/smaps`), in order.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn mappings(smaps: &str) -> Vec<Mapping<'_>> {
     let mut out: Vec<Mapping<'_>> = Vec::new();
     for line in smaps.lines() {
