@@ -215,7 +215,7 @@ pub fn unmap_code() {
 }
 
 /// A mapping as `/proc/PID/smaps` describes it ([`unmap_code`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Mapping<'a> {
     from: usize,
