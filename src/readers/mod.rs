@@ -20,6 +20,7 @@ mod chunked;
 mod colon_line;
 pub mod decimal;
 pub mod exchange;
+pub mod gzip_index;
 pub mod input;
 mod json_split;
 pub mod line_profile;

@@ -96,7 +96,12 @@ impl Out {
                 if let Some(prefix) = rx.next() {
                     file.write_all(&prefix)?;
                 }
-                let mut e = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+                // level 2, not 1: zlib-rs writes level 1 as blocks of fixed
+                // codes a reader cannot find its way into, level 2 as
+                // blocks of dynamic codes (`readers::gzip_index` finds
+                // them, so the processes of `reduce` share the file), 30 %
+                // smaller at 1.4 times the time
+                let mut e = flate2::write::GzEncoder::new(file, flate2::Compression::new(2));
                 for b in rx {
                     e.write_all(&b)?;
                 }

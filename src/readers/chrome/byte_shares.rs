@@ -31,13 +31,14 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::readers::exchange::{Exchange, all_gather, damaged};
+use crate::readers::gzip_index::{self, at::GzAt, at::ReadAt};
 use crate::readers::input;
 use crate::readers::json_split::{BATCH_BYTES, Nest, Splitter};
 #[cfg(target_arch = "x86_64")]
@@ -69,8 +70,15 @@ pub(super) struct Share {
 }
 
 impl Share {
-    /// The splitter of this share's bytes.
+    /// The splitter of this share's bytes, read from the plain file.
     pub fn splitter(&self, path: &Path) -> Result<Splitter> {
+        let f = File::open(path).map_err(|e| Error::io(path, e))?;
+        self.splitter_from(path, Arc::new(f))
+    }
+
+    /// The splitter of this share's bytes, read from `src` (the file, or
+    /// its decompressed bytes).
+    pub fn splitter_from(&self, path: &Path, src: Source) -> Result<Splitter> {
         if self.empty {
             return Ok(Splitter::resume(
                 path,
@@ -81,9 +89,8 @@ impl Share {
             )
             .ending_a_share());
         }
-        let f = File::open(path).map_err(|e| Error::io(path, e))?;
-        let reader: Box<dyn Read + Send> = Box::new(ReadAt {
-            file: f,
+        let reader: Box<dyn Read + Send> = Box::new(Positioned {
+            src,
             at: self.start,
             end: self.end.unwrap_or(u64::MAX),
         });
@@ -100,20 +107,24 @@ impl Share {
     }
 }
 
-/// A file's bytes `[at, end)` read at their positions.
-struct ReadAt {
-    file: File,
-    at: u64,
-    end: u64,
+/// What shares are read from: the plain file, or a gzip file's
+/// decompressed bytes through its index.
+pub(super) type Source = Arc<dyn ReadAt>;
+
+/// A source's bytes `[at, end)` read at their positions.
+pub(super) struct Positioned {
+    pub src: Source,
+    pub at: u64,
+    pub end: u64,
 }
 
-impl Read for ReadAt {
+impl Read for Positioned {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let want = (self.end.saturating_sub(self.at)).min(buf.len() as u64) as usize;
         if want == 0 {
             return Ok(0);
         }
-        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        let n = self.src.read_at(&mut buf[..want], self.at)?;
         self.at += n as u64;
         Ok(n)
     }
@@ -353,7 +364,7 @@ const PIECE: u64 = 8 << 20;
 
 /// Whether the byte at `at` follows an odd run of backslashes (which ends
 /// at or after `floor`, a byte that is not one).
-fn escaped_at(file: &File, at: u64, floor: u64) -> std::io::Result<bool> {
+fn escaped_at(file: &dyn ReadAt, at: u64, floor: u64) -> std::io::Result<bool> {
     let mut run = 0u64;
     let mut end = at;
     let mut buf = [0u8; 4096];
@@ -372,29 +383,37 @@ fn escaped_at(file: &File, at: u64, floor: u64) -> std::io::Result<bool> {
 
 /// The walk of bytes `[from, to)` of `file` (the bytes before `from` down
 /// to `floor` only for the backslashes right before it).
-fn walk_range(file: &File, from: u64, to: u64, floor: u64) -> std::io::Result<RangeWalk> {
+fn walk_range(file: &dyn ReadAt, from: u64, to: u64, floor: u64) -> std::io::Result<RangeWalk> {
     let pieces: Vec<(u64, u64)> = (from..to)
         .step_by(PIECE as usize)
         .map(|a| (a, (a + PIECE).min(to)))
         .collect();
-    let walks = pieces
-        .into_par_iter()
-        .map(|(a, b)| {
-            let mut w = Walk {
-                escaped: escaped_at(file, a, floor)?,
-                ..Default::default()
-            };
-            let mut buf = vec![0u8; CHUNK.min((b - a) as usize)];
-            let mut at = a;
-            while at < b {
-                let k = ((b - at) as usize).min(CHUNK);
-                file.read_exact_at(&mut buf[..k], at)?;
-                w.bytes(&buf[..k]);
-                at += k as u64;
-            }
-            Ok(w.done())
-        })
-        .collect::<std::io::Result<Vec<RangeWalk>>>()?;
+    let walk = |(a, b): (u64, u64)| -> std::io::Result<RangeWalk> {
+        let mut w = Walk {
+            escaped: escaped_at(file, a, floor)?,
+            ..Default::default()
+        };
+        let mut buf = vec![0u8; CHUNK.min((b - a) as usize)];
+        let mut at = a;
+        while at < b {
+            let k = ((b - at) as usize).min(CHUNK);
+            file.read_exact_at(&mut buf[..k], at)?;
+            w.bytes(&buf[..k]);
+            at += k as u64;
+        }
+        Ok(w.done())
+    };
+    // a gzip file's bytes are decoded in order by one reader
+    let walks = match file.in_order() {
+        true => pieces
+            .into_iter()
+            .map(walk)
+            .collect::<std::io::Result<Vec<_>>>()?,
+        false => pieces
+            .into_par_iter()
+            .map(walk)
+            .collect::<std::io::Result<Vec<_>>>()?,
+    };
     Ok(walks
         .into_iter()
         .fold(RangeWalk::default(), |acc, w| acc.then(w)))
@@ -458,7 +477,12 @@ fn entries(line: u64, walks: &[RangeWalk]) -> Option<Vec<Entry>> {
 /// Where the event that a cut at `at` (in state `e`) falls in ends: the
 /// first offset at or after `at` back at the array's level, with the lines
 /// between; `None` when the file ends first.
-fn event_end(file: &File, at: u64, e: &Entry, floor: u64) -> std::io::Result<Option<(u64, u64)>> {
+fn event_end(
+    file: &dyn ReadAt,
+    at: u64,
+    e: &Entry,
+    floor: u64,
+) -> std::io::Result<Option<(u64, u64)>> {
     if !e.in_string && e.depth == 0 {
         return Ok(Some((at, 0)));
     }
@@ -493,11 +517,11 @@ fn event_end(file: &File, at: u64, e: &Entry, floor: u64) -> std::io::Result<Opt
 /// The head of the file: where its first event starts, on which line, and
 /// whether the array is an object's `traceEvents`; `None` when the array
 /// holds no event within the first MiB.
-fn head(path: &Path, f: &File) -> Option<(u64, u64, bool)> {
+fn head(path: &Path, f: &Source) -> Option<(u64, u64, bool)> {
     let mut s = Splitter::new(
         path,
-        Box::new(ReadAt {
-            file: f.try_clone().ok()?,
+        Box::new(Positioned {
+            src: f.clone(),
             at: 0,
             end: BATCH_BYTES as u64,
         }),
@@ -516,27 +540,34 @@ fn head(path: &Path, f: &File) -> Option<(u64, u64, bool)> {
 }
 
 /// This process's share of the Chrome trace at `path`, cut with the other
-/// processes of `ex` (each calls it): `None` when the file cannot be cut
-/// (one process, gzip, no event in the first MiB, a backslash outside a
-/// string, a cut 16 or more brackets deep inside an event) and every
-/// process is to read it whole.
+/// processes of `ex` (each calls it), and what to read it from: `None`
+/// when the file cannot be cut (one process, a gzip file without an index,
+/// no event in the first MiB, a backslash outside a string, a cut 16 or
+/// more brackets deep inside an event) and every process is to read it
+/// whole. A gzip file is indexed by the processes together
+/// ([`gzip_index::build_shared`]) and cut in its decompressed bytes.
 pub(super) fn plan(
     path: &Path,
     inp: &input::Input,
     ex: &mut dyn Exchange,
-) -> Result<Option<Share>> {
+) -> Result<Option<(Share, Source)>> {
     let (rank, n) = (ex.rank(), ex.size().max(1));
-    let file = (n > 1 && !inp.compressed)
-        .then(|| File::open(path).ok())
-        .flatten();
+    let file: Option<Source> = match (n > 1, inp.compressed) {
+        (false, _) => None,
+        (true, false) => File::open(path).ok().map(|f| Arc::new(f) as Source),
+        (true, true) => match gzip_index::build_shared(path, ex)? {
+            Some(index) => Some(Arc::new(GzAt::new(path, Arc::new(index))) as Source),
+            None => None,
+        },
+    };
     // every process says whether it can cut and what it walked; all decide
     // alike from what all said
     let mine = || -> Option<(u64, u64, bool, u64, RangeWalk)> {
         let file = file.as_ref()?;
-        let len = inp.file_len;
+        let len = file.size().ok()?;
         let (first, line, nested) = head(path, file)?;
         let (a, b) = range(first, len, n, rank);
-        let w = walk_range(file, a, b, first).ok()?;
+        let w = walk_range(file.as_ref(), a, b, first).ok()?;
         Some((first, len, nested, line, w))
     };
     let said = mine();
@@ -561,7 +592,7 @@ pub(super) fn plan(
         }
         walks.push(RangeWalk::from_words(&w[5..]).ok_or_else(damaged)?);
     }
-    let Some(file) = file.as_ref() else {
+    let Some(file) = file else {
         return Ok(None);
     };
     let head = Head {
@@ -570,7 +601,7 @@ pub(super) fn plan(
         nested,
         line,
     };
-    share_of(path, file, &head, &walks, rank)
+    Ok(share_of(path, file.as_ref(), &head, &walks, rank)?.map(|s| (s, file)))
 }
 
 /// Where the events array starts and how the file is laid out: what every
@@ -591,7 +622,7 @@ struct Head {
 /// starts too deep inside an event).
 fn share_of(
     path: &Path,
-    file: &File,
+    file: &dyn ReadAt,
     head: &Head,
     walks: &[RangeWalk],
     rank: usize,
@@ -666,14 +697,14 @@ pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Ve
     let mut walks = Vec::with_capacity(n);
     for k in 0..n {
         let (a, b) = range(first, len, n, k);
-        let Ok(w) = walk_range(&file, a, b, first) else {
+        let Ok(w) = walk_range(file.as_ref(), a, b, first) else {
             return Ok(None);
         };
         walks.push(w);
     }
     let mut shares = Vec::with_capacity(n);
     for k in 0..n {
-        let Some(s) = share_of(path, &file, &head, &walks, k)? else {
+        let Some(s) = share_of(path, file.as_ref(), &head, &walks, k)? else {
             return Ok(None);
         };
         shares.push(s);
@@ -684,11 +715,11 @@ pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Ve
 /// The file to cut into `n` shares for the threads of one process, its
 /// length and its head ([`head`]): `None` for fewer than two shares, gzip,
 /// a file that does not open, or no event in its first MiB.
-fn to_cut(path: &Path, inp: &input::Input, n: usize) -> Option<(File, Head)> {
+fn to_cut(path: &Path, inp: &input::Input, n: usize) -> Option<(Source, Head)> {
     if n < 2 || inp.compressed {
         return None;
     }
-    let file = File::open(path).ok()?;
+    let file: Source = Arc::new(File::open(path).ok()?);
     let (first, line, nested) = head(path, &file)?;
     let head = Head {
         first,
@@ -744,7 +775,7 @@ pub(super) fn guess(path: &Path, inp: &input::Input, n: usize) -> Result<Option<
     let lines = starts
         .par_iter()
         .enumerate()
-        .map(|(k, &a)| newlines(&file, a, cuts.get(k).copied().unwrap_or(len)))
+        .map(|(k, &a)| newlines(file.as_ref(), a, cuts.get(k).copied().unwrap_or(len)))
         .collect::<std::io::Result<Vec<u64>>>()
         .map_err(|e| Error::io(path, e))?;
     let mut line = 1;
@@ -804,7 +835,7 @@ fn boundary(b: &[u8]) -> Option<usize> {
 }
 
 /// The line breaks in bytes `[from, to)` of `file`.
-fn newlines(file: &File, from: u64, to: u64) -> std::io::Result<u64> {
+fn newlines(file: &dyn ReadAt, from: u64, to: u64) -> std::io::Result<u64> {
     let mut buf = vec![0u8; CHUNK.min(to.saturating_sub(from) as usize)];
     let (mut at, mut n) = (from, 0u64);
     while at < to {
@@ -935,7 +966,7 @@ mod tests {
     }
 
     /// Each process's share of `path`, cut by `n` processes (threads).
-    fn plans(path: &Path, n: usize) -> Vec<Option<Share>> {
+    fn plans(path: &Path, n: usize) -> Vec<Option<(Share, Source)>> {
         let ends = crate::readers::exchange::ThreadExchange::group(n);
         std::thread::scope(|s| {
             let hs: Vec<_> = ends
@@ -969,8 +1000,8 @@ mod tests {
             }
             (v, s.truncated.is_some())
         };
-        let f = File::open(path).unwrap();
-        let (serial, cut) = all(Splitter::new(path, Box::new(f)));
+        let f = input::open(path).unwrap().reader;
+        let (serial, cut) = all(Splitter::new(path, f));
         let plans = plans(path, n);
         if n == 1 || serial.is_empty() {
             // one process, or no event to cut at: the whole file
@@ -980,9 +1011,9 @@ mod tests {
         let mut shared = Vec::new();
         let mut used = 0;
         let mut cuts = 0;
-        for p in plans.iter().flatten() {
+        for (p, src) in plans.iter().flatten() {
             used += usize::from(!p.empty);
-            let (v, t) = all(p.splitter(path).unwrap());
+            let (v, t) = all(p.splitter_from(path, src.clone()).unwrap());
             // the walks' count of the share's events, and of those before
             if !p.empty {
                 assert_eq!(p.before, shared.len() as u64, "{}", path.display());
@@ -1035,6 +1066,36 @@ mod tests {
             }
         }
         assert!(many >= 8, "the shares are used ({many})");
+    }
+
+    /// A gzip trace is indexed by the processes together and cut in its
+    /// decompressed bytes: the shares' events are the file's, each once;
+    /// a gzip file cut short has no index and is read whole by each.
+    #[test]
+    fn a_gzip_trace_is_cut_through_its_index() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for nested in [false, true] {
+            let text = tricky(&mut rng, 20_000, nested);
+            let p = d.path().join(format!("t{nested}.json.gz"));
+            let mut e = flate2::write::GzEncoder::new(
+                File::create(&p).unwrap(),
+                flate2::Compression::default(),
+            );
+            e.write_all(text.as_bytes()).unwrap();
+            e.finish().unwrap();
+            for n in [2, 3, 5] {
+                assert!(plans(&p, n).iter().all(Option::is_some), "indexed by {n}");
+                let (serial, shared, used) = spans(&p, n);
+                assert_eq!(shared, serial, "nested {nested}, {n} processes");
+                assert_eq!(used, n);
+            }
+            let bytes = std::fs::read(&p).unwrap();
+            let q = d.path().join(format!("c{nested}.json.gz"));
+            std::fs::write(&q, &bytes[..bytes.len() * 2 / 3]).unwrap();
+            assert!(plans(&q, 3).iter().all(Option::is_none));
+        }
     }
 
     /// A cut deeper inside an event than the walks count events for is no

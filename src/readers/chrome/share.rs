@@ -257,6 +257,35 @@ enum Step<'a> {
     Round(u64),
 }
 
+/// The bytes of the file in order, some skipped.
+trait Ahead: std::io::Read {
+    /// Skips `n` bytes: whether the file held them.
+    fn skip(&mut self, n: u64) -> bool;
+}
+
+/// A stream's bytes: skipped by reading them.
+struct InOrder(Box<dyn std::io::Read + Send>);
+
+impl std::io::Read for InOrder {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Ahead for InOrder {
+    fn skip(&mut self, n: u64) -> bool {
+        use std::io::Read;
+        std::io::copy(&mut (&mut self.0).take(n), &mut std::io::sink()).is_ok_and(|k| k == n)
+    }
+}
+
+impl Ahead for byte_shares::Positioned {
+    fn skip(&mut self, n: u64) -> bool {
+        self.at = self.at.saturating_add(n);
+        self.at <= self.end
+    }
+}
+
 /// The second pass's read: only this process's stripes (`own`, in file
 /// order, as the first pass found them), the bytes between them skipped
 /// without a look; each event to `on`, and [`Step::Round`]`(r)` once the
@@ -266,7 +295,7 @@ enum Step<'a> {
 /// `on` as its first event's.
 fn for_each_own_stripe(
     path: &Path,
-    mut reader: Box<dyn std::io::Read + Send>,
+    mut reader: Box<dyn Ahead>,
     own: &[StripeBytes],
     (rounds, n): (u64, usize),
     mut on: impl FnMut(Step) -> Result<()>,
@@ -300,8 +329,7 @@ fn for_each_own_stripe(
             let len = sb.end.saturating_sub(sb.start);
             intact = intact
                 && sb.start >= at
-                && std::io::copy(&mut (&mut reader).take(sb.start - at), &mut std::io::sink())
-                    .is_ok_and(|k| k == sb.start - at)
+                && reader.skip(sb.start - at)
                 && (&mut reader)
                     .take(len)
                     .read_to_end(&mut batch.data)
@@ -612,10 +640,13 @@ pub fn read_share(
     // the bytes this process splits: its share of them when the file can
     // be cut (it parses all its events), else the whole file (it parses
     // its stripes' events)
-    let share = byte_shares::plan(path, &inp, ex)?;
-    let (split, before) = match &share {
-        Some(sh) => (sh.splitter(path), sh.before),
-        None => (Ok(Splitter::new(path, inp.reader)), 0),
+    let (share, source) = match byte_shares::plan(path, &inp, ex)? {
+        Some((sh, src)) => (Some(sh), Some(src)),
+        None => (None, None),
+    };
+    let (split, before) = match (&share, &source) {
+        (Some(sh), Some(src)) => (sh.splitter_from(path, src.clone()), sh.before),
+        _ => (Ok(Splitter::new(path, inp.reader)), 0),
     };
     let stripes_dealt = |seq: u64| u64::from(stripe_of(seq, stripe)) % n as u64 == rank as u64;
     let every = |_: u64| true;
@@ -803,27 +834,29 @@ pub fn read_share(
         second.failed = second.hand_over(sink).err();
     }
 
-    // second pass: each event to the owner of its thread or flow
-    let inp = input::open(path)?;
-    let read = for_each_own_stripe(
-        path,
-        inp.reader,
-        &own_bytes,
-        (rounds, n),
-        |step| match step {
-            Step::Event(seq, ev, batch) => {
-                // an error is said at the next exchange, which every process
-                // waits in
-                if second.failed.is_none()
-                    && let Err(e) = ev.and_then(|ev| second.route(seq, ev, batch))
-                {
-                    second.failed = Some(e);
-                }
-                Ok(())
+    // second pass: each event to the owner of its thread or flow, its
+    // stripes read where they lie when the file was cut (a gzip file
+    // through its index), else the whole file in order
+    let reader: Box<dyn Ahead> = match source {
+        Some(src) => {
+            let end = src.size().map_err(|e| Error::io(path, e))?;
+            Box::new(byte_shares::Positioned { src, at: 0, end })
+        }
+        None => Box::new(InOrder(input::open(path)?.reader)),
+    };
+    let read = for_each_own_stripe(path, reader, &own_bytes, (rounds, n), |step| match step {
+        Step::Event(seq, ev, batch) => {
+            // an error is said at the next exchange, which every process
+            // waits in
+            if second.failed.is_none()
+                && let Err(e) = ev.and_then(|ev| second.route(seq, ev, batch))
+            {
+                second.failed = Some(e);
             }
-            Step::Round(r) => second.round(r, ex, sink),
-        },
-    );
+            Ok(())
+        }
+        Step::Round(r) => second.round(r, ex, sink),
+    });
     read?;
     let end = rel(end_abs);
     let last = match second.failed.take() {
@@ -1178,9 +1211,17 @@ mod tests {
     }
 
     fn assert_shares_equal_the_stream(path: &Path) {
+        assert_shares_equal_the_stream_in(
+            path,
+            &[1, 2, 3, 5],
+            &[1, 3, 64, 1000, MAX_STRIPE_EVENTS],
+        );
+    }
+
+    fn assert_shares_equal_the_stream_in(path: &Path, ns: &[usize], stripes: &[u64]) {
         let want = alone(path);
-        for n in [1, 2, 3, 5] {
-            for stripe in [1, 3, 64, 1000, MAX_STRIPE_EVENTS] {
+        for &n in ns {
+            for &stripe in stripes {
                 let what = format!("{} by {n} in stripes of {stripe}", path.display());
                 let got = shared(path, n, stripe);
                 match (&got, &want) {
@@ -1213,6 +1254,59 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         for p in messy_and_shared_chrome(d.path()) {
             assert_shares_equal_the_stream(&p);
+        }
+    }
+
+    /// A gzip trace, indexed by the processes together and cut in its
+    /// decompressed bytes (the second pass reading its stripes through the
+    /// index), gives what one stream gives: the LAMMPS run and a
+    /// synthetic one compressed by zlib.
+    #[test]
+    fn gzip_shares_equal_the_stream() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let lammps = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/traces/lammps-melt-16/lammps-melt-16.json.gz");
+        let mut text = String::from("[");
+        for k in 0..60_000u64 {
+            let (tid, ts) = (k % 13, k * 7);
+            text += &format!(
+                r#"{{"ph":"X","pid":1,"tid":{tid},"ts":{ts},"dur":{},"name":"f{}","cat":"c"}},"#,
+                k % 5 + 1,
+                k % 11
+            );
+            text.push('\n');
+        }
+        text += r#"{"ph":"M","pid":1,"name":"process_name","args":{"name":"p"}}]"#;
+        let synthetic = d.path().join("s.json.gz");
+        let mut e = flate2::write::GzEncoder::new(
+            std::fs::File::create(&synthetic).unwrap(),
+            flate2::Compression::default(),
+        );
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap();
+        for p in [lammps, synthetic] {
+            // the index is built, so the shares are cut
+            assert!(
+                crate::readers::gzip_index::build(&p).unwrap().is_some() || {
+                    let ends = ThreadExchange::group(2);
+                    std::thread::scope(|s| {
+                        ends.into_iter()
+                            .map(|mut ex| {
+                                let p = &p;
+                                s.spawn(move || {
+                                    crate::readers::gzip_index::build_shared(p, &mut ex)
+                                })
+                            })
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .all(|h| h.join().unwrap().unwrap().is_some())
+                    })
+                },
+                "{}",
+                p.display()
+            );
+            assert_shares_equal_the_stream_in(&p, &[2, 3], &[700, MAX_STRIPE_EVENTS]);
         }
     }
 

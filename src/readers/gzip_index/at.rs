@@ -1,0 +1,285 @@
+//! Reads at positions of a gzip file's decompressed bytes, from the
+//! checkpoints of its [`Index`]: zlib decodes from the checkpoint before
+//! the position, given the window before it as a stored block ahead of
+//! the stream's bits (shifted to the byte where the block starts).
+//! A reader keeps where it is and the last bytes it decoded, so reads in
+//! order, or a little back, decode nothing twice.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::Index;
+use super::inflate::WINDOW;
+
+/// Reads at positions: a plain file, or a gzip file's decompressed bytes.
+pub trait ReadAt: Send + Sync {
+    /// Reads up to `buf.len()` bytes at `at`; 0 at the end.
+    fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize>;
+
+    /// Fills `buf` from `at`, or fails.
+    fn read_exact_at(&self, mut buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, at)? {
+                0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                n => {
+                    buf = &mut buf[n..];
+                    at += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Its length in bytes.
+    fn size(&self) -> std::io::Result<u64>;
+
+    /// Whether reads should come in order, from one thread (each jump
+    /// back costs a decoding).
+    fn in_order(&self) -> bool {
+        false
+    }
+}
+
+impl ReadAt for File {
+    fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+        FileExt::read_at(self, buf, at)
+    }
+
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+/// The bytes of a file from a bit on, shifted to start a byte, after a
+/// stored block of the window before it.
+struct Shifted {
+    file: BufReader<File>,
+    /// The stored block still to give.
+    head: Vec<u8>,
+    given: usize,
+    /// Bits to drop from the first byte (0–7).
+    shift: u32,
+    /// The byte the next output byte takes its high bits from.
+    carry: Option<u8>,
+}
+
+impl Read for Shifted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.given < self.head.len() {
+            let n = buf.len().min(self.head.len() - self.given);
+            buf[..n].copy_from_slice(&self.head[self.given..self.given + n]);
+            self.given += n;
+            return Ok(n);
+        }
+        if self.shift == 0 {
+            return self.file.read(buf);
+        }
+        let Some(mut prev) = self.carry else {
+            return Ok(0);
+        };
+        let n = self.file.read(buf)?;
+        if n == 0 {
+            // the last byte's high bits, alone
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = prev >> self.shift;
+            self.carry = None;
+            return Ok(1);
+        }
+        for b in &mut buf[..n] {
+            let next = *b;
+            *b = (prev >> self.shift) | (next << (8 - self.shift));
+            prev = next;
+        }
+        self.carry = Some(prev);
+        Ok(n)
+    }
+}
+
+/// Where a reader is: zlib decoding from a checkpoint, and the bytes it
+/// decoded last.
+struct Cursor {
+    dec: flate2::read::DeflateDecoder<Shifted>,
+    /// The checkpoint it started from.
+    from: u64,
+    /// The offset of the next byte `dec` gives.
+    pos: u64,
+    /// The bytes before `pos`, from `kept_from`.
+    kept: Vec<u8>,
+    kept_from: u64,
+}
+
+/// Bytes kept behind a reader's position (reads a little back are
+/// served from them).
+const KEEP: usize = 256 << 10;
+
+/// Reads at positions of a gzip file's decompressed bytes (see the
+/// module's doc).
+pub struct GzAt {
+    path: PathBuf,
+    index: Arc<Index>,
+    cursor: Mutex<Option<Cursor>>,
+}
+
+impl GzAt {
+    /// A reader of the file at `path` with its `index`.
+    pub fn new(path: &Path, index: Arc<Index>) -> GzAt {
+        GzAt {
+            path: path.to_path_buf(),
+            index,
+            cursor: Mutex::new(None),
+        }
+    }
+
+    /// The file's index.
+    pub fn index(&self) -> &Arc<Index> {
+        &self.index
+    }
+
+    /// A reader at the last checkpoint at or before `at`.
+    fn open(&self, at: u64) -> std::io::Result<Cursor> {
+        let c = self.index.before(at);
+        let mut file = File::open(&self.path)?;
+        use std::io::Seek;
+        file.seek(std::io::SeekFrom::Start(c.bit / 8))?;
+        let shift = (c.bit % 8) as u32;
+        let mut file = BufReader::with_capacity(256 << 10, file);
+        let carry = if shift == 0 {
+            None
+        } else {
+            let mut b = [0u8; 1];
+            file.read_exact(&mut b)?;
+            Some(b[0])
+        };
+        // a stored block (not the last) of the window
+        let mut head = Vec::with_capacity(5 + WINDOW);
+        let n = WINDOW as u16;
+        head.push(0);
+        head.extend_from_slice(&n.to_le_bytes());
+        head.extend_from_slice(&(!n).to_le_bytes());
+        head.extend_from_slice(&c.window);
+        let mut dec = flate2::read::DeflateDecoder::new(Shifted {
+            file,
+            head,
+            given: 0,
+            shift,
+            carry,
+        });
+        let mut skip = vec![0u8; WINDOW];
+        dec.read_exact(&mut skip)?;
+        Ok(Cursor {
+            dec,
+            from: c.bit,
+            pos: c.out,
+            kept: Vec::with_capacity(2 * KEEP),
+            kept_from: c.out,
+        })
+    }
+}
+
+impl GzAt {
+    /// Decodes up to `buf.len()` bytes into `c`, keeping them, on into the
+    /// next gzip member where one ends (0 only at the end).
+    fn decode(&self, c: &mut Cursor, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = c.decode(buf)?;
+            if n > 0 || c.pos >= self.index.len {
+                return Ok(n);
+            }
+            // a member ended: the next starts at a checkpoint here
+            let cp = self.index.before(c.pos);
+            if cp.out != c.pos || cp.bit == c.from {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "the gzip stream ended at byte {} of the {} its index holds",
+                        c.pos, self.index.len
+                    ),
+                ));
+            }
+            let mut next = self.open(c.pos)?;
+            next.kept = std::mem::take(&mut c.kept);
+            next.kept_from = c.kept_from;
+            *c = next;
+        }
+    }
+}
+
+impl Cursor {
+    /// Decodes up to `buf.len()` bytes, keeping them.
+    fn decode(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.dec.read(buf)?;
+        let end = self.pos + n as u64;
+        if n >= KEEP {
+            self.kept.clear();
+            self.kept.extend_from_slice(&buf[n - KEEP..n]);
+            self.kept_from = end - KEEP as u64;
+        } else {
+            self.kept.extend_from_slice(&buf[..n]);
+            if self.kept.len() > 2 * KEEP {
+                let d = self.kept.len() - KEEP;
+                self.kept.drain(..d);
+                self.kept_from += d as u64;
+            }
+        }
+        self.pos = end;
+        Ok(n)
+    }
+}
+
+impl ReadAt for GzAt {
+    fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+        let len = self.index.len;
+        if at >= len || buf.is_empty() {
+            return Ok(0);
+        }
+        let want = buf.len().min((len - at).min(usize::MAX as u64) as usize);
+        let buf = &mut buf[..want];
+        let mut guard = self
+            .cursor
+            .lock()
+            .map_err(|_| std::io::Error::other("a reader of the gzip file failed"))?;
+        // bytes it decoded a moment ago
+        if let Some(c) = guard.as_ref()
+            && at >= c.kept_from
+            && at < c.pos
+        {
+            let from = (at - c.kept_from) as usize;
+            let n = want.min(c.kept.len() - from);
+            buf[..n].copy_from_slice(&c.kept[from..from + n]);
+            return Ok(n);
+        }
+        // on from where it is, unless a checkpoint lies nearer
+        let checkpoint = self.index.before(at).out;
+        let reuse = guard
+            .as_ref()
+            .is_some_and(|c| c.pos <= at && c.pos >= checkpoint);
+        if !reuse {
+            *guard = Some(self.open(at)?);
+        }
+        let c = guard
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("no reader"))?;
+        let mut scratch = vec![0u8; (64 << 10).min((at - c.pos) as usize)];
+        while c.pos < at {
+            let k = scratch.len().min((at - c.pos) as usize);
+            if self.decode(c, &mut scratch[..k])? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+        self.decode(c, buf)
+    }
+
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.index.len)
+    }
+
+    fn in_order(&self) -> bool {
+        true
+    }
+}
+

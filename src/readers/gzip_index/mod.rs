@@ -1,0 +1,540 @@
+//! Random access into a gzip file: an index of checkpoints (a block's
+//! start in the compressed bits, its offset in the decompressed bytes and
+//! the 32 KiB window before it), built by all the threads of a process or
+//! all the processes of a job together, each decoding only its parts of
+//! the file.
+//!
+//! The file's DEFLATE stream is cut into parts of about [`PART_BYTES`]
+//! compressed bytes. The part after each nominal cut starts at the first
+//! block found there ([`find`]); every part is then decoded from its start
+//! to the next part's without the window before it ([`inflate`]): what it
+//! cannot know is written as markers for the window's bytes. That gives
+//! each part's decompressed length and the window at its end in terms of
+//! the window at its start, so the windows follow one from the other in
+//! file order, 32 KiB a part. A part decoded from a true block start that
+//! lands exactly on the next part's start proves that start, so the
+//! checkpoints are exact: where a part does not land on the next start,
+//! or the stream is not one gzip member ending at the file's end, or its
+//! length disagrees with the trailer's, there is no index and the caller
+//! decompresses the file from its start as before.
+//!
+//! The bytes are then decoded by zlib from any checkpoint ([`at::GzAt`]).
+//! The CRC of the trailer is not checked on this path (a part's bytes are
+//! not decoded in order): a flipped bit inside a literal goes unseen,
+//! where a whole-file read says the damage.
+
+pub mod at;
+pub mod find;
+pub mod inflate;
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::readers::exchange::{Exchange, all_gather, damaged};
+use inflate::{WINDOW, decode_part, resolve};
+
+/// Compressed bytes per part, nominally: a checkpoint every megabyte.
+pub const PART_BYTES: u64 = 1 << 20;
+/// At most this many parts (their windows, 32 KiB each, are kept).
+const MAX_PARTS: u64 = 2048;
+/// Compressed bytes read beyond a part's nominal end to confirm a block
+/// found near it.
+const SLACK: u64 = 4 << 20;
+
+/// A place decoding can start from.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// A block's start, in bits from the file's start.
+    pub bit: u64,
+    /// Its offset in the decompressed bytes.
+    pub out: u64,
+    /// The 32 KiB the stream decoded to before it (zeros before the
+    /// stream's start).
+    pub window: std::sync::Arc<[u8]>,
+}
+
+/// The checkpoints of a gzip file.
+#[derive(Debug, Clone)]
+pub struct Index {
+    /// Decompressed bytes.
+    pub len: u64,
+    /// By offset, the first at the stream's start.
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+impl Index {
+    /// The last checkpoint at or before decompressed byte `at`.
+    pub fn before(&self, at: u64) -> &Checkpoint {
+        let k = self.checkpoints.partition_point(|c| c.out <= at);
+        &self.checkpoints[k.saturating_sub(1)]
+    }
+}
+
+/// The length of the gzip member header at the start of `h`; `None` when
+/// it is not one (or does not end within `h`).
+pub(crate) fn member_header(h: &[u8]) -> Option<usize> {
+    let &[0x1f, 0x8b, 8, flags] = h.get(..4)? else {
+        return None;
+    };
+    if flags & 0xE0 != 0 {
+        return None;
+    }
+    let mut at = 10usize;
+    if flags & 4 != 0 {
+        let x = h.get(at..at + 2)?;
+        at += 2 + usize::from(u16::from_le_bytes([x[0], x[1]]));
+    }
+    for flag in [8, 16] {
+        if flags & flag != 0 {
+            at += memchr::memchr(0, h.get(at..)?)? + 1;
+        }
+    }
+    if flags & 2 != 0 {
+        at += 2;
+    }
+    (at <= h.len()).then_some(at)
+}
+
+/// Where the DEFLATE stream of a gzip file starts (after its header), and
+/// the file's length; `None` when it is not gzip or its header is damaged.
+fn layout(file: &File) -> std::io::Result<Option<(u64, u64)>> {
+    let len = file.metadata()?.len();
+    let mut h = vec![0u8; (64 << 10).min(len as usize)];
+    file.read_exact_at(&mut h, 0)?;
+    Ok(member_header(&h)
+        .map(|at| at as u64)
+        .filter(|&at| at + 8 <= len)
+        .map(|at| (at, len)))
+}
+
+/// How a file's stream is cut: its start, the file's length, the parts.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    start: u64,
+    len: u64,
+    parts: u64,
+}
+
+impl Plan {
+    fn new(start: u64, len: u64, at_least: u64) -> Plan {
+        let span = len - 8 - start;
+        let parts = (span / PART_BYTES).clamp(at_least.max(1), MAX_PARTS.max(at_least));
+        Plan { start, len, parts }
+    }
+
+    /// The nominal start of part `k`, in bytes.
+    fn nominal(&self, k: u64) -> u64 {
+        let span = self.len - 8 - self.start;
+        self.start + (u128::from(span) * u128::from(k) / u128::from(self.parts)) as u64
+    }
+
+    /// Where part `k` starts: the stream's start, or the first block found
+    /// after its nominal start and before the next part's.
+    fn find_start(&self, file: &File, k: u64) -> std::io::Result<Option<u64>> {
+        if k == 0 {
+            return Ok(Some(self.start * 8));
+        }
+        let (a, b) = (self.nominal(k), self.nominal(k + 1));
+        let mut data = vec![0u8; (b + SLACK).min(self.len).saturating_sub(a) as usize];
+        file.read_exact_at(&mut data, a)?;
+        Ok(find::find(&data, 0, (b - a) * 8).map(|p| a * 8 + p))
+    }
+
+    /// Decodes the part from bit `start` to bit `stop` (the next part's
+    /// start; `None`: the last part, to the stream's end).
+    fn decode(
+        &self,
+        file: &File,
+        start: u64,
+        stop: Option<u64>,
+    ) -> std::io::Result<Option<inflate::Part>> {
+        let a = start / 8;
+        let b = stop.map_or(self.len, |s| (s / 8 + 16).min(self.len));
+        let mut data = vec![0u8; (b - a) as usize];
+        file.read_exact_at(&mut data, a)?;
+        let from_start = start == self.start * 8;
+        let part = match stop {
+            Some(s) => decode_part(&data, start - a * 8, s - a * 8, true, from_start),
+            None => decode_part(&data, start - a * 8, u64::MAX, false, from_start),
+        };
+        Ok(part.ok().map(|mut p| {
+            p.end += a * 8;
+            for m in &mut p.members {
+                m.0 += a * 8;
+            }
+            p
+        }))
+    }
+
+    /// The index from every part's start and decoding (`None` where a
+    /// part did not decode); `None` when they do not chain.
+    fn assemble(
+        &self,
+        file: &File,
+        starts: &[u64],
+        parts: Vec<Option<inflate::Part>>,
+    ) -> std::io::Result<Option<Index>> {
+        let mut trailer = [0u8; 8];
+        file.read_exact_at(&mut trailer, self.len - 8)?;
+        let isize = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+        let zeros: std::sync::Arc<[u8]> = vec![0u8; WINDOW].into();
+        let mut window = zeros.clone();
+        let mut out = 0u64;
+        let mut member = 0u64;
+        let mut checkpoints = Vec::with_capacity(starts.len());
+        for (j, part) in parts.into_iter().enumerate() {
+            let Some(part) = part else {
+                return Ok(None);
+            };
+            let last = j + 1 == starts.len();
+            let chained = match last {
+                false => !part.last && part.end == starts[j + 1],
+                true => part.last && part.end == self.len * 8,
+            };
+            if !chained {
+                return Ok(None);
+            }
+            checkpoints.push(Checkpoint {
+                bit: starts[j],
+                out,
+                window: window.clone(),
+            });
+            // a member starts with nothing before it: its window is
+            // never read
+            for &(bit, at) in &part.members {
+                member = out + at;
+                checkpoints.push(Checkpoint {
+                    bit,
+                    out: member,
+                    window: zeros.clone(),
+                });
+            }
+            window = resolve(&part.window, &window).into();
+            out += part.len;
+        }
+        // the last member's length, as its trailer says
+        if (out - member) as u32 != isize {
+            return Ok(None);
+        }
+        Ok(Some(Index {
+            len: out,
+            checkpoints,
+        }))
+    }
+}
+
+/// The distinct part starts found, in order.
+fn starts_of(found: &[Option<u64>]) -> Vec<u64> {
+    let mut starts: Vec<u64> = Vec::with_capacity(found.len());
+    for &s in found.iter().flatten() {
+        if starts.last().is_none_or(|&l| l < s) {
+            starts.push(s);
+        }
+    }
+    starts
+}
+
+/// The index of the gzip file at `path`, built on all threads: `None` when
+/// it is not one gzip member whose blocks chain (see the module's doc) or
+/// is smaller than two parts.
+pub fn build(path: &Path) -> Result<Option<Index>> {
+    let io = |e| Error::io(path, e);
+    let file = File::open(path).map_err(io)?;
+    let Some((start, len)) = layout(&file).map_err(io)? else {
+        return Ok(None);
+    };
+    let plan = Plan::new(start, len, 1);
+    let found = (0..plan.parts)
+        .into_par_iter()
+        .map(|k| plan.find_start(&file, k))
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(io)?;
+    let starts = starts_of(&found);
+    if starts.len() < 2 {
+        return Ok(None);
+    }
+    let parts = (0..starts.len())
+        .into_par_iter()
+        .map(|j| plan.decode(&file, starts[j], starts.get(j + 1).copied()))
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(io)?;
+    plan.assemble(&file, &starts, parts).map_err(io)
+}
+
+/// The index of the gzip file at `path`, built by the processes of `ex`
+/// together (each calls it; part `k` is found and decoded by process `k
+/// mod n`, and the windows are exchanged): `None` for every process when
+/// there is none (as [`build`]).
+pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>> {
+    let (rank, n) = (ex.rank(), ex.size().max(1));
+    let io = |e| Error::io(path, e);
+    let file = File::open(path).map_err(io)?;
+    // every process reads the same layout; each says it, and all must
+    // agree before they share the work
+    let layout = layout(&file).map_err(io)?;
+    let said = layout.map_or(vec![0, 0, 0], |(s, l)| vec![1, s, l]);
+    let inbox = all_gather(ex, &said, None)?;
+    if (0..inbox.len()).any(|s| inbox.from(s) != said.as_slice()) {
+        return Ok(None);
+    }
+    let Some((start, len)) = layout else {
+        return Ok(None);
+    };
+    let plan = Plan::new(start, len, n as u64);
+    let mine: Vec<u64> = (rank as u64..plan.parts).step_by(n).collect();
+    let found = mine
+        .iter()
+        .map(|&k| plan.find_start(&file, k))
+        .collect::<std::io::Result<Vec<_>>>();
+    let (words, failed) = match found {
+        Ok(f) => (f.iter().map(|s| s.map_or(u64::MAX, |s| s)).collect(), None),
+        Err(e) => (Vec::new(), Some(io(e))),
+    };
+    let inbox = all_gather(ex, &words, failed)?;
+    let mut found = vec![None; plan.parts as usize];
+    for s in 0..inbox.len() {
+        for (i, &w) in inbox.from(s).iter().enumerate() {
+            let k = s + i * n;
+            *found.get_mut(k).ok_or_else(damaged)? = (w != u64::MAX).then_some(w);
+        }
+    }
+    let starts = starts_of(&found);
+    if starts.len() < 2 {
+        return Ok(None);
+    }
+    // part j of the starts: decoded by process j mod n
+    let decoded = (rank..starts.len())
+        .step_by(n)
+        .map(|j| plan.decode(&file, starts[j], starts.get(j + 1).copied()))
+        .collect::<std::io::Result<Vec<_>>>();
+    let (words, failed) = match decoded {
+        Ok(d) => (part_words(&d), None),
+        Err(e) => (Vec::new(), Some(io(e))),
+    };
+    let inbox = all_gather(ex, &words, failed)?;
+    let mut parts: Vec<Option<inflate::Part>> = vec![None; starts.len()];
+    for s in 0..inbox.len() {
+        let mut w = inbox.from(s);
+        let mut j = s;
+        while !w.is_empty() {
+            let (p, rest) = part_from_words(w).ok_or_else(damaged)?;
+            *parts.get_mut(j).ok_or_else(damaged)? = p;
+            w = rest;
+            j += n;
+        }
+    }
+    plan.assemble(&file, &starts, parts).map_err(io)
+}
+
+/// Words per part in an exchange: whether it decoded, its length, end
+/// and whether it was the last, then its window four symbols a word (then
+/// the number of gzip members that start in it, and their bits and
+/// offsets); a part that did not decode is one word, 0.
+const PART_WORDS: usize = 4 + WINDOW / 4;
+
+fn part_words(parts: &[Option<inflate::Part>]) -> Vec<u64> {
+    let mut w = Vec::with_capacity(parts.len() * PART_WORDS);
+    for p in parts {
+        match p {
+            Some(p) => {
+                w.extend_from_slice(&[1, p.len, p.end, u64::from(p.last)]);
+                w.extend(p.window.chunks_exact(4).map(|c| {
+                    u64::from(c[0])
+                        | u64::from(c[1]) << 16
+                        | u64::from(c[2]) << 32
+                        | u64::from(c[3]) << 48
+                }));
+                w.push(p.members.len() as u64);
+                w.extend(p.members.iter().flat_map(|&(b, o)| [b, o]));
+            }
+            None => w.push(0),
+        }
+    }
+    w
+}
+
+fn part_from_words(w: &[u64]) -> Option<(Option<inflate::Part>, &[u64])> {
+    if w.first() == Some(&0) {
+        return Some((None, &w[1..]));
+    }
+    let (p, rest) = (w.get(..PART_WORDS)?, &w[PART_WORDS..]);
+    let k = usize::try_from(*rest.first()?).ok()?;
+    let m = rest.get(1..1 + 2 * k)?;
+    let rest = &rest[1 + 2 * k..];
+    let members = m.chunks_exact(2).map(|x| (x[0], x[1])).collect();
+    let window = p[4..]
+        .iter()
+        .flat_map(|&x| {
+            [
+                x as u16,
+                (x >> 16) as u16,
+                (x >> 32) as u16,
+                (x >> 48) as u16,
+            ]
+        })
+        .collect();
+    let part = inflate::Part {
+        len: p[1],
+        end: p[2],
+        last: p[3] == 1,
+        window,
+        members,
+    };
+    Some((Some(part), rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at::GzAt;
+    use super::inflate::tests::text;
+    use super::*;
+    use crate::readers::exchange::ThreadExchange;
+    use crate::test_rng::XorShift as Rng;
+    use std::io::Write;
+
+    pub(crate) fn gzip_file(dir: &Path, name: &str, data: &[u8], level: u32) -> std::path::PathBuf {
+        let p = dir.join(name);
+        let mut e = flate2::write::GzEncoder::new(
+            File::create(&p).unwrap(),
+            flate2::Compression::new(level),
+        );
+        e.write_all(data).unwrap();
+        e.finish().unwrap();
+        p
+    }
+
+    fn check_reads(at: &GzAt, data: &[u8], rng: &mut Rng) {
+        use super::at::ReadAt;
+        for _ in 0..40 {
+            let a = rng.below(data.len() as u64 + 10);
+            let mut buf = vec![0u8; rng.below(200_000) as usize + 1];
+            let got = at.read_at(&mut buf, a).unwrap();
+            let want = &data[(a as usize).min(data.len())..][..got];
+            assert_eq!(&buf[..got], want, "at {a}");
+            assert!(got > 0 || a >= data.len() as u64);
+        }
+    }
+
+    #[test]
+    fn an_index_built_on_threads_reads_the_bytes_anywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng(21);
+        let data = text(&mut rng, 24 << 20);
+        let p = gzip_file(dir.path(), "t.json.gz", &data, 6);
+        let index = build(&p).unwrap().expect("an index");
+        assert_eq!(index.len, data.len() as u64);
+        assert!(index.checkpoints.len() > 2, "{}", index.checkpoints.len());
+        for c in &index.checkpoints[1..] {
+            let o = c.out as usize;
+            assert_eq!(&c.window[..], &data[o - WINDOW..o]);
+        }
+        let at = GzAt::new(&p, std::sync::Arc::new(index));
+        check_reads(&at, &data, &mut rng);
+    }
+
+    #[test]
+    fn processes_build_the_same_index_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng(23);
+        let data = text(&mut rng, 12 << 20);
+        let p = gzip_file(dir.path(), "t.json.gz", &data, 9);
+        for n in [1, 2, 3, 5] {
+            let ends = ThreadExchange::group(n);
+            let got: Vec<Option<Index>> = std::thread::scope(|s| {
+                let hs: Vec<_> = ends
+                    .into_iter()
+                    .map(|mut ex| {
+                        let p = &p;
+                        s.spawn(move || build_shared(p, &mut ex).unwrap())
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let first: Vec<(u64, u64)> = got[0]
+                .as_ref()
+                .expect("an index")
+                .checkpoints
+                .iter()
+                .map(|c| (c.bit, c.out))
+                .collect();
+            // at least a part per process
+            assert!(first.len() >= n, "{n}: {}", first.len());
+            for index in got {
+                let index = index.expect("an index");
+                let cps: Vec<(u64, u64)> =
+                    index.checkpoints.iter().map(|c| (c.bit, c.out)).collect();
+                assert_eq!(cps, first, "every process the same");
+                for c in &index.checkpoints[1..] {
+                    let o = c.out as usize;
+                    assert!(c.window[..] == data[o - WINDOW..o]);
+                }
+                let at = GzAt::new(&p, std::sync::Arc::new(index));
+                check_reads(&at, &data, &mut rng);
+            }
+        }
+    }
+
+    /// Members one after the other (as `cat a.gz b.gz`, or `synth`'s stored
+    /// head before its records): a checkpoint at each member's start, and
+    /// the reads cross from one member into the next.
+    #[test]
+    fn members_one_after_another_are_read_across() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng(31);
+        let data = text(&mut rng, 20 << 20);
+        let cuts = [0, 1000, 1000, 7 << 20, 7 << 20 | 12345, data.len()];
+        let mut all = Vec::new();
+        for (k, w) in cuts.windows(2).enumerate() {
+            let level = if k == 0 { 0 } else { 6 };
+            let p = gzip_file(dir.path(), &format!("m{k}.gz"), &data[w[0]..w[1]], level);
+            all.extend(std::fs::read(&p).unwrap());
+        }
+        let p = dir.path().join("all.gz");
+        std::fs::write(&p, &all).unwrap();
+        let index = build(&p).unwrap().expect("an index");
+        assert_eq!(index.len, data.len() as u64);
+        for &c in &cuts[1..cuts.len() - 1] {
+            assert!(index.checkpoints.iter().any(|cp| cp.out == c as u64), "{c}");
+        }
+        let at = GzAt::new(&p, std::sync::Arc::new(index));
+        check_reads(&at, &data, &mut rng);
+        // in order, across every member
+        use super::at::ReadAt;
+        let mut got = vec![0u8; data.len()];
+        at.read_exact_at(&mut got, 0).unwrap();
+        assert!(got == data);
+        // garbage after the last member: no index
+        all.extend_from_slice(b"not gzip at all");
+        std::fs::write(&p, &all).unwrap();
+        assert!(build(&p).unwrap().is_none());
+    }
+
+    #[test]
+    fn what_cannot_be_indexed_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng(29);
+        // small: one part
+        let small = gzip_file(dir.path(), "s.gz", &text(&mut rng, 1000), 6);
+        assert!(build(&small).unwrap().is_none());
+        let data = text(&mut rng, 6 << 20);
+        // not gzip; cut short; a trailer that disagrees
+        let plain = dir.path().join("plain.json");
+        std::fs::write(&plain, &data).unwrap();
+        assert!(build(&plain).unwrap().is_none());
+        let whole = gzip_file(dir.path(), "w.gz", &data, 6);
+        let mut bytes = std::fs::read(&whole).unwrap();
+        let cut = dir.path().join("cut.gz");
+        std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+        assert!(build(&cut).unwrap().is_none());
+        let n = bytes.len();
+        bytes[n - 1] ^= 1;
+        let bad = dir.path().join("bad.gz");
+        std::fs::write(&bad, &bytes).unwrap();
+        assert!(build(&bad).unwrap().is_none());
+    }
+}
+
