@@ -180,6 +180,54 @@ fn reduce_equals_the_single_process_stream() {
     }
 }
 
+/// A gzip trace of each format that is cut in lines or events (Paraver,
+/// PICL, Chrome JSON, written by `synth` as gzip), and the LAMMPS run
+/// gzip wrote: the processes build the file's index together and each
+/// reads its share of the decompressed bytes; the result is the
+/// single-process stream's.
+#[test]
+fn reduce_shares_gzip_traces_through_their_index() {
+    if mpirun().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces = Vec::new();
+    for (name, p, reps) in [
+        ("b.prv.gz", "1024", "40"),
+        ("b.picl.gz", "1024", "40"),
+        ("b.json.gz", "128", "300"),
+    ] {
+        let t = dir.path().join(name);
+        let (c, _, e) = tapestry(&[
+            "synth",
+            "bcast",
+            "-p",
+            p,
+            "--reps",
+            reps,
+            "-o",
+            t.to_str().unwrap(),
+        ]);
+        assert_eq!(c, 0, "{e}");
+        // large enough to be cut in several parts
+        assert!(std::fs::metadata(&t).unwrap().len() > 1 << 20, "{name}");
+        traces.push(t);
+    }
+    traces.push(shared_trace("lammps-melt-16/lammps-melt-16.json.gz"));
+    for t in &traces {
+        let t = t.to_str().unwrap();
+        let (c, field1, e) = tapestry(&["analyze", t, "field", "--bins", "16", "--stream"]);
+        assert_eq!(c, 0, "{e}");
+        let summary = streamed(t, &["summary"]);
+        for n in [2, 3] {
+            let (c, f, e) = reduce(n, &[t, "field", "--bins", "16"]);
+            assert_eq!(c, 0, "{t}, {n} processes: {e}");
+            assert_eq!(rows(&f), rows(&field1), "{t}: field with {n} processes");
+            assert_eq!(reduced(n, t, &["summary"]), summary, "{t}: summary, {n}");
+        }
+    }
+}
+
 #[test]
 fn a_failing_share_stops_every_process_with_the_files_line() {
     if mpirun().is_none() {

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
+use crate::readers::gzip_index::at::{Positioned, Source};
 
 /// Size of one block handed to a parser thread.
 pub const BLOCK_SIZE: usize = 2 << 20;
@@ -234,21 +235,40 @@ pub fn open(path: &Path) -> Result<Input> {
 /// Line numbers of the blocks count from the share's start; byte offsets
 /// are the file's.
 pub fn open_share(path: &Path, from: u64, to: u64) -> Result<LineBlocks> {
-    use std::io::{BufRead, Seek, SeekFrom};
     let input = open(path)?;
     if input.compressed {
-        return Err(Error::Invalid(format!(
-            "{} is gzip-compressed, which cannot be split among readers: decompress it first",
-            path.display()
-        )));
+        return Err(unsplittable_gzip(path));
     }
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut r = BufReader::with_capacity(1 << 20, f);
+    open_share_at(path, std::sync::Arc::new(f), from, to)
+}
+
+/// The error for a gzip file that has no index
+/// ([`crate::readers::gzip_index`]) and so cannot be read in shares.
+pub fn unsplittable_gzip(path: &Path) -> Error {
+    Error::Invalid(format!(
+        "{} is gzip-compressed with no blocks found to start a reader at (a small or \
+         damaged file, or one compressed as blocks of fixed codes, as zlib-ng's level 1 \
+         does), so it cannot be split among readers: decompress it first",
+        path.display()
+    ))
+}
+
+/// [`open_share`] of the bytes of `src`: the file, or a gzip file's
+/// decompressed bytes through its index (`path` names them in messages).
+pub fn open_share_at(path: &Path, src: Source, from: u64, to: u64) -> Result<LineBlocks> {
+    use std::io::BufRead;
+    let len = src.size().map_err(|e| Error::io(path, e))?;
     let mut start = from;
+    let at = from.saturating_sub(1);
+    let reader: Box<dyn Read + Send> = Box::new(Positioned {
+        src,
+        at,
+        end: u64::MAX,
+    });
+    let mut r = BufReader::with_capacity(1 << 20, reader);
     if from > 0 {
         // the line containing byte from - 1 belongs to the previous share
-        r.seek(SeekFrom::Start(from - 1))
-            .map_err(|e| Error::io(path, e))?;
         let mut skipped = Vec::new();
         let n = r
             .read_until(b'\n', &mut skipped)
@@ -265,7 +285,7 @@ pub fn open_share(path: &Path, from: u64, to: u64) -> Result<LineBlocks> {
         path: path.to_path_buf(),
         reader: Box::new(Counting(share)),
         compressed: false,
-        file_len: input.file_len,
+        file_len: len,
         damage: DamageHandle::default(),
         positional: None,
     });
@@ -276,7 +296,7 @@ pub fn open_share(path: &Path, from: u64, to: u64) -> Result<LineBlocks> {
 /// Reads a file up to a byte boundary, then on to the end of the line
 /// that crosses it.
 struct ShareReader {
-    inner: BufReader<File>,
+    inner: BufReader<Box<dyn Read + Send>>,
     left: u64,
     last: u8,
     done: bool,

@@ -1238,7 +1238,7 @@ pub fn stream(
     opts: &ReadOptions,
     sink: &mut dyn IntervalSink,
 ) -> Result<(Trace, Vec<(u32, StateId)>)> {
-    let (seen, skeleton) = stream_share(path, opts, sink, 0, 1)?;
+    let (seen, skeleton) = stream_share(path, opts, sink, (0, 1), None)?;
     stream_skeleton(skeleton, opts, &seen, sink)
 }
 
@@ -1278,14 +1278,16 @@ impl ShareSeen {
 /// Streams share `k` of `n` of the records into `sink`: the records whose
 /// line starts in the `k`-th of `n` equal byte ranges of the record
 /// section (the file after its header line). Every share begins the sink
-/// with all locations, so the sinks of the shares merge. Shares need an
-/// uncompressed file when `n > 1`.
+/// with all locations, so the sinks of the shares merge. When `n > 1` the
+/// shares are read from `src` (the file, or a gzip file's decompressed
+/// bytes through its index: [`crate::readers::gzip_index::shared_source`]);
+/// without one the file must be plain.
 pub fn stream_share(
     path: &Path,
     opts: &ReadOptions,
     sink: &mut dyn IntervalSink,
-    k: u64,
-    n: u64,
+    (k, n): (u64, u64),
+    src: Option<crate::readers::gzip_index::at::Source>,
 ) -> Result<(ShareSeen, StreamSkeleton)> {
     let Opened {
         blocks,
@@ -1303,12 +1305,18 @@ pub fn stream_share(
     let n = n.max(1);
     let mut blocks = if n > 1 {
         let h = blocks.next_byte_offset();
-        let len = std::fs::metadata(path)
-            .map_err(|e| Error::io(path, e))?
-            .len()
-            .max(h);
+        let len = match &src {
+            Some(src) => src.size().map_err(|e| Error::io(path, e))?,
+            None => std::fs::metadata(path)
+                .map_err(|e| Error::io(path, e))?
+                .len(),
+        }
+        .max(h);
         let at = |i: u64| h + ((len - h) as u128 * i as u128 / n as u128) as u64;
-        input::open_share(path, at(k), at(k + 1))?
+        match src {
+            Some(src) => input::open_share_at(path, src, at(k), at(k + 1))?,
+            None => input::open_share(path, at(k), at(k + 1))?,
+        }
     } else {
         blocks
     };

@@ -217,9 +217,22 @@ fn reduce_paraver(
     path: &std::path::Path,
     opts: &tapestry::readers::ReadOptions,
     r: &mut StreamReducer,
-    world: &World,
+    world: &mut World,
 ) -> Result<Merged> {
-    let share = tapestry::readers::paraver::stream_share(path, opts, r, world.rank, world.size);
+    // what the shares are read from: the file, or a gzip file's bytes
+    // through the index the processes build together (none: the file is
+    // refused as before)
+    let src = match world.size > 1 {
+        true => {
+            let compressed = tapestry::readers::input::open(path).map(|i| i.compressed);
+            let compressed = all_succeed(world, compressed)?;
+            let src = tapestry::readers::gzip_index::shared_source(path, compressed, world);
+            all_succeed(world, src)?
+        }
+        false => None,
+    };
+    let share =
+        tapestry::readers::paraver::stream_share(path, opts, r, (world.rank, world.size), src);
     let (seen, skeleton) = all_succeed(world, share)?;
     if world.rank != 0 {
         for w in &seen.diagnostics.warnings {
@@ -501,7 +514,7 @@ pub(crate) fn reduce<'a>(
         Format::Picl => Some(tapestry::readers::picl::stream::stream(
             path, &opts, &mut r,
         )?),
-        _ => reduce_paraver(path, &opts, &mut r, &world)?,
+        _ => reduce_paraver(path, &opts, &mut r, &mut world)?,
     };
     let Some((t, keys)) = merged else {
         return Ok(None);

@@ -38,7 +38,10 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::readers::exchange::{Exchange, all_gather, damaged};
-use crate::readers::gzip_index::{self, at::GzAt, at::ReadAt};
+use crate::readers::gzip_index::{
+    self,
+    at::{Positioned, ReadAt, Source},
+};
 use crate::readers::input;
 use crate::readers::json_split::{BATCH_BYTES, Nest, Splitter};
 #[cfg(target_arch = "x86_64")]
@@ -104,29 +107,6 @@ impl Share {
             Some(_) => split.ending_a_share(),
             None => split,
         })
-    }
-}
-
-/// What shares are read from: the plain file, or a gzip file's
-/// decompressed bytes through its index.
-pub(super) type Source = Arc<dyn ReadAt>;
-
-/// A source's bytes `[at, end)` read at their positions.
-pub(super) struct Positioned {
-    pub src: Source,
-    pub at: u64,
-    pub end: u64,
-}
-
-impl Read for Positioned {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want = (self.end.saturating_sub(self.at)).min(buf.len() as u64) as usize;
-        if want == 0 {
-            return Ok(0);
-        }
-        let n = self.src.read_at(&mut buf[..want], self.at)?;
-        self.at += n as u64;
-        Ok(n)
     }
 }
 
@@ -552,13 +532,9 @@ pub(super) fn plan(
     ex: &mut dyn Exchange,
 ) -> Result<Option<(Share, Source)>> {
     let (rank, n) = (ex.rank(), ex.size().max(1));
-    let file: Option<Source> = match (n > 1, inp.compressed) {
-        (false, _) => None,
-        (true, false) => File::open(path).ok().map(|f| Arc::new(f) as Source),
-        (true, true) => match gzip_index::build_shared(path, ex)? {
-            Some(index) => Some(Arc::new(GzAt::new(path, Arc::new(index))) as Source),
-            None => None,
-        },
+    let file: Option<Source> = match n > 1 {
+        false => None,
+        true => gzip_index::shared_source(path, inp.compressed, ex)?,
     };
     // every process says whether it can cut and what it walked; all decide
     // alike from what all said

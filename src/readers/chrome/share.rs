@@ -279,7 +279,7 @@ impl Ahead for InOrder {
     }
 }
 
-impl Ahead for byte_shares::Positioned {
+impl Ahead for crate::readers::gzip_index::at::Positioned {
     fn skip(&mut self, n: u64) -> bool {
         self.at = self.at.saturating_add(n);
         self.at <= self.end
@@ -840,7 +840,7 @@ pub fn read_share(
     let reader: Box<dyn Ahead> = match source {
         Some(src) => {
             let end = src.size().map_err(|e| Error::io(path, e))?;
-            Box::new(byte_shares::Positioned { src, at: 0, end })
+            Box::new(crate::readers::gzip_index::at::Positioned { src, at: 0, end })
         }
         None => Box::new(InOrder(input::open(path)?.reader)),
     };

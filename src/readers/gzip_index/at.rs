@@ -53,6 +53,29 @@ impl ReadAt for File {
     }
 }
 
+/// What shares are read from: a plain file, or a gzip file's decompressed
+/// bytes through its index.
+pub type Source = Arc<dyn ReadAt>;
+
+/// A source's bytes `[at, end)` read in order.
+pub struct Positioned {
+    pub src: Source,
+    pub at: u64,
+    pub end: u64,
+}
+
+impl Read for Positioned {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = (self.end.saturating_sub(self.at)).min(buf.len() as u64) as usize;
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.src.read_at(&mut buf[..want], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
 /// The bytes of a file from a bit on, shifted to start a byte, after a
 /// stored block of the window before it.
 struct Shifted {
@@ -282,4 +305,3 @@ impl ReadAt for GzAt {
         true
     }
 }
-

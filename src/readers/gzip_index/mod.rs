@@ -272,16 +272,19 @@ pub fn build(path: &Path) -> Result<Option<Index>> {
 pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>> {
     let (rank, n) = (ex.rank(), ex.size().max(1));
     let io = |e| Error::io(path, e);
-    let file = File::open(path).map_err(io)?;
     // every process reads the same layout; each says it, and all must
     // agree before they share the work
-    let layout = layout(&file).map_err(io)?;
+    let opened = File::open(path).and_then(|f| Ok((layout(&f)?, f)));
+    let (layout, file, failed) = match opened {
+        Ok((l, f)) => (l, Some(f), None),
+        Err(e) => (None, None, Some(io(e))),
+    };
     let said = layout.map_or(vec![0, 0, 0], |(s, l)| vec![1, s, l]);
-    let inbox = all_gather(ex, &said, None)?;
+    let inbox = all_gather(ex, &said, failed)?;
     if (0..inbox.len()).any(|s| inbox.from(s) != said.as_slice()) {
         return Ok(None);
     }
-    let Some((start, len)) = layout else {
+    let (Some((start, len)), Some(file)) = (layout, file) else {
         return Ok(None);
     };
     let plan = Plan::new(start, len, n as u64);
@@ -328,6 +331,25 @@ pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>>
         }
     }
     plan.assemble(&file, &starts, parts).map_err(io)
+}
+
+/// What the processes of `ex` read their shares of `path` from (each
+/// calls it): the file itself when it is plain; when it is gzip
+/// (`compressed`), its decompressed bytes through the index they build
+/// together, or `None` when it has none (see the module's doc) and it
+/// cannot be shared.
+pub fn shared_source(
+    path: &Path,
+    compressed: bool,
+    ex: &mut dyn Exchange,
+) -> Result<Option<at::Source>> {
+    if !compressed {
+        let f = File::open(path).map_err(|e| Error::io(path, e))?;
+        return Ok(Some(std::sync::Arc::new(f)));
+    }
+    Ok(build_shared(path, ex)?.map(|index| {
+        std::sync::Arc::new(at::GzAt::new(path, std::sync::Arc::new(index))) as at::Source
+    }))
 }
 
 /// Words per part in an exchange: whether it decoded, its length, end
@@ -537,4 +559,3 @@ mod tests {
         assert!(build(&bad).unwrap().is_none());
     }
 }
-

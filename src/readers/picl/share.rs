@@ -36,6 +36,7 @@ use crate::readers::ReadOptions;
 use crate::readers::exchange::{
     Exchange, Outbox, Words, all_gather, exchange_checked, put_bytes, put_position,
 };
+use crate::readers::gzip_index::{self, at::Source};
 use crate::readers::input::{self, DamageHandle};
 
 /// The largest stripe per thread of a process: 1 MiB of the file, about
@@ -139,10 +140,16 @@ impl Survey {
 }
 
 /// The first pass over this process's stripes.
-fn survey(path: &Path, ex: &dyn Exchange, stripe: u64, len: u64, stripes: u64) -> Result<Survey> {
+fn survey(
+    path: &Path,
+    src: &Source,
+    ex: &dyn Exchange,
+    (stripe, len, stripes): (u64, u64, u64),
+) -> Result<Survey> {
     let mut s = Survey::default();
     for j in stripes_of(ex.rank(), ex.size(), stripes) {
-        let mut blocks = input::open_share(path, j * stripe, ((j + 1) * stripe).min(len))?;
+        let to = ((j + 1) * stripe).min(len);
+        let mut blocks = input::open_share_at(path, src.clone(), j * stripe, to)?;
         blocks.for_each_parallel(survey_block, |_, b| {
             if let Some((pos, msg)) = b.error
                 && s.error.is_none()
@@ -221,7 +228,7 @@ pub fn read_share(
     stripe: u64,
 ) -> Result<PiclShare> {
     let (k, n) = (ex.rank(), ex.size());
-    let len = std::fs::metadata(path)
+    let compressed = std::fs::metadata(path)
         .map_err(|e| Error::io(path, e))
         .and_then(|m| {
             if !m.is_file() {
@@ -230,16 +237,23 @@ pub fn read_share(
                     path.display()
                 )));
             }
-            // refuses a compressed file
-            input::open_share(path, 0, 0)?;
-            Ok(m.len())
+            Ok(input::open(path)?.compressed)
         });
-    let len = agree(ex, len)?;
+    let compressed = agree(ex, compressed)?;
+    // the file, or a gzip file's bytes through the index the processes
+    // build together (a gzip file without one is refused)
+    let src = gzip_index::shared_source(path, compressed, ex)?;
+    let src = match src {
+        Some(src) => Ok(src),
+        None => Err(input::unsplittable_gzip(path)),
+    };
+    let src = agree(ex, src)?;
+    let len = agree(ex, src.size().map_err(|e| Error::io(path, e)))?;
     let stripe = stripe.max(1);
     let stripes = len.div_ceil(stripe).max(1);
 
     // first pass: processors, last time, lines per stripe
-    let surveyed = survey(path, &*ex, stripe, len, stripes);
+    let surveyed = survey(path, &src, &*ex, (stripe, len, stripes));
     let (mine, failed) = match surveyed {
         Ok(s) => (s, None),
         Err(e) => (Survey::default(), Some(e)),
@@ -324,8 +338,8 @@ pub fn read_share(
         let j = round * n as u64 + k as u64;
         if failed.is_none() && round < rounds && j < stripes {
             let from = j * stripe;
-            let read =
-                input::open_share(path, from, (from + stripe).min(len)).and_then(|mut bl| {
+            let read = input::open_share_at(path, src.clone(), from, (from + stripe).min(len))
+                .and_then(|mut bl| {
                     bl.set_next_line_number(first_line[j as usize]);
                     bl.set_block_size(block);
                     bl.for_each_parallel(parse_block, |_, chunk: Chunk| {
