@@ -37,10 +37,11 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::phases;
 use crate::readers::exchange::{Exchange, all_gather, damaged};
 use crate::readers::gzip_index::{
     self,
-    at::{Positioned, ReadAt, Source},
+    at::{GzAt, Positioned, ReadAt, Source},
 };
 use crate::readers::input;
 use crate::readers::json_split::{BATCH_BYTES, Nest, Splitter};
@@ -73,12 +74,6 @@ pub(super) struct Share {
 }
 
 impl Share {
-    /// The splitter of this share's bytes, read from the plain file.
-    pub fn splitter(&self, path: &Path) -> Result<Splitter> {
-        let f = File::open(path).map_err(|e| Error::io(path, e))?;
-        self.splitter_from(path, Arc::new(f))
-    }
-
     /// The splitter of this share's bytes, read from `src` (the file, or
     /// its decompressed bytes).
     pub fn splitter_from(&self, path: &Path, src: Source) -> Result<Splitter> {
@@ -660,27 +655,49 @@ fn share_of(
     Ok(Some(share))
 }
 
-/// The plain file at `path` cut into `n` shares for the threads of one
-/// process, in file order (each range walked on all threads): `None` when
-/// it cannot be cut (gzip, no event in the first MiB, a backslash outside
-/// a string, a cut 16 or more brackets deep inside an event, a read that
-/// fails) and is to be read whole.
-pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Vec<Share>>> {
-    let Some((file, head)) = to_cut(path, inp, n) else {
+/// What the threads of one process read a Chrome trace's ranges from:
+/// the file, or a gzip file's decompressed bytes through the index the
+/// threads build ([`gzip_index::build`]); `None` for a gzip file without
+/// one (it is read by one pipeline).
+pub(super) fn source(path: &Path, inp: &input::Input) -> Result<Option<Source>> {
+    if !inp.compressed {
+        let f = File::open(path).map_err(|e| Error::io(path, e))?;
+        return Ok(Some(Arc::new(f)));
+    }
+    let index = phases::span("gzip: index (all threads)");
+    let built = gzip_index::build(path)?;
+    // the compressed parts each thread read leave before the ranges' read
+    crate::memory::return_freed_memory();
+    drop(index);
+    Ok(built.map(|i| Arc::new(GzAt::new(path, Arc::new(i))) as Source))
+}
+
+/// The trace at `path` (read from `src`, [`source`]) cut into `n` shares
+/// for the threads of one process, in file order (each range walked on
+/// all threads): `None` when it cannot be cut (no event in the first MiB,
+/// a backslash outside a string, a cut 16 or more brackets deep inside an
+/// event, a read that fails) and is to be read whole.
+pub(super) fn cut(path: &Path, src: &Source, n: usize) -> Result<Option<Vec<Share>>> {
+    let Some(head) = to_cut(path, src, n) else {
         return Ok(None);
     };
     let (first, len) = (head.first, head.len);
-    let mut walks = Vec::with_capacity(n);
-    for k in 0..n {
-        let (a, b) = range(first, len, n, k);
-        let Ok(w) = walk_range(file.as_ref(), a, b, first) else {
-            return Ok(None);
-        };
-        walks.push(w);
-    }
+    // the ranges walked side by side (a gzip reader each), each range's
+    // pieces side by side within it when the bytes are the file's
+    let walks = (0..n)
+        .into_par_iter()
+        .map(|k| {
+            let (a, b) = range(first, len, n, k);
+            let file = src.fork().ok()?;
+            walk_range(file.as_ref(), a, b, first).ok()
+        })
+        .collect::<Option<Vec<_>>>();
+    let Some(walks) = walks else {
+        return Ok(None);
+    };
     let mut shares = Vec::with_capacity(n);
     for k in 0..n {
-        let Some(s) = share_of(path, file.as_ref(), &head, &walks, k)? else {
+        let Some(s) = share_of(path, src.as_ref(), &head, &walks, k)? else {
             return Ok(None);
         };
         shares.push(s);
@@ -688,22 +705,20 @@ pub(super) fn cut(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Ve
     Ok(Some(shares))
 }
 
-/// The file to cut into `n` shares for the threads of one process, its
-/// length and its head ([`head`]): `None` for fewer than two shares, gzip,
-/// a file that does not open, or no event in its first MiB.
-fn to_cut(path: &Path, inp: &input::Input, n: usize) -> Option<(Source, Head)> {
-    if n < 2 || inp.compressed {
+/// The head of the trace read from `src` to cut into `n` shares for the
+/// threads of one process ([`head`]): `None` for fewer than two shares,
+/// or no event in its first MiB.
+fn to_cut(path: &Path, src: &Source, n: usize) -> Option<Head> {
+    if n < 2 {
         return None;
     }
-    let file: Source = Arc::new(File::open(path).ok()?);
-    let (first, line, nested) = head(path, &file)?;
-    let head = Head {
+    let (first, line, nested) = head(path, src)?;
+    Some(Head {
         first,
-        len: inp.file_len,
+        len: src.size().ok()?,
         nested,
         line,
-    };
-    Some((file, head))
+    })
 }
 
 /// The bytes after a nominal cut searched for a line break between two
@@ -721,16 +736,14 @@ const GUESS_WINDOW: usize = 64 << 10;
 /// [`cut`]. Fewer shares when a nominal cut has no line break near it (a
 /// file on one line has none); `None` when there would be one, or the
 /// file is gzip or has no event within its first MiB.
-pub(super) fn guess(path: &Path, inp: &input::Input, n: usize) -> Result<Option<Vec<Share>>> {
-    let Some((
-        file,
-        Head {
-            first, len, nested, ..
-        },
-    )) = to_cut(path, inp, n)
+pub(super) fn guess(path: &Path, src: &Source, n: usize) -> Result<Option<Vec<Share>>> {
+    let Some(Head {
+        first, len, nested, ..
+    }) = to_cut(path, src, n)
     else {
         return Ok(None);
     };
+    let file = src;
     let mut cuts: Vec<u64> = Vec::with_capacity(n);
     let mut buf = vec![0u8; GUESS_WINDOW];
     for k in 1..n {
@@ -751,7 +764,12 @@ pub(super) fn guess(path: &Path, inp: &input::Input, n: usize) -> Result<Option<
     let lines = starts
         .par_iter()
         .enumerate()
-        .map(|(k, &a)| newlines(file.as_ref(), a, cuts.get(k).copied().unwrap_or(len)))
+        .map(|(k, &a)| {
+            // a reader of its own on each thread (a gzip reader keeps
+            // its place)
+            let f = file.fork()?;
+            newlines(f.as_ref(), a, cuts.get(k).copied().unwrap_or(len))
+        })
         .collect::<std::io::Result<Vec<u64>>>()
         .map_err(|e| Error::io(path, e))?;
     let mut line = 1;

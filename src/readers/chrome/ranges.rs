@@ -37,10 +37,14 @@ use super::byte_shares::{self, Share};
 use super::{
     Acc, AsyncEv, Expect, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{StateId, TraceBuilder};
 use crate::phases;
 use crate::readers::ReadOptions;
+use crate::readers::gzip_index::{
+    self,
+    at::{ReadAt, Source},
+};
 use crate::readers::input;
 use crate::readers::json_split::Truncation;
 
@@ -97,31 +101,42 @@ const THREADS_SHARE: u64 = 100;
 /// more than the threads that the trace seems to have leave room for
 /// ([`threads_estimate`]: every range holds every thread it meets, so
 /// that a trace of 65,536 threads read by 4 ranges took 1.6× the model,
-/// where one pipeline took 1.3×); 1 (one pipeline) for gzip.
+/// where one pipeline took 1.3×). A gzip file's length is its trailer's,
+/// and its threads are sampled once its index is built ([`read`]).
 /// `TAPESTRY_CHROME_RANGES` sets the number (for measuring; 1 is one
 /// pipeline).
 pub(super) fn count(path: &Path, inp: &input::Input) -> usize {
-    if inp.compressed {
-        return 1;
-    }
     if let Some(n) = std::env::var("TAPESTRY_CHROME_RANGES")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
     {
         return n.clamp(1, MAX_RANGES);
     }
-    // no more ranges than run at once: one beyond the cores only holds
-    // its threads and batches while it waits (a 241 MB trace of 512
-    // threads on 16 threads of 2 cores: 11 ranges peaked at 62-70 MiB in
-    // 0.65-0.75 s, 2 at 56 MiB in 0.59-0.69 s)
-    let cores = std::thread::available_parallelism().map_or(usize::MAX, |n| n.get());
-    let threads = rayon::current_num_threads().min(cores);
+    // a gzip file's length as its trailer says (modulo 4 GiB)
+    let len = match inp.compressed {
+        true => gzip_index::length_estimate(path).unwrap_or(inp.file_len),
+        false => inp.file_len,
+    };
+    let threads = pool_threads();
     // the file is sampled only where it would be cut
-    let n = ranges_for(threads, inp.file_len, None);
-    if n < 2 {
+    let n = ranges_for(threads, len, None);
+    if n < 2 || inp.compressed {
+        // a gzip file is sampled once its index is built ([`read`])
         return n;
     }
-    ranges_for(threads, inp.file_len, threads_estimate(path, inp.file_len))
+    let Ok(file) = std::fs::File::open(path) else {
+        return n;
+    };
+    ranges_for(threads, len, threads_estimate(&file, len))
+}
+
+/// The threads ranges run on: no more than run at once (one beyond the
+/// cores only holds its threads and batches while it waits: a 241 MB
+/// trace of 512 threads on 16 threads of 2 cores, 11 ranges peaked at
+/// 62–70 MiB in 0.65–0.75 s, 2 at 56 MiB in 0.59–0.69 s).
+fn pool_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(usize::MAX, |n| n.get());
+    rayon::current_num_threads().min(cores)
 }
 
 /// [`count`] for `threads` threads, a file of `len` bytes and a trace of
@@ -152,9 +167,7 @@ const SAMPLE_BYTES: usize = 64 << 10;
 /// random would meet). Events of a thread lie together, so it counts low.
 /// `None` when the windows hold no event with a `tid` (the file then is
 /// read as it would be without).
-fn threads_estimate(path: &Path, len: u64) -> Option<u64> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(path).ok()?;
+fn threads_estimate(file: &dyn ReadAt, len: u64) -> Option<u64> {
     let mut buf = vec![0u8; SAMPLE_BYTES];
     let mut seen = rustc_hash::FxHashSet::default();
     let mut events = 0u64;
@@ -239,23 +252,42 @@ pub(super) fn read(
     if n < 2 {
         return Ok(None);
     }
+    // the file, or a gzip file's bytes through the index the threads
+    // build (without one: one pipeline)
+    let Some(src) = byte_shares::source(path, inp)? else {
+        return Ok(None);
+    };
+    let len = src.size().map_err(|e| Error::io(path, e))?;
+    // a gzip trace's threads, sampled through its index, as [`count`]
+    // samples a plain one's
+    let n = match inp.compressed && std::env::var_os("TAPESTRY_CHROME_RANGES").is_none() {
+        true => n.min(ranges_for(
+            pool_threads(),
+            len,
+            threads_estimate(src.as_ref(), len),
+        )),
+        false => n,
+    };
+    if n < 2 {
+        return Ok(None);
+    }
     // cuts guessed at line breaks first; walked to where a guess was wrong
     let cut = phases::span("chrome: cut into ranges (all threads)");
-    let guessed = byte_shares::guess(path, inp, n)?;
+    let guessed = byte_shares::guess(path, &src, n)?;
     drop(cut);
     if let Some(shares) = guessed {
-        match read_shares(path, opts, inp.file_len, &shares)? {
+        match read_shares(path, opts, (&src, len), &shares)? {
             Outcome::Read(merged) => return Ok(Some(*merged)),
             Outcome::Whole => return Ok(None),
             Outcome::Misplaced => {}
         }
     }
     let cut = phases::span("chrome: cut into ranges, walked (all threads)");
-    let Some(shares) = byte_shares::cut(path, inp, n)? else {
+    let Some(shares) = byte_shares::cut(path, &src, n)? else {
         return Ok(None);
     };
     drop(cut);
-    Ok(match read_shares(path, opts, inp.file_len, &shares)? {
+    Ok(match read_shares(path, opts, (&src, len), &shares)? {
         Outcome::Read(merged) => Some(*merged),
         // (a walked cut is never misplaced)
         Outcome::Misplaced | Outcome::Whole => None,
@@ -272,12 +304,12 @@ enum Outcome {
     Whole,
 }
 
-/// The events of `shares` (of a file of `file_len` bytes) read side by
-/// side and merged.
+/// The events of `shares` (of `src`, `file_len` bytes) read side by side
+/// and merged.
 fn read_shares(
     path: &Path,
     opts: &ReadOptions,
-    file_len: u64,
+    (src, file_len): (&Source, u64),
     shares: &[Share],
 ) -> Result<Outcome> {
     let each = phases::span("chrome: ranges read side by side (all threads)");
@@ -285,7 +317,10 @@ fn read_shares(
     let parts: Vec<Result<Part>> = shares
         .par_iter()
         .with_max_len(1)
-        .map(|s| read_share(path, opts, file_len, s, batch_bytes))
+        .map(|s| {
+            let src = src.fork().map_err(|e| Error::io(path, e))?;
+            read_share(path, opts, (src, file_len), s, batch_bytes)
+        })
         .collect();
     drop(each);
     // the ranges' batches, freed in every thread's arena, leave before the
@@ -318,7 +353,7 @@ fn read_shares(
 fn read_share(
     path: &Path,
     opts: &ReadOptions,
-    file_len: u64,
+    (src, file_len): (Source, u64),
     share: &Share,
     batch_bytes: usize,
 ) -> Result<Part> {
@@ -328,7 +363,9 @@ fn read_share(
         share.start,
         share.end.unwrap_or(file_len).saturating_sub(share.start),
     ));
-    let split = share.splitter(path)?.with_batch_bytes(batch_bytes);
+    let split = share
+        .splitter_from(path, src)?
+        .with_batch_bytes(batch_bytes);
     let split = for_each_event(path, split, RANGE_INTAKE, |ev, batch| {
         intake(ev, &mut acc, &mut b, batch)
     })?;
@@ -770,15 +807,18 @@ mod tests {
         };
         let few = write("few.json", 12, 200_000);
         let len = std::fs::metadata(&few).unwrap().len();
-        let t = threads_estimate(&few, len).unwrap();
+        let t = threads_estimate(&std::fs::File::open(&few).unwrap(), len).unwrap();
         assert!((12..=16).contains(&t), "{t}");
         let many = write("many.json", 100_000, 3);
         let len = std::fs::metadata(&many).unwrap().len();
-        let t = threads_estimate(&many, len).unwrap();
+        let t = threads_estimate(&std::fs::File::open(&many).unwrap(), len).unwrap();
         assert!(t >= 5000, "{t}");
         let none = d.path().join("none.json");
         std::fs::write(&none, "[{\"ph\":\"X\"}]").unwrap();
-        assert_eq!(threads_estimate(&none, 12), None);
+        assert_eq!(
+            threads_estimate(&std::fs::File::open(&none).unwrap(), 12),
+            None
+        );
     }
 
     fn model(path: &Path, ranges: usize) -> std::result::Result<String, String> {
@@ -802,6 +842,28 @@ mod tests {
                     _ => "the models differ".to_string(),
                 }
             );
+        }
+    }
+
+    /// A gzip trace large enough to be indexed is read by ranges through
+    /// its index, each range a reader of its own: the model one pipeline
+    /// reads.
+    #[test]
+    fn a_gzip_trace_is_read_by_ranges_through_its_index() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("all.json.gz");
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let text = everything(29, 120_000);
+        std::io::Write::write_all(&mut z, text.as_bytes()).unwrap();
+        std::fs::write(&p, z.finish().unwrap()).unwrap();
+        let inp = input::open(&p).unwrap();
+        let src = byte_shares::source(&p, &inp).unwrap().expect("an index");
+        assert_eq!(src.size().unwrap(), text.len() as u64);
+        let shares = byte_shares::cut(&p, &src, 4).unwrap().expect("cut");
+        assert_eq!(shares.len(), 4);
+        let want = model(&p, 1);
+        for n in [2, 3, 5] {
+            assert!(model(&p, n) == want, "by {n} ranges");
         }
     }
 
@@ -938,17 +1000,18 @@ mod tests {
         std::fs::write(&p, everything(17, 3000)).unwrap();
         let inp = input::open(&p).unwrap();
         for n in 2..=9 {
-            let shares = byte_shares::cut(&p, &inp, n).unwrap().unwrap();
+            let src = byte_shares::source(&p, &inp).unwrap().unwrap();
+            let shares = byte_shares::cut(&p, &src, n).unwrap().unwrap();
             assert_eq!(shares.len(), n);
             assert!(shares.iter().all(|s| !s.empty));
             // the guessed cuts fall where the walked ones do (one event a
             // line), and the read takes them
-            let guessed = byte_shares::guess(&p, &inp, n).unwrap().unwrap();
+            let guessed = byte_shares::guess(&p, &src, n).unwrap().unwrap();
             let at = |s: &[Share]| s.iter().map(|s| (s.start, s.line)).collect::<Vec<_>>();
             assert_eq!(at(&guessed), at(&shares));
             let opts = ReadOptions::default();
             assert!(matches!(
-                read_shares(&p, &opts, inp.file_len, &guessed).unwrap(),
+                read_shares(&p, &opts, (&src, inp.file_len), &guessed).unwrap(),
                 Outcome::Read(_)
             ));
             let (acc, b, _) = read(&p, &ReadOptions::default(), &inp, n).unwrap().unwrap();
@@ -1031,7 +1094,8 @@ mod tests {
             std::fs::write(&p, text).unwrap();
             assert_ranges_equal_one_pipeline(&p);
             let inp = input::open(&p).unwrap();
-            let guessed = byte_shares::guess(&p, &inp, 4).unwrap();
+            let src = byte_shares::source(&p, &inp).unwrap().unwrap();
+            let guessed = byte_shares::guess(&p, &src, 4).unwrap();
             if name == "one-line" {
                 assert!(guessed.is_none());
             } else {
@@ -1040,22 +1104,22 @@ mod tests {
                 let opts = ReadOptions::default();
                 assert!(
                     matches!(
-                        read_shares(&p, &opts, inp.file_len, &shares).unwrap(),
+                        read_shares(&p, &opts, (&src, inp.file_len), &shares).unwrap(),
                         Outcome::Misplaced
                     ),
                     "{name}"
                 );
-                assert!(byte_shares::cut(&p, &inp, 4).unwrap().is_some(), "{name}");
+                assert!(byte_shares::cut(&p, &src, 4).unwrap().is_some(), "{name}");
             }
         }
-        // gzip is read by one pipeline
+        // gzip without an index (zlib-rs's level 1 writes blocks of fixed
+        // codes) is read by one pipeline
         let p = d.path().join("all.json.gz");
         let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         std::io::Write::write_all(&mut z, all.as_bytes()).unwrap();
         std::fs::write(&p, z.finish().unwrap()).unwrap();
         let inp = input::open(&p).unwrap();
-        assert_eq!(count(&p, &inp), 1);
-        assert!(byte_shares::cut(&p, &inp, 4).unwrap().is_none());
+        assert!(byte_shares::source(&p, &inp).unwrap().is_none());
         assert_ranges_equal_one_pipeline(&p);
     }
 }

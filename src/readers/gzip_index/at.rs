@@ -41,11 +41,19 @@ pub trait ReadAt: Send + Sync {
     fn in_order(&self) -> bool {
         false
     }
+
+    /// Another reader of the same bytes, for another thread (a gzip
+    /// reader keeps its own place).
+    fn fork(&self) -> std::io::Result<Source>;
 }
 
 impl ReadAt for File {
     fn read_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
         FileExt::read_at(self, buf, at)
+    }
+
+    fn fork(&self) -> std::io::Result<Source> {
+        Ok(Arc::new(self.try_clone()?))
     }
 
     fn size(&self) -> std::io::Result<u64> {
@@ -303,5 +311,9 @@ impl ReadAt for GzAt {
 
     fn in_order(&self) -> bool {
         true
+    }
+
+    fn fork(&self) -> std::io::Result<Source> {
+        Ok(Arc::new(GzAt::new(&self.path, self.index.clone())))
     }
 }

@@ -42,8 +42,9 @@ pub const PART_BYTES: u64 = 1 << 20;
 /// At most this many parts (their windows, 32 KiB each, are kept).
 const MAX_PARTS: u64 = 2048;
 /// Compressed bytes read beyond a part's nominal end to confirm a block
-/// found near it.
-const SLACK: u64 = 4 << 20;
+/// found near it (zlib's blocks hold up to 16,384 symbols, some tens of
+/// KiB; a block running past them is not taken).
+const SLACK: u64 = 256 << 10;
 
 /// A place decoding can start from.
 #[derive(Debug, Clone)]
@@ -109,6 +110,17 @@ fn layout(file: &File) -> std::io::Result<Option<(u64, u64)>> {
         .map(|at| at as u64)
         .filter(|&at| at + 8 <= len)
         .map(|at| (at, len)))
+}
+
+/// The decompressed length of the gzip file at `path` as its last
+/// trailer says (modulo 4 GiB, so at least the file's length is taken): an
+/// estimate, before an index is built.
+pub fn length_estimate(path: &Path) -> Option<u64> {
+    let file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut t = [0u8; 4];
+    file.read_exact_at(&mut t, len.checked_sub(4)?).ok()?;
+    Some(u64::from(u32::from_le_bytes(t)).max(len))
 }
 
 /// How a file's stream is cut: its start, the file's length, the parts.
@@ -247,7 +259,9 @@ pub fn build(path: &Path) -> Result<Option<Index>> {
     let Some((start, len)) = layout(&file).map_err(io)? else {
         return Ok(None);
     };
-    let plan = Plan::new(start, len, 1);
+    // a part for each thread at least, of 64 KiB or more
+    let threads = rayon::current_num_threads() as u64;
+    let plan = Plan::new(start, len, threads.min((len - 8 - start) / (64 << 10)));
     let found = (0..plan.parts)
         .into_par_iter()
         .map(|k| plan.find_start(&file, k))
