@@ -281,7 +281,8 @@ fn reduce_picl(
     Ok(Some(share.finish(r, opts)?))
 }
 
-/// A Chrome trace: every process splits the whole file into its events and
+/// A Chrome trace: every process splits its share of the file (a gzip
+/// file's through the index they build together) into its events and
 /// parses the stripes of events dealt to it in turn, each slice sent to
 /// the process that owns its thread and each flow step to the one that
 /// owns its id ([`tapestry::readers::chrome::share`]); rank 0 merges and

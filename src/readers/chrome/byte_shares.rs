@@ -24,10 +24,12 @@
 //! A cut is used only when the array is still open there; the process
 //! whose share holds its end reads on to the end of the file (the rest of
 //! the object, a cut-off file) as one process reading the whole file does.
-//! A backslash outside a string (not JSON), a gzip file, a head that does
-//! not open the array within its first MiB, or a cut 16 or more brackets
-//! deep inside an event (its events not counted): the caller reads the
-//! whole file in every process as before.
+//! A gzip file is cut the same way in its decompressed bytes, read through
+//! an index ([`crate::readers::gzip_index`]). A backslash outside a string
+//! (not JSON), a gzip file without an index, a head that does not open the
+//! array within its first MiB, or a cut 16 or more brackets deep inside an
+//! event (its events not counted): the caller reads the whole file in
+//! every process as before.
 
 use std::fs::File;
 use std::io::Read;

@@ -9,10 +9,12 @@
 //! of them, numbered in the file from the events the cuts' walks counted
 //! before its cut; an exchange then sends the bytes of each stripe found
 //! to the stripe's owner. The second pass reads only its stripes' bytes.
-//! Where the file cannot be cut (gzip, which every process decompresses; a
-//! backslash outside a string; no event within the first MiB; a cut deep
-//! inside an event) every process splits the whole file and parses only
-//! its stripes' events in the first pass.
+//! A gzip file is cut in its decompressed bytes, read through the index
+//! the processes build together ([`crate::readers::gzip_index`]). Where
+//! the file cannot be cut (gzip without an index, which every process
+//! decompresses; a backslash outside a string; no event within the first
+//! MiB; a cut deep inside an event) every process splits the whole file
+//! and parses only its stripes' events in the first pass.
 //!
 //! The stream's two passes ([`super::stream`]) are kept:
 //!

@@ -41,6 +41,10 @@ use inflate::{WINDOW, decode_part, resolve};
 pub const PART_BYTES: u64 = 1 << 20;
 /// At most this many parts (their windows, 32 KiB each, are kept).
 const MAX_PARTS: u64 = 2048;
+/// The most compressed bytes a part decoded at once may span (beyond
+/// twice the nominal part): where blocks were found too seldom, there is
+/// no index rather than a part too large to hold.
+const MAX_PART_BYTES: u64 = 64 << 20;
 /// Compressed bytes read beyond a part's nominal end to confirm a block
 /// found near it (zlib's blocks hold up to 16,384 symbols, some tens of
 /// KiB; a block running past them is not taken).
@@ -142,6 +146,16 @@ impl Plan {
     fn nominal(&self, k: u64) -> u64 {
         let span = self.len - 8 - self.start;
         self.start + (u128::from(span) * u128::from(k) / u128::from(self.parts)) as u64
+    }
+
+    /// Whether every part from `starts` (the last to the file's end) is
+    /// small enough to be read whole.
+    fn parts_fit(&self, starts: &[u64]) -> bool {
+        let cap = MAX_PART_BYTES.max(2 * (self.len / self.parts));
+        let mut ends = starts.iter().skip(1).copied().chain([self.len * 8]);
+        starts
+            .iter()
+            .all(|&a| ends.next().is_some_and(|b| (b - a) / 8 <= cap))
     }
 
     /// Where part `k` starts: the stream's start, or the first block found
@@ -268,7 +282,7 @@ pub fn build(path: &Path) -> Result<Option<Index>> {
         .collect::<std::io::Result<Vec<_>>>()
         .map_err(io)?;
     let starts = starts_of(&found);
-    if starts.len() < 2 {
+    if starts.len() < 2 || !plan.parts_fit(&starts) {
         return Ok(None);
     }
     let parts = (0..starts.len())
@@ -320,7 +334,7 @@ pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>>
         }
     }
     let starts = starts_of(&found);
-    if starts.len() < 2 {
+    if starts.len() < 2 || !plan.parts_fit(&starts) {
         return Ok(None);
     }
     // part j of the starts: decoded by process j mod n
@@ -547,6 +561,24 @@ mod tests {
         all.extend_from_slice(b"not gzip at all");
         std::fs::write(&p, &all).unwrap();
         assert!(build(&p).unwrap().is_none());
+    }
+
+    /// Parts too far apart to hold (blocks found too seldom) leave no
+    /// index.
+    #[test]
+    fn parts_too_large_to_hold_are_refused() {
+        let plan = Plan {
+            start: 10,
+            len: 1 << 30,
+            parts: 64,
+        };
+        let mib = 8u64 << 20;
+        assert!(plan.parts_fit(&(0..64).map(|k| 80 + k * 16 * mib).collect::<Vec<_>>()));
+        // a gap of 70 MiB, and a last part of 200 MiB to the end
+        assert!(!plan.parts_fit(&[80, 80 + 70 * mib, 80 + 100 * mib]));
+        assert!(!plan.parts_fit(&[80, 80 + 824 * mib]));
+        let even: Vec<u64> = (0..20).map(|k| 80 + k * 52 * mib).collect();
+        assert!(plan.parts_fit(&even));
     }
 
     #[test]
