@@ -83,6 +83,17 @@ const MAX_RANGES: usize = 64;
 /// of the pipeline's time (paired medians, 241 and 528 MB).
 const MIN_THREADS: usize = 2;
 
+/// The fewest threads a gzip trace is read by ranges on, through the index
+/// the threads build first: below, one pipeline (its zlib decoding beside
+/// the parse) is faster. Building the index and counting each range's
+/// lines cost some three decodings of the file more than one pipeline's
+/// one: on dev's 2 cores the 241 MB Chrome trace of 512 threads (22.9 MB
+/// of `gzip -6`) took 1.49× the wall time and 1.50× the CPU by 2 ranges
+/// (0.64 against 0.43 s, 7 pairs). Where the ranges pay is not measured
+/// (no machine with more cores lent since); `TAPESTRY_CHROME_RANGES`
+/// forces them on any number of threads.
+const GZIP_MIN_THREADS: usize = 8;
+
 /// Bytes a range holds for each thread of the trace it meets, beside the
 /// thread's records (its accumulator, its place in the thread maps, the
 /// slack of its slices' vector): a second range took 27 MiB more at 65,536
@@ -101,8 +112,9 @@ const THREADS_SHARE: u64 = 100;
 /// more than the threads that the trace seems to have leave room for
 /// ([`threads_estimate`]: every range holds every thread it meets, so
 /// that a trace of 65,536 threads read by 4 ranges took 1.6× the model,
-/// where one pipeline took 1.3×). A gzip file's length is its trailer's,
-/// and its threads are sampled once its index is built ([`read`]).
+/// where one pipeline took 1.3×). A gzip file is read by ranges on
+/// [`GZIP_MIN_THREADS`] threads or more; its length is its trailer's, and
+/// its threads are sampled once its index is built ([`read`]).
 /// `TAPESTRY_CHROME_RANGES` sets the number (for measuring; 1 is one
 /// pipeline).
 pub(super) fn count(path: &Path, inp: &input::Input) -> usize {
@@ -118,6 +130,9 @@ pub(super) fn count(path: &Path, inp: &input::Input) -> usize {
         false => inp.file_len,
     };
     let threads = pool_threads();
+    if inp.compressed && threads < GZIP_MIN_THREADS {
+        return 1;
+    }
     // the file is sampled only where it would be cut
     let n = ranges_for(threads, len, None);
     if n < 2 || inp.compressed {

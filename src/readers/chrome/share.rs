@@ -1308,7 +1308,7 @@ mod tests {
                 "{}",
                 p.display()
             );
-            assert_shares_equal_the_stream_in(&p, &[2, 3], &[700, MAX_STRIPE_EVENTS]);
+            assert_shares_equal_the_stream_in(&p, &[2, 4, 5], &[700, MAX_STRIPE_EVENTS]);
         }
     }
 
