@@ -539,9 +539,13 @@ pub(super) fn plan(
 ) -> Result<Option<(Share, Source)>> {
     let (rank, n) = (ex.rank(), ex.size().max(1));
     let gzip_whole = inp.compressed && n < GZIP_MIN_PROCESSES;
-    let file: Option<Source> = match n > 1 && !gzip_whole {
-        false => None,
-        true => gzip_index::shared_source(path, inp.compressed, ex)?,
+    // (a plain file that does not open is not cut: every process says so
+    // in the exchange below; a gzip file's index is built together, its
+    // failures said to every process)
+    let file: Option<Source> = match (n > 1 && !gzip_whole, inp.compressed) {
+        (false, _) => None,
+        (true, false) => File::open(path).ok().map(|f| Arc::new(f) as Source),
+        (true, true) => gzip_index::shared_source(path, true, ex)?,
     };
     // every process says whether it can cut and what it walked; all decide
     // alike from what all said

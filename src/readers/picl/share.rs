@@ -242,11 +242,9 @@ pub fn read_share(
     let compressed = agree(ex, compressed)?;
     // the file, or a gzip file's bytes through the index the processes
     // build together (a gzip file without one is refused)
-    let src = gzip_index::shared_source(path, compressed, ex)?;
-    let src = match src {
-        Some(src) => Ok(src),
-        None => Err(input::unsplittable_gzip(path)),
-    };
+    // (every process agrees on it, whatever failed where)
+    let src = gzip_index::shared_source(path, compressed, ex)
+        .and_then(|s| s.ok_or_else(|| input::unsplittable_gzip(path)));
     let src = agree(ex, src)?;
     let len = agree(ex, src.size().map_err(|e| Error::io(path, e)))?;
     let stripe = stripe.max(1);
