@@ -563,6 +563,46 @@ mod tests {
         assert!(build(&p).unwrap().is_none());
     }
 
+    /// A file that changed after its index was built gives read errors
+    /// (or other bytes), never a panic; one cut short ends early.
+    #[test]
+    fn a_file_changed_under_its_index_is_an_error_not_a_panic() {
+        use super::at::ReadAt;
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng(37);
+        let data = text(&mut rng, 8 << 20);
+        let p = gzip_file(dir.path(), "t.gz", &data, 6);
+        let index = std::sync::Arc::new(build(&p).unwrap().expect("an index"));
+        let bytes = std::fs::read(&p).unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        for k in 0..6u64 {
+            let mut d = bytes.clone();
+            match k {
+                0 => d.truncate(d.len() / 2),
+                1 => d.truncate(20),
+                _ => {
+                    for _ in 0..50 {
+                        let i = rng.below(d.len() as u64) as usize;
+                        d[i] = rng.below(256) as u8;
+                    }
+                }
+            }
+            std::fs::write(&p, &d).unwrap();
+            let at = GzAt::new(&p, index.clone());
+            let mut pos = 0;
+            while pos < index.len {
+                match at.read_at(&mut buf, pos) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => pos += n as u64,
+                }
+            }
+            // anywhere, too
+            for _ in 0..10 {
+                let _ = at.read_at(&mut buf, rng.below(index.len));
+            }
+        }
+    }
+
     /// Parts too far apart to hold (blocks found too seldom) leave no
     /// index.
     #[test]
