@@ -40,7 +40,7 @@ use super::json_split::{Batch, ReadAhead, Splitter, Truncation};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::builder::{
-    CounterBlock, EventBlock, GLOBAL, IntervalBlock, LocationBlock, RawInterval, Staged,
+    CounterBlock, EventBlock, GLOBAL, IntervalBlock, LocationBlock, RawInterval, RawMessage, Staged,
 };
 use crate::model::{
     BuildOptions, Flattener, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass,
@@ -2190,7 +2190,26 @@ fn add_messages(
     payloads: &FlowPayloads,
     b: &mut TraceBuilder,
     loc_of_thread: &[LocId],
-    rel: impl Fn(i64) -> Time,
+    rel: impl Fn(i64) -> Time + Sync,
+) -> u64 {
+    pair_flows(runs, (payloads, loc_of_thread), b, &rel, ROUND_FLOWS)
+}
+
+/// The flows paired a round at a time, from the highest keys down: each
+/// round at least this many flows (at most [`ROUNDS`] rounds), after which
+/// the runs are cut to what is left and shrunk. A round's keys are cut
+/// into pieces paired on all threads into lists of their own, appended in
+/// order (a round's messages held twice for a moment).
+const ROUND_FLOWS: usize = 1 << 14;
+const ROUNDS: usize = 64;
+
+/// [`add_messages`] in rounds of at least `round_flows` flows.
+fn pair_flows(
+    runs: Vec<Vec<HeldFlow>>,
+    (payloads, loc_of_thread): (&FlowPayloads, &[LocId]),
+    b: &mut TraceBuilder,
+    rel: &(impl Fn(i64) -> Time + Sync),
+    round_flows: usize,
 ) -> u64 {
     let mut runs: Vec<Vec<HeldFlow>> = runs.into_iter().filter(|r| !r.is_empty()).collect();
     // the place in the file makes the order total (a sort in place gives
@@ -2203,40 +2222,77 @@ fn add_messages(
     // messages itself)
     let steps = runs.iter().flatten().filter(|f| f.ph() != b's').count();
     b.messages.reserve_exact(steps);
+    let total: usize = runs.iter().map(Vec::len).sum();
+    // the pieces' bounds, keys from 0 up, a round's pieces together (on
+    // one thread one piece a round, paired into the messages in place)
+    let threads = rayon::current_num_threads().max(1);
+    let rounds = (total / round_flows.max(1)).clamp(1, ROUNDS);
+    let per_round = if threads == 1 { 1 } else { 4 * threads };
+    let bounds = key_bounds(&runs, rounds * per_round);
     let mut orphans = 0u64;
     let mut freed: Vec<usize> = runs.iter().map(Vec::len).collect();
-    let mut firsts = vec![0usize; runs.len()];
     // a range's run is small enough to lie in an arena, where what its
     // shrinking frees stays resident beside the messages (one vector,
     // taken whole: it cannot reuse it) until given back; one pipeline's
     // run has a mapping of its own, which shrinks in place
-    let held: usize = runs.iter().map(Vec::len).sum::<usize>() * std::mem::size_of::<HeldFlow>();
+    let held = total * std::mem::size_of::<HeldFlow>();
     let mut give_back = (runs.len() > 1)
         .then(|| crate::memory::GiveBack::every((held / MESSAGES_TRIMS).max(MESSAGES_TRIM_BYTES)));
-    let mut gathered: Vec<HeldFlow> = Vec::new();
-    let mut pair = |run: &[HeldFlow]| pair_steps(run, payloads, b, loc_of_thread, &rel);
-    while let Some(key) = runs.iter().filter_map(|r| r.last().map(|f| f.key)).max() {
-        // the key's run, found from its end: most runs are two or three
-        // flows long, where a binary search over all flows takes some 20
-        // probes, each a cache miss (half the loop's time)
-        for (r, first) in runs.iter().zip(&mut firsts) {
-            *first = r.len() - r.iter().rev().take_while(|f| f.key == key).count();
+    let pieces = bounds.len() - 1;
+    let mut hi_piece = pieces;
+    while hi_piece > 0 {
+        let lo_piece = hi_piece.saturating_sub(per_round);
+        let slices = |k0: u64, k1: u64| -> Vec<&[HeldFlow]> {
+            runs.iter()
+                .map(|r| {
+                    let a = r.partition_point(|f| u64::from(f.key) < k0);
+                    let z = r.partition_point(|f| u64::from(f.key) < k1);
+                    &r[a..z]
+                })
+                .collect()
+        };
+        // the round's pieces from the highest keys down, as one thread
+        // takes them, each paired into room of its own at the messages'
+        // end (a message per step at most), the gaps closed after
+        let parts: Vec<Vec<&[HeldFlow]>> = (lo_piece..hi_piece)
+            .rev()
+            .map(|p| slices(bounds[p], bounds[p + 1]))
+            .collect();
+        let room: Vec<usize> = parts
+            .par_iter()
+            .map(|part| {
+                part.iter()
+                    .flat_map(|r| r.iter())
+                    .filter(|f| f.ph() != b's')
+                    .count()
+            })
+            .collect();
+        let at = b.messages.len();
+        b.messages
+            .resize(at + room.iter().sum::<usize>(), NO_MESSAGE);
+        let mut rest = &mut b.messages[at..];
+        let mut outs = Vec::with_capacity(room.len());
+        for &r in &room {
+            let (out, after) = std::mem::take(&mut rest).split_at_mut(r);
+            outs.push(out);
+            rest = after;
         }
-        let mut holders = runs.iter().zip(&firsts).filter(|(r, f)| **f < r.len());
-        match (holders.next(), holders.next()) {
-            // in one vector (always with one pipeline): paired where it is
-            (Some((r, &f)), None) => orphans += pair(&r[f..]),
-            // steps in several ranges: gathered in file order
-            _ => {
-                gathered.clear();
-                for (r, &f) in runs.iter().zip(&firsts) {
-                    gathered.extend_from_slice(&r[f..]);
-                }
-                gathered.sort_unstable_by_key(|f| (f.ts, f.place_ph));
-                orphans += pair(&gathered);
-            }
+        let done: Vec<(usize, u64)> = parts
+            .into_par_iter()
+            .zip(outs)
+            .map(|(part, out)| pair_keys(&part, payloads, loc_of_thread, rel, out))
+            .collect();
+        let (mut len, mut from) = (at, at);
+        for (&(n, o), r) in done.iter().zip(&room) {
+            b.messages.copy_within(from..from + n, len);
+            len += n;
+            from += r;
+            orphans += o;
         }
-        for ((r, &first), freed) in runs.iter_mut().zip(&firsts).zip(&mut freed) {
+        b.messages.truncate(len);
+        let lo = bounds[lo_piece];
+        for (r, freed) in runs.iter_mut().zip(&mut freed) {
+            let first = r.partition_point(|f| u64::from(f.key) < lo);
             r.truncate(first);
             // (a quarter of what is left: a range's run is a share of them
             // all, often short of the fixed count)
@@ -2248,18 +2304,100 @@ fn add_messages(
                 *freed = first;
             }
         }
+        hi_piece = lo_piece;
     }
     orphans
 }
+
+/// The bounds of `pieces` pieces of the keys of `runs` (each sorted by
+/// key) of about as many flows each, from 0 up to past the highest key;
+/// fewer where keys hold many flows.
+fn key_bounds(runs: &[Vec<HeldFlow>], pieces: usize) -> Vec<u64> {
+    let end = runs
+        .iter()
+        .filter_map(|r| r.last())
+        .map(|f| u64::from(f.key) + 1)
+        .max()
+        .unwrap_or(0);
+    let total: usize = runs.iter().map(Vec::len).sum();
+    // every stride-th flow's key (some 16 a piece)
+    let stride = (total / (16 * pieces.max(1))).max(1);
+    let mut sample: Vec<u32> = runs
+        .iter()
+        .flat_map(|r| r.iter().step_by(stride).map(|f| f.key))
+        .collect();
+    sample.sort_unstable();
+    let mut bounds = vec![0];
+    for p in 1..pieces {
+        if let Some(&k) = sample.get(p * sample.len() / pieces) {
+            let k = u64::from(k);
+            if k > *bounds.last().unwrap_or(&0) && k < end {
+                bounds.push(k);
+            }
+        }
+    }
+    bounds.push(end.max(1));
+    bounds
+}
+
+/// Pairs the steps of the keys held in `part` (a slice of each run, all
+/// within the same keys) into `out` (room for a message per step), from
+/// the highest key down: the messages made and the steps that could not
+/// be paired.
+fn pair_keys(
+    part: &[&[HeldFlow]],
+    payloads: &FlowPayloads,
+    loc_of_thread: &[LocId],
+    rel: &impl Fn(i64) -> Time,
+    out: &mut [RawMessage],
+) -> (usize, u64) {
+    let runs: Vec<&[HeldFlow]> = part.iter().copied().filter(|r| !r.is_empty()).collect();
+    let mut orphans = 0u64;
+    let mut made = 0;
+    let mut pair = |flows: &[HeldFlow]| {
+        let mut emit = |m: RawMessage| {
+            if let Some(slot) = out.get_mut(made) {
+                *slot = m;
+                made += 1;
+            }
+        };
+        for key_run in flows.chunk_by(|a, b| a.key == b.key).rev() {
+            orphans += pair_steps(key_run, payloads, &mut emit, loc_of_thread, rel);
+        }
+    };
+    match runs[..] {
+        [] => {}
+        // (always with one pipeline) each key's flows where they lie
+        [one] => pair(one),
+        // a key's steps in several ranges: gathered in file order (a run
+        // is sorted by key, time and place)
+        _ => {
+            let mut gathered: Vec<HeldFlow> = runs.concat();
+            gathered.sort_unstable_by_key(|f| (f.key, f.ts, f.place_ph));
+            pair(&gathered);
+        }
+    }
+    (made, orphans)
+}
+
+/// Room for a message not yet made.
+const NO_MESSAGE: RawMessage = RawMessage {
+    send: 0,
+    recv: 0,
+    bytes: 0,
+    tag: 0,
+    src: 0,
+    dst: 0,
+};
 
 /// Pairs the steps of one flow (`run`, in file order) into messages: the
 /// steps that could not be paired.
 fn pair_steps(
     run: &[HeldFlow],
     payloads: &FlowPayloads,
-    b: &mut TraceBuilder,
+    emit: &mut impl FnMut(RawMessage),
     loc_of_thread: &[LocId],
-    rel: impl Fn(i64) -> Time,
+    rel: &impl Fn(i64) -> Time,
 ) -> u64 {
     let mut orphans = 0;
     let mut prev: Option<&HeldFlow> = None;
@@ -2273,14 +2411,14 @@ fn pair_steps(
             }
             (Some(p), ph) => {
                 let (bytes, tag) = payloads.get(p);
-                b.message(
-                    loc_of_thread[p.thread as usize],
-                    loc_of_thread[f.thread as usize],
-                    rel(p.ts),
-                    rel(f.ts),
+                emit(RawMessage {
+                    src: loc_of_thread[p.thread as usize],
+                    dst: loc_of_thread[f.thread as usize],
+                    send: rel(p.ts),
+                    recv: rel(f.ts),
                     bytes,
                     tag,
-                );
+                });
                 prev = if ph == b'f' { None } else { Some(f) };
             }
         }
@@ -2346,7 +2484,9 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     acc.flow_payloads.index();
     let mut runs = std::mem::take(&mut acc.flow_runs);
     runs.insert(0, std::mem::take(&mut acc.flows));
+    let paired = phases::span("chrome: flows paired into messages");
     let orphans = add_messages(runs, &acc.flow_payloads, &mut b, &loc_of_thread, rel);
+    drop(paired);
     acc.flow_payloads = FlowPayloads::default();
     let mut nesting = Nesting::default();
 
@@ -2440,19 +2580,59 @@ mod tests {
         }
         payloads.index();
         let loc_of_thread: Vec<LocId> = (0..8).collect();
-        let pair = |runs: Vec<Vec<HeldFlow>>| {
+        let pair = |runs: Vec<Vec<HeldFlow>>, threads: usize, round: usize| {
             let mut b = builder(Path::new("t.json"), &ReadOptions::default());
-            let orphans = add_messages(runs, &payloads, &mut b, &loc_of_thread, |t| t as Time);
+            let orphans = crate::test_pool::pool(threads).install(|| {
+                pair_flows(
+                    runs,
+                    (&payloads, &loc_of_thread),
+                    &mut b,
+                    &|t| t as Time,
+                    round,
+                )
+            });
             (orphans, b.messages.len(), format!("{:?}", b.messages))
         };
-        let one = pair(vec![flows.clone()]);
+        let one = pair(vec![flows.clone()], 1, ROUND_FLOWS);
         assert!(one.0 > 1000 && one.1 > 10_000, "{} {}", one.0, one.1);
-        for k in [2, 3, 7] {
+        // what a key at a time from the highest down gives, each key's
+        // steps in order of time and place
+        let mut by_key: BTreeMap<u32, Vec<HeldFlow>> = BTreeMap::new();
+        for f in &flows {
+            by_key.entry(f.key).or_default().push(*f);
+        }
+        let mut messages = Vec::new();
+        let mut orphans = 0;
+        for steps in by_key.values_mut().rev() {
+            steps.sort_by_key(|f| (f.ts, f.place_ph));
+            orphans += pair_steps(
+                steps,
+                &payloads,
+                &mut |m| messages.push(m),
+                &loc_of_thread,
+                &|t| t as Time,
+            );
+        }
+        assert!((orphans, messages.len(), format!("{messages:?}")) == one);
+        // one vector or several, in rounds of every size, on 1 to 8 threads
+        for (k, threads, round) in [
+            (1, 3, 4096),
+            (1, 8, 1),
+            (2, 1, ROUND_FLOWS),
+            (2, 2, 1000),
+            (3, 1, 7000),
+            (3, 5, ROUND_FLOWS),
+            (7, 8, 3000),
+            (7, 2, 1),
+        ] {
             let runs = flows
                 .chunks(flows.len().div_ceil(k))
                 .map(<[_]>::to_vec)
                 .collect();
-            assert!(pair(runs) == one, "{k} runs");
+            assert!(
+                pair(runs, threads, round) == one,
+                "{k} runs, {threads} threads, rounds of {round}"
+            );
         }
     }
 
