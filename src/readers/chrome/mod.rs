@@ -2197,9 +2197,10 @@ fn add_messages(
 
 /// The flows paired a round at a time, from the highest keys down: each
 /// round at least this many flows (at most [`ROUNDS`] rounds), after which
-/// the runs are cut to what is left and shrunk. A round's keys are cut
-/// into pieces paired on all threads into lists of their own, appended in
-/// order (a round's messages held twice for a moment).
+/// the runs are cut to what is left and shrunk (finer rounds free the
+/// flows sooner). A round's keys are cut into pieces (4 a pool thread),
+/// each paired on a thread of its own into room at the end of the
+/// messages, the gaps between them closed after.
 const ROUND_FLOWS: usize = 1 << 14;
 const ROUNDS: usize = 64;
 
@@ -2355,6 +2356,7 @@ fn pair_keys(
     let mut orphans = 0u64;
     let mut made = 0;
     let mut pair = |flows: &[HeldFlow]| {
+        // (`out` has room for every step: never full)
         let mut emit = |m: RawMessage| {
             if let Some(slot) = out.get_mut(made) {
                 *slot = m;
