@@ -179,8 +179,9 @@ pub struct Input {
     positional: Option<std::sync::Arc<File>>,
 }
 
-/// Opens `path`, decompressing gzip transparently.
-pub fn open(path: &Path) -> Result<Input> {
+/// Whether the file at `path` is gzip-compressed (its first two bytes),
+/// and its metadata; a directory is an error.
+fn sniff(path: &Path) -> Result<(std::fs::Metadata, bool)> {
     let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = f.metadata().map_err(|e| Error::io(path, e))?;
     if meta.is_dir() {
@@ -194,7 +195,18 @@ pub fn open(path: &Path) -> Result<Input> {
     }
     let mut magic = [0u8; 2];
     let n = read_up_to(&mut f, &mut magic).map_err(|e| Error::io(path, e))?;
-    let compressed = n == 2 && magic == [0x1f, 0x8b];
+    Ok((meta, n == 2 && magic == [0x1f, 0x8b]))
+}
+
+/// Whether the file at `path` is gzip-compressed, as [`open`] finds it
+/// (without setting up its reader).
+pub fn is_gzip(path: &Path) -> Result<bool> {
+    Ok(sniff(path)?.1)
+}
+
+/// Opens `path`, decompressing gzip transparently.
+pub fn open(path: &Path) -> Result<Input> {
+    let (meta, compressed) = sniff(path)?;
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
     let damage = DamageHandle::default();
     let positional = if compressed {

@@ -62,7 +62,7 @@ pub struct ReadOptions {
 pub fn detect(path: &Path) -> Result<Format> {
     let head = input::peek(path, 4096)?;
     detect_bytes(&head).ok_or_else(|| {
-        let compressed = input::open(path).is_ok_and(|i| i.compressed);
+        let compressed = input::is_gzip(path).unwrap_or(false);
         Error::UnknownFormat {
             path: path.to_path_buf(),
             found: unknown_format(&head, compressed),

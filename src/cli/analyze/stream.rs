@@ -224,7 +224,7 @@ fn reduce_paraver(
     // refused as before)
     let src = match world.size > 1 {
         true => {
-            let compressed = tapestry::readers::input::open(path).map(|i| i.compressed);
+            let compressed = tapestry::readers::input::is_gzip(path);
             let compressed = all_succeed(world, compressed)?;
             let src = tapestry::readers::gzip_index::shared_source(path, compressed, world);
             all_succeed(world, src)?

@@ -237,7 +237,7 @@ pub fn read_share(
                     path.display()
                 )));
             }
-            Ok(input::open(path)?.compressed)
+            input::is_gzip(path)
         });
     let compressed = agree(ex, compressed)?;
     // the file, or a gzip file's bytes through the index the processes
