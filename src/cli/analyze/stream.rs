@@ -231,9 +231,23 @@ fn reduce_paraver(
         }
         false => None,
     };
-    let share =
-        tapestry::readers::paraver::stream_share(path, opts, r, (world.rank, world.size), src);
+    let share = tapestry::readers::paraver::stream_share(
+        path,
+        opts,
+        r,
+        (world.rank, world.size),
+        src.clone(),
+    );
     let (seen, skeleton) = all_succeed(world, share)?;
+    // a gzip file's bytes, each span decoded whole by one process or
+    // another, against its trailer's CRC-32
+    if let Some(src) = &src {
+        said_once(tapestry::readers::gzip_index::check_read_shared(
+            path,
+            src.as_ref(),
+            world,
+        ))?;
+    }
     if world.rank != 0 {
         for w in &seen.diagnostics.warnings {
             eprintln!("warning (process {}): {w}", world.rank);

@@ -314,8 +314,10 @@ enum Outcome {
     Read(Box<Merged>),
     /// A guessed cut was not between two events: to be cut again.
     Misplaced,
-    /// More flow events than one read holds: to be read by one pipeline,
-    /// which fails where it meets the first too many.
+    /// More flow events than one read holds, or a gzip file whose bytes
+    /// disagree with its CRC-32: to be read by one pipeline, which fails
+    /// where it meets the first too many, or ends where the damage is
+    /// found.
     Whole,
 }
 
@@ -352,6 +354,12 @@ fn read_shares(
             return Ok(Outcome::Misplaced);
         }
         ok.push(p);
+    }
+    // a gzip file's bytes, each span decoded whole by one of the ranges,
+    // against its trailer's CRC-32: a damaged file is read by one
+    // pipeline, which stops where zlib finds the damage and says so
+    if !gzip_index::sums_agree(src.as_ref()) {
+        return Ok(Outcome::Whole);
     }
     let m = phases::span("chrome: ranges merged");
     let merged = merge(ok);
@@ -879,6 +887,25 @@ mod tests {
         let want = model(&p, 1);
         for n in [2, 3, 5] {
             assert!(model(&p, n) == want, "by {n} ranges");
+        }
+        // the trailer's CRC-32 disagrees: the ranges, read whole, say so
+        // and the file is read by one pipeline, which repairs it
+        let mut bytes = std::fs::read(&p).unwrap();
+        let n = bytes.len();
+        bytes[n - 6] ^= 0x10;
+        std::fs::write(&p, &bytes).unwrap();
+        let inp = input::open(&p).unwrap();
+        let src = byte_shares::source(&p, &inp).unwrap().expect("an index");
+        let shares = byte_shares::cut(&p, &src, 4).unwrap().expect("cut");
+        let opts = ReadOptions::default();
+        assert!(matches!(
+            read_shares(&p, &opts, (&src, inp.file_len), &shares).unwrap(),
+            Outcome::Whole
+        ));
+        let want = model(&p, 1);
+        assert!(want.as_ref().unwrap().contains("damaged-gzip"));
+        for n in [2, 3, 5] {
+            assert!(model(&p, n) == want, "damaged, by {n} ranges");
         }
     }
 

@@ -687,6 +687,11 @@ pub fn read_share(
     let truncated = split.as_ref().and_then(|(s, _)| s.truncated.as_ref());
     let local = split.as_ref().map_or(0, |(_, k)| *k);
     let inbox = gather_first_error(ex, survey.to_words(&local_marks, truncated, local), failed)?;
+    // a gzip file's bytes, each span decoded whole by one process or
+    // another, against its trailer's CRC-32
+    if let Some(src) = &source {
+        crate::readers::gzip_index::check_read_shared(path, src.as_ref(), ex)?;
+    }
     let (split, events) =
         split.ok_or_else(|| Error::Invalid("the first pass lost its input".into()))?;
     drop(split);

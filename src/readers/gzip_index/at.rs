@@ -4,11 +4,19 @@
 //! the stream's bits (shifted to the byte where the block starts).
 //! A reader keeps where it is and the last bytes it decoded, so reads in
 //! order, or a little back, decode nothing twice.
+//!
+//! Each span between checkpoints that a reader (or a fork of it) decodes
+//! whole leaves its CRC-32, so that after a read that went through every
+//! span the bytes are checked against the members' trailers
+//! ([`GzAt::check`]), as zlib checks a whole-file read: the parts are
+//! decoded out of order, by several readers, so one CRC over the stream
+//! cannot be kept, but the spans' CRCs combine into the member's.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::Index;
@@ -45,6 +53,11 @@ pub trait ReadAt: Send + Sync {
     /// Another reader of the same bytes, for another thread (a gzip
     /// reader keeps its own place).
     fn fork(&self) -> std::io::Result<Source>;
+
+    /// The gzip file's reader, where these are a gzip file's bytes.
+    fn gzip(&self) -> Option<&GzAt> {
+        None
+    }
 }
 
 impl ReadAt for File {
@@ -142,6 +155,10 @@ struct Cursor {
     /// The bytes before `pos`, from `kept_from`.
     kept: Vec<u8>,
     kept_from: u64,
+    /// The span `pos` lies in (see [`Index::span`]), and the CRC-32 of
+    /// its bytes before `pos`.
+    span: usize,
+    sum: crc32fast::Hasher,
 }
 
 /// Bytes kept behind a reader's position (reads a little back are
@@ -154,16 +171,97 @@ pub struct GzAt {
     path: PathBuf,
     index: Arc<Index>,
     cursor: Mutex<Option<Cursor>>,
+    /// Each span's CRC-32 with [`KNOWN`] set, once a reader of the file
+    /// (this one or one it was forked from or to) decoded it whole; 0
+    /// before.
+    sums: Arc<[AtomicU64]>,
 }
+
+/// The bit of a span's word that says its CRC-32 (the low 32 bits) is
+/// known.
+const KNOWN: u64 = 1 << 32;
 
 impl GzAt {
     /// A reader of the file at `path` with its `index`.
     pub fn new(path: &Path, index: Arc<Index>) -> GzAt {
+        let sums = (0..index.checkpoints.len())
+            .map(|_| AtomicU64::new(0))
+            .collect();
         GzAt {
             path: path.to_path_buf(),
             index,
             cursor: Mutex::new(None),
+            sums,
         }
+    }
+
+    /// The spans' CRC-32s known here, a word each (the CRC with [`KNOWN`]
+    /// set; 0: no reader of this process decoded the span whole), to be
+    /// put beside other processes' in [`GzAt::check`].
+    pub fn sum_words(&self) -> Vec<u64> {
+        self.sums
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Checks each gzip member whose spans were all decoded whole, by the
+    /// readers of this process or of the processes whose
+    /// [`GzAt::sum_words`] are `others`, against the CRC-32 of its
+    /// trailer: `Ok(true)` when every member was checked, `Ok(false)`
+    /// when some could not be (a span no reader decoded whole), an error
+    /// naming the first member whose bytes disagree.
+    pub fn check(&self, others: &[&[u64]]) -> std::io::Result<bool> {
+        let known = |k: usize| -> Option<u32> {
+            std::iter::once(self.sums[k].load(Ordering::Relaxed))
+                .chain(others.iter().filter_map(|o| o.get(k).copied()))
+                .find(|w| w & KNOWN != 0)
+                .map(|w| w as u32)
+        };
+        let mut all = true;
+        for (m, member) in self.index.members.iter().enumerate() {
+            let mut sum = crc32fast::Hasher::new();
+            let mut whole = true;
+            for k in member.spans.clone() {
+                let Some(crc) = known(k) else {
+                    whole = false;
+                    break;
+                };
+                let len = self.index.span(k);
+                sum.combine(&crc32fast::Hasher::new_with_initial_len(
+                    crc,
+                    len.end - len.start,
+                ));
+            }
+            if !whole {
+                all = false;
+                continue;
+            }
+            let got = sum.finalize();
+            if got != member.crc {
+                let bytes = |k: usize| self.index.span(k).start;
+                let (a, b) = (
+                    bytes(member.spans.start),
+                    bytes(member.spans.end.min(self.index.checkpoints.len())),
+                );
+                let b = if member.spans.end >= self.index.checkpoints.len() {
+                    self.index.len
+                } else {
+                    b
+                };
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "the gzip data is damaged: bytes {a}–{b} (member {} of {}) decode to a \
+                         CRC-32 of {got:08x} where the member's trailer says {:08x}",
+                        m + 1,
+                        self.index.members.len(),
+                        member.crc
+                    ),
+                ));
+            }
+        }
+        Ok(all)
     }
 
     /// The file's index.
@@ -173,7 +271,8 @@ impl GzAt {
 
     /// A reader at the last checkpoint at or before `at`.
     fn open(&self, at: u64) -> std::io::Result<Cursor> {
-        let c = self.index.before(at);
+        let span = self.index.span_of(at);
+        let c = &self.index.checkpoints[span];
         let mut file = File::open(&self.path)?;
         use std::io::Seek;
         file.seek(std::io::SeekFrom::Start(c.bit / 8))?;
@@ -208,7 +307,28 @@ impl GzAt {
             pos: c.out,
             kept: Vec::with_capacity(2 * KEEP),
             kept_from: c.out,
+            span,
+            sum: crc32fast::Hasher::new(),
         })
+    }
+
+    /// Adds `bytes`, the last that `c` decoded (they end at its position),
+    /// to its span's CRC-32, leaving the CRC of each span they end.
+    fn sum(&self, c: &mut Cursor, mut bytes: &[u8]) {
+        let mut at = c.pos - bytes.len() as u64;
+        while c.span < self.sums.len() {
+            let end = self.index.span(c.span).end;
+            let k = (end.saturating_sub(at)).min(bytes.len() as u64) as usize;
+            c.sum.update(&bytes[..k]);
+            at += k as u64;
+            bytes = &bytes[k..];
+            if at < end {
+                return;
+            }
+            let crc = std::mem::take(&mut c.sum).finalize();
+            self.sums[c.span].store(KNOWN | u64::from(crc), Ordering::Relaxed);
+            c.span += 1;
+        }
     }
 }
 
@@ -218,6 +338,7 @@ impl GzAt {
     fn decode(&self, c: &mut Cursor, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             let n = c.decode(buf)?;
+            self.sum(c, &buf[..n]);
             if n > 0 || c.pos >= self.index.len {
                 return Ok(n);
             }
@@ -314,6 +435,15 @@ impl ReadAt for GzAt {
     }
 
     fn fork(&self) -> std::io::Result<Source> {
-        Ok(Arc::new(GzAt::new(&self.path, self.index.clone())))
+        Ok(Arc::new(GzAt {
+            path: self.path.clone(),
+            index: self.index.clone(),
+            cursor: Mutex::new(None),
+            sums: self.sums.clone(),
+        }))
+    }
+
+    fn gzip(&self) -> Option<&GzAt> {
+        Some(self)
     }
 }

@@ -458,8 +458,9 @@ pub struct Part {
     /// the bytes of the window at its start.
     pub window: Vec<u16>,
     /// The gzip members that start in it after its start: their first
-    /// block's bit and their offset in its bytes.
-    pub members: Vec<(u64, u64)>,
+    /// block's bit, their offset in its bytes, and the CRC-32 that the
+    /// trailer of the member before them says.
+    pub members: Vec<(u64, u64, u32)>,
 }
 
 /// Decodes the blocks of `data` from bit `start` (a block's start) until a
@@ -498,9 +499,11 @@ pub fn decode_part(
             break;
         }
         let h = super::member_header(rest).ok_or(Bad::Member)?;
+        let t = &data[after - 8..after - 4];
+        let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         bits = Bits::at(data, (after + h) as u64 * 8);
         ring.floor = Some(ring.pos);
-        members.push((bits.position(), ring.written()));
+        members.push((bits.position(), ring.written(), crc));
         last = false;
     }
     if exact && !last && bits.position() != stop {

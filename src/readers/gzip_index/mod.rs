@@ -19,9 +19,15 @@
 //! decompresses the file from its start as before.
 //!
 //! The bytes are then decoded by zlib from any checkpoint ([`at::GzAt`]).
-//! The CRC of the trailer is not checked on this path (a part's bytes are
-//! not decoded in order): a flipped bit inside a literal goes unseen,
-//! where a whole-file read says the damage.
+//! Each span between checkpoints that a reader decodes whole leaves its
+//! CRC-32; once a read went through every span (the threads' ranges, or
+//! the processes' shares with their sums exchanged), the spans' CRCs are
+//! combined into each member's and checked against its trailer
+//! ([`sums_agree`], [`check_read_shared`]), as zlib checks a whole-file
+//! read: a damaged file read by one process's threads is read again by
+//! one pipeline, which stops at the damage and says so (a repair, or an
+//! error under `--strict`, as before); processes reading shares stop with
+//! the member's bytes and both CRCs.
 
 pub mod at;
 pub mod find;
@@ -69,13 +75,40 @@ pub struct Index {
     pub len: u64,
     /// By offset, the first at the stream's start.
     pub checkpoints: Vec<Checkpoint>,
+    /// The gzip members, in file order.
+    pub members: Vec<Member>,
+}
+
+/// A gzip member of an indexed file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    /// The checkpoints that start its spans (a span: from one checkpoint
+    /// to the next, or to the end).
+    pub spans: std::ops::Range<usize>,
+    /// The CRC-32 of its bytes, as its trailer says.
+    pub crc: u32,
 }
 
 impl Index {
     /// The last checkpoint at or before decompressed byte `at`.
     pub fn before(&self, at: u64) -> &Checkpoint {
-        let k = self.checkpoints.partition_point(|c| c.out <= at);
-        &self.checkpoints[k.saturating_sub(1)]
+        &self.checkpoints[self.span_of(at)]
+    }
+
+    /// The number of the last checkpoint at or before decompressed byte
+    /// `at`: the span it lies in.
+    pub fn span_of(&self, at: u64) -> usize {
+        self.checkpoints
+            .partition_point(|c| c.out <= at)
+            .saturating_sub(1)
+    }
+
+    /// The decompressed bytes of span `k` (from checkpoint `k` to the
+    /// next, or to the end).
+    pub fn span(&self, k: usize) -> std::ops::Range<u64> {
+        let a = self.checkpoints.get(k).map_or(self.len, |c| c.out);
+        let b = self.checkpoints.get(k + 1).map_or(self.len, |c| c.out);
+        a..b.max(a)
     }
 }
 
@@ -207,11 +240,14 @@ impl Plan {
         let mut trailer = [0u8; 8];
         file.read_exact_at(&mut trailer, self.len - 8)?;
         let isize = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+        let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
         let zeros: std::sync::Arc<[u8]> = vec![0u8; WINDOW].into();
         let mut window = zeros.clone();
         let mut out = 0u64;
         let mut member = 0u64;
         let mut checkpoints = Vec::with_capacity(starts.len());
+        let mut members = Vec::new();
+        let mut first = 0;
         for (j, part) in parts.into_iter().enumerate() {
             let Some(part) = part else {
                 return Ok(None);
@@ -231,7 +267,12 @@ impl Plan {
             });
             // a member starts with nothing before it: its window is
             // never read
-            for &(bit, at) in &part.members {
+            for &(bit, at, crc) in &part.members {
+                members.push(Member {
+                    spans: first..checkpoints.len(),
+                    crc,
+                });
+                first = checkpoints.len();
                 member = out + at;
                 checkpoints.push(Checkpoint {
                     bit,
@@ -246,9 +287,14 @@ impl Plan {
         if (out - member) as u32 != isize {
             return Ok(None);
         }
+        members.push(Member {
+            spans: first..checkpoints.len(),
+            crc,
+        });
         Ok(Some(Index {
             len: out,
             checkpoints,
+            members,
         }))
     }
 }
@@ -361,6 +407,39 @@ pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>>
     plan.assemble(&file, &starts, parts).map_err(io)
 }
 
+/// After a read of `src` by this process's threads: whether, where it is
+/// a gzip file's bytes, every member whose spans were decoded whole agrees
+/// with its trailer's CRC-32 (see [`at::GzAt::check`]; a plain file
+/// agrees).
+pub fn sums_agree(src: &dyn at::ReadAt) -> bool {
+    src.gzip().is_none_or(|g| g.check(&[]).is_ok())
+}
+
+/// After the processes of `ex` read their shares of `src` (each calls it;
+/// all read the same kind of source, [`shared_source`]): where it is a
+/// gzip file's bytes, the spans' CRC-32s each decoded whole are exchanged
+/// and every member checked against its trailer's. The same error for
+/// every process when one disagrees (a damaged gzip file is not read in
+/// shares, whose records after the damage would be taken where a whole
+/// read stops), said by the first ([`Error::OtherProcess`] for the
+/// others).
+pub fn check_read_shared(path: &Path, src: &dyn at::ReadAt, ex: &mut dyn Exchange) -> Result<()> {
+    let Some(g) = src.gzip() else {
+        return Ok(());
+    };
+    let inbox = all_gather(ex, &g.sum_words(), None)?;
+    let others: Vec<&[u64]> = (0..inbox.len()).map(|s| inbox.from(s)).collect();
+    match g.check(&others) {
+        Ok(_) => Ok(()),
+        Err(_) if ex.rank() != 0 => Err(Error::OtherProcess),
+        Err(e) => Err(Error::Invalid(format!(
+            "{}: {e}; a damaged gzip file is not read in shares (one process reads \
+             what decodes before the damage)",
+            path.display()
+        ))),
+    }
+}
+
 /// What the processes of `ex` read their shares of `path` from (each
 /// calls it): the file itself when it is plain; when it is gzip
 /// (`compressed`), its decompressed bytes through the index they build
@@ -382,8 +461,8 @@ pub fn shared_source(
 
 /// Words per part in an exchange: whether it decoded, its length, end
 /// and whether it was the last, then its window four symbols a word (then
-/// the number of gzip members that start in it, and their bits and
-/// offsets); a part that did not decode is one word, 0.
+/// the number of gzip members that start in it, and their bits, offsets
+/// and the CRC-32 of the member before each); a part that did not decode is one word, 0.
 const PART_WORDS: usize = 4 + WINDOW / 4;
 
 fn part_words(parts: &[Option<inflate::Part>]) -> Vec<u64> {
@@ -399,7 +478,11 @@ fn part_words(parts: &[Option<inflate::Part>]) -> Vec<u64> {
                         | u64::from(c[3]) << 48
                 }));
                 w.push(p.members.len() as u64);
-                w.extend(p.members.iter().flat_map(|&(b, o)| [b, o]));
+                w.extend(
+                    p.members
+                        .iter()
+                        .flat_map(|&(b, o, crc)| [b, o, u64::from(crc)]),
+                );
             }
             None => w.push(0),
         }
@@ -413,9 +496,13 @@ fn part_from_words(w: &[u64]) -> Option<(Option<inflate::Part>, &[u64])> {
     }
     let (p, rest) = (w.get(..PART_WORDS)?, &w[PART_WORDS..]);
     let k = usize::try_from(*rest.first()?).ok()?;
-    let m = rest.get(1..1 + 2 * k)?;
-    let rest = &rest[1 + 2 * k..];
-    let members = m.chunks_exact(2).map(|x| (x[0], x[1])).collect();
+    let end = k.checked_mul(3)?.checked_add(1)?;
+    let m = rest.get(1..end)?;
+    let rest = &rest[end..];
+    let members = m
+        .chunks_exact(3)
+        .map(|x| Some((x[0], x[1], u32::try_from(x[2]).ok()?)))
+        .collect::<Option<_>>()?;
     let window = p[4..]
         .iter()
         .flat_map(|&x| {
@@ -492,6 +579,7 @@ mod tests {
         let mut rng = Rng(23);
         let data = text(&mut rng, 12 << 20);
         let p = gzip_file(dir.path(), "t.json.gz", &data, 9);
+        let built = build(&p).unwrap().expect("an index");
         for n in [1, 2, 3, 5] {
             let ends = ThreadExchange::group(n);
             let got: Vec<Option<Index>> = std::thread::scope(|s| {
@@ -518,6 +606,9 @@ mod tests {
                 let cps: Vec<(u64, u64)> =
                     index.checkpoints.iter().map(|c| (c.bit, c.out)).collect();
                 assert_eq!(cps, first, "every process the same");
+                let crcs = |i: &Index| i.members.iter().map(|m| m.crc).collect::<Vec<_>>();
+                assert_eq!(crcs(&index), crcs(&built));
+                assert_eq!(index.members[0].spans, 0..index.checkpoints.len());
                 for c in &index.checkpoints[1..] {
                     let o = c.out as usize;
                     assert!(c.window[..] == data[o - WINDOW..o]);
@@ -601,6 +692,81 @@ mod tests {
                 let _ = at.read_at(&mut buf, rng.below(index.len));
             }
         }
+    }
+
+    /// Reads that decode every span whole, in one reader, in forks of it
+    /// or in readers of other processes whose sums are put together,
+    /// check every member's CRC-32; a member whose trailer disagrees is
+    /// named, and one no reader decoded whole is not checked.
+    #[test]
+    fn spans_decoded_whole_check_every_members_crc() {
+        use super::at::{ReadAt, Source};
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng(41);
+        let data = text(&mut rng, 12 << 20);
+        let cuts = [0, 3 << 20, 3 << 20, (7 << 20) + 999, data.len()];
+        let mut all = Vec::new();
+        let mut trailers = Vec::new();
+        for (k, w) in cuts.windows(2).enumerate() {
+            let p = gzip_file(dir.path(), &format!("m{k}.gz"), &data[w[0]..w[1]], 6);
+            all.extend(std::fs::read(&p).unwrap());
+            trailers.push(all.len() - 8);
+        }
+        let p = dir.path().join("all.gz");
+        std::fs::write(&p, &all).unwrap();
+        let index = std::sync::Arc::new(build(&p).unwrap().expect("an index"));
+        assert_eq!(index.members.len(), 4);
+        assert!(
+            index.checkpoints.len() > index.members.len(),
+            "{}",
+            index.checkpoints.len()
+        );
+        let mut buf = vec![0u8; 1 << 20];
+        let read = |at: &GzAt, from: u64, to: u64, buf: &mut [u8]| {
+            let mut pos = from;
+            while pos < to {
+                let k = buf.len().min((to - pos) as usize);
+                pos += at.read_at(&mut buf[..k], pos).unwrap() as u64;
+            }
+        };
+        // nothing read: nothing checked; a little: not every member
+        let at = GzAt::new(&p, index.clone());
+        assert!(!at.check(&[]).unwrap());
+        read(&at, 5 << 20, 6 << 20, &mut buf);
+        assert!(!at.check(&[]).unwrap());
+        // in order, whole
+        let at = GzAt::new(&p, index.clone());
+        read(&at, 0, index.len, &mut buf);
+        assert!(at.check(&[]).unwrap());
+        // by forks, in three ranges that meet, the last first
+        let at = GzAt::new(&p, index.clone());
+        let forks: Vec<Source> = (0..3).map(|_| at.fork().unwrap()).collect();
+        let third = index.len / 3;
+        for k in [2u64, 0, 1] {
+            let end = if k == 2 { index.len } else { (k + 1) * third };
+            let f = forks[k as usize].gzip().unwrap();
+            read(f, k * third, end, &mut buf);
+        }
+        assert!(at.check(&[]).unwrap());
+        // by two processes, each with its own reader: together
+        let (a, b) = (GzAt::new(&p, index.clone()), GzAt::new(&p, index.clone()));
+        read(&a, 0, index.len / 2, &mut buf);
+        read(&b, index.len / 2, index.len, &mut buf);
+        assert!(!a.check(&[]).unwrap() && !b.check(&[]).unwrap());
+        let words = b.sum_words();
+        assert!(a.check(&[&words]).unwrap());
+        // the third member's trailer disagrees: named, once read whole
+        let mut bad = all.clone();
+        bad[trailers[2]] ^= 4;
+        std::fs::write(&p, &bad).unwrap();
+        let index = std::sync::Arc::new(build(&p).unwrap().expect("an index"));
+        let at = GzAt::new(&p, index.clone());
+        read(&at, 0, cuts[2] as u64, &mut buf);
+        assert!(sums_agree(&at));
+        read(&at, cuts[2] as u64, index.len, &mut buf);
+        let e = at.check(&[]).unwrap_err().to_string();
+        assert!(e.contains("member 3 of 4"), "{e}");
+        assert!(!sums_agree(&at));
     }
 
     /// Parts too far apart to hold (blocks found too seldom) leave no

@@ -257,6 +257,9 @@ pub fn read_share(
         Err(e) => (Survey::default(), Some(e)),
     };
     let all = all_gather(ex, &mine.to_words(), failed)?;
+    // a gzip file's bytes, each span decoded whole by one process or
+    // another, against its trailer's CRC-32
+    gzip_index::check_read_shared(path, src.as_ref(), ex)?;
     let mut procs: Vec<u32> = Vec::new();
     let mut max_time = 0i64;
     let mut lines = vec![0u64; stripes as usize];
