@@ -277,6 +277,7 @@ pub fn open_share_at(path: &Path, src: Source, from: u64, to: u64) -> Result<Lin
         src,
         at,
         end: u64::MAX,
+        pause: to,
     });
     let mut r = BufReader::with_capacity(1 << 20, reader);
     if from > 0 {

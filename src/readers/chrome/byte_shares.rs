@@ -93,6 +93,7 @@ impl Share {
             src,
             at: self.start,
             end: self.end.unwrap_or(u64::MAX),
+            pause: u64::MAX,
         });
         let split = if self.start == 0 {
             Splitter::new(path, reader)
@@ -501,6 +502,7 @@ fn head(path: &Path, f: &Source) -> Option<(u64, u64, bool)> {
             src: f.clone(),
             at: 0,
             end: BATCH_BYTES as u64,
+            pause: u64::MAX,
         }),
     );
     let batch = s.next_batch().ok()??;

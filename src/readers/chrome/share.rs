@@ -847,7 +847,12 @@ pub fn read_share(
     let reader: Box<dyn Ahead> = match source {
         Some(src) => {
             let end = src.size().map_err(|e| Error::io(path, e))?;
-            Box::new(crate::readers::gzip_index::at::Positioned { src, at: 0, end })
+            Box::new(crate::readers::gzip_index::at::Positioned {
+                src,
+                at: 0,
+                end,
+                pause: u64::MAX,
+            })
         }
         None => Box::new(InOrder(input::open(path)?.reader)),
     };

@@ -78,16 +78,29 @@ impl ReadAt for File {
 /// bytes through its index.
 pub type Source = Arc<dyn ReadAt>;
 
-/// A source's bytes `[at, end)` read in order.
+/// A source's bytes `[at, end)` read in order; no read crosses `pause`,
+/// and beyond it each reads at most [`PAST_PAUSE`] bytes (a share that
+/// ends at `pause` reads on only to its last line's end: a gzip file's
+/// bytes past it are decoded for that, not a buffer's worth).
 pub struct Positioned {
     pub src: Source,
     pub at: u64,
     pub end: u64,
+    pub pause: u64,
 }
+
+/// Bytes a read of [`Positioned`] takes at most past its pause.
+pub const PAST_PAUSE: u64 = 64 << 10;
 
 impl Read for Positioned {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want = (self.end.saturating_sub(self.at)).min(buf.len() as u64) as usize;
+        let room = match self.pause.checked_sub(self.at) {
+            Some(0) | None => PAST_PAUSE,
+            Some(r) => r,
+        };
+        let want = (self.end.saturating_sub(self.at))
+            .min(buf.len() as u64)
+            .min(room) as usize;
         if want == 0 {
             return Ok(0);
         }
@@ -205,6 +218,39 @@ impl GzAt {
             .collect()
     }
 
+    /// Decodes the spans that no reader of this process, nor of the
+    /// processes whose [`GzAt::sum_words`] are `others`, decoded whole
+    /// (those a share began inside, or read from a checkpoint's window),
+    /// so that their CRC-32s are known: process `k` of `n` (`deal`) the
+    /// `k`-th, `k + n`-th, … of them, for the others to take from its
+    /// words in turn.
+    pub fn sum_missing(&self, others: &[&[u64]], (k, n): (usize, usize)) -> std::io::Result<()> {
+        let known = |s: usize| {
+            self.sums[s].load(Ordering::Relaxed) & KNOWN != 0
+                || others
+                    .iter()
+                    .any(|o| o.get(s).is_some_and(|w| w & KNOWN != 0))
+        };
+        let missing = (0..self.sums.len()).filter(|&s| !known(s));
+        let mut buf = Vec::new();
+        for s in missing.skip(k).step_by(n.max(1)) {
+            let span = self.index.span(s);
+            if span.is_empty() {
+                self.sums[s].store(KNOWN, Ordering::Relaxed);
+                continue;
+            }
+            buf.resize(256 << 10, 0);
+            let mut c = self.open_span(s)?;
+            while c.pos < span.end && self.sums[s].load(Ordering::Relaxed) & KNOWN == 0 {
+                let k = buf.len().min((span.end - c.pos) as usize);
+                if self.decode(&mut c, &mut buf[..k])? == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checks each gzip member whose spans were all decoded whole, by the
     /// readers of this process or of the processes whose
     /// [`GzAt::sum_words`] are `others`, against the CRC-32 of its
@@ -271,8 +317,16 @@ impl GzAt {
 
     /// A reader at the last checkpoint at or before `at`.
     fn open(&self, at: u64) -> std::io::Result<Cursor> {
-        let span = self.index.span_of(at);
-        let c = &self.index.checkpoints[span];
+        self.open_span(self.index.span_of(at))
+    }
+
+    /// A reader at checkpoint `span`.
+    fn open_span(&self, span: usize) -> std::io::Result<Cursor> {
+        let c = self
+            .index
+            .checkpoints
+            .get(span)
+            .ok_or_else(|| std::io::Error::other("no such checkpoint"))?;
         let mut file = File::open(&self.path)?;
         use std::io::Seek;
         file.seek(std::io::SeekFrom::Start(c.bit / 8))?;
@@ -410,6 +464,23 @@ impl ReadAt for GzAt {
         let reuse = guard
             .as_ref()
             .is_some_and(|c| c.pos <= at && c.pos >= checkpoint);
+        // the bytes just before a checkpoint inside a member are its
+        // window: a share that starts at a checkpoint looks at the byte
+        // before it without decoding the span it ends (unless the reader
+        // is there already: a read in order decodes every span whole)
+        let next = self.index.span_of(at) + 1;
+        let there = guard.as_ref().is_some_and(|c| c.pos == at);
+        if !there
+            && let Some(c) = self.index.checkpoints.get(next)
+            && c.out - at <= WINDOW as u64
+            && c.window.len() == WINDOW
+            && !self.index.starts_member(next)
+        {
+            let from = WINDOW - (c.out - at) as usize;
+            let n = want.min(WINDOW - from);
+            buf[..n].copy_from_slice(&c.window[from..from + n]);
+            return Ok(n);
+        }
         if !reuse {
             *guard = Some(self.open(at)?);
         }

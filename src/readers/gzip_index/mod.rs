@@ -103,6 +103,14 @@ impl Index {
             .saturating_sub(1)
     }
 
+    /// Whether checkpoint `k` starts a gzip member (its window is not the
+    /// bytes before it).
+    pub fn starts_member(&self, k: usize) -> bool {
+        self.members
+            .binary_search_by_key(&k, |m| m.spans.start)
+            .is_ok()
+    }
+
     /// The decompressed bytes of span `k` (from checkpoint `k` to the
     /// next, or to the end).
     pub fn span(&self, k: usize) -> std::ops::Range<u64> {
@@ -344,6 +352,18 @@ pub fn build(path: &Path) -> Result<Option<Index>> {
 /// mod n`, and the windows are exchanged): `None` for every process when
 /// there is none (as [`build`]).
 pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>> {
+    build_shared_spans(path, ex, None)
+}
+
+/// [`build_shared`] with checkpoints about every `span` decompressed bytes
+/// or more often (as the last trailer's length, modulo 4 GiB, and the
+/// file's size tell; at most [`MAX_PARTS`] of them): for shares that are
+/// to start at checkpoints.
+pub fn build_shared_spans(
+    path: &Path,
+    ex: &mut dyn Exchange,
+    span: Option<u64>,
+) -> Result<Option<Index>> {
     let (rank, n) = (ex.rank(), ex.size().max(1));
     let io = |e| Error::io(path, e);
     // every process reads the same layout; each says it, and all must
@@ -361,7 +381,16 @@ pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>>
     let (Some((start, len)), Some(file)) = (layout, file) else {
         return Ok(None);
     };
-    let plan = Plan::new(start, len, n as u64);
+    // parts enough for the spans asked for (every process estimates
+    // alike from the same file)
+    let asked = span.map_or(0, |s| {
+        length_estimate(path)
+            .unwrap_or(len)
+            .div_ceil(s.max(1))
+            .min(MAX_PARTS)
+            .min((len - 8 - start) / (64 << 10))
+    });
+    let plan = Plan::new(start, len, (n as u64).max(asked));
     let mine: Vec<u64> = (rank as u64..plan.parts).step_by(n).collect();
     let found = mine
         .iter()
@@ -408,17 +437,21 @@ pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>>
 }
 
 /// After a read of `src` by this process's threads: whether, where it is
-/// a gzip file's bytes, every member whose spans were decoded whole agrees
-/// with its trailer's CRC-32 (see [`at::GzAt::check`]; a plain file
-/// agrees).
+/// a gzip file's bytes, every member agrees with its trailer's CRC-32 (the
+/// spans no reader decoded whole decoded now: [`at::GzAt::sum_missing`];
+/// see [`at::GzAt::check`]). A plain file agrees.
 pub fn sums_agree(src: &dyn at::ReadAt) -> bool {
-    src.gzip().is_none_or(|g| g.check(&[]).is_ok())
+    src.gzip()
+        .is_none_or(|g| g.sum_missing(&[], (0, 1)).is_ok() && g.check(&[]).is_ok_and(|all| all))
 }
 
 /// After the processes of `ex` read their shares of `src` (each calls it;
 /// all read the same kind of source, [`shared_source`]): where it is a
-/// gzip file's bytes, the spans' CRC-32s each decoded whole are exchanged
-/// and every member checked against its trailer's. The same error for
+/// gzip file's bytes, the spans' CRC-32s each decoded whole are exchanged,
+/// the spans none decoded whole are dealt to the processes to decode
+/// ([`at::GzAt::sum_missing`]: a share that began inside one, or at a
+/// checkpoint's window), exchanged again, and every member checked against
+/// its trailer's. The same error for
 /// every process when one disagrees (a damaged gzip file is not read in
 /// shares, whose records after the damage would be taken where a whole
 /// read stops), said by the first ([`Error::OtherProcess`] for the
@@ -427,11 +460,21 @@ pub fn check_read_shared(path: &Path, src: &dyn at::ReadAt, ex: &mut dyn Exchang
     let Some(g) = src.gzip() else {
         return Ok(());
     };
+    let (rank, n) = (ex.rank(), ex.size());
     let inbox = all_gather(ex, &g.sum_words(), None)?;
     let others: Vec<&[u64]> = (0..inbox.len()).map(|s| inbox.from(s)).collect();
+    // the spans no process decoded whole, dealt to the processes
+    let failed = g.sum_missing(&others, (rank, n)).err();
+    let inbox = all_gather(ex, &g.sum_words(), failed.map(|e| Error::io(path, e)))?;
+    let others: Vec<&[u64]> = (0..inbox.len()).map(|s| inbox.from(s)).collect();
     match g.check(&others) {
-        Ok(_) => Ok(()),
-        Err(_) if ex.rank() != 0 => Err(Error::OtherProcess),
+        Ok(true) => Ok(()),
+        Err(_) | Ok(false) if rank != 0 => Err(Error::OtherProcess),
+        Ok(false) => Err(Error::Invalid(format!(
+            "{}: the gzip file changed while it was read (a part of it did not decode \
+             whole)",
+            path.display()
+        ))),
         Err(e) => Err(Error::Invalid(format!(
             "{}: {e}; a damaged gzip file is not read in shares (one process reads \
              what decodes before the damage)",
@@ -450,11 +493,22 @@ pub fn shared_source(
     compressed: bool,
     ex: &mut dyn Exchange,
 ) -> Result<Option<at::Source>> {
+    shared_source_spans(path, compressed, ex, None)
+}
+
+/// [`shared_source`] with a gzip file's checkpoints about every `span`
+/// decompressed bytes or more often ([`build_shared_spans`]).
+pub fn shared_source_spans(
+    path: &Path,
+    compressed: bool,
+    ex: &mut dyn Exchange,
+    span: Option<u64>,
+) -> Result<Option<at::Source>> {
     if !compressed {
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
         return Ok(Some(std::sync::Arc::new(f)));
     }
-    Ok(build_shared(path, ex)?.map(|index| {
+    Ok(build_shared_spans(path, ex, span)?.map(|index| {
         std::sync::Arc::new(at::GzAt::new(path, std::sync::Arc::new(index))) as at::Source
     }))
 }
@@ -729,11 +783,25 @@ mod tests {
                 pos += at.read_at(&mut buf[..k], pos).unwrap() as u64;
             }
         };
-        // nothing read: nothing checked; a little: not every member
+        // nothing read: nothing checked; a little: not every member,
+        // until the spans not read are decoded
         let at = GzAt::new(&p, index.clone());
         assert!(!at.check(&[]).unwrap());
         read(&at, 5 << 20, 6 << 20, &mut buf);
         assert!(!at.check(&[]).unwrap());
+        at.sum_missing(&[], (0, 1)).unwrap();
+        assert!(at.check(&[]).unwrap());
+        // the bytes before each checkpoint, read first: its window where
+        // it is not a member's start
+        for c in &index.checkpoints[1..] {
+            let at = GzAt::new(&p, index.clone());
+            let from = c.out.saturating_sub(5);
+            let mut b = [0u8; 10];
+            let n = at.read_at(&mut b, from).unwrap();
+            assert!(n > 0);
+            assert_eq!(&b[..n], &data[from as usize..from as usize + n]);
+            read(&at, from, index.len.min(c.out + 1000), &mut buf);
+        }
         // in order, whole
         let at = GzAt::new(&p, index.clone());
         read(&at, 0, index.len, &mut buf);
@@ -755,6 +823,16 @@ mod tests {
         assert!(!a.check(&[]).unwrap() && !b.check(&[]).unwrap());
         let words = b.sum_words();
         assert!(a.check(&[&words]).unwrap());
+        // each begun inside a span, the spans between dealt to them
+        let (a, b) = (GzAt::new(&p, index.clone()), GzAt::new(&p, index.clone()));
+        read(&a, 1000, index.len / 3, &mut buf);
+        read(&b, index.len / 2, index.len - 1000, &mut buf);
+        let (wa, wb) = (a.sum_words(), b.sum_words());
+        a.sum_missing(&[&wb], (0, 2)).unwrap();
+        b.sum_missing(&[&wa], (1, 2)).unwrap();
+        let (wa, wb) = (a.sum_words(), b.sum_words());
+        assert!(a.check(&[&wb]).unwrap() && b.check(&[&wa]).unwrap());
+        assert!(!a.check(&[]).unwrap());
         // the third member's trailer disagrees: named, once read whole
         let mut bad = all.clone();
         bad[trailers[2]] ^= 4;
@@ -762,7 +840,7 @@ mod tests {
         let index = std::sync::Arc::new(build(&p).unwrap().expect("an index"));
         let at = GzAt::new(&p, index.clone());
         read(&at, 0, cuts[2] as u64, &mut buf);
-        assert!(sums_agree(&at));
+        assert!(at.check(&[]).is_ok_and(|all| !all));
         read(&at, cuts[2] as u64, index.len, &mut buf);
         let e = at.check(&[]).unwrap_err().to_string();
         assert!(e.contains("member 3 of 4"), "{e}");
