@@ -6,11 +6,12 @@
 //! order, or a little back, decode nothing twice.
 //!
 //! Each span between checkpoints that a reader (or a fork of it) decodes
-//! whole leaves its CRC-32, so that after a read that went through every
-//! span the bytes are checked against the members' trailers
-//! ([`GzAt::check`]), as zlib checks a whole-file read: the parts are
-//! decoded out of order, by several readers, so one CRC over the stream
-//! cannot be kept, but the spans' CRCs combine into the member's.
+//! whole leaves its CRC-32, so that after a read (and the spans no reader
+//! decoded whole decoded then: [`GzAt::sum_missing`]) the bytes are
+//! checked against the members' trailers ([`GzAt::check`]), as zlib checks
+//! a whole-file read: the parts are decoded out of order, by several
+//! readers, so one CRC over the stream cannot be kept, but the spans'
+//! CRCs combine into the member's.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -242,8 +243,8 @@ impl GzAt {
             buf.resize(256 << 10, 0);
             let mut c = self.open_span(s)?;
             while c.pos < span.end && self.sums[s].load(Ordering::Relaxed) & KNOWN == 0 {
-                let k = buf.len().min((span.end - c.pos) as usize);
-                if self.decode(&mut c, &mut buf[..k])? == 0 {
+                let take = buf.len().min((span.end - c.pos) as usize);
+                if self.decode(&mut c, &mut buf[..take])? == 0 {
                     return Err(std::io::ErrorKind::UnexpectedEof.into());
                 }
             }
@@ -285,16 +286,9 @@ impl GzAt {
             }
             let got = sum.finalize();
             if got != member.crc {
+                // (the span after the last starts at the end)
                 let bytes = |k: usize| self.index.span(k).start;
-                let (a, b) = (
-                    bytes(member.spans.start),
-                    bytes(member.spans.end.min(self.index.checkpoints.len())),
-                );
-                let b = if member.spans.end >= self.index.checkpoints.len() {
-                    self.index.len
-                } else {
-                    b
-                };
+                let (a, b) = (bytes(member.spans.start), bytes(member.spans.end));
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     format!(

@@ -20,9 +20,10 @@
 //!
 //! The bytes are then decoded by zlib from any checkpoint ([`at::GzAt`]).
 //! Each span between checkpoints that a reader decodes whole leaves its
-//! CRC-32; once a read went through every span (the threads' ranges, or
-//! the processes' shares with their sums exchanged), the spans' CRCs are
-//! combined into each member's and checked against its trailer
+//! CRC-32; after a read (the threads' ranges, or the processes' shares
+//! with their sums exchanged) the spans no reader decoded whole are
+//! decoded, and the spans' CRCs are combined into each member's and
+//! checked against its trailer
 //! ([`sums_agree`], [`check_read_shared`]), as zlib checks a whole-file
 //! read: a damaged file read by one process's threads is read again by
 //! one pipeline, which stops at the damage and says so (a repair, or an
@@ -451,11 +452,10 @@ pub fn sums_agree(src: &dyn at::ReadAt) -> bool {
 /// the spans none decoded whole are dealt to the processes to decode
 /// ([`at::GzAt::sum_missing`]: a share that began inside one, or at a
 /// checkpoint's window), exchanged again, and every member checked against
-/// its trailer's. The same error for
-/// every process when one disagrees (a damaged gzip file is not read in
-/// shares, whose records after the damage would be taken where a whole
-/// read stops), said by the first ([`Error::OtherProcess`] for the
-/// others).
+/// its trailer's. The same error for every process when one disagrees (a
+/// damaged gzip file is not read in shares, whose records after the damage
+/// would be taken where a whole read stops), said by the first
+/// ([`Error::OtherProcess`] for the others).
 pub fn check_read_shared(path: &Path, src: &dyn at::ReadAt, ex: &mut dyn Exchange) -> Result<()> {
     let Some(g) = src.gzip() else {
         return Ok(());
