@@ -66,8 +66,8 @@ pub fn stripe_for(len: u64, n: usize, threads: usize) -> u64 {
 /// 47.6 MB of `gzip -6`, paired medians of 3 against stripes of even
 /// size, each decoded from the checkpoint before it, so that every process
 /// decoded about the whole file in each pass): the CPU of all processes
-/// 0.88× at `-n 2` (4.86 s), 0.83× at 4, 0.65× at 8, the peak 101, 97 and
-/// 106 MiB against 81, 86 and 77. With 2 MiB (153 checkpoints instead of
+/// 0.88–0.95× at `-n 2` (4.86–5.00 s), 0.82–0.83× at 4, 0.65× at 8, the
+/// peak 101–104, 96–97 and 106 MiB against 81–82, 86 and 77. With 2 MiB (153 checkpoints instead of
 /// 76) finding the blocks cost what the decoding saved at `-n 2` (1.02×,
 /// 89 MiB).
 const GZIP_STRIPE: u64 = 4 << 20;
