@@ -97,7 +97,7 @@ fn main() {
                             let p = &p;
                             s.spawn(move || {
                                 let k = tapestry::readers::exchange::Exchange::rank(&ex) as u64;
-                                let index = gzip_index::build_shared(p, &mut ex)
+                                let index = gzip_index::build_shared(p, &mut ex, None)
                                     .expect("reads")
                                     .expect("an index");
                                 let len = index.len;

@@ -226,7 +226,7 @@ fn reduce_paraver(
         true => {
             let compressed = tapestry::readers::input::is_gzip(path);
             let compressed = all_succeed(world, compressed)?;
-            let src = tapestry::readers::gzip_index::shared_source(path, compressed, world);
+            let src = tapestry::readers::gzip_index::shared_source(path, compressed, world, None);
             all_succeed(world, src)?
         }
         false => None,

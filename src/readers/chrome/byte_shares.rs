@@ -547,7 +547,7 @@ pub(super) fn plan(
     let file: Option<Source> = match (n > 1 && !gzip_whole, inp.compressed) {
         (false, _) => None,
         (true, false) => File::open(path).ok().map(|f| Arc::new(f) as Source),
-        (true, true) => gzip_index::shared_source(path, true, ex)?,
+        (true, true) => gzip_index::shared_source(path, true, ex, None)?,
     };
     // every process says whether it can cut and what it walked; all decide
     // alike from what all said

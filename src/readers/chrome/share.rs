@@ -1307,7 +1307,7 @@ mod tests {
                             .map(|mut ex| {
                                 let p = &p;
                                 s.spawn(move || {
-                                    crate::readers::gzip_index::build_shared(p, &mut ex)
+                                    crate::readers::gzip_index::build_shared(p, &mut ex, None)
                                 })
                             })
                             .collect::<Vec<_>>()

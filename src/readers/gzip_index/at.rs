@@ -219,6 +219,15 @@ impl GzAt {
             .collect()
     }
 
+    /// The CRC-32 of span `k`, where a reader here or a process whose
+    /// [`GzAt::sum_words`] are among `others` decoded it whole.
+    fn known(&self, others: &[&[u64]], k: usize) -> Option<u32> {
+        std::iter::once(self.sums[k].load(Ordering::Relaxed))
+            .chain(others.iter().filter_map(|o| o.get(k).copied()))
+            .find(|w| w & KNOWN != 0)
+            .map(|w| w as u32)
+    }
+
     /// Decodes the spans that no reader of this process, nor of the
     /// processes whose [`GzAt::sum_words`] are `others`, decoded whole
     /// (those a share began inside, or read from a checkpoint's window),
@@ -226,13 +235,7 @@ impl GzAt {
     /// `k`-th, `k + n`-th, … of them, for the others to take from its
     /// words in turn.
     pub fn sum_missing(&self, others: &[&[u64]], (k, n): (usize, usize)) -> std::io::Result<()> {
-        let known = |s: usize| {
-            self.sums[s].load(Ordering::Relaxed) & KNOWN != 0
-                || others
-                    .iter()
-                    .any(|o| o.get(s).is_some_and(|w| w & KNOWN != 0))
-        };
-        let missing = (0..self.sums.len()).filter(|&s| !known(s));
+        let missing = (0..self.sums.len()).filter(|&s| self.known(others, s).is_none());
         let mut buf = Vec::new();
         for s in missing.skip(k).step_by(n.max(1)) {
             let span = self.index.span(s);
@@ -259,18 +262,12 @@ impl GzAt {
     /// when some could not be (a span no reader decoded whole), an error
     /// naming the first member whose bytes disagree.
     pub fn check(&self, others: &[&[u64]]) -> std::io::Result<bool> {
-        let known = |k: usize| -> Option<u32> {
-            std::iter::once(self.sums[k].load(Ordering::Relaxed))
-                .chain(others.iter().filter_map(|o| o.get(k).copied()))
-                .find(|w| w & KNOWN != 0)
-                .map(|w| w as u32)
-        };
         let mut all = true;
         for (m, member) in self.index.members.iter().enumerate() {
             let mut sum = crc32fast::Hasher::new();
             let mut whole = true;
             for k in member.spans.clone() {
-                let Some(crc) = known(k) else {
+                let Some(crc) = self.known(others, k) else {
                     whole = false;
                     break;
                 };
@@ -454,7 +451,8 @@ impl ReadAt for GzAt {
             return Ok(n);
         }
         // on from where it is, unless a checkpoint lies nearer
-        let checkpoint = self.index.before(at).out;
+        let span = self.index.span_of(at);
+        let checkpoint = self.index.span(span).start;
         let reuse = guard
             .as_ref()
             .is_some_and(|c| c.pos <= at && c.pos >= checkpoint);
@@ -462,7 +460,7 @@ impl ReadAt for GzAt {
         // window: a share that starts at a checkpoint looks at the byte
         // before it without decoding the span it ends (unless the reader
         // is there already: a read in order decodes every span whole)
-        let next = self.index.span_of(at) + 1;
+        let next = span + 1;
         let there = guard.as_ref().is_some_and(|c| c.pos == at);
         if !there
             && let Some(c) = self.index.checkpoints.get(next)

@@ -351,16 +351,11 @@ pub fn build(path: &Path) -> Result<Option<Index>> {
 /// The index of the gzip file at `path`, built by the processes of `ex`
 /// together (each calls it; part `k` is found and decoded by process `k
 /// mod n`, and the windows are exchanged): `None` for every process when
-/// there is none (as [`build`]).
-pub fn build_shared(path: &Path, ex: &mut dyn Exchange) -> Result<Option<Index>> {
-    build_shared_spans(path, ex, None)
-}
-
-/// [`build_shared`] with checkpoints about every `span` decompressed bytes
-/// or more often (as the last trailer's length, modulo 4 GiB, and the
-/// file's size tell; at most [`MAX_PARTS`] of them): for shares that are
-/// to start at checkpoints.
-pub fn build_shared_spans(
+/// there is none (as [`build`]). With `span`, a checkpoint about every
+/// `span` decompressed bytes or more often (as the last trailer's length,
+/// modulo 4 GiB, and the file's size tell; at most [`MAX_PARTS`] of them):
+/// for shares that are to start at checkpoints.
+pub fn build_shared(
     path: &Path,
     ex: &mut dyn Exchange,
     span: Option<u64>,
@@ -487,18 +482,9 @@ pub fn check_read_shared(path: &Path, src: &dyn at::ReadAt, ex: &mut dyn Exchang
 /// calls it): the file itself when it is plain; when it is gzip
 /// (`compressed`), its decompressed bytes through the index they build
 /// together, or `None` when it has none (see the module's doc) and it
-/// cannot be shared.
+/// cannot be shared. With `span`, the index's checkpoints lie about every
+/// `span` decompressed bytes or more often ([`build_shared`]).
 pub fn shared_source(
-    path: &Path,
-    compressed: bool,
-    ex: &mut dyn Exchange,
-) -> Result<Option<at::Source>> {
-    shared_source_spans(path, compressed, ex, None)
-}
-
-/// [`shared_source`] with a gzip file's checkpoints about every `span`
-/// decompressed bytes or more often ([`build_shared_spans`]).
-pub fn shared_source_spans(
     path: &Path,
     compressed: bool,
     ex: &mut dyn Exchange,
@@ -508,7 +494,7 @@ pub fn shared_source_spans(
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
         return Ok(Some(std::sync::Arc::new(f)));
     }
-    Ok(build_shared_spans(path, ex, span)?.map(|index| {
+    Ok(build_shared(path, ex, span)?.map(|index| {
         std::sync::Arc::new(at::GzAt::new(path, std::sync::Arc::new(index))) as at::Source
     }))
 }
@@ -641,7 +627,7 @@ mod tests {
                     .into_iter()
                     .map(|mut ex| {
                         let p = &p;
-                        s.spawn(move || build_shared(p, &mut ex).unwrap())
+                        s.spawn(move || build_shared(p, &mut ex, None).unwrap())
                     })
                     .collect();
                 hs.into_iter().map(|h| h.join().unwrap()).collect()

@@ -72,10 +72,6 @@ pub fn stripe_for(len: u64, n: usize, threads: usize) -> u64 {
 /// 89 MiB).
 const GZIP_STRIPE: u64 = 4 << 20;
 
-fn gzip_stripe(stripe: u64) -> u64 {
-    stripe.max(GZIP_STRIPE)
-}
-
 /// What one process's share of a PICL trace leaves besides its reductions
 /// (which its sink holds): what it cut's repairs, the sends and receives
 /// it could not match, the kinds of other records it saw, and the last
@@ -324,13 +320,14 @@ pub fn read_share(
     // (every process agrees on it, whatever failed where)
     // (a gzip file's stripes start at its checkpoints: one about every
     // stripe of [`GZIP_STRIPE`] or more)
-    let src = gzip_index::shared_source_spans(path, compressed, ex, Some(gzip_stripe(stripe)))
+    let gz_stripe = stripe.max(GZIP_STRIPE);
+    let src = gzip_index::shared_source(path, compressed, ex, Some(gz_stripe))
         .and_then(|s| s.ok_or_else(|| input::unsplittable_gzip(path)));
     let src = agree(ex, src)?;
     let len = agree(ex, src.size().map_err(|e| Error::io(path, e)))?;
     let stripe = stripe.max(1);
     let stripes = match src.gzip() {
-        Some(g) => Stripes::at_checkpoints(g.index(), gzip_stripe(stripe)),
+        Some(g) => Stripes::at_checkpoints(g.index(), gz_stripe),
         None => Stripes::even(len, stripe),
     };
 
