@@ -286,8 +286,6 @@ enum Expect {
     Unknown,
     /// `done` of the `len` bytes the events are taken from are read.
     Read { done: u64, len: u64 },
-    /// The slices in all.
-    Total(usize),
 }
 
 impl Expect {
@@ -308,7 +306,6 @@ impl Expect {
     fn all(self, so_far: usize) -> Option<usize> {
         match self {
             Expect::Unknown => None,
-            Expect::Total(n) => Some(n.max(so_far)),
             Expect::Read { done, len } => {
                 if done.saturating_mul(4) < len {
                     return None;
@@ -327,14 +324,9 @@ impl Expect {
     /// than [`SLICE_CHUNK`].
     fn grown(self, cap: usize) -> usize {
         let grown = match self.all(cap + 1) {
-            Some(all) => {
-                let want = all.max(cap + 1);
-                match self {
-                    // (all known: exactly)
-                    Expect::Total(_) => want,
-                    _ => want.clamp(cap + (cap / 8).max(4), (2 * cap).max(cap + 4)),
-                }
-            }
+            Some(all) => all
+                .max(cap + 1)
+                .clamp(cap + (cap / 8).max(4), (2 * cap).max(cap + 4)),
             None => cap + (cap / 2).max(4),
         };
         grown.min(SLICE_CHUNK)
@@ -362,8 +354,12 @@ struct HeldSlices {
 /// The slices of [`HeldSlices`] past its first chunk, and those kept apart.
 #[derive(Debug, Default, Clone)]
 struct MoreSlices {
-    /// The chunks after the first, all full but the last.
+    /// The chunks after the first: all full but the last, as a read makes
+    /// them; of any length up to [`SLICE_CHUNK`] where a later range's
+    /// were taken over ([`HeldSlices::append`]).
     chunks: Vec<Vec<HeldSlice>>,
+    /// The slices in `chunks`.
+    len: usize,
     /// Each chunk's base.
     bases: Vec<u64>,
     /// The slices kept apart: (start, duration), in order.
@@ -379,7 +375,8 @@ impl HeldSlices {
     /// Holds a slice, growing the first chunk for the slices that `expect`
     /// says are still to come (the later chunks are made whole).
     fn push(&mut self, start: u64, dur: u64, state: StateId, expect: Expect) {
-        let in_first = self.first.len() < SLICE_CHUNK;
+        let in_first = self.first.len() < SLICE_CHUNK
+            && self.more.as_ref().is_none_or(|m| m.chunks.is_empty());
         let base = if in_first {
             if self.first.is_empty() {
                 self.base = chunk_base(start);
@@ -387,7 +384,7 @@ impl HeldSlices {
             self.base
         } else {
             let more = self.more();
-            if more.chunks.last().is_none_or(|c| c.len() == SLICE_CHUNK) {
+            if more.chunks.last().is_none_or(|c| c.len() >= SLICE_CHUNK) {
                 more.bases.push(chunk_base(start));
                 more.chunks.push(Vec::with_capacity(SLICE_CHUNK));
             }
@@ -408,9 +405,48 @@ impl HeldSlices {
                 self.first.reserve_exact(grown.saturating_sub(cap).max(1));
             }
             self.first.push(held);
-        } else if let Some(c) = self.more().chunks.last_mut() {
-            c.push(held);
+        } else {
+            let more = self.more();
+            if let Some(c) = more.chunks.last_mut() {
+                c.push(held);
+                more.len += 1;
+            }
         }
+    }
+
+    /// Takes `later`'s slices (a later range's of the same thread) after
+    /// its own, their states renumbered by `state`: its chunks are taken
+    /// over as they are (each keeps its base), and so are its slices kept
+    /// apart, after its own (in the order of the slices that hold
+    /// their places). No slice is copied: a merge of 16 ranges copied
+    /// the later ranges' slices into the first's, 40 MB of a 241 MB
+    /// trace's, on one thread (0.02 s, each page new).
+    fn append(&mut self, mut later: HeldSlices, state: impl Fn(StateId) -> StateId) {
+        let renumber = |c: &mut [HeldSlice]| c.iter_mut().for_each(|r| r.state = state(r.state));
+        renumber(&mut later.first);
+        let mut more = later.more.take().map_or_else(MoreSlices::default, |m| *m);
+        more.chunks.iter_mut().for_each(|c| renumber(c));
+        if later.first.is_empty() {
+            // (no slice: nothing in its later chunks, nothing apart)
+            return;
+        }
+        if self.is_empty() {
+            let some = more.len > 0 || !more.apart.is_empty();
+            *self = HeldSlices {
+                more: some.then(|| Box::new(more)),
+                ..later
+            };
+            return;
+        }
+        // the room its read left free at the end of its first chunk
+        later.first.shrink_to_fit();
+        let to = self.more();
+        to.len += later.first.len() + more.len;
+        to.bases.push(later.base);
+        to.chunks.push(later.first);
+        to.bases.append(&mut more.bases);
+        to.chunks.append(&mut more.chunks);
+        to.apart.append(&mut more.apart);
     }
 
     fn more(&mut self) -> &mut MoreSlices {
@@ -418,15 +454,11 @@ impl HeldSlices {
     }
 
     fn len(&self) -> usize {
-        let later = self.more.as_ref().map_or(0, |m| match m.chunks.last() {
-            // every later chunk but the last is full
-            Some(last) => (m.chunks.len() - 1) * SLICE_CHUNK + last.len(),
-            None => 0,
-        });
-        self.first.len() + later
+        self.first.len() + self.more.as_ref().map_or(0, |m| m.len)
     }
 
-    #[cfg(test)]
+    /// (Its first chunk is filled first, and taken over whole by
+    /// [`Self::append`] when empty.)
     fn is_empty(&self) -> bool {
         self.first.is_empty()
     }
@@ -2894,6 +2926,57 @@ mod tests {
         }
     }
 
+    /// Slices taken over from later ranges (chunks of any length, slices
+    /// kept apart among them, empty ones) come back after their own, in
+    /// order, their states renumbered, their count and bytes summed; and
+    /// slices held after them come after them.
+    #[test]
+    fn held_slices_take_over_later_ones_in_order() {
+        let slice = |i: u64| {
+            // some far from the chunk's base or too long: kept apart
+            let start = 5_000_000_000 + i * 1_000 + (i % 89 == 7) as u64 * (3 << 32);
+            let dur = if i % 97 == 11 { 1 << 33 } else { i % 13 };
+            (start, dur, (i % 4) as StateId)
+        };
+        let renumber = |st: StateId| st * 10 + 1;
+        for sizes in [
+            &[0usize, 0][..],
+            &[5, 0, 3],
+            &[0, 300],
+            &[1, 1, 1, 1],
+            &[256, 256, 1],
+            &[700, 40, 0, 1300, 256, 9],
+        ] {
+            let mut want = Vec::new();
+            let mut merged = HeldSlices::default();
+            let mut i = 0u64;
+            for (r, &n) in sizes.iter().enumerate() {
+                let mut h = HeldSlices::default();
+                for _ in 0..n {
+                    let (s, d, st) = slice(i);
+                    i += 1;
+                    h.push(s, d, st, Expect::Unknown);
+                    want.push((s, d, if r == 0 { st } else { renumber(st) }));
+                }
+                if r == 0 {
+                    merged = h;
+                } else {
+                    merged.append(h, renumber);
+                }
+            }
+            // held after the take-over
+            for _ in 0..300 {
+                let (s, d, st) = slice(i);
+                i += 1;
+                merged.push(s, d, st, Expect::Unknown);
+                want.push((s, d, st));
+            }
+            assert_eq!(merged.len(), want.len(), "{sizes:?}");
+            assert_eq!(merged.bytes(), 12 * want.len() + 16 * merged.apart());
+            assert!(merged.iter().collect::<Vec<_>>() == want, "{sizes:?}");
+        }
+    }
+
     /// The room a thread's chunks take (in slices).
     fn room(h: &HeldSlices) -> usize {
         h.first.capacity()
@@ -2903,8 +2986,8 @@ mod tests {
     }
 
     /// Whatever the read expects, the slices come back in order; the
-    /// room of the first chunk is what was expected (all known: exactly; a
-    /// read at an even pace: within a 16th), and twice its slices at most
+    /// room of the first chunk is what was expected (a read at an even
+    /// pace: within a 16th), and twice its slices at most
     /// when the pace was wrong; the later chunks are whole.
     #[test]
     fn held_slices_take_the_room_expected() {
@@ -2934,9 +3017,6 @@ mod tests {
                     room(&h)
                 );
             };
-            check(&|_| Expect::Total(n), first, "total");
-            // a total below what comes (a later append): grown as needed
-            check(&|_| Expect::Total(n / 2), 2 * first + 8, "short total");
             check(&|_| Expect::Unknown, 2 * first + 8, "unknown");
             let read = |pace: Pace| {
                 move |i: usize| Expect::Read {

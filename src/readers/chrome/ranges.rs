@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 
 use super::byte_shares::{self, Share};
 use super::{
-    Acc, AsyncEv, Expect, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
+    Acc, AsyncEv, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
 };
 use crate::error::{Error, Result};
 use crate::model::{StateId, TraceBuilder};
@@ -414,17 +414,17 @@ struct Numbers {
     seq: u64,
 }
 
-/// The records of a later range's threads appended to the first range's
-/// after which what they took is given back to the system, within the
-/// range (after each range it is given back anyway): at least this many
-/// bytes, and at least a [`MERGE_TRIMS`]th of all the later ranges' records.
-/// Freed in the arena of the thread that read them, they would otherwise
-/// stay resident beside their copies until the range is done: with two
-/// ranges, half the slices (a 241 MB trace of 512 threads read on two
-/// threads peaked at 58.4–58.7 MiB in the merge in about half the runs,
-/// and at 56.0–56.4 MiB in every run so, for a 45 MiB model). A trim walks
-/// every arena and flushes every core's TLB (13 ms on 16 busy cores): where
-/// ranges are many they are small, and a fixed size adds no trim there.
+/// What a merge frees of the later ranges' threads (their `B`/`E` events,
+/// copied; the lists of their threads; not their slices, whose chunks are
+/// taken over) is given back to the system each time this many bytes, and
+/// at least a [`MERGE_TRIMS`]th of it, were freed. Freed in the arena of
+/// the thread that read them, they would otherwise stay resident beside
+/// their copies. (When the slices were copied too, with two ranges, half
+/// the slices: a 241 MB trace of 512 threads read on two threads peaked
+/// at 58.4–58.7 MiB in the merge in about half the runs, and at 56.0–56.4
+/// MiB in every run so, for a 45 MiB model.) A trim walks every arena and
+/// flushes every core's TLB (13 ms on 16 busy cores): where ranges are
+/// many they are small, and a fixed size adds no trim there.
 const MERGE_TRIM_BYTES: usize = 4 << 20;
 
 /// The most trims that [`MERGE_TRIM_BYTES`] adds to a merge.
@@ -483,26 +483,20 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
     rayon::join(
         || {
             // each thread's records from the later ranges after its own,
-            // range by range: each range's threads freed as they go (a
-            // vector of every thread's pieces would hold them twice)
-            let later: usize = thread_parts
-                .iter()
-                .flatten()
-                .map(ThreadAcc::record_bytes)
-                .sum();
-            let every = MERGE_TRIM_BYTES.max(later / MERGE_TRIMS);
+            // range by range: their slices' chunks taken over, their `B`/`E`
+            // events copied and freed as they go, and what those took (and
+            // the ranges' lists of threads) given back a share at a time
+            let copied = |t: &ThreadAcc| t.record_bytes() - t.slices.bytes();
+            let later: usize = thread_parts.iter().flatten().map(copied).sum();
+            let mut give_back =
+                crate::memory::GiveBack::every(MERGE_TRIM_BYTES.max(later / MERGE_TRIMS));
             for (p, m) in thread_parts.into_iter().zip(&numbers) {
-                let mut give_back = crate::memory::GiveBack::every(every);
+                let mut freed = p.capacity() * std::mem::size_of::<ThreadAcc>();
                 for (piece, &g) in p.into_iter().zip(&m.threads) {
-                    let bytes = piece.record_bytes();
+                    freed += copied(&piece);
                     threads[g as usize].append(piece, &m.states);
-                    give_back.freed(bytes);
                 }
-                // the range's threads, freed in the arena of the thread
-                // that read it (which the merge does not allocate from),
-                // leave before the next range's are appended: at 65,536
-                // threads each range held some 20 MB of them
-                crate::memory::return_freed_memory();
+                give_back.freed(freed);
             }
         },
         || {
@@ -729,11 +723,7 @@ impl ThreadAcc {
                 }
             }
         }
-        // (its chunks given exactly the room of both)
-        let all = Expect::Total(self.slices.len() + later.slices.len());
-        for (start, dur, st) in later.slices.iter() {
-            self.slices.push(start, dur, state(st), all);
-        }
+        self.slices.append(later.slices, state);
     }
 }
 
