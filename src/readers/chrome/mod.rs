@@ -871,6 +871,14 @@ struct FlowPayloads {
 }
 
 impl FlowPayloads {
+    /// Bytes its vectors take.
+    fn bytes(&self) -> usize {
+        std::mem::size_of_val(self.has.as_slice())
+            + std::mem::size_of_val(self.before.as_slice())
+            + std::mem::size_of_val(self.pairs.as_slice())
+            + std::mem::size_of_val(self.apart.as_slice())
+    }
+
     /// Notes the flow event at `place` (the next one), with its bytes and
     /// tag (`None`: the flow's key) if it starts a message.
     fn push(&mut self, place: u32, payload: Option<(u64, Option<i64>)>) {
