@@ -432,7 +432,7 @@ const MERGE_TRIM_BYTES: usize = 4 << 20;
 /// grow in the arena of the merging thread, beside them. With the slices
 /// no longer copied, the merge gave back nothing while they were, and a
 /// 241 MB trace of 512 threads read by 16 ranges on two threads peaked in
-/// the merge at 58.8 MiB (3.8 MiB of payloads), against 55.0 when each
+/// the merge at 58.8 MiB, against 55.0 when each
 /// range's slices were copied and given back.
 const MERGE_FLOWS_TRIM_BYTES: usize = 1 << 20;
 
