@@ -419,8 +419,8 @@ impl HeldSlices {
     /// over as they are (each keeps its base), and so are its slices kept
     /// apart, after its own (in the order of the slices that hold
     /// their places). No slice is copied: a merge of 16 ranges copied
-    /// the later ranges' slices into the first's, 40 MB of a 241 MB
-    /// trace's, on one thread (0.02 s, each page new).
+    /// the later ranges' slices into the first's on one thread, at most 16 MB
+    /// of a 241 MB trace's 1.4 M intervals (0.02 s, each page new).
     fn append(&mut self, mut later: HeldSlices, state: impl Fn(StateId) -> StateId) {
         let renumber = |c: &mut [HeldSlice]| c.iter_mut().for_each(|r| r.state = state(r.state));
         renumber(&mut later.first);
@@ -597,7 +597,12 @@ impl ThreadAcc {
 
     /// Bytes its slice records take.
     fn record_bytes(&self) -> usize {
-        self.slices.bytes() + self.rare.as_ref().map_or(0, |r| r.be.bytes())
+        self.slices.bytes() + self.be_bytes()
+    }
+
+    /// Bytes its `B`/`E` events take.
+    fn be_bytes(&self) -> usize {
+        self.rare.as_ref().map_or(0, |r| r.be.bytes())
     }
 
     /// Its flat timeline as a block of location `loc`'s own, its records

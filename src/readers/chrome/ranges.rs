@@ -495,14 +495,13 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
             // range by range: their slices' chunks taken over, their `B`/`E`
             // events copied and freed as they go, and what those took (and
             // the ranges' lists of threads) given back a share at a time
-            let copied = |t: &ThreadAcc| t.record_bytes() - t.slices.bytes();
-            let later: usize = thread_parts.iter().flatten().map(copied).sum();
+            let later: usize = thread_parts.iter().flatten().map(ThreadAcc::be_bytes).sum();
             let mut give_back =
                 crate::memory::GiveBack::every(MERGE_TRIM_BYTES.max(later / MERGE_TRIMS));
             for (p, m) in thread_parts.into_iter().zip(&numbers) {
                 let mut freed = p.capacity() * std::mem::size_of::<ThreadAcc>();
                 for (piece, &g) in p.into_iter().zip(&m.threads) {
-                    freed += copied(&piece);
+                    freed += piece.be_bytes();
                     threads[g as usize].append(piece, &m.states);
                 }
                 give_back.freed(freed);
