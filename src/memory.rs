@@ -118,6 +118,21 @@ pub fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// Asks the processor to bring the cache line at `p` into its caches
+/// ahead of a use: a hint, which never faults whatever the address (a
+/// no-op elsewhere than x86-64).
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE, which the instruction needs, is part of x86-64; a
+    // prefetch reads nothing and never faults
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Returns the memory freed so far to the system. Readers free many
 /// blocks of a few MiB from several threads (file blocks, parsed records);
 /// glibc keeps such memory in per-thread arenas, where it still counts in

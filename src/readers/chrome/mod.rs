@@ -50,6 +50,7 @@ use crate::model::{
 use fields::{Fields, LiteArgs, fields_fast, fields_serde};
 
 mod byte_shares;
+mod deferred;
 mod fields;
 mod ranges;
 mod series;
@@ -414,6 +415,15 @@ impl HeldSlices {
         }
     }
 
+    /// Where its next slice will be written (a hint for
+    /// [`crate::memory::prefetch`]: it moves when the chunk grows).
+    fn next_slot(&self) -> *const HeldSlice {
+        match self.more.as_ref().and_then(|m| m.chunks.last()) {
+            Some(c) => c.as_ptr().wrapping_add(c.len()),
+            None => self.first.as_ptr().wrapping_add(self.first.len()),
+        }
+    }
+
     /// Takes `later`'s slices (a later range's of the same thread) after
     /// its own, their states renumbered by `state`: its chunks are taken
     /// over as they are (each keeps its base), and so are its slices kept
@@ -568,6 +578,11 @@ impl ThreadAcc {
     /// overflow: [`parse_event`] checks it).
     fn push_x(&mut self, ts: i64, dur: i64, state: StateId, expect: Expect) {
         self.slices.push(ts as u64, dur as u64, state, expect);
+    }
+
+    /// Where its next `X` slice will be written ([`HeldSlices::next_slot`]).
+    fn next_slot(&self) -> *const HeldSlice {
+        self.slices.next_slot()
     }
 
     /// Holds a `B` (`begin`) or `E` event.
@@ -1053,9 +1068,37 @@ struct Acc {
     /// In the first pass of a stream ([`stream`]): where each thread's
     /// slices start, instead of the slices, instants, samples and flows.
     marks: Option<Box<stream::Marks>>,
+    /// In one pipeline: the slice events held back from their threads'
+    /// records, to be given to them on all threads ([`deferred`];
+    /// [`Acc::give_held`] before the records are read).
+    deferred: Option<Box<deferred::Deferred>>,
 }
 
 impl Acc {
+    /// Where a slice event of `batch` is to be held back, and the batch's
+    /// offset and [`Expect`] to hold it with: when the read holds them
+    /// back ([`Acc::deferred`]) and has met [`deferred::MIN_THREADS`]
+    /// threads (those held before are given to their threads first when
+    /// they come from another batch or are many). `None`: the event goes
+    /// into its thread's records now.
+    fn hold(&mut self, batch: &Batch) -> Option<(&mut deferred::Deferred, (u64, Expect))> {
+        let d = self.deferred.as_deref_mut()?;
+        if self.threads.len() < deferred::MIN_THREADS {
+            return None;
+        }
+        if !d.has_room(batch.base) {
+            d.give(&mut self.threads);
+        }
+        Some((d, (batch.base, Expect::of_batch(self.reach, batch))))
+    }
+
+    /// Gives the slice events held back to their threads' records.
+    fn give_held(&mut self) {
+        if let Some(d) = self.deferred.as_deref_mut() {
+            d.give(&mut self.threads);
+        }
+    }
+
     /// Interns the key made of `parts` in `map` without allocating on hits.
     fn key(map: &mut FxHashMap<String, u32>, buf: &mut String, parts: &[&str]) -> u32 {
         buf.clear();
@@ -1511,14 +1554,20 @@ fn intake(ev: &Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result
             let st = acc.state_of(b, &ev.name, &ev.cat);
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].push_be(ts, true, st),
+                None => match acc.hold(batch) {
+                    Some((d, at)) => d.be(t, ts, true, st, at),
+                    None => acc.threads[t as usize].push_be(ts, true, st),
+                },
             }
         }
         b'E' => {
             let t = thread(acc);
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => acc.threads[t as usize].push_be(ts, false, 0),
+                None => match acc.hold(batch) {
+                    Some((d, at)) => d.be(t, ts, false, 0, at),
+                    None => acc.threads[t as usize].push_be(ts, false, 0),
+                },
             }
         }
         b'X' => {
@@ -1534,10 +1583,13 @@ fn intake(ev: &Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result
             };
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
-                None => {
-                    let expect = Expect::of_batch(acc.reach, batch);
-                    acc.threads[t as usize].push_x(ts, dur, st, expect)
-                }
+                None => match acc.hold(batch) {
+                    Some((d, at)) => d.x(t, ts, dur, st, at),
+                    None => {
+                        let expect = Expect::of_batch(acc.reach, batch);
+                        acc.threads[t as usize].push_x(ts, dur, st, expect)
+                    }
+                },
             }
         }
         b'i' | b'I' | b'R' | b'n' | b'P' => {
@@ -1855,6 +1907,7 @@ fn read_in(path: &Path, opts: &ReadOptions, ranges: Option<usize>) -> Result<Tra
     let mut b = builder(path, opts);
     let mut acc = Acc::new(None);
     acc.reach = (!inp.compressed).then_some((0, inp.file_len));
+    acc.deferred = Some(Box::new(deferred::Deferred::new()));
     let events = phases::span("chrome: events (split, parse, intake)");
     let split = for_each_event(
         path,
@@ -1862,6 +1915,7 @@ fn read_in(path: &Path, opts: &ReadOptions, ranges: Option<usize>) -> Result<Tra
         Intake::for_threads(),
         |ev, batch| intake(ev, &mut acc, &mut b, batch),
     )?;
+    acc.give_held();
     drop(events);
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     assemble(acc, b, path, opts)

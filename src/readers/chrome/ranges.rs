@@ -1037,6 +1037,46 @@ mod tests {
         }
     }
 
+    /// A trace of more threads than [`super::super::deferred::MIN_THREADS`],
+    /// each with `X` slices, nested `B`/`E` events and a name, events of
+    /// all threads interleaved: one pipeline holds its slices back from the
+    /// threads' records once it has met that many threads and gives them
+    /// on all threads; the model is the ranges' (which hold none back), on
+    /// 1 and 3 threads.
+    #[test]
+    fn slices_held_back_at_many_threads_give_the_ranges_model() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("many.json");
+        let threads = super::super::deferred::MIN_THREADS as u64 + 900;
+        let mut rng = XorShift(5);
+        let mut ev = Vec::new();
+        for round in 0..7u64 {
+            for k in 0..threads {
+                let t = (k * 7919 + round) % threads;
+                let ts = 1000 * round + rng.below(900);
+                let head = format!(r#""pid":{},"tid":{t},"ts":{ts}"#, t % 13);
+                ev.push(match (round, rng.below(6)) {
+                    (3, _) => format!(
+                        r#"{{"ph":"M",{head},"name":"thread_name","args":{{"name":"w{t}"}}}}"#
+                    ),
+                    (_, 0) => format!(r#"{{"ph":"B",{head},"name":"outer","cat":"mpi"}}"#),
+                    (_, 1) => format!(r#"{{"ph":"E",{head}}}"#),
+                    (_, r) => format!(
+                        r#"{{"ph":"X",{head},"dur":{},"name":"s{r}","cat":"compute"}}"#,
+                        rng.below(80)
+                    ),
+                });
+            }
+        }
+        std::fs::write(&p, format!("[\n{}\n]", ev.join(",\n"))).unwrap();
+        let want = model(&p, 3);
+        assert!(want.as_ref().is_ok_and(|m| m.contains("w4100")));
+        for n in [1, 3] {
+            let got = crate::test_pool::pool(n).install(|| model(&p, 1));
+            assert!(got == want, "one pipeline on {n} threads");
+        }
+    }
+
     /// The test is about what it says: the file is cut into as many
     /// ranges as asked, each with events, and what the merge renumbers is
     /// met first in later ranges.
