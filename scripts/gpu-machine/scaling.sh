@@ -24,13 +24,16 @@ lscpu | grep -E '^(Model name|Core|Thread)' | tee -a $S
 $T synth bcast -p 65536 --reps ${P_REPS:-256} -o b.prv | tail -1 | tee -a $S
 $T synth bcast -p 1024 --reps ${C_REPS:-1000} -o c.json | tail -1 | tee -a $S
 $T synth bcast -p 65536 --reps ${L_REPS:-32} -o p.trf | tail -1 | tee -a $S
+# a Chrome trace of 65,536 threads: one pipeline (ranges would each hold
+# every thread), its slices given to their threads on all threads
+$T synth bcast -p 65536 --reps ${W_REPS:-10} -o w.json | tail -1 | tee -a $S
 # mostly hardware-counter events and samples, as Extrae and Chrome traces
 # with counters are (an older binary without --counters skips them)
 E=
 if $T synth bcast -p 64 --reps ${E_REPS:-2000} --counters 8 -o e.prv | tail -1 | tee -a $S | grep -q wrote; then E="e.prv"; fi
 if $T synth bcast -p 64 --reps ${E_REPS:-2000} --counters 8 -o e.json | tail -1 | tee -a $S | grep -q wrote; then E="$E e.json"; fi
 O=$B/otf2-ring/traces.otf2
-for f in b.prv c.json p.trf $E $O; do
+for f in b.prv c.json w.json p.trf $E $O; do
   for k in 1 2 4 8 16; do stats_read $T new $k; done
   stats_read $T "new (again)" 16
   stats_read $T "new, 4 arenas" 16 MALLOC_ARENA_MAX=4
