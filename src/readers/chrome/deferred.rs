@@ -73,15 +73,15 @@ impl Deferred {
         }
     }
 
-    /// Whether an event of the batch at `base` (where the read stands as
-    /// `expect` says) can be held beside those held: they come from the
-    /// same batch and are not too many.
+    /// Whether an event of the batch at `base` (its first byte's offset)
+    /// can be held beside those held: they come from the same batch and
+    /// are not too many.
     pub(super) fn has_room(&self, base: u64) -> bool {
         self.held < MAX_HELD && self.batch.is_none_or(|(b, _)| b == base)
     }
 
     /// Holds an `X` slice of thread `thread` (`dur` not negative) from the
-    /// batch at `base`.
+    /// batch at `at.0`, where the read stands as `at.1` says.
     pub(super) fn x(&mut self, thread: u32, ts: i64, dur: i64, state: StateId, at: (u64, Expect)) {
         self.hold(
             Held {
@@ -94,7 +94,8 @@ impl Deferred {
         );
     }
 
-    /// Holds a `B` (`begin`) or `E` event of thread `thread`.
+    /// Holds a `B` (`begin`) or `E` event of thread `thread` (`at` as for
+    /// [`Deferred::x`]).
     pub(super) fn be(
         &mut self,
         thread: u32,
