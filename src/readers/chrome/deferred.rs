@@ -3,7 +3,7 @@
 //!
 //! One pipeline ([`super::for_each_event`]) takes its events on one thread
 //! while the others parse the next run: that thread is the read's serial
-//! chain. At 65,536 threads (a trace that ranges cannot read: every range
+//! chain. At 65,536 threads (a trace not read by ranges, each of which
 //! would hold every thread) half of its time went into putting each `X`
 //! slice into its thread's records, whose record and slices' end were in
 //! no cache at that many threads: two misses a slice (a 708 MB trace on
