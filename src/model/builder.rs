@@ -371,6 +371,47 @@ impl IntervalBlock {
         })
     }
 
+    /// The intervals `(start, end, state)` of `runs` (location, intervals:
+    /// the first run's intervals first) as one block: what
+    /// [`Self::of_runs`] makes of them as records, without the list of
+    /// records (each location given once a run, where the records give it
+    /// once each).
+    pub(crate) fn of_flat_runs(
+        runs: &[(LocId, u32)],
+        flat: &[(Time, Time, StateId)],
+    ) -> IntervalBlock {
+        // consecutive runs of one location as one
+        let mut merged: Vec<(LocId, u32)> = Vec::with_capacity(runs.len());
+        for &(loc, n) in runs.iter().filter(|r| r.1 > 0) {
+            match merged.last_mut() {
+                Some((l, k)) if *l == loc && k.checked_add(n).is_some() => *k += n,
+                _ => merged.push((loc, n)),
+            }
+        }
+        let n: usize = runs.iter().map(|r| r.1 as usize).sum();
+        if merged.len() * 4 > flat.len() || n != flat.len() {
+            // few intervals a location: as records (packed where they fit)
+            let locs = runs
+                .iter()
+                .flat_map(|&(loc, n)| std::iter::repeat_n(loc, n as usize));
+            let v: Vec<RawInterval> = locs
+                .zip(flat)
+                .map(|(loc, &(start, end, state))| RawInterval {
+                    loc,
+                    state,
+                    start,
+                    end,
+                })
+                .collect();
+            return IntervalBlock::of_runs(&v);
+        }
+        IntervalBlock::Grouped(GroupedIntervals {
+            runs: merged,
+            times: GroupedTimes::of(flat.iter().map(|r| (r.0, r.1))),
+            state: flat.iter().map(|r| r.2).collect(),
+        })
+    }
+
     /// The intervals `(start, end, state)` of one location, as one run.
     pub(crate) fn of_location(loc: LocId, flat: &[(Time, Time, StateId)]) -> IntervalBlock {
         if flat.len() > u32::MAX as usize {
@@ -2465,6 +2506,54 @@ impl Columns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Intervals listed one location's run after another make the block
+    /// that [`IntervalBlock::of_runs`] makes of the same intervals as
+    /// records: grouped (a location's runs next to each other as one, runs
+    /// of none left out) where they hold 4 intervals a run or more, else
+    /// packed, or records where one is too long to pack.
+    #[test]
+    fn flat_runs_make_the_records_block() {
+        let mut rng = crate::test_rng::XorShift(0x0f1a_7125);
+        let (mut grouped, mut packed, mut records) = (0, 0, 0);
+        for round in 0..400 {
+            let (mut runs, mut flat, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+            let mut t = 0u64;
+            for _ in 0..1 + rng.below(40) {
+                let loc = rng.below(6) as LocId;
+                let n = rng.below(if round % 2 == 0 { 4 } else { 12 }) as u32;
+                for _ in 0..n {
+                    t += rng.below(50);
+                    let len = if rng.below(300) == 0 {
+                        1 << 33
+                    } else {
+                        rng.below(40)
+                    };
+                    let state = rng.below(5) as StateId;
+                    flat.push((t, t + len, state));
+                    raw.push(RawInterval {
+                        loc,
+                        state,
+                        start: t,
+                        end: t + len,
+                    });
+                }
+                runs.push((loc, n));
+            }
+            let got = IntervalBlock::of_flat_runs(&runs, &flat);
+            match got {
+                IntervalBlock::Grouped(_) => grouped += 1,
+                IntervalBlock::Packed(_) => packed += 1,
+                IntervalBlock::Records(_) => records += 1,
+            }
+            let want = IntervalBlock::of_runs(&raw);
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "round {round}");
+        }
+        assert!(
+            grouped > 100 && packed > 100 && records > 5,
+            "{grouped} {packed} {records}"
+        );
+    }
 
     /// `0..n` cut into blocks of 1 to `most` records at random.
     fn random_blocks(

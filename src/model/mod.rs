@@ -35,7 +35,8 @@ pub use events::{
 pub use intervals::{IntervalSlice, Intervals};
 pub use locations::{Group, GroupKind, Location, LocationKind, Locations};
 pub use nesting::{
-    Flattener, NestedSlice, flatten_nested, in_nested_order, nested_order_span, sort_nested,
+    Flattener, NestedSlice, flatten_nested, in_nested_order, nested_key, nested_order_span,
+    sort_nested,
 };
 pub use profile::{Procedure, ProfileMatrix, ProfileMetric, RowKind};
 pub use states::{ClassOverride, MAX_TAGS, State, StateClass, StateTable};

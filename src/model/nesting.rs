@@ -62,8 +62,9 @@ pub fn nested_order_span(slices: impl IntoIterator<Item = NestedSlice>) -> Optio
 }
 
 /// The key [`sort_nested`] orders by: start, the longest first, then
-/// appearance.
-fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
+/// appearance (for a reader that checks the order as it feeds a
+/// [`Flattener`] one region at a time).
+pub fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
     (s.start, std::cmp::Reverse(s.end), s.seq)
 }
 
@@ -85,35 +86,43 @@ pub struct Flattener {
 impl Flattener {
     /// Feeds regions sorted by [`sort_nested`], all after those fed before.
     pub fn feed(&mut self, slices: &[NestedSlice], out: &mut Vec<(Time, Time, StateId)>) {
+        for sl in slices {
+            self.push(sl, out);
+        }
+    }
+
+    /// Feeds one region, after (in [`sort_nested`]'s order) those fed
+    /// before: [`Self::feed`] a region at a time, for a reader that makes
+    /// each as it goes (no list of them).
+    #[inline]
+    pub fn push(&mut self, sl: &NestedSlice, out: &mut Vec<(Time, Time, StateId)>) {
         let emit = |out: &mut Vec<(Time, Time, StateId)>, a: Time, b: Time, s: StateId| {
             if b > a {
                 out.push((a, b, s));
             }
         };
-        for sl in slices {
-            if sl.end < sl.start {
-                continue;
-            }
-            // close the regions that ended before this one starts
-            while let Some(&(end, state)) = self.stack.last() {
-                if end > sl.start {
-                    break;
-                }
-                emit(out, self.cursor, end, state);
-                self.cursor = self.cursor.max(end);
-                self.stack.pop();
-            }
-            let mut end = sl.end;
-            if let Some(&(parent_end, parent_state)) = self.stack.last() {
-                emit(out, self.cursor, sl.start, parent_state);
-                if end > parent_end {
-                    end = parent_end;
-                    self.clipped += 1;
-                }
-            }
-            self.cursor = sl.start;
-            self.stack.push((end, sl.state));
+        if sl.end < sl.start {
+            return;
         }
+        // close the regions that ended before this one starts
+        while let Some(&(end, state)) = self.stack.last() {
+            if end > sl.start {
+                break;
+            }
+            emit(out, self.cursor, end, state);
+            self.cursor = self.cursor.max(end);
+            self.stack.pop();
+        }
+        let mut end = sl.end;
+        if let Some(&(parent_end, parent_state)) = self.stack.last() {
+            emit(out, self.cursor, sl.start, parent_state);
+            if end > parent_end {
+                end = parent_end;
+                self.clipped += 1;
+            }
+        }
+        self.cursor = sl.start;
+        self.stack.push((end, sl.state));
     }
 
     /// The outermost open region, as (end, state).

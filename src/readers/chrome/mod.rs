@@ -40,12 +40,11 @@ use super::json_split::{Batch, ReadAhead, Splitter, Truncation};
 use crate::diagnostics::Position;
 use crate::error::{Error, Result};
 use crate::model::builder::{
-    CounterBlock, EventBlock, GLOBAL, IntervalBlock, LocationBlock, RawInterval, RawMessage, Staged,
+    CounterBlock, EventBlock, GLOBAL, IntervalBlock, LocationBlock, RawMessage, Staged,
 };
 use crate::model::{
     BuildOptions, Flattener, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass,
-    StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested, in_nested_order,
-    nested_order_span,
+    StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested, nested_key,
 };
 use fields::{Fields, LiteArgs, fields_fast, fields_serde};
 
@@ -506,6 +505,29 @@ impl HeldSlices {
             })
     }
 
+    /// `f` on the slices in order, (start, duration, state), until it
+    /// returns false: whether it never did. [`Self::iter`] as one loop a
+    /// chunk, for the passes over every thread's slices at the end of a
+    /// read (the nested chains of `iter` took a third of the flattening of
+    /// 65,536 threads' slices).
+    fn try_each(&self, mut f: impl FnMut(u64, u64, StateId) -> bool) -> bool {
+        let more = self.more.as_deref();
+        let mut apart = more.map_or(&[][..], |m| m.apart.as_slice()).iter();
+        let mut chunk = |base: u64, c: &[HeldSlice]| {
+            c.iter().all(|r| {
+                let (start, dur) = if r.dur == SLICE_APART {
+                    // every slice held apart has its entry, in order
+                    apart.next().copied().unwrap_or((0, 0))
+                } else {
+                    (base + u64::from(r.start), u64::from(r.dur))
+                };
+                f(start, dur, r.state)
+            })
+        };
+        chunk(self.base, &self.first)
+            && more.is_none_or(|m| (m.bases.iter().zip(&m.chunks)).all(|(&base, c)| chunk(base, c)))
+    }
+
     /// The slices kept apart.
     #[cfg(test)]
     fn apart(&self) -> usize {
@@ -622,7 +644,7 @@ impl ThreadAcc {
 
     /// Its flat timeline as a block of location `loc`'s own, its records
     /// freed, when it holds only X slices, in the order the flattening
-    /// takes them ([`feed_in_order`]): the intervals go into the block a
+    /// takes them ([`held_order_span`]): the intervals go into the block a
     /// few at a time, not through the list [`Self::flatten`] makes (24
     /// bytes an interval beside the block). None otherwise (nothing
     /// taken).
@@ -635,7 +657,7 @@ impl ThreadAcc {
             return None;
         }
         let o = origin.max(0) as Time;
-        let (first, last) = nested_order_span(nested_slices(&self.slices, o))?;
+        let (first, last) = held_order_span(&self.slices, o)?;
         let mut block = LocationBlock::new(loc, (first, last), self.slices.len());
         let mut out = Vec::with_capacity(2 * FEED_SLICES);
         let clipped = feed(&self.slices, o, &mut out, |out| {
@@ -652,7 +674,7 @@ impl ThreadAcc {
         ))
     }
 
-    /// Its flat timeline into `flat` (emptied first; times relative to
+    /// Its flat timeline after what `flat` holds (times relative to
     /// `origin`, slices still open end at `end_abs`), its records freed:
     /// what was repaired.
     fn flatten(
@@ -681,12 +703,31 @@ impl ThreadAcc {
             state,
             seq,
         };
-        flat.clear();
-        if be.is_empty()
-            && let Some(clipped) = feed_in_order(&held, o, flat, |_| {})
-        {
-            nesting.clipped += clipped;
-            return nesting;
+        if be.is_empty() {
+            // fed as they come, their order checked on the way: undone at
+            // the first slice out of order (a trace not written in time
+            // order), to be sorted below
+            let at = flat.len();
+            let mut f = Flattener::default();
+            let mut prev = None;
+            let mut seq = 0;
+            let in_order = held.try_each(|start, dur, state| {
+                let s = nested((start, dur, state), seq);
+                seq += 1;
+                let k = nested_key(&s);
+                if prev.is_some_and(|p| k < p) {
+                    return false;
+                }
+                prev = Some(k);
+                f.push(&s, flat);
+                true
+            });
+            if in_order {
+                f.finish(flat);
+                nesting.clipped += f.clipped;
+                return nesting;
+            }
+            flat.truncate(at);
         }
         let mut slices = Vec::with_capacity(held.len() + be.len() / 2);
         let (mut next_be, mut place) = (0, 0u64);
@@ -730,34 +771,41 @@ impl ThreadAcc {
     }
 }
 
-/// The slices of `held` (times made relative to `o`), when they come in
-/// the order the flattening takes them (as a trace written in time order
-/// has them), fed to it a few at a time, not copied whole (32 bytes a
-/// slice): its intervals go to `out`, handed to `take` after each few.
-/// What was clipped; none when they are not in that order (nothing fed).
-fn feed_in_order(
-    held: &HeldSlices,
-    o: Time,
-    out: &mut Vec<(Time, Time, StateId)>,
-    take: impl FnMut(&mut Vec<(Time, Time, StateId)>),
-) -> Option<u64> {
-    in_nested_order(nested_slices(held, o)).then(|| feed(held, o, out, take))
+/// The slice of `held` at (start, duration, state) as the flattening
+/// takes it: times made relative to `o`, numbered `seq`.
+fn nested_slice((start, dur, state): (u64, u64, StateId), o: Time, seq: u64) -> NestedSlice {
+    NestedSlice {
+        start: start.saturating_sub(o),
+        end: (start + dur).saturating_sub(o),
+        state,
+        seq,
+    }
 }
 
-/// The slices of `held` as the flattening takes them: times made
-/// relative to `o`, numbered in their order.
-fn nested_slices(held: &HeldSlices, o: Time) -> impl Iterator<Item = NestedSlice> + '_ {
-    held.iter()
-        .enumerate()
-        .map(move |(i, (start, dur, state))| NestedSlice {
-            start: start.saturating_sub(o),
-            end: (start + dur).saturating_sub(o),
-            state,
-            seq: i as u64,
-        })
+/// [`crate::model::nested_order_span`] of the slices of `held` as the flattening takes
+/// them ([`nested_slice`]), in one loop a chunk.
+fn held_order_span(held: &HeldSlices, o: Time) -> Option<(Time, Time)> {
+    let mut seq = 0;
+    let mut span: Option<(Time, Time)> = None;
+    let mut prev = None;
+    let in_order = held.try_each(|start, dur, state| {
+        let s = nested_slice((start, dur, state), o, seq);
+        seq += 1;
+        let k = nested_key(&s);
+        if prev.is_some_and(|p| k < p) {
+            return false;
+        }
+        prev = Some(k);
+        span = Some(span.map_or((s.start, s.end), |(a, z)| (a, z.max(s.end))));
+        true
+    });
+    in_order.then(|| span.unwrap_or((0, 0)))
 }
 
-/// [`feed_in_order`] of slices known to be in that order.
+/// The slices of `held` known to be in the order the flattening takes
+/// them ([`held_order_span`]), fed to it one at a time: its intervals go
+/// to `out`, handed to `take` after every [`FEED_SLICES`] slices and at
+/// the end. What was clipped.
 fn feed(
     held: &HeldSlices,
     o: Time,
@@ -765,16 +813,15 @@ fn feed(
     mut take: impl FnMut(&mut Vec<(Time, Time, StateId)>),
 ) -> u64 {
     let mut f = Flattener::default();
-    let mut some = Vec::with_capacity(FEED_SLICES.min(held.len()));
-    for s in nested_slices(held, o) {
-        some.push(s);
-        if some.len() == FEED_SLICES {
-            f.feed(&some, out);
+    let mut seq = 0;
+    held.try_each(|start, dur, state| {
+        f.push(&nested_slice((start, dur, state), o, seq), out);
+        seq += 1;
+        if seq % FEED_SLICES as u64 == 0 {
             take(out);
-            some.clear();
         }
-    }
-    f.feed(&some, out);
+        true
+    });
     f.finish(out);
     take(out);
     f.clipped
@@ -2221,9 +2268,11 @@ fn add_threads(
             .zip(loc_of_thread[t0..t1].par_chunks(run))
             .map(|(ths, locs)| {
                 let mut blocks = Vec::new();
-                let mut quiet: Vec<RawInterval> = Vec::new();
+                // the quiet threads' intervals, one after the other, and
+                // each one's (location, intervals)
+                let mut quiet: Vec<(Time, Time, StateId)> = Vec::new();
+                let mut runs: Vec<(LocId, u32)> = Vec::new();
                 let mut nesting = Nesting::default();
-                let mut flat = Vec::new();
                 for (ta, &loc) in ths.iter_mut().zip(locs) {
                     if ta.slices.len() >= GROUPED_THREAD
                         && let Some((block, n)) = ta.flatten_block(loc, origin)
@@ -2232,22 +2281,20 @@ fn add_threads(
                         blocks.extend(block);
                         continue;
                     }
-                    nesting.add(&ta.flatten(origin, end_abs, &mut flat));
-                    if flat.len() >= GROUPED_THREAD {
-                        blocks.push(IntervalBlock::of_location(loc, &flat));
-                    } else {
-                        quiet.extend(flat.iter().map(|&(start, end, state)| RawInterval {
-                            loc,
-                            state,
-                            start,
-                            end,
-                        }));
+                    let at = quiet.len();
+                    nesting.add(&ta.flatten(origin, end_abs, &mut quiet));
+                    let n = quiet.len() - at;
+                    if n >= GROUPED_THREAD {
+                        blocks.push(IntervalBlock::of_location(loc, &quiet[at..]));
+                        quiet.truncate(at);
+                    } else if n > 0 {
+                        runs.push((loc, n as u32));
                     }
                 }
                 // as runs of their threads (12 bytes a record, where
                 // packed records take 16)
                 if !quiet.is_empty() {
-                    blocks.push(IntervalBlock::of_runs(&quiet));
+                    blocks.push(IntervalBlock::of_flat_runs(&runs, &quiet));
                 }
                 (blocks, nesting)
             })
@@ -2837,7 +2884,7 @@ mod tests {
                     seq: i as u64,
                 })
                 .collect();
-            let in_order = in_nested_order(listed.iter().copied());
+            let in_order = crate::model::in_nested_order(listed.iter().copied());
             let mut flat = Vec::new();
             let want_clipped = flatten_nested(&mut listed, &mut flat);
             match ta.flatten_block(7, 900) {
@@ -3116,7 +3163,13 @@ mod tests {
         let mut rng = crate::test_rng::XorShift(0x005e_ed1e_55c0_ffee);
         let (origin, end_abs) = (500i64, 1_000_000_000_000i64);
         let mut apart = 0;
+        // rounds of X slices only, in the order the flattening takes them
+        // and not (fed as they come, then undone and sorted)
+        let (mut x_in_order, mut x_out_of_order) = (0, 0);
         for round in 0..200 {
+            let only_x = round % 3 == 0;
+            // (starts that only grow: in that order whatever the lengths)
+            let growing = round % 6 == 0;
             let mut ta = ThreadAcc::default();
             // the events as the reader held them before: X slices with
             // their sequence numbers in the file (other threads' events
@@ -3129,13 +3182,13 @@ mod tests {
             for _ in 0..n {
                 // few distinct times and lengths: equal extents are common;
                 // now and then a jump of 3 s (past a chunk's offsets)
-                ts += (rng.next() % 3) as i64 * 10;
+                ts += (rng.next() % 3) as i64 * 10 + i64::from(growing);
                 if rng.next().is_multiple_of(60) {
                     ts += 3_000_000_000;
                 }
                 seq += 1 + rng.next() % 3;
                 let st = (rng.next() % 4) as StateId;
-                match rng.next() % 4 {
+                match rng.next() % if only_x { 2 } else { 4 } {
                     0 | 1 => {
                         let dur = match rng.next() % 16 {
                             0 => u32::MAX as i64 + (rng.next() % 3) as i64 - 1,
@@ -3143,7 +3196,7 @@ mod tests {
                             k => (k as i64 % 4) * 10,
                         };
                         // a parent written after its children, 6 s back
-                        let ts = if rng.next().is_multiple_of(40) {
+                        let ts = if rng.next().is_multiple_of(40) && !growing {
                             ts - 6_000_000_000
                         } else {
                             ts
@@ -3164,6 +3217,13 @@ mod tests {
                         ta.push_be(ts, false, 0);
                         be.push((ts, seq, false, 0));
                     }
+                }
+            }
+            if only_x {
+                if crate::model::in_nested_order(x.iter().copied()) {
+                    x_in_order += 1;
+                } else {
+                    x_out_of_order += 1;
                 }
             }
             be.sort_by_key(|&(ts, seq, _, _)| (ts, seq));
@@ -3195,9 +3255,12 @@ mod tests {
             let mut want = Vec::new();
             let clipped = flatten_nested(&mut x, &mut want);
             apart += ta.slices.apart();
+            // (after what the list held, whether the slices came in
+            // order or were sorted)
             let mut got = vec![(1, 2, 3)];
             let n = ta.flatten(origin, end_abs, &mut got);
-            assert_eq!(got, want, "round {round}");
+            assert_eq!(got[0], (1, 2, 3), "round {round}");
+            assert_eq!(got[1..], want[..], "round {round}");
             assert_eq!(
                 (n.unmatched_end, n.unclosed, n.clipped),
                 (unmatched, unclosed, clipped),
@@ -3206,6 +3269,10 @@ mod tests {
             assert!(ta.slices.is_empty() && ta.be_len() == 0);
         }
         assert!(apart > 500, "{apart}");
+        assert!(
+            x_in_order > 5 && x_out_of_order > 20,
+            "{x_in_order} {x_out_of_order}"
+        );
     }
 
     /// Every byte count and tag comes back for a flow event that starts
