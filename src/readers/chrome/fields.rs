@@ -705,7 +705,12 @@ fn put<T>(slot: &mut Option<T>, v: T) -> Option<()> {
 /// Fills `f` (which starts empty; left anyhow on `None`): the fields were
 /// returned before, moved (360 bytes) twice an event.
 pub(super) fn fields_fast<'a>(b: &'a [u8], f: &mut Fields<'a>) -> Option<()> {
-    let text = std::str::from_utf8(b).ok()?;
+    let text = if b.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8
+        unsafe { std::str::from_utf8_unchecked(b) }
+    } else {
+        std::str::from_utf8(b).ok()?
+    };
     let mut c = Cursor { b, text, i: 0 };
     c.ws();
     c.eat(b'{')?;
