@@ -66,6 +66,10 @@ pub struct Splitter {
     path: PathBuf,
     reader: Box<dyn Read + Send>,
     buf: Vec<u8>,
+    /// The bytes of `buf`'s allocation from its start that were written
+    /// (by a read, a copy or zeros), at least its length: a read into them
+    /// needs no zeroing first ([`Splitter::fill`]).
+    init: usize,
     base: u64,
     base_line: u64,
     eof: bool,
@@ -75,8 +79,9 @@ pub struct Splitter {
     /// `displayTimeUnit` and other small top-level string members.
     pub top_strings: Vec<(String, String)>,
     /// Buffers of batches done with ([`Splitter::recycle`]), filled again
-    /// without new pages.
-    spare: Vec<Vec<u8>>,
+    /// without new pages, each with the bytes of it that were written (its
+    /// length when given back).
+    spare: Vec<(Vec<u8>, usize)>,
     /// The input is a share of the events array that ends between two
     /// events ([`Splitter::ending_a_share`]): its end is not a cut file.
     share_end: bool,
@@ -429,6 +434,7 @@ impl Splitter {
             path: path.to_path_buf(),
             reader,
             buf: Vec::new(),
+            init: 0,
             base: 0,
             base_line: 1,
             eof: false,
@@ -490,19 +496,51 @@ impl Splitter {
     /// Gives back the bytes of a batch that was parsed, for a later batch.
     pub fn recycle(&mut self, mut data: Vec<u8>) {
         if self.spare.len() < 2 {
+            let written = data.len();
             data.clear();
-            self.spare.push(data);
+            self.spare.push((data, written));
         }
     }
 
+    /// Reads up to `want` bytes more into the buffer; short only at the
+    /// end of the input. Into room already written where there is some,
+    /// without zeroing it first: `read_to_end` zeroed each batch's room
+    /// before reading into it (the reader cannot take unwritten memory on
+    /// stable Rust), 1 MiB a batch on the splitter's thread, which a read
+    /// of many threads on many cores waits on.
     fn fill(&mut self, want: usize) -> Result<()> {
-        // read into the buffer's spare room (no zeroing first); short only
-        // at the end of the input
+        let len = self.buf.len();
+        let need = len + want;
+        let at = self.buf.as_ptr();
         self.buf.reserve(want);
-        let got = (&mut self.reader)
-            .take(want as u64)
-            .read_to_end(&mut self.buf)
-            .map_err(|e| Error::io(&self.path, e))?;
+        if self.buf.as_ptr() != at {
+            // moved: only its bytes up to its length were copied
+            self.init = len;
+        }
+        if self.init < need {
+            // SAFETY: the bytes up to `init` (within the allocation, at
+            // least the length) were written; zeros written after them
+            unsafe { self.buf.set_len(self.init.max(len)) };
+            self.buf.resize(need, 0);
+            self.init = need;
+        } else {
+            // SAFETY: within the allocation (reserved above) and written
+            // before: bytes, any value of which is a valid `u8`
+            unsafe { self.buf.set_len(need) };
+        }
+        let mut got = 0;
+        while got < want {
+            match self.reader.read(&mut self.buf[len + got..need]) {
+                Ok(0) => break,
+                Ok(n) => got += n.min(want - got),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(len + got);
+                    return Err(Error::io(&self.path, e));
+                }
+            }
+        }
+        self.buf.truncate(len + got);
         if got < want {
             self.eof = true;
         }
@@ -534,8 +572,12 @@ impl Splitter {
             let mut spans = Vec::new();
             let consumed = self.scan(&mut spans)?;
             if consumed > 0 || !spans.is_empty() {
-                let mut rest = self.spare.pop().unwrap_or_default();
+                let (mut rest, written) = self.spare.pop().unwrap_or_default();
+                let at = rest.as_ptr();
                 rest.extend_from_slice(&self.buf[consumed..]);
+                // (moved: only the bytes copied in were written)
+                let written = if rest.as_ptr() == at { written } else { 0 };
+                self.init = written.max(rest.len());
                 let data = std::mem::replace(&mut self.buf, rest);
                 let mut data = data;
                 data.truncate(consumed);
