@@ -35,7 +35,7 @@ pub use events::{
 pub use intervals::{IntervalSlice, Intervals};
 pub use locations::{Group, GroupKind, Location, LocationKind, Locations};
 pub use nesting::{
-    Flattener, NestedSlice, flatten_nested, in_nested_order, nested_key, nested_order_span,
+    Flattener, NestedOrder, NestedSlice, flatten_nested, in_nested_order, nested_order_span,
     sort_nested,
 };
 pub use profile::{Procedure, ProfileMatrix, ProfileMetric, RowKind};

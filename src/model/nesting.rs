@@ -46,25 +46,42 @@ pub fn in_nested_order(slices: impl IntoIterator<Item = NestedSlice>) -> bool {
 /// none) when they come in the order [`sort_nested`] gives, found in the
 /// one pass that checks it; `None` when they do not.
 pub fn nested_order_span(slices: impl IntoIterator<Item = NestedSlice>) -> Option<(Time, Time)> {
-    let mut slices = slices.into_iter();
-    let Some(head) = slices.next() else {
-        return Some((0, 0));
-    };
-    let (mut last, mut prev) = (head.end, nested_key(&head));
+    let mut order = NestedOrder::default();
+    let mut span = None;
     for s in slices {
-        let k = nested_key(&s);
-        if k < prev {
+        if !order.takes(&s) {
             return None;
         }
-        (last, prev) = (last.max(s.end), k);
+        span = Some(span.map_or((s.start, s.end), |(a, z): (Time, Time)| (a, z.max(s.end))));
     }
-    Some((head.start, last))
+    Some(span.unwrap_or((0, 0)))
+}
+
+/// Checks that regions come in the order [`sort_nested`] gives, one at a
+/// time: for a reader that feeds them to a [`Flattener`] as it makes them
+/// and stops at the first out of order.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NestedOrder {
+    last: Option<(Time, std::cmp::Reverse<Time>, u64)>,
+}
+
+impl NestedOrder {
+    /// Whether `s` comes in that order after the regions taken before
+    /// (then it is taken too).
+    #[inline]
+    pub fn takes(&mut self, s: &NestedSlice) -> bool {
+        let k = nested_key(s);
+        if self.last.is_some_and(|last| k < last) {
+            return false;
+        }
+        self.last = Some(k);
+        true
+    }
 }
 
 /// The key [`sort_nested`] orders by: start, the longest first, then
-/// appearance (for a reader that checks the order as it feeds a
-/// [`Flattener`] one region at a time).
-pub fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
+/// appearance.
+fn nested_key(s: &NestedSlice) -> (Time, std::cmp::Reverse<Time>, u64) {
     (s.start, std::cmp::Reverse(s.end), s.seq)
 }
 

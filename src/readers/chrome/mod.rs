@@ -43,8 +43,8 @@ use crate::model::builder::{
     CounterBlock, EventBlock, GLOBAL, IntervalBlock, LocationBlock, RawMessage, Staged,
 };
 use crate::model::{
-    BuildOptions, Flattener, Format, GroupKind, LocId, LocationKind, NestedSlice, StateClass,
-    StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested, nested_key,
+    BuildOptions, Flattener, Format, GroupKind, LocId, LocationKind, NestedOrder, NestedSlice,
+    StateClass, StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested,
 };
 use fields::{Fields, LiteArgs, fields_fast, fields_serde};
 
@@ -697,30 +697,21 @@ impl ThreadAcc {
         // events: the places the B/E events (in file order) do not take
         let held = std::mem::take(&mut self.slices);
         let o = origin.max(0) as Time;
-        let nested = |(start, dur, state): (u64, u64, StateId), seq| NestedSlice {
-            start: start.saturating_sub(o),
-            end: (start + dur).saturating_sub(o),
-            state,
-            seq,
-        };
         if be.is_empty() {
             // fed as they come, their order checked on the way: undone at
             // the first slice out of order (a trace not written in time
             // order), to be sorted below
             let at = flat.len();
             let mut f = Flattener::default();
-            let mut prev = None;
+            let mut order = NestedOrder::default();
             let mut seq = 0;
             let in_order = held.try_each(|start, dur, state| {
-                let s = nested((start, dur, state), seq);
+                let s = nested_slice((start, dur, state), o, seq);
                 seq += 1;
-                let k = nested_key(&s);
-                if prev.is_some_and(|p| k < p) {
-                    return false;
+                order.takes(&s) && {
+                    f.push(&s, flat);
+                    true
                 }
-                prev = Some(k);
-                f.push(&s, flat);
-                true
             });
             if in_order {
                 f.finish(flat);
@@ -736,7 +727,7 @@ impl ThreadAcc {
                 next_be += 1;
                 place += 1;
             }
-            slices.push(nested((start, dur, state), place));
+            slices.push(nested_slice((start, dur, state), o, place));
             place += 1;
         }
         drop(held);
@@ -782,22 +773,17 @@ fn nested_slice((start, dur, state): (u64, u64, StateId), o: Time, seq: u64) -> 
     }
 }
 
-/// [`crate::model::nested_order_span`] of the slices of `held` as the flattening takes
-/// them ([`nested_slice`]), in one loop a chunk.
+/// [`crate::model::nested_order_span`] of the slices of `held` as the
+/// flattening takes them ([`nested_slice`]), in one loop a chunk.
 fn held_order_span(held: &HeldSlices, o: Time) -> Option<(Time, Time)> {
     let mut seq = 0;
     let mut span: Option<(Time, Time)> = None;
-    let mut prev = None;
+    let mut order = NestedOrder::default();
     let in_order = held.try_each(|start, dur, state| {
         let s = nested_slice((start, dur, state), o, seq);
         seq += 1;
-        let k = nested_key(&s);
-        if prev.is_some_and(|p| k < p) {
-            return false;
-        }
-        prev = Some(k);
         span = Some(span.map_or((s.start, s.end), |(a, z)| (a, z.max(s.end))));
-        true
+        order.takes(&s)
     });
     in_order.then(|| span.unwrap_or((0, 0)))
 }
