@@ -209,6 +209,18 @@ pub(crate) struct GroupedIntervals {
     pub state: Vec<StateId>,
 }
 
+impl GroupedIntervals {
+    /// The intervals `(start, end, state)` of `runs` (location, intervals),
+    /// one run's after another.
+    fn of_flat(runs: Vec<(LocId, u32)>, flat: &[(Time, Time, StateId)]) -> GroupedIntervals {
+        GroupedIntervals {
+            runs,
+            times: GroupedTimes::of(flat.iter().map(|r| (r.0, r.1))),
+            state: flat.iter().map(|r| r.2).collect(),
+        }
+    }
+}
+
 /// The times of a grouped block: packed (12 bytes a record with the
 /// state instead of 20) when every record allows it, as in
 /// [`PackedIntervals`].
@@ -388,8 +400,8 @@ impl IntervalBlock {
                 _ => merged.push((loc, n)),
             }
         }
-        let n: usize = runs.iter().map(|r| r.1 as usize).sum();
-        if merged.len() * 4 > flat.len() || n != flat.len() {
+        debug_assert_eq!(runs.iter().map(|r| r.1 as usize).sum::<usize>(), flat.len());
+        if merged.len() * 4 > flat.len() {
             // few intervals a location: as records (packed where they fit)
             let locs = runs
                 .iter()
@@ -405,11 +417,7 @@ impl IntervalBlock {
                 .collect();
             return IntervalBlock::of_runs(&v);
         }
-        IntervalBlock::Grouped(GroupedIntervals {
-            runs: merged,
-            times: GroupedTimes::of(flat.iter().map(|r| (r.0, r.1))),
-            state: flat.iter().map(|r| r.2).collect(),
-        })
+        IntervalBlock::Grouped(GroupedIntervals::of_flat(merged, flat))
     }
 
     /// The intervals `(start, end, state)` of one location, as one run.
@@ -426,15 +434,12 @@ impl IntervalBlock {
                 .collect();
             return IntervalBlock::Records(v);
         }
-        IntervalBlock::Grouped(GroupedIntervals {
-            runs: if flat.is_empty() {
-                Vec::new()
-            } else {
-                vec![(loc, flat.len() as u32)]
-            },
-            times: GroupedTimes::of(flat.iter().map(|r| (r.0, r.1))),
-            state: flat.iter().map(|r| r.2).collect(),
-        })
+        let runs = if flat.is_empty() {
+            Vec::new()
+        } else {
+            vec![(loc, flat.len() as u32)]
+        };
+        IntervalBlock::Grouped(GroupedIntervals::of_flat(runs, flat))
     }
 
     pub(crate) fn len(&self) -> usize {

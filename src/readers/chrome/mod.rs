@@ -660,10 +660,11 @@ impl ThreadAcc {
         let (first, last) = held_order_span(&self.slices, o)?;
         let mut block = LocationBlock::new(loc, (first, last), self.slices.len());
         let mut out = Vec::with_capacity(2 * FEED_SLICES);
+        // (in order: its span was found)
         let clipped = feed(&self.slices, o, &mut out, |out| {
             block.extend(out);
             out.clear();
-        });
+        })?;
         self.slices = HeldSlices::default();
         Some((
             block.finish(),
@@ -702,20 +703,8 @@ impl ThreadAcc {
             // the first slice out of order (a trace not written in time
             // order), to be sorted below
             let at = flat.len();
-            let mut f = Flattener::default();
-            let mut order = NestedOrder::default();
-            let mut seq = 0;
-            let in_order = held.try_each(|start, dur, state| {
-                let s = nested_slice((start, dur, state), o, seq);
-                seq += 1;
-                order.takes(&s) && {
-                    f.push(&s, flat);
-                    true
-                }
-            });
-            if in_order {
-                f.finish(flat);
-                nesting.clipped += f.clipped;
+            if let Some(clipped) = feed(&held, o, flat, |_| {}) {
+                nesting.clipped += clipped;
                 return nesting;
             }
             flat.truncate(at);
@@ -788,29 +777,38 @@ fn held_order_span(held: &HeldSlices, o: Time) -> Option<(Time, Time)> {
     in_order.then(|| span.unwrap_or((0, 0)))
 }
 
-/// The slices of `held` known to be in the order the flattening takes
-/// them ([`held_order_span`]), fed to it one at a time: its intervals go
-/// to `out`, handed to `take` after every [`FEED_SLICES`] slices and at
-/// the end. What was clipped.
+/// The slices of `held` fed to the flattening one at a time, their order
+/// checked on the way: its intervals go to `out`, handed to `take` after
+/// every [`FEED_SLICES`] slices and at the end. What was clipped; `None`
+/// at the first slice out of the order the flattening takes (those before
+/// it fed, nothing after).
 fn feed(
     held: &HeldSlices,
     o: Time,
     out: &mut Vec<(Time, Time, StateId)>,
     mut take: impl FnMut(&mut Vec<(Time, Time, StateId)>),
-) -> u64 {
+) -> Option<u64> {
     let mut f = Flattener::default();
+    let mut order = NestedOrder::default();
     let mut seq = 0;
-    held.try_each(|start, dur, state| {
-        f.push(&nested_slice((start, dur, state), o, seq), out);
+    let in_order = held.try_each(|start, dur, state| {
+        let s = nested_slice((start, dur, state), o, seq);
+        if !order.takes(&s) {
+            return false;
+        }
+        f.push(&s, out);
         seq += 1;
         if seq % FEED_SLICES as u64 == 0 {
             take(out);
         }
         true
     });
+    if !in_order {
+        return None;
+    }
     f.finish(out);
     take(out);
-    f.clipped
+    Some(f.clipped)
 }
 
 /// Slices fed to the flattening at a time, where a thread's slices come
