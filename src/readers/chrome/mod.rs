@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 use rustc_hash::FxHashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -51,6 +52,7 @@ use fields::{Fields, LiteArgs, fields_fast, fields_serde};
 mod byte_shares;
 mod deferred;
 mod fields;
+mod known;
 mod ranges;
 mod series;
 pub mod share;
@@ -92,6 +94,11 @@ struct Ev<'a> {
     args: Option<&'a str>,
     lite: LiteArgs<'a>,
     off: usize,
+    /// Its thread, when the parse found it among those the intake had
+    /// numbered ([`known::Known`]); [`NO_THREAD`] otherwise.
+    thread: u32,
+    /// A slice's state, when the parse found it so.
+    state: Option<StateId>,
 }
 
 const HANDLED: &[u8] = b"BEXiIRnPCMstfbeSF";
@@ -249,6 +256,8 @@ fn event_of(raw: Fields<'_>, off: usize) -> std::result::Result<Ev<'_>, String> 
         args: raw.args,
         lite,
         off,
+        thread: NO_THREAD,
+        state: None,
     })
 }
 
@@ -1103,6 +1112,10 @@ struct Acc {
     /// records, to be given to them on all threads ([`deferred`];
     /// [`Acc::give_held`] before the records are read).
     deferred: Option<Box<deferred::Deferred>>,
+    /// In one pipeline on several threads: what the intake numbered since
+    /// the parse's copy was brought up to date, and the copy
+    /// ([`known`]).
+    fresh: Option<Box<known::Fresh>>,
 }
 
 impl Acc {
@@ -1296,6 +1309,9 @@ impl Acc {
     /// The thread of an event: its `pid` and `tid` (the `pid` without
     /// one; 0 without either).
     fn thread_of_event(&mut self, ev: &Ev) -> u32 {
+        if ev.thread != NO_THREAD {
+            return ev.thread;
+        }
         let zero = Ident::Num(0);
         let pid = ev.pid.as_ref().unwrap_or(&zero);
         let tid = ev.tid.as_ref().or(ev.pid.as_ref()).unwrap_or(&zero);
@@ -1337,6 +1353,9 @@ impl Acc {
             Some(k) => {
                 self.num_thread_idx.insert(k, i);
                 self.remember(k, i);
+                if let Some(f) = &mut self.fresh {
+                    f.thread(k, i);
+                }
             }
             None => {
                 self.thread_idx.insert((pid.owned(), tid.owned()), i);
@@ -1381,7 +1400,19 @@ impl Acc {
         b.states.tag(st, "cat", cat);
         self.states_seen
             .insert(self.key_buf.clone(), (name.len(), st));
+        if let Some(f) = &mut self.fresh {
+            f.state(&self.key_buf, name.len(), st);
+        }
         st
+    }
+
+    /// The state of slice event `ev`: as its parse found it, or
+    /// [`Acc::state_of`] its name and category.
+    fn state_of_event(&mut self, b: &mut TraceBuilder, ev: &Ev) -> StateId {
+        match ev.state {
+            Some(st) => st,
+            None => self.state_of(b, &ev.name, &ev.cat),
+        }
     }
 }
 
@@ -1520,6 +1551,8 @@ fn counter_event<'a>(name: &'a str, id: Option<&'a str>, args: &'a str) -> Ev<'a
         args: Some(args),
         lite: LiteArgs::default(),
         off: 0,
+        thread: NO_THREAD,
+        state: None,
     }
 }
 
@@ -1582,7 +1615,7 @@ fn intake(ev: &Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result
     match ev.ph {
         b'B' => {
             let t = thread(acc);
-            let st = acc.state_of(b, &ev.name, &ev.cat);
+            let st = acc.state_of_event(b, ev);
             match &mut acc.marks {
                 Some(m) => m.slice(t, seq, ts),
                 None => match acc.hold(batch) {
@@ -1603,7 +1636,7 @@ fn intake(ev: &Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result
         }
         b'X' => {
             let t = thread(acc);
-            let st = acc.state_of(b, &ev.name, &ev.cat);
+            let st = acc.state_of_event(b, ev);
             let dur = match ev.dur {
                 Some(d) => d,
                 None => {
@@ -1748,7 +1781,7 @@ fn for_each_event(
     path: &Path,
     split: Splitter,
     intake: Intake,
-    mut take: impl FnMut(&Ev, &Batch) -> Result<()> + Send,
+    mut take: impl Taker,
 ) -> Result<Splitter> {
     let mut ahead = ReadAhead::new(split);
     let mut all = Vec::new();
@@ -1756,13 +1789,25 @@ fn for_each_event(
         let batch = batch?;
         all.clear();
         all.extend(0..batch.spans.len());
+        // (held by this batch's parse alone: the next is brought up to
+        // date in place)
+        let known = take.known();
         let ((), taken) = rayon::join(
             || {
                 let _p = phases::span("chrome: split (beside the rest)");
                 ahead.top_up();
                 ahead.top_up();
             },
-            || take_batch(path, &batch, &all, intake, &mut |_, ev| take(ev, &batch)),
+            || {
+                take_batch(
+                    path,
+                    &batch,
+                    &all,
+                    intake,
+                    known.as_deref(),
+                    &mut |_, ev| take.take(ev, &batch),
+                )
+            },
         );
         taken.map_err(|(_, e)| e)?;
         ahead.split.recycle(batch.data);
@@ -1770,16 +1815,59 @@ fn for_each_event(
     Ok(ahead.split)
 }
 
+/// What takes a pipeline's events, one at a time in file order
+/// ([`for_each_event`]).
+trait Taker: Send {
+    fn take(&mut self, ev: &Ev, batch: &Batch) -> Result<()>;
+
+    /// Between batches, no parse under way: what the next batch's parse
+    /// may look up for the intake, on all threads ([`known`]).
+    fn known(&mut self) -> Option<Arc<known::Known>> {
+        None
+    }
+}
+
+impl<F: FnMut(&Ev, &Batch) -> Result<()> + Send> Taker for F {
+    fn take(&mut self, ev: &Ev, batch: &Batch) -> Result<()> {
+        self(ev, batch)
+    }
+}
+
+/// `f` as a [`Taker`] (a closure's signature is inferred for any
+/// lifetimes only where it is passed as such a function).
+fn taker<F: FnMut(&Ev, &Batch) -> Result<()> + Send>(f: F) -> F {
+    f
+}
+
+/// The [`intake`] of events into `acc` and `b`, whose parse looks up what
+/// `acc` had numbered where it keeps a log of it ([`Acc::fresh`]).
+struct IntakeInto<'a> {
+    acc: &'a mut Acc,
+    b: &'a mut TraceBuilder,
+}
+
+impl Taker for IntakeInto<'_> {
+    fn take(&mut self, ev: &Ev, batch: &Batch) -> Result<()> {
+        intake(ev, self.acc, self.b, batch)
+    }
+
+    fn known(&mut self) -> Option<Arc<known::Known>> {
+        self.acc.fresh.as_mut().map(|f| f.known())
+    }
+}
+
 /// The events `which` (indices of `batch.spans`, increasing) of `batch`
 /// to `take` in that order, with their index, each run's intake
 /// overlapping the parse of the next run ([`for_each_event`]), or each as
-/// soon as it is parsed ([`Intake::Inline`]). An error comes with the index
-/// of the event it was met at.
+/// soon as it is parsed ([`Intake::Inline`]). Their threads and states
+/// looked up in `known`, where given, as they are parsed. An error comes
+/// with the index of the event it was met at.
 fn take_batch(
     path: &Path,
     batch: &Batch,
     which: &[usize],
     intake: Intake,
+    known: Option<&known::Known>,
     take: &mut (impl FnMut(usize, &Ev) -> Result<()> + Send),
 ) -> std::result::Result<(), (usize, Error)> {
     let parse_one = |k: usize| {
@@ -1815,7 +1903,19 @@ fn take_batch(
     }
     let runs = pipeline_runs(which.len());
     let parse = |r: &std::ops::Range<usize>| -> Vec<std::result::Result<Ev, String>> {
-        which[r.clone()].par_iter().map(|&k| parse_one(k)).collect()
+        match known {
+            None => which[r.clone()].par_iter().map(|&k| parse_one(k)).collect(),
+            Some(known) => which[r.clone()]
+                .par_iter()
+                .map_init(String::new, |buf, &k| {
+                    let mut ev = parse_one(k);
+                    if let Ok(ev) = &mut ev {
+                        known.resolve(ev, buf);
+                    }
+                    ev
+                })
+                .collect(),
+        }
     };
     let mut parsed = parse(&runs[0]);
     for (j, run) in runs.iter().enumerate() {
@@ -1928,6 +2028,17 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
 /// [`read`], by `ranges` ranges when given (1: one pipeline), by one a
 /// thread otherwise.
 fn read_in(path: &Path, opts: &ReadOptions, ranges: Option<usize>) -> Result<Trace> {
+    read_with(path, opts, ranges, None)
+}
+
+/// [`read_in`], one pipeline reading batches of about `batch_bytes` where
+/// given.
+fn read_with(
+    path: &Path,
+    opts: &ReadOptions,
+    ranges: Option<usize>,
+    batch_bytes: Option<usize>,
+) -> Result<Trace> {
     let inp = input::open(path)?;
     let damage = inp.damage.clone();
     let n = ranges.unwrap_or_else(|| ranges::count(path, &inp));
@@ -1939,13 +2050,25 @@ fn read_in(path: &Path, opts: &ReadOptions, ranges: Option<usize>) -> Result<Tra
     let mut acc = Acc::new(None);
     acc.reach = (!inp.compressed).then_some((0, inp.file_len));
     acc.deferred = Some(Box::new(deferred::Deferred::new()));
+    let intake_kind = Intake::for_threads();
+    if intake_kind == Intake::Pipelined {
+        acc.fresh = Some(Box::default());
+    }
     let events = phases::span("chrome: events (split, parse, intake)");
+    let mut split = Splitter::new(path, inp.reader);
+    if let Some(n) = batch_bytes {
+        split = split.with_batch_bytes(n);
+    }
     let split = for_each_event(
         path,
-        Splitter::new(path, inp.reader),
-        Intake::for_threads(),
-        |ev, batch| intake(ev, &mut acc, &mut b, batch),
+        split,
+        intake_kind,
+        IntakeInto {
+            acc: &mut acc,
+            b: &mut b,
+        },
     )?;
+    acc.fresh = None;
     acc.give_held();
     drop(events);
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
@@ -2683,6 +2806,71 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One pipeline on several threads: each batch's parse looks its
+    /// events' threads and slices' states up in what the intake had
+    /// numbered by then ([`known`]), and the intake numbers the rest. Over
+    /// batches of 4 KiB (a hundred and more) the model is the one read on
+    /// one thread, where the intake looks everything up: for the untidy
+    /// and shared traces, and for one whose slices' names and categories
+    /// make the same text ("ab" in "c", "a" in "bc"), whose ids are
+    /// strings, missing, negative or past the table by pid, and whose
+    /// processes have many threads.
+    #[test]
+    fn a_pipelines_parse_numbers_as_its_intake() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("ids.json");
+        let mut rng = crate::test_rng::XorShift(41);
+        let pids = ["1", "-3", "2000000", "\"svc\"", "7"];
+        let tids = ["1", "2", "\"w\"", "-1", "99999999999"];
+        let names = [
+            ("ab", "c"),
+            ("a", "bc"),
+            ("abc", ""),
+            ("", "abc"),
+            ("x", "idle"),
+            ("x", ""),
+        ];
+        let mut ev = Vec::new();
+        for k in 0..6000u64 {
+            let pid = pids[rng.below(5) as usize];
+            let tid = match rng.below(3) {
+                0 => tids[rng.below(5) as usize].to_string(),
+                _ => rng.below(300).to_string(),
+            };
+            let ids = match rng.below(6) {
+                0 => format!(r#","pid":{pid}"#),
+                1 => format!(r#","tid":{tid}"#),
+                2 => String::new(),
+                _ => format!(r#","pid":{pid},"tid":{tid}"#),
+            };
+            let (name, cat) = names[rng.below(names.len() as u64) as usize];
+            let ts = k * 10;
+            ev.push(match rng.below(5) {
+                0 => format!(r#"{{"ph":"B","ts":{ts}{ids},"name":"{name}","cat":"{cat}"}}"#),
+                1 => format!(r#"{{"ph":"E","ts":{ts}{ids}}}"#),
+                2 => format!(r#"{{"ph":"i","ts":{ts}{ids},"name":"{name}"}}"#),
+                _ => format!(
+                    r#"{{"ph":"X","ts":{ts},"dur":{}{ids},"name":"{name}","cat":"{cat}"}}"#,
+                    rng.below(30)
+                ),
+            });
+        }
+        std::fs::write(&p, format!("[{}]", ev.join(",\n"))).unwrap();
+        let mut paths = stream::tests::messy_and_shared_chrome(d.path());
+        paths.push(p);
+        for p in &paths {
+            let read = |threads: usize| {
+                crate::test_pool::pool(threads).install(|| {
+                    read_with(p, &ReadOptions::default(), Some(1), Some(4096))
+                        .map(|t| serde_json::to_string(&t).unwrap())
+                        .map_err(|e| e.to_string())
+                })
+            };
+            let want = read(1);
+            assert!(read(3) == want, "{}", p.display());
+        }
+    }
 
     /// Flows held in several runs (a read by ranges: a run a range, each
     /// sorted on its own) pair into the messages that one run gives, in

@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 
 use super::byte_shares::{self, Share};
 use super::{
-    Acc, AsyncEv, Intake, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event, intake,
+    Acc, AsyncEv, Intake, IntakeInto, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event,
 };
 use crate::error::{Error, Result};
 use crate::model::{StateId, TraceBuilder};
@@ -389,9 +389,15 @@ fn read_share(
     let split = share
         .splitter_from(path, src)?
         .with_batch_bytes(batch_bytes);
-    let split = for_each_event(path, split, RANGE_INTAKE, |ev, batch| {
-        intake(ev, &mut acc, &mut b, batch)
-    })?;
+    let split = for_each_event(
+        path,
+        split,
+        RANGE_INTAKE,
+        IntakeInto {
+            acc: &mut acc,
+            b: &mut b,
+        },
+    )?;
     Ok(Part {
         acc,
         b,

@@ -152,27 +152,34 @@ fn for_each_own(
                 ahead.top_up();
             },
             || {
-                take_batch(path, &batch, &own, Intake::for_threads(), &mut |k, ev| {
-                    let seq = before + k as u64 + 1;
-                    let (s, e) = batch.spans[k];
-                    let (at, to) = (batch.base + u64::from(s), batch.base + u64::from(e));
-                    match own_bytes.last_mut() {
-                        Some(b) if b.stripe == stripe_of(seq, stripe) => {
-                            b.end = to;
-                            b.events += 1;
+                take_batch(
+                    path,
+                    &batch,
+                    &own,
+                    Intake::for_threads(),
+                    None,
+                    &mut |k, ev| {
+                        let seq = before + k as u64 + 1;
+                        let (s, e) = batch.spans[k];
+                        let (at, to) = (batch.base + u64::from(s), batch.base + u64::from(e));
+                        match own_bytes.last_mut() {
+                            Some(b) if b.stripe == stripe_of(seq, stripe) => {
+                                b.end = to;
+                                b.events += 1;
+                            }
+                            _ => own_bytes.push(StripeBytes {
+                                stripe: stripe_of(seq, stripe),
+                                first: seq,
+                                start: at,
+                                end: to,
+                                line: batch.position(s as usize).line.unwrap_or(1),
+                                events: 1,
+                            }),
                         }
-                        _ => own_bytes.push(StripeBytes {
-                            stripe: stripe_of(seq, stripe),
-                            first: seq,
-                            start: at,
-                            end: to,
-                            line: batch.position(s as usize).line.unwrap_or(1),
-                            events: 1,
-                        }),
-                    }
-                    let text = &batch.data[s as usize..e as usize];
-                    take(seq, ev, &batch, text)
-                })
+                        let text = &batch.data[s as usize..e as usize];
+                        take(seq, ev, &batch, text)
+                    },
+                )
             },
         );
         taken.map_err(|(k, e)| (before + k as u64 + 1, e))?;

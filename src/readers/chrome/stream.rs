@@ -580,12 +580,20 @@ fn two_pass<'s>(
         epoch_events,
         ..Default::default()
     })));
+    let intake_kind = super::Intake::for_threads();
+    if intake_kind == super::Intake::Pipelined {
+        acc.fresh = Some(Box::default());
+    }
     let split = super::for_each_event(
         path,
         Splitter::new(path, inp.reader),
-        super::Intake::for_threads(),
-        |ev, batch| super::intake(ev, &mut acc, &mut b, batch),
+        intake_kind,
+        super::IntakeInto {
+            acc: &mut acc,
+            b: &mut b,
+        },
     )?;
+    acc.fresh = None;
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     drop(split);
     let marks = *acc.marks.take().unwrap_or_default();
@@ -642,7 +650,7 @@ fn two_pass<'s>(
         path,
         Splitter::new(path, inp.reader),
         super::Intake::for_threads(),
-        |ev, batch| pass.take(ev, &mut acc, &mut b, batch),
+        super::taker(|ev, batch| pass.take(ev, &mut acc, &mut b, batch)),
     )?;
     pass.end_epoch(&mut b)?;
     pass.match_flows(Time::MAX, &mut b)?;
