@@ -24,17 +24,21 @@ use crate::model::StateId;
 #[derive(Debug, Clone, Default)]
 pub(super) struct Known {
     /// By pid (below [`BY_PID`]): the first thread of that process,
-    /// `(tid, thread)`, thread [`NO_THREAD`] for none; the rest in
-    /// `threads`. At 65,536 threads the map alone missed the caches at
-    /// every event (as the intake's did).
+    /// `(tid, thread)`, thread [`NO_THREAD`] for none. At 65,536 threads
+    /// a map missed the caches at every event (as the intake's did), and
+    /// where each process has one thread (MPI ranks) no map is needed.
     by_pid: Vec<(i64, u32)>,
+    /// The threads not in `by_pid`.
     threads: FxHashMap<(i64, i64), u32>,
+    /// The threads in both.
+    count: usize,
     /// As the intake's `states_seen`: the name then the category, told
     /// apart by the name's length kept with the state.
     states: FxHashMap<String, (usize, StateId)>,
 }
 
-/// Pids below this are looked up in [`Known::by_pid`] (16 MB at most).
+/// Pids below this and below four times the threads (or 1,024) are looked
+/// up in [`Known::by_pid`] (16 MB at most, at a million threads).
 const BY_PID: usize = 1 << 20;
 
 impl Known {
@@ -51,18 +55,21 @@ impl Known {
 
     /// Notes that the numeric ids `(p, t)` are thread `i`.
     fn add_thread(&mut self, (p, t): (i64, i64), i: u32) {
-        self.threads.insert((p, t), i);
+        self.count += 1;
+        let most = (4 * self.count).clamp(1024, BY_PID);
         if let Ok(at) = usize::try_from(p)
-            && at < BY_PID
+            && at < most
         {
             if at >= self.by_pid.len() {
-                let room = (at + 1).max(2 * self.by_pid.len()).min(BY_PID);
+                let room = (at + 1).max(2 * self.by_pid.len()).min(most);
                 self.by_pid.resize(room, (0, NO_THREAD));
             }
             if self.by_pid[at].1 == NO_THREAD {
                 self.by_pid[at] = (t, i);
+                return;
             }
         }
+        self.threads.insert((p, t), i);
     }
 
     /// The state of a slice named `name` in category `cat`, when known;
@@ -153,6 +160,7 @@ mod tests {
         f.thread((3, 8), 1);
         f.thread((-1, 2), 2);
         f.thread((1 << 40, 5), 3);
+        f.thread((5000, 1), 6);
         f.state("ab", 2, 0);
         f.state("abc", 2, 1);
         // "a" in category "b": the same key as "ab" in none, taken over
@@ -162,6 +170,9 @@ mod tests {
         assert_eq!(held.thread((3, 8)), Some(1));
         assert_eq!(held.thread((-1, 2)), Some(2));
         assert_eq!(held.thread((1 << 40, 5)), Some(3));
+        // a pid far above the threads' count is kept in the map
+        assert_eq!(held.thread((5000, 1)), Some(6));
+        assert!(held.by_pid.len() <= 1024);
         assert_eq!(held.thread((3, 9)), None);
         let mut buf = String::new();
         assert_eq!(held.state("a", "b", &mut buf), Some(5));
