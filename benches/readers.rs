@@ -11,7 +11,10 @@
 //! re-opening).
 //! Criterion measures each reader with all cores; afterwards a table gives
 //! MB/s at 1, 2 and all cores, records/s, and the peak resident memory of
-//! each read beside the size of the model it builds.
+//! each read beside the size of the model it builds. The Chrome trace of
+//! 65,536 threads is read by one pipeline, whose splitter (the thread that
+//! finds the events in the bytes) all its other threads wait on: the
+//! `chrome-split` row times that splitter alone, at 1, 2 and all cores.
 //!
 //! Run: `cargo bench --bench readers` (set `TAPESTRY_BENCH_MB` to change the
 //! input size, default 220).
@@ -239,6 +242,10 @@ fn main() {
             "chrome-counters",
             counters_input(OutputFormat::ChromeJson, "counters.json"),
         ),
+        (
+            "chrome-65536",
+            wide_input(OutputFormat::ChromeJson, "bcast-65536.json"),
+        ),
         ("picl", input(OutputFormat::Picl, "gauss.trf")),
         (
             "picl-65536",
@@ -258,6 +265,15 @@ fn main() {
                 b.iter(|| black_box(readers::load(path, &ReadOptions::default()).expect("read")))
             });
         }
+        g.finish();
+    }
+    let wide_json = wide_input(OutputFormat::ChromeJson, "bcast-65536.json");
+    {
+        let mut g = c.benchmark_group("split");
+        g.throughput(Throughput::Bytes(readers::input_size(&wide_json)));
+        g.bench_function("chrome-65536", |b| {
+            b.iter(|| black_box(readers::chrome::split_events(&wide_json).expect("split")))
+        });
         g.finish();
     }
     c.final_summary();
@@ -287,4 +303,29 @@ fn main() {
             r.heap_mib
         );
     }
+    print!(
+        "{:<15} {:>9.1}",
+        "chrome-split",
+        readers::input_size(&wide_json) as f64 / 1e6
+    );
+    for n in core_counts() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .expect("pool");
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let t0 = Instant::now();
+            black_box(
+                pool.install(|| readers::chrome::split_events(&wide_json))
+                    .expect("split"),
+            );
+            best = best.min(t0.elapsed().as_secs_f64());
+        }
+        print!(
+            " {:>16.1}",
+            readers::input_size(&wide_json) as f64 / 1e6 / best
+        );
+    }
+    println!("   (the splitter alone: events found, none parsed)");
 }

@@ -2075,6 +2075,22 @@ fn read_with(
     assemble(acc, b, path, opts)
 }
 
+/// How many event objects the Chrome trace at `path` holds, as the one
+/// pipeline's splitter finds them (nothing parsed), on the threads it has:
+/// for the readers bench. That splitter's chain is what a read of a trace
+/// of many threads on many cores waits on.
+#[doc(hidden)]
+pub fn split_events(path: &Path) -> Result<u64> {
+    let inp = input::open(path)?;
+    let mut split = Splitter::new(path, inp.reader);
+    let mut events = 0;
+    while let Some(batch) = split.next_batch()? {
+        events += batch.spans.len() as u64;
+        split.recycle(batch.data);
+    }
+    Ok(events)
+}
+
 /// The builder of a Chrome trace's model.
 fn builder(path: &Path, opts: &ReadOptions) -> TraceBuilder {
     TraceBuilder::new(
