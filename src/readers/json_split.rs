@@ -389,7 +389,7 @@ fn scan_events_ahead(buf: &[u8], i: usize, spans: &mut Vec<(u32, u32)>) -> Optio
             starts.push(g);
         }
     }
-    let runs: Vec<(Vec<(u32, u32)>, Option<usize>)> = (0..starts.len())
+    let runs: Vec<_> = (0..starts.len())
         .into_par_iter()
         .map(|s| {
             let stop = starts.get(s + 1).copied().unwrap_or(usize::MAX);
