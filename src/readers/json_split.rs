@@ -351,7 +351,6 @@ fn container_end(buf: &[u8], i: usize) -> Option<usize> {
     container_end_bytes(buf, i)
 }
 
-/// End (exclusive) of the string starting with the quote at `buf[i]`.
 /// The least bytes of the events array [`scan_events_ahead`] scans on
 /// several threads, and the least each thread takes.
 const AHEAD_BYTES: usize = 512 << 10;
@@ -471,6 +470,7 @@ fn scan_run(buf: &[u8], start: usize, stop: usize, spans: &mut Vec<(u32, u32)>) 
     }
 }
 
+/// End (exclusive) of the string starting with the quote at `buf[i]`.
 fn scan_string(buf: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     // most strings of a trace are short keys and names: looked at byte by
