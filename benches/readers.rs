@@ -173,25 +173,31 @@ fn model_bytes(t: &tapestry::Trace) -> u64 {
         + t.collectives.len() * 60) as u64
 }
 
+/// The least seconds of `runs` runs of `f` on `n` threads (what it
+/// returns dropped after the clock stops).
+fn best_secs<T: Send>(n: usize, runs: usize, f: impl Fn() -> T + Sync + Send) -> f64 {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .expect("pool");
+    let mut best = f64::INFINITY;
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let out = pool.install(&f);
+        best = best.min(t0.elapsed().as_secs_f64());
+        drop(black_box(out));
+    }
+    best
+}
+
 fn measure(name: &'static str, path: &Path) -> Row {
     let opts = ReadOptions::default();
     let mb = readers::input_size(path) as f64 / 1e6;
-    let mut secs = Vec::new();
-    for n in core_counts() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .expect("pool");
-        // best of two: the first run may meet a cold page cache
-        let mut best = f64::INFINITY;
-        for _ in 0..2 {
-            let t0 = Instant::now();
-            let t = pool.install(|| readers::load(path, &opts)).expect("read");
-            best = best.min(t0.elapsed().as_secs_f64());
-            drop(t);
-        }
-        secs.push(best);
-    }
+    // best of two: the first run may meet a cold page cache
+    let secs: Vec<f64> = core_counts()
+        .into_iter()
+        .map(|n| best_secs(n, 2, || readers::load(path, &opts).expect("read")))
+        .collect();
     // the peak from what the process holds with the earlier reads' freed
     // memory given back (else it counts what they left in the arenas)
     tapestry::memory::return_freed_memory();
@@ -309,19 +315,9 @@ fn main() {
         readers::input_size(&wide_json) as f64 / 1e6
     );
     for n in core_counts() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .expect("pool");
-        let mut best = f64::INFINITY;
-        for _ in 0..3 {
-            let t0 = Instant::now();
-            black_box(
-                pool.install(|| readers::chrome::split_events(&wide_json))
-                    .expect("split"),
-            );
-            best = best.min(t0.elapsed().as_secs_f64());
-        }
+        let best = best_secs(n, 3, || {
+            readers::chrome::split_events(&wide_json).expect("split")
+        });
         print!(
             " {:>16.1}",
             readers::input_size(&wide_json) as f64 / 1e6 / best
