@@ -17,18 +17,18 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::{Ev, Ident, NO_THREAD};
+use super::{Ev, NO_THREAD, numeric};
 use crate::model::StateId;
 
 /// The threads with numeric ids and the slices' states the intake had
 /// numbered when a batch began.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Known {
-    /// By pid (below [`BY_PID`]): the first thread of that process,
-    /// `(tid, thread)`, thread [`NO_THREAD`] for none. At 65,536 threads
-    /// a map missed the caches at every event (as the intake's did), and
-    /// where each process has one thread (MPI ranks) no map is needed.
-    by_pid: Vec<(i64, u32)>,
+    /// By pid (below 2^20, 16 MB at most): the first thread of that
+    /// process. At 65,536 threads a map missed the caches at every event
+    /// (as the intake's did), and where each process has one thread (MPI
+    /// ranks) no map is needed.
+    by_pid: ByPid<{ 1 << 20 }>,
     /// The threads not in `by_pid`.
     threads: FxHashMap<(i64, i64), u32>,
     /// The threads in both.
@@ -38,39 +38,70 @@ pub(super) struct Known {
     states: FxHashMap<String, (usize, StateId)>,
 }
 
-/// Pids below this and below four times the threads (or 1,024) are looked
-/// up in [`Known::by_pid`] (16 MB at most, at a million threads).
-const BY_PID: usize = 1 << 20;
+/// A table of threads with numeric ids by pid: one thread of each
+/// process, `(tid, thread)` at the pid, thread [`NO_THREAD`] for none.
+/// It takes pids below four times the threads numbered (at least 1,024, at
+/// most `MOST`), and grows by doubling.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ByPid<const MOST: usize> {
+    slots: Vec<(i64, u32)>,
+}
+
+impl<const MOST: usize> ByPid<MOST> {
+    /// The thread of the numeric ids `(p, t)`, when it is the one kept.
+    #[inline]
+    pub(super) fn get(&self, (p, t): (i64, i64)) -> Option<u32> {
+        match usize::try_from(p).ok().and_then(|p| self.slots.get(p)) {
+            Some(&(ct, ci)) if ct == t && ci != NO_THREAD => Some(ci),
+            _ => None,
+        }
+    }
+
+    /// The place of process `p`'s thread, the table grown to take it,
+    /// where it takes `p` with `threads` numbered.
+    pub(super) fn slot(&mut self, p: i64, threads: usize) -> Option<&mut (i64, u32)> {
+        let at = usize::try_from(p).ok()?;
+        if at >= self.slots.len() {
+            let most = (4 * threads).clamp(1024, MOST);
+            if at >= most {
+                return None;
+            }
+            let room = (at + 1).max(2 * self.slots.len()).min(most);
+            self.slots.resize(room, (0, NO_THREAD));
+        }
+        self.slots.get_mut(at)
+    }
+
+    /// Its length, in pids.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// How many pids have a thread.
+    #[cfg(test)]
+    pub(super) fn filled(&self) -> usize {
+        self.slots.iter().filter(|s| s.1 != NO_THREAD).count()
+    }
+}
 
 impl Known {
     /// The thread of the numeric ids `(pid, tid)`, when known.
-    fn thread(&self, (p, t): (i64, i64)) -> Option<u32> {
-        if let Some(&(ct, ci)) = usize::try_from(p).ok().and_then(|p| self.by_pid.get(p))
-            && ct == t
-            && ci != NO_THREAD
-        {
-            return Some(ci);
-        }
-        self.threads.get(&(p, t)).copied()
+    fn thread(&self, ids: (i64, i64)) -> Option<u32> {
+        self.by_pid
+            .get(ids)
+            .or_else(|| self.threads.get(&ids).copied())
     }
 
     /// Notes that the numeric ids `(p, t)` are thread `i`.
     fn add_thread(&mut self, (p, t): (i64, i64), i: u32) {
         self.count += 1;
-        let most = (4 * self.count).clamp(1024, BY_PID);
-        if let Ok(at) = usize::try_from(p)
-            && at < most
-        {
-            if at >= self.by_pid.len() {
-                let room = (at + 1).max(2 * self.by_pid.len()).min(most);
-                self.by_pid.resize(room, (0, NO_THREAD));
-            }
-            if self.by_pid[at].1 == NO_THREAD {
-                self.by_pid[at] = (t, i);
-                return;
+        match self.by_pid.slot(p, self.count) {
+            Some(slot) if slot.1 == NO_THREAD => *slot = (t, i),
+            _ => {
+                self.threads.insert((p, t), i);
             }
         }
-        self.threads.insert((p, t), i);
     }
 
     /// The state of a slice named `name` in category `cat`, when known;
@@ -88,29 +119,13 @@ impl Known {
     /// Looks up `ev`'s thread and, for a slice, its state, into
     /// [`Ev::thread`] and [`Ev::state`] (left unset when not known).
     pub(super) fn resolve(&self, ev: &mut Ev, buf: &mut String) {
-        if let Some(ids) = numeric_ids(ev) {
+        if let Some(ids) = numeric(ev.ids()) {
             ev.thread = self.thread(ids).unwrap_or(NO_THREAD);
         }
         if matches!(ev.ph, b'B' | b'X') {
             ev.state = self.state(&ev.name, &ev.cat, buf);
         }
     }
-}
-
-/// An event's `(pid, tid)` as the intake takes them (the `pid` without a
-/// `tid`; 0 without either), when both are numbers.
-fn numeric_ids(ev: &Ev) -> Option<(i64, i64)> {
-    let pid = match &ev.pid {
-        None => 0,
-        Some(Ident::Num(p)) => *p,
-        Some(Ident::Str(_)) => return None,
-    };
-    let tid = match &ev.tid {
-        None => pid,
-        Some(Ident::Num(t)) => *t,
-        Some(Ident::Str(_)) => return None,
-    };
-    Some((pid, tid))
 }
 
 /// The intake's log of what it numbered since the copy ([`Known`]) was

@@ -101,6 +101,25 @@ struct Ev<'a> {
     state: Option<StateId>,
 }
 
+impl<'a> Ev<'a> {
+    /// Its process and thread ids as the intake takes them: the `pid`
+    /// without a `tid`, 0 without either.
+    fn ids(&self) -> (&Ident<'a>, &Ident<'a>) {
+        static ZERO: Ident<'static> = Ident::Num(0);
+        let pid = self.pid.as_ref().unwrap_or(&ZERO);
+        let tid = self.tid.as_ref().unwrap_or(pid);
+        (pid, tid)
+    }
+}
+
+/// The ids `(pid, tid)` as numbers, when both are.
+fn numeric((pid, tid): (&Ident, &Ident)) -> Option<(i64, i64)> {
+    match (pid, tid) {
+        (Ident::Num(p), Ident::Num(t)) => Some((*p, *t)),
+        _ => None,
+    }
+}
+
 const HANDLED: &[u8] = b"BEXiIRnPCMstfbeSF";
 const IGNORED: &[u8] = b"TpONDcvV()";
 
@@ -1023,7 +1042,7 @@ struct FlowTable {
     keys: Vec<u32>,
 }
 
-/// No thread, in [`Acc::by_pid`].
+/// No thread, in a table of threads by pid ([`known::ByPid`]).
 const NO_THREAD: u32 = u32::MAX;
 
 /// Room a flow table leaves past twice its keys (and below its first id
@@ -1091,13 +1110,11 @@ struct Acc {
     seq: u64,
     /// The last thread with numeric ids looked up: (pid, tid, thread).
     last_thread: Option<(i64, i64, u32)>,
-    /// By pid (a number from 0 to a few times the threads so far): the
-    /// last thread of that process looked up, `(tid, thread)`, thread
-    /// [`NO_THREAD`] for none yet. A cache of `num_thread_idx`: at 65,536
-    /// threads its table (3 MB) missed the caches at every event and the
-    /// lookup took a fifth of a one-core read; this takes 1 MB, read at one
-    /// place.
-    by_pid: Vec<(i64, u32)>,
+    /// By pid: the last thread of that process looked up. A cache of
+    /// `num_thread_idx`: at 65,536 threads its table (3 MB) missed the
+    /// caches at every event and the lookup took a fifth of a one-core
+    /// read; this takes 1 MB, read at one place.
+    by_pid: known::ByPid<{ 1 << 24 }>,
     /// Every slice name and category seen and its state: the key is the
     /// name then the category, told apart by the name's length kept with
     /// the state. Interning and tagging a pair again took some 250
@@ -1312,26 +1329,19 @@ impl Acc {
         if ev.thread != NO_THREAD {
             return ev.thread;
         }
-        let zero = Ident::Num(0);
-        let pid = ev.pid.as_ref().unwrap_or(&zero);
-        let tid = ev.tid.as_ref().or(ev.pid.as_ref()).unwrap_or(&zero);
+        let (pid, tid) = ev.ids();
         self.thread_of(pid, tid)
     }
 
     fn thread_of(&mut self, pid: &Ident, tid: &Ident) -> u32 {
-        let nums = match (pid, tid) {
-            (Ident::Num(p), Ident::Num(t)) => Some((*p, *t)),
-            _ => None,
-        };
+        let nums = numeric((pid, tid));
         if let (Some((p, t)), Some((lp, lt, i))) = (nums, self.last_thread)
             && (p, t) == (lp, lt)
         {
             return i;
         }
         if let Some((p, t)) = nums
-            && let Some(&(ct, ci)) = usize::try_from(p).ok().and_then(|p| self.by_pid.get(p))
-            && ct == t
-            && ci != NO_THREAD
+            && let Some(ci) = self.by_pid.get((p, t))
         {
             self.last_thread = Some((p, t, ci));
             return ci;
@@ -1366,22 +1376,12 @@ impl Acc {
 
     /// Notes that thread `i` has the numeric ids `(p, t)`: the last
     /// thread looked up, and the last of process `p` where `by_pid` can
-    /// take it (a pid below four times the threads, at least 1,024, at most
-    /// 2^24).
+    /// take it.
     fn remember(&mut self, (p, t): (i64, i64), i: u32) {
         self.last_thread = Some((p, t, i));
-        let Ok(at) = usize::try_from(p) else {
-            return;
-        };
-        if at >= self.by_pid.len() {
-            let most = (4 * self.threads.len()).clamp(1024, 1 << 24);
-            if at >= most {
-                return;
-            }
-            let room = (at + 1).max(2 * self.by_pid.len()).min(most);
-            self.by_pid.resize(room, (0, NO_THREAD));
+        if let Some(slot) = self.by_pid.slot(p, self.threads.len()) {
+            *slot = (t, i);
         }
-        self.by_pid[at] = (t, i);
     }
 
     /// The state of a slice named `name` in category `cat`: interned
@@ -1846,6 +1846,24 @@ struct IntakeInto<'a> {
     b: &'a mut TraceBuilder,
 }
 
+impl<'a> IntakeInto<'a> {
+    /// The intake into `acc` and `b` taking events as `intake` says: where
+    /// that is one pipeline on several threads, `acc` keeps its log of
+    /// what it numbers for the parse, until this intake is dropped.
+    fn new(acc: &'a mut Acc, b: &'a mut TraceBuilder, intake: Intake) -> Self {
+        if intake == Intake::Pipelined {
+            acc.fresh = Some(Box::default());
+        }
+        IntakeInto { acc, b }
+    }
+}
+
+impl Drop for IntakeInto<'_> {
+    fn drop(&mut self) {
+        self.acc.fresh = None;
+    }
+}
+
 impl Taker for IntakeInto<'_> {
     fn take(&mut self, ev: &Ev, batch: &Batch) -> Result<()> {
         intake(ev, self.acc, self.b, batch)
@@ -2051,9 +2069,6 @@ fn read_with(
     acc.reach = (!inp.compressed).then_some((0, inp.file_len));
     acc.deferred = Some(Box::new(deferred::Deferred::new()));
     let intake_kind = Intake::for_threads();
-    if intake_kind == Intake::Pipelined {
-        acc.fresh = Some(Box::default());
-    }
     let events = phases::span("chrome: events (split, parse, intake)");
     let mut split = Splitter::new(path, inp.reader);
     if let Some(n) = batch_bytes {
@@ -2063,12 +2078,8 @@ fn read_with(
         path,
         split,
         intake_kind,
-        IntakeInto {
-            acc: &mut acc,
-            b: &mut b,
-        },
+        IntakeInto::new(&mut acc, &mut b, intake_kind),
     )?;
-    acc.fresh = None;
     acc.give_held();
     drop(events);
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
@@ -2744,7 +2755,7 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     // 65,536 threads, freed before the messages come
     acc.thread_idx = FxHashMap::default();
     acc.num_thread_idx = FxHashMap::default();
-    acc.by_pid = Vec::new();
+    acc.by_pid = Default::default();
     for t in &mut acc.threads {
         if t.rare.as_ref().is_some_and(|r| r.be.is_empty()) {
             t.rare = None;
@@ -3006,7 +3017,7 @@ mod tests {
         }
         assert_eq!(acc.threads.len(), seen.len() + strs as usize);
         assert!(acc.by_pid.len() <= (4 * acc.threads.len()).clamp(1024, 1 << 24));
-        assert!(acc.by_pid.iter().any(|&(_, i)| i != NO_THREAD));
+        assert!(acc.by_pid.filled() > 0);
     }
 
     /// A thread of X slices only, in the order the flattening takes them,

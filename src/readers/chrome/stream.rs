@@ -581,19 +581,12 @@ fn two_pass<'s>(
         ..Default::default()
     })));
     let intake_kind = super::Intake::for_threads();
-    if intake_kind == super::Intake::Pipelined {
-        acc.fresh = Some(Box::default());
-    }
     let split = super::for_each_event(
         path,
         Splitter::new(path, inp.reader),
         intake_kind,
-        super::IntakeInto {
-            acc: &mut acc,
-            b: &mut b,
-        },
+        super::IntakeInto::new(&mut acc, &mut b, intake_kind),
     )?;
-    acc.fresh = None;
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     drop(split);
     let marks = *acc.marks.take().unwrap_or_default();
