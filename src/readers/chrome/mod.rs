@@ -1045,6 +1045,9 @@ struct FlowTable {
 /// No thread, in a table of threads by pid ([`known::ByPid`]).
 const NO_THREAD: u32 = u32::MAX;
 
+/// No group yet, in a table of each process's group ([`place_threads`]).
+const NO_GROUP: u32 = u32::MAX;
+
 /// Room a flow table leaves past twice its keys (and below its first id
 /// when that is high).
 const FLOW_TABLE_SLACK: u64 = 1024;
@@ -2143,7 +2146,7 @@ impl Acc {
 /// The threads' locations in the model's order (processes by (sort index,
 /// pid), threads by (sort index, tid)): each thread's location, and each
 /// process's group so far.
-fn place_threads(acc: &mut Acc, b: &mut TraceBuilder) -> (Vec<LocId>, HashMap<u32, u32>) {
+fn place_threads(acc: &mut Acc, b: &mut TraceBuilder) -> (Vec<LocId>, Vec<u32>) {
     let keys = acc.thread_keys();
     let pids = acc.proc_keys();
     // (a thread's process is numbered before it)
@@ -2169,7 +2172,7 @@ fn place_threads(acc: &mut Acc, b: &mut TraceBuilder) -> (Vec<LocId>, HashMap<u3
             )
             .then(tx.cmp(ty))
     });
-    let mut group_of_proc: HashMap<u32, u32> = HashMap::new();
+    let mut group_of_proc = vec![NO_GROUP; acc.procs.len()];
     let mut loc_of_thread = vec![0 as LocId; acc.threads.len()];
     // the names move from the records into the model (at 65,536 threads
     // they would take 4 MB twice), into lists of their exact size
@@ -2178,7 +2181,7 @@ fn place_threads(acc: &mut Acc, b: &mut TraceBuilder) -> (Vec<LocId>, HashMap<u3
     for &t in &order {
         let (pid, tid) = &keys[t as usize];
         let p = proc_of[t as usize];
-        let g = *group_of_proc.entry(p).or_insert_with(|| {
+        let g = group_of(&mut group_of_proc, p, || {
             let name = (acc.procs[p as usize].meta.as_mut())
                 .and_then(|m| m.name.take())
                 .unwrap_or_else(|| format!("pid {}", pid.text()));
@@ -2194,6 +2197,22 @@ fn place_threads(acc: &mut Acc, b: &mut TraceBuilder) -> (Vec<LocId>, HashMap<u3
         loc_of_thread[t as usize] = b.locations.add(name, LocationKind::Thread, Some(g), ext);
     }
     (loc_of_thread, group_of_proc)
+}
+
+/// The group of process `p` in `groups` (by process, [`NO_GROUP`] for
+/// none yet), made by `make` the first time (a table of 256 KiB at 65,536
+/// processes, where a map took 1.2 MB while the threads were placed).
+fn group_of(groups: &mut [u32], p: u32, make: impl FnOnce() -> u32) -> u32 {
+    match groups.get(p as usize) {
+        Some(&g) if g != NO_GROUP => g,
+        _ => {
+            let g = make();
+            if let Some(slot) = groups.get_mut(p as usize) {
+                *slot = g;
+            }
+            g
+        }
+    }
 }
 
 /// Repairs of begins and ends, counted over every thread and async slice.
@@ -2255,7 +2274,7 @@ fn report_orphans(b: &mut TraceBuilder, src: &Path, orphans: u64) -> Result<()> 
 fn pack_async(
     acc: &mut Acc,
     b: &mut TraceBuilder,
-    group_of_proc: &mut HashMap<u32, u32>,
+    group_of_proc: &mut [u32],
     nesting: &mut Nesting,
 ) -> Vec<(LocId, Time, Time, StateId)> {
     let origin = acc.origin();
@@ -2315,7 +2334,7 @@ fn pack_async(
     let mut j = 0;
     while j < async_slices.len() {
         let (pid, name) = (async_slices[j].0, async_slices[j].1.clone());
-        let g = *group_of_proc.entry(pid).or_insert_with(|| {
+        let g = group_of(group_of_proc, pid, || {
             let n = (acc.procs[pid as usize].name().cloned()).unwrap_or_else(|| {
                 let id = pids.get(pid as usize).map_or_else(String::new, Ident::text);
                 format!("pid {id}")
