@@ -1310,6 +1310,27 @@ impl Acc {
         keys
     }
 
+    /// Each thread's process (its number) and thread id, by number: half
+    /// the room of [`Acc::thread_keys`] (1.5 MB at 65,536 threads, while
+    /// the threads are placed, where a trace of many threads peaks).
+    fn thread_procs_and_tids(&self) -> (Vec<u32>, Vec<Ident<'static>>) {
+        let n = self.threads.len();
+        let (mut procs, mut tids) = (vec![0; n], vec![Ident::Num(0); n]);
+        let mut put = |i: u32, pid: &Ident, tid: Ident<'static>| {
+            if let (Some(p), Some(t)) = (procs.get_mut(i as usize), tids.get_mut(i as usize)) {
+                *p = self.proc_index(pid).unwrap_or(0);
+                *t = tid;
+            }
+        };
+        for (&(p, t), &i) in &self.num_thread_idx {
+            put(i, &Ident::Num(p), Ident::Num(t));
+        }
+        for ((pid, tid), &i) in &self.thread_idx {
+            put(i, pid, tid.clone());
+        }
+        (procs, tids)
+    }
+
     /// Each thread's process and thread id, by number.
     fn thread_keys(&self) -> Vec<(Ident<'static>, Ident<'static>)> {
         let mut keys = vec![(Ident::Num(0), Ident::Num(0)); self.threads.len()];
@@ -2147,21 +2168,17 @@ impl Acc {
 /// pid), threads by (sort index, tid)): each thread's location, and each
 /// process's group so far.
 fn place_threads(acc: &mut Acc, b: &mut TraceBuilder) -> (Vec<LocId>, Vec<u32>) {
-    let keys = acc.thread_keys();
-    let pids = acc.proc_keys();
     // (a thread's process is numbered before it)
-    let proc_of: Vec<u32> = keys
-        .iter()
-        .map(|(pid, _)| acc.proc_index(pid).unwrap_or(0))
-        .collect();
+    let (proc_of, tids) = acc.thread_procs_and_tids();
+    let pids = acc.proc_keys();
     let mut order: Vec<u32> = (0..acc.threads.len() as u32).collect();
     let proc_key = |p: u32| {
         let sort = acc.procs.get(p as usize).and_then(ProcAcc::sort);
         (sort.unwrap_or(i64::MAX), pids.get(p as usize))
     };
     order.sort_by(|&x, &y| {
-        let (ax, tx) = (&acc.threads[x as usize], &keys[x as usize].1);
-        let (ay, ty) = (&acc.threads[y as usize], &keys[y as usize].1);
+        let (ax, tx) = (&acc.threads[x as usize], &tids[x as usize]);
+        let (ay, ty) = (&acc.threads[y as usize], &tids[y as usize]);
         let kx = proc_key(proc_of[x as usize]);
         let ky = proc_key(proc_of[y as usize]);
         kx.cmp(&ky)
@@ -2179,12 +2196,15 @@ fn place_threads(acc: &mut Acc, b: &mut TraceBuilder) -> (Vec<LocId>, Vec<u32>) 
     b.locations.locations.reserve_exact(order.len());
     b.locations.groups.reserve_exact(acc.procs.len());
     for &t in &order {
-        let (pid, tid) = &keys[t as usize];
+        let tid = &tids[t as usize];
         let p = proc_of[t as usize];
         let g = group_of(&mut group_of_proc, p, || {
             let name = (acc.procs[p as usize].meta.as_mut())
                 .and_then(|m| m.name.take())
-                .unwrap_or_else(|| format!("pid {}", pid.text()));
+                .unwrap_or_else(|| {
+                    let pid = pids.get(p as usize).map_or_else(String::new, Ident::text);
+                    format!("pid {pid}")
+                });
             b.locations.add_group(name, GroupKind::Process, None)
         });
         let name = (acc.threads[t as usize].rare.as_mut())
