@@ -545,7 +545,8 @@ pub(super) fn place(acc: &mut Acc, b: &mut TraceBuilder, nesting: &mut Nesting) 
     let end_abs = acc.end_abs();
     let any_ts = acc.min_ts != i64::MAX;
     b.set_origin(origin);
-    let (loc_of_thread, mut group_of_proc) = place_threads(acc, b);
+    let ids = acc.thread_procs_and_tids();
+    let (loc_of_thread, mut group_of_proc) = place_threads(acc, b, ids);
     let lanes = pack_async(acc, b, &mut group_of_proc, nesting);
     acc.asyncs = Vec::new();
     Placed {
