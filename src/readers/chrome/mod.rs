@@ -1310,40 +1310,40 @@ impl Acc {
         keys
     }
 
-    /// Each thread's process (its number) and thread id, by number: half
-    /// the room of [`Acc::thread_keys`] (1.5 MB at 65,536 threads, while
-    /// the threads are placed, where a trace of many threads peaks).
+    /// `f` of each thread's number and its process and thread ids.
+    fn each_thread_ids(&self, mut f: impl FnMut(u32, &Ident, &Ident)) {
+        for (&(p, t), &i) in &self.num_thread_idx {
+            f(i, &Ident::Num(p), &Ident::Num(t));
+        }
+        for ((pid, tid), &i) in &self.thread_idx {
+            f(i, pid, tid);
+        }
+    }
+
+    /// Each thread's process (its number: a thread's process is numbered
+    /// before it) and thread id, by number: half the room of
+    /// [`Acc::thread_keys`] (1.5 MB at 65,536 threads, while the threads
+    /// are placed, where a trace of many threads peaks).
     fn thread_procs_and_tids(&self) -> (Vec<u32>, Vec<Ident<'static>>) {
         let n = self.threads.len();
         let (mut procs, mut tids) = (vec![0; n], vec![Ident::Num(0); n]);
-        let mut put = |i: u32, pid: &Ident, tid: Ident<'static>| {
+        self.each_thread_ids(|i, pid, tid| {
             if let (Some(p), Some(t)) = (procs.get_mut(i as usize), tids.get_mut(i as usize)) {
                 *p = self.proc_index(pid).unwrap_or(0);
-                *t = tid;
+                *t = tid.owned();
             }
-        };
-        for (&(p, t), &i) in &self.num_thread_idx {
-            put(i, &Ident::Num(p), Ident::Num(t));
-        }
-        for ((pid, tid), &i) in &self.thread_idx {
-            put(i, pid, tid.clone());
-        }
+        });
         (procs, tids)
     }
 
     /// Each thread's process and thread id, by number.
     fn thread_keys(&self) -> Vec<(Ident<'static>, Ident<'static>)> {
         let mut keys = vec![(Ident::Num(0), Ident::Num(0)); self.threads.len()];
-        for (&(p, t), &i) in &self.num_thread_idx {
+        self.each_thread_ids(|i, pid, tid| {
             if let Some(k) = keys.get_mut(i as usize) {
-                *k = (Ident::Num(p), Ident::Num(t));
+                *k = (pid.owned(), tid.owned());
             }
-        }
-        for (id, &i) in &self.thread_idx {
-            if let Some(k) = keys.get_mut(i as usize) {
-                *k = id.clone();
-            }
-        }
+        });
         keys
     }
 
