@@ -1814,8 +1814,10 @@ fn for_each_event(
         all.clear();
         all.extend(0..batch.spans.len());
         // (held by this batch's parse alone: the next is brought up to
-        // date in place)
-        let known = take.known();
+        // date in place; only a pipelined parse looks anything up)
+        let known = (intake == Intake::Pipelined)
+            .then(|| take.known())
+            .flatten();
         let ((), taken) = rayon::join(
             || {
                 let _p = phases::span("chrome: split (beside the rest)");
@@ -1845,7 +1847,8 @@ trait Taker: Send {
     fn take(&mut self, ev: &Ev, batch: &Batch) -> Result<()>;
 
     /// Between batches, no parse under way: what the next batch's parse
-    /// may look up for the intake, on all threads ([`known`]).
+    /// may look up for the intake, on all threads ([`known`]). Asked only
+    /// where the parse is pipelined ([`Intake::Pipelined`]).
     fn known(&mut self) -> Option<Arc<known::Known>> {
         None
     }
@@ -1870,18 +1873,9 @@ struct IntakeInto<'a> {
     b: &'a mut TraceBuilder,
 }
 
-impl<'a> IntakeInto<'a> {
-    /// The intake into `acc` and `b` taking events as `intake` says: where
-    /// that is one pipeline on several threads, `acc` keeps its log of
-    /// what it numbers for the parse, until this intake is dropped.
-    fn new(acc: &'a mut Acc, b: &'a mut TraceBuilder, intake: Intake) -> Self {
-        if intake == Intake::Pipelined {
-            acc.fresh = Some(Box::default());
-        }
-        IntakeInto { acc, b }
-    }
-}
-
+/// `acc` keeps its log of what it numbers from the first time a pipelined
+/// parse asks for it ([`Taker::known`], before the first batch) until the
+/// intake is dropped.
 impl Drop for IntakeInto<'_> {
     fn drop(&mut self) {
         self.acc.fresh = None;
@@ -1894,7 +1888,7 @@ impl Taker for IntakeInto<'_> {
     }
 
     fn known(&mut self) -> Option<Arc<known::Known>> {
-        self.acc.fresh.as_mut().map(|f| f.known())
+        Some(self.acc.fresh.get_or_insert_with(Box::default).known())
     }
 }
 
@@ -2092,7 +2086,6 @@ fn read_with(
     let mut acc = Acc::new(None);
     acc.reach = (!inp.compressed).then_some((0, inp.file_len));
     acc.deferred = Some(Box::new(deferred::Deferred::new()));
-    let intake_kind = Intake::for_threads();
     let events = phases::span("chrome: events (split, parse, intake)");
     let mut split = Splitter::new(path, inp.reader);
     if let Some(n) = batch_bytes {
@@ -2101,8 +2094,11 @@ fn read_with(
     let split = for_each_event(
         path,
         split,
-        intake_kind,
-        IntakeInto::new(&mut acc, &mut b, intake_kind),
+        Intake::for_threads(),
+        IntakeInto {
+            acc: &mut acc,
+            b: &mut b,
+        },
     )?;
     acc.give_held();
     drop(events);

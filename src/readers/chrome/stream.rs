@@ -581,12 +581,14 @@ fn two_pass<'s>(
         epoch_events,
         ..Default::default()
     })));
-    let intake_kind = super::Intake::for_threads();
     let split = super::for_each_event(
         path,
         Splitter::new(path, inp.reader),
-        intake_kind,
-        super::IntakeInto::new(&mut acc, &mut b, intake_kind),
+        super::Intake::for_threads(),
+        super::IntakeInto {
+            acc: &mut acc,
+            b: &mut b,
+        },
     )?;
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
     drop(split);
