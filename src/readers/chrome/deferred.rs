@@ -201,11 +201,10 @@ mod tests {
     );
 
     fn records(t: &ThreadAcc) -> Records {
-        let be = t
-            .rare
-            .as_ref()
-            .map(|r| r.be.iter().copied().collect())
-            .unwrap_or_default();
+        let be =
+            t.be.as_ref()
+                .map(|be| be.iter().copied().collect())
+                .unwrap_or_default();
         (t.slices.iter().collect(), t.slices.first.capacity(), be)
     }
 

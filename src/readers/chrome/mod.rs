@@ -48,11 +48,13 @@ use crate::model::{
     StateClass, StateId, Time, TimeUnit, Trace, TraceBuilder, flatten_nested,
 };
 use fields::{Fields, LiteArgs, fields_fast, fields_serde};
+use metas::Metas;
 
 mod byte_shares;
 mod deferred;
 mod fields;
 mod known;
+mod metas;
 mod ranges;
 mod series;
 pub mod share;
@@ -582,46 +584,19 @@ impl MoreSlices {
     }
 }
 
-/// A name and sort index a thread's or process's metadata events gave.
-#[derive(Debug, Default, Clone)]
-struct Meta {
-    name: Option<String>,
-    sort: Option<i64>,
-    /// A sort index event set `sort` (to a value or to none): a later
-    /// range's then replaces an earlier one's ([`ranges`]).
-    sort_set: bool,
-}
-
-impl Meta {
-    /// Takes what a later range's metadata events of the same thread or
-    /// process set.
-    fn take_later(&mut self, later: Meta) {
-        if let Some(name) = later.name {
-            self.name = Some(name);
-        }
-        if later.sort_set {
-            self.sort = later.sort;
-            self.sort_set = true;
-        }
-    }
-}
-
 /// One thread's records as a one-pass read holds them: 48 bytes, and its
-/// `X` slices (most threads have no metadata and no `B`/`E` events, which
-/// are boxed).
+/// `X` slices (most threads have no `B`/`E` events, which are boxed; the
+/// names and sort indices of all threads are in [`Acc::thread_metas`]).
 #[derive(Default, Clone)]
 struct ThreadAcc {
     slices: HeldSlices,
-    rare: Option<Box<ThreadRare>>,
+    be: Option<Box<BeEvents>>,
 }
 
-#[derive(Default, Clone)]
-struct ThreadRare {
-    meta: Meta,
-    /// (ts, place, begin?, state): the place is the event's among this
-    /// thread's slice events (`B`, `E` and `X`), counted from 0.
-    be: Chunked<(i64, u64, bool, StateId), 256>,
-}
+/// A thread's `B` and `E` events, (ts, place, begin?, state): the place is
+/// the event's among this thread's slice events (`B`, `E` and `X`),
+/// counted from 0.
+type BeEvents = Chunked<(i64, u64, bool, StateId), 256>;
 
 impl ThreadAcc {
     /// Holds an `X` slice (`ts` and `ts + dur` are non-negative and do not
@@ -639,25 +614,15 @@ impl ThreadAcc {
     fn push_be(&mut self, ts: i64, begin: bool, state: StateId) {
         // its place: the slice events before it
         let place = (self.slices.len() + self.be_len()) as u64;
-        self.rare_mut().be.push((ts, place, begin, state));
+        self.be_mut().push((ts, place, begin, state));
     }
 
-    fn rare_mut(&mut self) -> &mut ThreadRare {
-        self.rare.get_or_insert_with(Box::default)
-    }
-
-    /// Its metadata, to be set.
-    fn meta_mut(&mut self) -> &mut Meta {
-        &mut self.rare_mut().meta
-    }
-
-    /// Its name and sort index.
-    fn meta(&self) -> Option<&Meta> {
-        self.rare.as_ref().map(|r| &r.meta)
+    fn be_mut(&mut self) -> &mut BeEvents {
+        self.be.get_or_insert_with(Box::default)
     }
 
     fn be_len(&self) -> usize {
-        self.rare.as_ref().map_or(0, |r| r.be.len())
+        self.be.as_ref().map_or(0, |be| be.len())
     }
 
     /// Bytes its slice records take.
@@ -667,7 +632,7 @@ impl ThreadAcc {
 
     /// Bytes its `B`/`E` events take.
     fn be_bytes(&self) -> usize {
-        self.rare.as_ref().map_or(0, |r| r.be.bytes())
+        self.be.as_ref().map_or(0, |be| be.bytes())
     }
 
     /// Its flat timeline as a block of location `loc`'s own, its records
@@ -716,10 +681,8 @@ impl ThreadAcc {
         let mut nesting = Nesting::default();
         // (a vector of exactly their number: they are many on some threads)
         let mut be = Vec::with_capacity(self.be_len());
-        if let Some(r) = &mut self.rare
-            && !r.be.is_empty()
-        {
-            be.extend(std::mem::take(&mut r.be).iter().copied());
+        if let Some(held) = self.be.take() {
+            be.extend(held.iter().copied());
         }
         // the X slices made relative (the times and the origin are never
         // negative), each given back its place among the thread's slice
@@ -849,27 +812,6 @@ const FEED_SLICES: usize = 4096;
 /// 13) before they become one block: at 8 MiB that list added 14 MB to
 /// the peak of a read of 65,536 threads, at 2 MiB it adds 3.5.
 const FLATTEN_GROUP_BYTES: usize = 2 << 20;
-
-/// A process as a one-pass read holds it: its metadata, boxed (most
-/// processes have none).
-#[derive(Default)]
-struct ProcAcc {
-    meta: Option<Box<Meta>>,
-}
-
-impl ProcAcc {
-    fn meta_mut(&mut self) -> &mut Meta {
-        self.meta.get_or_insert_with(Box::default)
-    }
-
-    fn name(&self) -> Option<&String> {
-        self.meta.as_ref().and_then(|m| m.name.as_ref())
-    }
-
-    fn sort(&self) -> Option<i64> {
-        self.meta.as_ref().and_then(|m| m.sort)
-    }
-}
 
 /// Threads with at least this many intervals hand them to the builder as
 /// one block of their own.
@@ -1063,9 +1005,13 @@ struct Acc {
     thread_idx: FxHashMap<(Ident<'static>, Ident<'static>), u32>,
     /// Threads whose process and thread ids are numbers (most).
     num_thread_idx: FxHashMap<(i64, i64), u32>,
-    /// The processes by number; their ids are the keys of `proc_idx` and
-    /// `num_proc_idx` ([`Acc::proc_keys`]).
-    procs: Vec<ProcAcc>,
+    /// The threads' names and sort indices, by number.
+    thread_metas: Metas,
+    /// How many processes; their ids are the keys of `proc_idx` and
+    /// `num_proc_idx` ([`Acc::proc_keys`]), by number.
+    num_procs: usize,
+    /// The processes' names and sort indices, by number.
+    proc_metas: Metas,
     /// Processes whose id is a string.
     proc_idx: FxHashMap<Ident<'static>, u32>,
     /// Processes whose id is a number (most).
@@ -1285,8 +1231,8 @@ impl Acc {
         if let Some(i) = self.proc_index(pid) {
             return i;
         }
-        let i = self.procs.len() as u32;
-        self.procs.push(ProcAcc::default());
+        let i = self.num_procs as u32;
+        self.num_procs += 1;
         match pid {
             Ident::Num(n) => self.num_proc_idx.insert(*n, i),
             Ident::Str(_) => self.proc_idx.insert(pid.owned(), i),
@@ -1296,7 +1242,7 @@ impl Acc {
 
     /// Each process's id, by number.
     fn proc_keys(&self) -> Vec<Ident<'static>> {
-        let mut keys = vec![Ident::Num(0); self.procs.len()];
+        let mut keys = vec![Ident::Num(0); self.num_procs];
         for (&n, &i) in &self.num_proc_idx {
             if let Some(k) = keys.get_mut(i as usize) {
                 *k = Ident::Num(n);
@@ -1707,32 +1653,28 @@ fn intake(ev: &Ev, acc: &mut Acc, b: &mut TraceBuilder, batch: &Batch) -> Result
             );
         }
         b'M' => {
-            let name = ev.lite.name.as_ref().map(|t| t.0.to_string());
+            let name = ev.lite.name.as_ref().map(|t| &t.0);
             let sort = ev.lite.sort_index;
             match ev.name.as_ref() {
                 "process_name" => {
                     let p = acc.proc_of(&pid);
-                    if name.is_some() {
-                        acc.procs[p as usize].meta_mut().name = name;
+                    if let Some(name) = name {
+                        acc.proc_metas.set_name(p, name);
                     }
                 }
                 "process_sort_index" => {
                     let p = acc.proc_of(&pid);
-                    let meta = acc.procs[p as usize].meta_mut();
-                    meta.sort = sort;
-                    meta.sort_set = true;
+                    acc.proc_metas.set_sort(p, sort);
                 }
                 "thread_name" => {
                     let t = thread(acc);
-                    if name.is_some() {
-                        acc.threads[t as usize].meta_mut().name = name;
+                    if let Some(name) = name {
+                        acc.thread_metas.set_name(t, name);
                     }
                 }
                 "thread_sort_index" => {
                     let t = thread(acc);
-                    let meta = acc.threads[t as usize].meta_mut();
-                    meta.sort = sort;
-                    meta.sort_set = true;
+                    acc.thread_metas.set_sort(t, sort);
                 }
                 _ => *acc.ignored.entry(b'M').or_default() += 1,
             }
@@ -2103,6 +2045,8 @@ fn read_with(
     acc.give_held();
     drop(events);
     report_intake(&acc, &mut b, path, &damage, split.truncated.as_ref())?;
+    // its buffers (3 MB) are done with, before the threads are placed
+    drop(split);
     assemble(acc, b, path, opts)
 }
 
@@ -2165,50 +2109,41 @@ impl Acc {
 /// ([`Acc::thread_procs_and_tids`]): each thread's location, and each
 /// process's group so far.
 fn place_threads(
-    acc: &mut Acc,
+    acc: &Acc,
     b: &mut TraceBuilder,
     (proc_of, tids): (Vec<u32>, Vec<Ident<'static>>),
+    pids: &[Ident<'static>],
 ) -> (Vec<LocId>, Vec<u32>) {
-    let pids = acc.proc_keys();
     let mut order: Vec<u32> = (0..acc.threads.len() as u32).collect();
     let proc_key = |p: u32| {
-        let sort = acc.procs.get(p as usize).and_then(ProcAcc::sort);
+        let sort = acc.proc_metas.sort(p);
         (sort.unwrap_or(i64::MAX), pids.get(p as usize))
     };
+    let thread_sort = |t: u32| acc.thread_metas.sort(t).unwrap_or(i64::MAX);
     order.sort_by(|&x, &y| {
-        let (ax, tx) = (&acc.threads[x as usize], &tids[x as usize]);
-        let (ay, ty) = (&acc.threads[y as usize], &tids[y as usize]);
+        let (tx, ty) = (&tids[x as usize], &tids[y as usize]);
         let kx = proc_key(proc_of[x as usize]);
         let ky = proc_key(proc_of[y as usize]);
         kx.cmp(&ky)
-            .then(
-                (ax.meta().and_then(|m| m.sort))
-                    .unwrap_or(i64::MAX)
-                    .cmp(&ay.meta().and_then(|m| m.sort).unwrap_or(i64::MAX)),
-            )
+            .then(thread_sort(x).cmp(&thread_sort(y)))
             .then(tx.cmp(ty))
     });
-    let mut group_of_proc = vec![NO_GROUP; acc.procs.len()];
+    let mut group_of_proc = vec![NO_GROUP; acc.num_procs];
     let mut loc_of_thread = vec![0 as LocId; acc.threads.len()];
-    // the names move from the records into the model (at 65,536 threads
-    // they would take 4 MB twice), into lists of their exact size
+    // into lists of their exact size
     b.locations.locations.reserve_exact(order.len());
-    b.locations.groups.reserve_exact(acc.procs.len());
+    b.locations.groups.reserve_exact(acc.num_procs);
     for &t in &order {
         let tid = &tids[t as usize];
         let p = proc_of[t as usize];
         let g = group_of(&mut group_of_proc, p, || {
-            let name = (acc.procs[p as usize].meta.as_mut())
-                .and_then(|m| m.name.take())
-                .unwrap_or_else(|| {
-                    let pid = pids.get(p as usize).map_or_else(String::new, Ident::text);
-                    format!("pid {pid}")
-                });
+            let name = process_name(acc, pids, p);
             b.locations.add_group(name, GroupKind::Process, None)
         });
-        let name = (acc.threads[t as usize].rare.as_mut())
-            .and_then(|r| r.meta.name.take())
-            .unwrap_or_else(|| format!("tid {}", tid.text()));
+        let name = match acc.thread_metas.name(t) {
+            Some(name) => name.to_string(),
+            None => format!("tid {}", tid.text()),
+        };
         let ext = match tid {
             Ident::Num(n) => *n,
             Ident::Str(_) => t as i64,
@@ -2216,6 +2151,18 @@ fn place_threads(
         loc_of_thread[t as usize] = b.locations.add(name, LocationKind::Thread, Some(g), ext);
     }
     (loc_of_thread, group_of_proc)
+}
+
+/// The name of process `p` (`pids`: the processes' ids by number): its
+/// metadata's, else its id's.
+fn process_name(acc: &Acc, pids: &[Ident<'static>], p: u32) -> String {
+    match acc.proc_metas.name(p) {
+        Some(name) => name.to_string(),
+        None => {
+            let pid = pids.get(p as usize).map_or_else(String::new, Ident::text);
+            format!("pid {pid}")
+        }
+    }
 }
 
 /// The group of process `p` in `groups` (by process, [`NO_GROUP`] for
@@ -2294,13 +2241,13 @@ fn pack_async(
     acc: &mut Acc,
     b: &mut TraceBuilder,
     group_of_proc: &mut [u32],
+    pids: &[Ident<'static>],
     nesting: &mut Nesting,
 ) -> Vec<(LocId, Time, Time, StateId)> {
     let origin = acc.origin();
     let end_abs = acc.end_abs();
     let rel = |t: i64| -> Time { (t - origin).max(0) as Time };
     let mut intervals = Vec::new();
-    let pids = acc.proc_keys();
     // async slices: per process and name, packed into lanes
     acc.asyncs.sort_by_key(|a| (a.key, a.ts, a.seq));
     let mut async_slices: Vec<(u32, String, i64, i64)> = Vec::new();
@@ -2354,10 +2301,7 @@ fn pack_async(
     while j < async_slices.len() {
         let (pid, name) = (async_slices[j].0, async_slices[j].1.clone());
         let g = group_of(group_of_proc, pid, || {
-            let n = (acc.procs[pid as usize].name().cloned()).unwrap_or_else(|| {
-                let id = pids.get(pid as usize).map_or_else(String::new, Ident::text);
-                format!("pid {id}")
-            });
+            let n = process_name(acc, pids, pid);
             b.locations.add_group(n, GroupKind::Process, None)
         });
         let state = b.states.intern(&name, StateClass::Busy);
@@ -2786,23 +2730,22 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
     acc.flow_tables = Vec::new();
     acc.flow_num_keys = FxHashMap::default();
     crate::memory::return_freed_memory();
-    // the threads are numbered: their maps and the cache by pid are done
-    // with once each thread's process and tid are listed, 4.3 MB at 65,536
-    // threads, freed before their locations are made (where a trace of
+    // the threads and processes are numbered: their maps and the cache by
+    // pid are done with once each thread's process and tid and each
+    // process's id are listed, 6.5 MB at 65,536 threads in as many
+    // processes, freed before their locations are made (where a trace of
     // many threads and few events peaks)
     let ids = acc.thread_procs_and_tids();
+    let pids = acc.proc_keys();
     acc.thread_idx = FxHashMap::default();
     acc.num_thread_idx = FxHashMap::default();
     acc.by_pid = Default::default();
-    let (loc_of_thread, mut group_of_proc) = place_threads(&mut acc, &mut b, ids);
-    // the threads are placed: the records of their names and sort indices
-    // (boxed, unless the thread has `B`/`E` events to flatten) are done
-    // with, freed before the messages come
-    for t in &mut acc.threads {
-        if t.rare.as_ref().is_some_and(|r| r.be.is_empty()) {
-            t.rare = None;
-        }
-    }
+    acc.proc_idx = FxHashMap::default();
+    acc.num_proc_idx = FxHashMap::default();
+    let (loc_of_thread, mut group_of_proc) = place_threads(&acc, &mut b, ids, &pids);
+    // the threads are placed: their names and sort indices are done with,
+    // freed before the messages come
+    acc.thread_metas = Metas::default();
     // the flows before the slices: as the flows leave, the messages take
     // less room than they did, where the slices' intervals take more
     acc.flow_payloads.index();
@@ -2823,9 +2766,11 @@ fn assemble(mut acc: Acc, mut b: TraceBuilder, path: &Path, opts: &ReadOptions) 
         &mut nesting,
     );
 
-    for (l, s, e, st) in pack_async(&mut acc, &mut b, &mut group_of_proc, &mut nesting) {
+    for (l, s, e, st) in pack_async(&mut acc, &mut b, &mut group_of_proc, &pids, &mut nesting) {
         b.interval(l, s, e, st);
     }
+    drop(pids);
+    acc.proc_metas = Metas::default();
 
     let src = path.to_path_buf();
     nesting.report(&mut b, &src)?;
@@ -3249,14 +3194,13 @@ mod tests {
     /// threads read by 16 ranges took some 560 bytes per thread and range
     /// (vectors of chunks and bases, metadata and `B`/`E` lists inline).
     #[test]
-    fn thread_and_process_records_stay_small() {
+    fn thread_records_stay_small() {
         assert!(std::mem::size_of::<ThreadAcc>() <= 48);
-        assert!(std::mem::size_of::<ProcAcc>() <= 8);
-        // a thread with slices but no metadata or B/E events: one
-        // allocation, its first chunk
+        // a thread with slices but no B/E events: one allocation, its
+        // first chunk
         let mut ta = ThreadAcc::default();
         ta.push_x(5, 10, 1, Expect::Unknown);
-        assert!(ta.rare.is_none() && ta.slices.more.is_none());
+        assert!(ta.be.is_none() && ta.slices.more.is_none());
     }
 
     /// Slices come back in order at every count around the chunks' size,

@@ -34,9 +34,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::byte_shares::{self, Share};
-use super::{
-    Acc, AsyncEv, Intake, IntakeInto, MAX_FLOWS, ThreadAcc, ThreadRare, builder, for_each_event,
-};
+use super::{Acc, AsyncEv, Intake, IntakeInto, MAX_FLOWS, ThreadAcc, builder, for_each_event};
 use crate::error::{Error, Result};
 use crate::model::{StateId, TraceBuilder};
 use crate::phases;
@@ -593,16 +591,15 @@ fn dictionaries(acc: &mut Acc, b: &mut TraceBuilder, p: &mut Part, last: bool) -
         .iter()
         .map(|pid| acc.proc_of(pid))
         .collect();
-    for (pa, &g) in part.procs.iter_mut().zip(&m.procs) {
-        if let Some(later) = pa.meta.take() {
-            acc.procs[g as usize].meta_mut().take_later(*later);
-        }
-    }
+    acc.proc_metas.take_later(&part.proc_metas, &m.procs);
+    part.proc_metas = Default::default();
     m.threads = part
         .thread_keys()
         .iter()
         .map(|(pid, tid)| acc.thread_of(pid, tid))
         .collect();
+    acc.thread_metas.take_later(&part.thread_metas, &m.threads);
+    part.thread_metas = Default::default();
     m.states =
         p.b.states
             .iter()
@@ -733,15 +730,11 @@ impl ThreadAcc {
         // the places of its B/E events among its slice events move on by
         // this thread's slice events so far
         let before = (self.slices.len() + self.be_len()) as u64;
-        if let Some(rare) = later.rare {
-            let ThreadRare { meta, be } = *rare;
-            self.meta_mut().take_later(meta);
-            if !be.is_empty() {
-                let to = &mut self.rare_mut().be;
-                for &(ts, place, begin, st) in be.iter() {
-                    let st = if begin { state(st) } else { st };
-                    to.push((ts, place + before, begin, st));
-                }
+        if let Some(be) = later.be.filter(|be| !be.is_empty()) {
+            let to = self.be_mut();
+            for &(ts, place, begin, st) in be.iter() {
+                let st = if begin { state(st) } else { st };
+                to.push((ts, place + before, begin, st));
             }
         }
         self.slices.append(later.slices, state);

@@ -421,7 +421,7 @@ impl Survey {
         let sizes = |s: &Survey| {
             (
                 s.acc.threads.len(),
-                s.acc.procs.len(),
+                s.acc.num_procs,
                 s.b.states.len(),
                 s.b.event_types.len(),
                 s.b.counter_defs.len(),

@@ -546,8 +546,11 @@ pub(super) fn place(acc: &mut Acc, b: &mut TraceBuilder, nesting: &mut Nesting) 
     let any_ts = acc.min_ts != i64::MAX;
     b.set_origin(origin);
     let ids = acc.thread_procs_and_tids();
-    let (loc_of_thread, mut group_of_proc) = place_threads(acc, b, ids);
-    let lanes = pack_async(acc, b, &mut group_of_proc, nesting);
+    let pids = acc.proc_keys();
+    let (loc_of_thread, mut group_of_proc) = place_threads(acc, b, ids, &pids);
+    acc.thread_metas = Default::default();
+    let lanes = pack_async(acc, b, &mut group_of_proc, &pids, nesting);
+    acc.proc_metas = Default::default();
     acc.asyncs = Vec::new();
     Placed {
         origin,
