@@ -1136,8 +1136,10 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
         )?;
     }
     // freed before the model is built (its peak): kept until then, the
-    // spare vectors (a few MiB a thread) would add to it
+    // spare vectors (a few MiB a thread) and the input's buffers (4 MiB
+    // on one thread) would add to it
     drop(spare);
+    drop(blocks);
     drop(records);
     let tables = phases::span("paraver: locations, states, ids");
 
@@ -1499,6 +1501,15 @@ fn make_locations(
             let all = self.used.is_empty().then_some(self.base..self.end);
             self.used.iter().copied().chain(all.into_iter().flatten())
         }
+
+        /// How many [`Self::ids`] gives.
+        fn count(&self) -> usize {
+            if self.used.is_empty() {
+                self.end.saturating_sub(self.base) as usize
+            } else {
+                self.used.len()
+            }
+        }
     }
     let mut tasks = Vec::new();
     let mut task_index = 0usize;
@@ -1560,6 +1571,23 @@ fn make_locations(
             })
             .collect()
     };
+    // the model's lists of exactly their size: grown, the groups' took up
+    // to twice the room, and half as much again while each copy was made
+    // (at 65,536 tasks, the read's peak)
+    let mut node_used = vec![false; header.nodes.len()];
+    for t in &tasks {
+        if let Some(used) = (t.node as usize)
+            .checked_sub(1)
+            .and_then(|n| node_used.get_mut(n))
+        {
+            *used = true;
+        }
+    }
+    let nodes = node_used.iter().filter(|&&u| u).count();
+    drop(node_used);
+    let threads: usize = tasks.iter().map(Task::count).sum();
+    b.locations.groups.reserve_exact(nodes + tasks.len());
+    b.locations.locations.reserve_exact(threads);
     let mut made = made.into_iter();
     let mut node_groups: HashMap<usize, u32> = HashMap::new();
     for t in &tasks {
