@@ -1586,8 +1586,10 @@ fn make_locations(
     let nodes = node_used.iter().filter(|&&u| u).count();
     drop(node_used);
     let threads: usize = tasks.iter().map(Task::count).sum();
-    b.locations.groups.reserve_exact(nodes + tasks.len());
-    b.locations.locations.reserve_exact(threads);
+    // (refused, as for a header of billions of threads, they grow as they
+    // fill, as before)
+    let _ = b.locations.groups.try_reserve_exact(nodes + tasks.len());
+    let _ = b.locations.locations.try_reserve_exact(threads);
     let mut made = made.into_iter();
     let mut node_groups: HashMap<usize, u32> = HashMap::new();
     for t in &tasks {
