@@ -204,7 +204,7 @@ fn python_written_archives_read_exactly() {
         assert_eq!(t.events.len(), 2 * ranks as usize);
         let groups: Vec<_> = t.locations.groups.iter().map(|g| g.name.clone()).collect();
         assert!(
-            groups.starts_with(&["machine".to_string(), "node0".into()]),
+            groups.starts_with(&["machine".into(), "node0".into()]),
             "{groups:?}"
         );
     }

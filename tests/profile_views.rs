@@ -49,12 +49,12 @@ fn a_trace_profile_is_its_state_times() {
         let s = (0..t.states.len() as u32)
             .find(|&s| t.states.get(s).unwrap().name == *name)
             .unwrap();
-        for (l, times) in per.iter().enumerate() {
+        for (l, times) in per.rows().into_iter().enumerate() {
             assert_eq!(p.metrics[0].values[r * c + l], times[s as usize] as f64);
         }
     }
     let total: f64 = p.metrics[0].values.iter().sum();
-    let direct: u64 = per.iter().flatten().sum();
+    let direct: u64 = per.sum();
     assert_eq!(total, direct as f64);
     // visits: one per interval
     let visits: f64 = p.metrics[1].values.iter().sum();

@@ -242,11 +242,12 @@ fn chrome_traces_match_an_independent_count() {
         assert_eq!(t.counters.len(), samples, "{file} counter samples");
         assert_eq!(t.messages.len(), messages, "{file} messages");
         // the flat timeline of a thread covers exactly the union of its slices
-        let busy: u64 = state_time_per_location(&t).iter().flatten().sum();
+        let busy: u64 = state_time_per_location(&t).sum();
         assert_eq!(busy, busy_us * 1000, "{file} busy time");
         let mut per_loc: Vec<u64> = state_time_per_location(&t)
-            .iter()
-            .map(|v| v.iter().sum())
+            .rows()
+            .into_iter()
+            .map(|v| v.sum())
             .filter(|&x| x > 0)
             .collect();
         let mut want = c.busy.clone();

@@ -26,7 +26,7 @@ fn canon(t: &Trace) -> Canon {
         .locations
         .locations
         .iter()
-        .map(|l| l.name.clone())
+        .map(|l| l.name.to_string())
         .collect();
     let mut states: Vec<(String, StateClass)> = t
         .states

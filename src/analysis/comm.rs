@@ -87,7 +87,7 @@ pub fn tasks(trace: &Trace, level: Level) -> Result<(Vec<u32>, Vec<String>)> {
         }
         let task = match found {
             Some(gi) => *group_task[gi].get_or_insert_with(|| {
-                names.push(locs.groups[gi].name.clone());
+                names.push(locs.groups[gi].name.to_string());
                 (names.len() - 1) as u32
             }),
             None => {

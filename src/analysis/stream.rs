@@ -180,17 +180,21 @@ impl<'a> StreamReducer<'a> {
     /// Time per location in each state over the whole trace (`[location][state
     /// id]`, `states` ids), as [`super::summary::state_time_per_location`]
     /// gives it in memory; `keys` maps the state values to ids.
-    pub fn state_time_per_location(&self, keys: &[(u32, StateId)], states: usize) -> Vec<Vec<u64>> {
+    pub fn state_time_per_location(
+        &self,
+        keys: &[(u32, StateId)],
+        states: usize,
+    ) -> ndarray::Array2<u64> {
         let id: HashMap<u32, StateId> = keys.iter().copied().collect();
-        let mut out = vec![vec![0u64; states]; self.locations];
+        let mut out = ndarray::Array2::zeros((self.locations, states));
         for s in &self.slots {
             let Some(&i) = id.get(&s.key) else { continue };
             let i = i as usize;
             if i >= states {
                 continue;
             }
-            for (row, &t) in out.iter_mut().zip(&s.time) {
-                row[i] += t;
+            for (o, &t) in out.column_mut(i).iter_mut().zip(&s.time) {
+                *o += t;
             }
         }
         out
@@ -1250,7 +1254,7 @@ mod tests {
         );
         assert_eq!(
             whole.state_time_per_location(&keys, 2),
-            vec![vec![100, 800], vec![0, 350], vec![10, 0]]
+            ndarray::arr2(&[[100, 800], [0, 350], [10, 0]])
         );
         let t = whole.totals();
         assert_eq!((t.messages, t.bytes_sent, t.events), (3, 76, 5));

@@ -14,6 +14,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::{FileDecoder, read_footer_length};
 use arrow_schema::DataType;
+use compact_str::CompactString;
 use rayon::prelude::*;
 
 use super::{CacheMeta, META_FILE, Rows, VERSION};
@@ -235,12 +236,18 @@ impl Table {
     }
 
     fn strings(&self, name: &str) -> Result<Vec<String>> {
+        self.strings_as(name)
+    }
+
+    /// A column of text, each value as `S` (a `CompactString` holds a
+    /// short name in place).
+    fn strings_as<S: for<'s> From<&'s str>>(&self, name: &str) -> Result<Vec<S>> {
         let mut out = Vec::with_capacity(self.rows);
         for a in self.column(name, &DataType::Utf8, false)? {
             out.extend(
                 a.as_string::<i32>()
                     .iter()
-                    .map(|s| s.unwrap_or("").to_string()),
+                    .map(|s| S::from(s.unwrap_or(""))),
             );
         }
         Ok(out)
@@ -354,7 +361,11 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
 
     // hierarchy
     let t = Table::open(dir, "groups", r.groups)?;
-    let (names, kinds, parents) = (t.strings("name")?, t.strings("kind")?, t.opt_u32("parent")?);
+    let (names, kinds, parents) = (
+        t.strings_as::<CompactString>("name")?,
+        t.strings("kind")?,
+        t.opt_u32("parent")?,
+    );
     let ng = names.len();
     let mut groups = Vec::with_capacity(ng);
     for (i, ((name, kind), parent)) in names.into_iter().zip(kinds).zip(parents).enumerate() {
@@ -385,7 +396,7 @@ pub fn read(dir: &Path, opts: &ReadOptions) -> Result<Trace> {
     drop(t);
     let t = Table::open(dir, "locations", r.locations)?;
     let (names, kinds, grp, ext) = (
-        t.strings("name")?,
+        t.strings_as::<CompactString>("name")?,
         t.strings("kind")?,
         t.opt_u32("group")?,
         t.prim::<Int64Type>("external_id")?,

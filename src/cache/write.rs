@@ -77,9 +77,9 @@ fn i64s<'a>(name: &str, v: &'a [i64]) -> Column<'a> {
 fn f64s<'a>(name: &str, v: &'a [f64]) -> Column<'a> {
     prim::<Float64Type>(name, v)
 }
-fn strs<'a>(name: &str, v: &'a [String]) -> Column<'a> {
+fn strs<'a, S: AsRef<str> + Sync>(name: &str, v: &'a [S]) -> Column<'a> {
     col(name, DataType::Utf8, false, move |r| {
-        Arc::new(StringArray::from_iter_values(v[r].iter()))
+        Arc::new(StringArray::from_iter_values(v[r].iter().map(S::as_ref)))
     })
 }
 fn opt_u32s<'a>(name: &str, v: &'a [Option<u32>]) -> Column<'a> {
@@ -222,7 +222,7 @@ fn write_tables(t: &Trace, dir: &Path) -> Result<()> {
     let mut rows = Rows::default();
 
     let groups = &t.locations.groups;
-    let g_names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
+    let g_names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
     let g_kinds: Vec<String> = groups.iter().map(|g| kind_name(&g.kind)).collect();
     let g_parent: Vec<Option<u32>> = groups.iter().map(|g| g.parent).collect();
     rows.groups = groups.len() as u64;
@@ -238,7 +238,7 @@ fn write_tables(t: &Trace, dir: &Path) -> Result<()> {
     )?;
 
     let locs = &t.locations.locations;
-    let l_names: Vec<String> = locs.iter().map(|l| l.name.clone()).collect();
+    let l_names: Vec<&str> = locs.iter().map(|l| l.name.as_str()).collect();
     let l_kinds: Vec<String> = locs.iter().map(|l| kind_name(&l.kind)).collect();
     let l_group: Vec<Option<u32>> = locs.iter().map(|l| l.group).collect();
     let l_ext: Vec<i64> = locs.iter().map(|l| l.external_id).collect();

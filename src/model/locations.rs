@@ -1,5 +1,6 @@
 //! Locations (timelines) and their hierarchy.
 
+use compact_str::CompactString;
 use serde::Serialize;
 
 use super::LocId;
@@ -16,7 +17,9 @@ pub enum GroupKind {
 /// A node of the hierarchy above the locations.
 #[derive(Debug, Clone, Serialize)]
 pub struct Group {
-    pub name: String,
+    /// In place up to 24 bytes (most names: "rank 12", "node 3"),
+    /// with no allocation of its own.
+    pub name: CompactString,
     pub kind: GroupKind,
     /// Index of the parent group, if any.
     pub parent: Option<u32>,
@@ -37,7 +40,8 @@ pub enum LocationKind {
 /// One timeline.
 #[derive(Debug, Clone, Serialize)]
 pub struct Location {
-    pub name: String,
+    /// In place up to 24 bytes, as [`Group::name`].
+    pub name: CompactString,
     pub kind: LocationKind,
     /// The group (usually a process) this location belongs to.
     pub group: Option<u32>,
@@ -61,16 +65,21 @@ impl Locations {
         self.locations.is_empty()
     }
 
-    /// Bytes the locations and groups hold on the heap, names included.
+    /// Bytes the locations and groups hold on the heap, names included
+    /// (those that do not fit in place).
     pub fn heap_bytes(&self) -> usize {
         use super::heap::vec;
         vec(&self.groups)
-            + self.groups.iter().map(|g| g.name.capacity()).sum::<usize>()
+            + self
+                .groups
+                .iter()
+                .map(|g| name_bytes(&g.name))
+                .sum::<usize>()
             + vec(&self.locations)
             + self
                 .locations
                 .iter()
-                .map(|l| l.name.capacity())
+                .map(|l| name_bytes(&l.name))
                 .sum::<usize>()
     }
 
@@ -81,7 +90,7 @@ impl Locations {
     /// Adds a group and returns its index.
     pub fn add_group(
         &mut self,
-        name: impl Into<String>,
+        name: impl Into<CompactString>,
         kind: GroupKind,
         parent: Option<u32>,
     ) -> u32 {
@@ -96,7 +105,7 @@ impl Locations {
     /// Adds a location and returns its id.
     pub fn add(
         &mut self,
-        name: impl Into<String>,
+        name: impl Into<CompactString>,
         kind: LocationKind,
         group: Option<u32>,
         external_id: i64,
@@ -142,5 +151,14 @@ impl Locations {
             (GroupKind::Node, count(GroupKind::Node)),
             (GroupKind::Process, count(GroupKind::Process)),
         ]
+    }
+}
+
+/// What a name holds on the heap: nothing where it fits in place.
+fn name_bytes(name: &CompactString) -> usize {
+    if name.is_heap_allocated() {
+        name.capacity()
+    } else {
+        0
     }
 }

@@ -843,8 +843,15 @@ impl LineBlocks {
         // the bytes already read ahead are read again at their positions
         self.carry.clear();
         let k = rayon::current_num_threads().max(2);
-        let size = block_per_thread(self.block_size, k) as u64;
         let (mut pos, mut line) = (self.next_byte, self.next_line);
+        // a small input's batches are smaller: the two in flight hold four
+        // blocks' bytes, at most a 16th of what is left to read (with 2 MiB
+        // blocks, 8 MiB beside the 41 MiB model of 65,536 threads of five
+        // broadcasts each, read from 57 MB)
+        let whole = (self.block_size as u64)
+            .min((end.saturating_sub(pos) / 64).max(MIN_THREAD_BLOCK as u64))
+            as usize;
+        let size = block_per_thread(whole, k) as u64;
         let mut bufs: Vec<Vec<u8>> = std::mem::take(&mut self.spare);
         // the batch read and parsed, waiting to be consumed
         let mut pending: Option<(Vec<Block>, Vec<T>)> = None;

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use compact_str::CompactString;
+
 /// An event type of a `.pcf`: type, name, and named values.
 pub type PcfEventType = (i64, String, Vec<(i64, String)>);
 
@@ -133,9 +135,10 @@ fn parse_color(s: &str) -> Option<[u8; 3]> {
     Some([it.next()??, it.next()??, it.next()??])
 }
 
-/// Names from a `.row` file, by level (`CPU`, `NODE`, `THREAD`, `TASK`, ...).
-pub fn parse_row(text: &str) -> HashMap<String, Vec<String>> {
-    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+/// Names from a `.row` file, by level (`CPU`, `NODE`, `THREAD`, `TASK`, ...),
+/// each held in place where it fits (24 bytes).
+pub fn parse_row(text: &str) -> HashMap<String, Vec<CompactString>> {
+    let mut out: HashMap<String, Vec<CompactString>> = HashMap::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let parts: Vec<&str> = line.split_whitespace().collect();
@@ -146,7 +149,7 @@ pub fn parse_row(text: &str) -> HashMap<String, Vec<String>> {
             let mut names = Vec::with_capacity(n.min(1 << 20));
             for _ in 0..n {
                 match lines.next() {
-                    Some(l) => names.push(l.trim().to_string()),
+                    Some(l) => names.push(CompactString::from(l.trim())),
                     None => break,
                 }
             }

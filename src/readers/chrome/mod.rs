@@ -23,6 +23,7 @@
 //! one whose category contains `overhead` is overhead, all others are busy.
 
 use crate::phases;
+use compact_str::{CompactString, format_compact};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -74,10 +75,13 @@ impl Ident<'_> {
             Ident::Str(s) => Ident::Str(Cow::Owned(s.to_string())),
         }
     }
-    fn text(&self) -> String {
+}
+
+impl std::fmt::Display for Ident<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Ident::Num(n) => n.to_string(),
-            Ident::Str(s) => s.to_string(),
+            Ident::Num(n) => write!(f, "{n}"),
+            Ident::Str(s) => f.write_str(s),
         }
     }
 }
@@ -2140,9 +2144,10 @@ fn place_threads(
             let name = process_name(acc, pids, p);
             b.locations.add_group(name, GroupKind::Process, None)
         });
+        // in place where it fits (24 bytes), with no allocation
         let name = match acc.thread_metas.name(t) {
-            Some(name) => name.to_string(),
-            None => format!("tid {}", tid.text()),
+            Some(name) => CompactString::from(name),
+            None => format_compact!("tid {tid}"),
         };
         let ext = match tid {
             Ident::Num(n) => *n,
@@ -2155,13 +2160,13 @@ fn place_threads(
 
 /// The name of process `p` (`pids`: the processes' ids by number): its
 /// metadata's, else its id's.
-fn process_name(acc: &Acc, pids: &[Ident<'static>], p: u32) -> String {
+fn process_name(acc: &Acc, pids: &[Ident<'static>], p: u32) -> CompactString {
     match acc.proc_metas.name(p) {
-        Some(name) => name.to_string(),
-        None => {
-            let pid = pids.get(p as usize).map_or_else(String::new, Ident::text);
-            format!("pid {pid}")
-        }
+        Some(name) => CompactString::from(name),
+        None => match pids.get(p as usize) {
+            Some(pid) => format_compact!("pid {pid}"),
+            None => CompactString::from("pid "),
+        },
     }
 }
 

@@ -909,7 +909,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     b.locations.locations.reserve_exact(procs.len());
     for p in &procs {
         final_loc[p.loc as usize] = b.locations.add(
-            format!("proc {}", p.proc_),
+            compact_str::format_compact!("proc {}", p.proc_),
             LocationKind::Thread,
             None,
             p.proc_ as i64,
