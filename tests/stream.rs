@@ -618,9 +618,16 @@ fn streaming_memory_does_not_grow_with_the_records() {
         "{ratio} vs {mem} / {model}"
     );
     // 10× the records: the stream's peak barely moves (it holds a few
-    // blocks of the file and the accumulators), the model's grows
-    assert!(pl < ps * 1.5 + 8.0, "stream peak {ps} MiB → {pl} MiB");
-    assert!(pl < mem, "stream {pl} MiB vs in memory {mem} MiB");
+    // blocks of the file and the accumulators), the model's grows. The
+    // blocks in flight are at most a 16th of a small file, and 8 MiB from
+    // 128 MB on: the small file's (16 MB) are 1 MiB, the large one's
+    // (172 MB) the whole 8
+    let blocks = 8.0;
+    assert!(
+        pl < ps * 1.5 + 8.0 + blocks,
+        "stream peak {ps} MiB → {pl} MiB"
+    );
+    assert!(pl < mem / 3.0, "stream {pl} MiB vs in memory {mem} MiB");
 }
 
 #[test]
