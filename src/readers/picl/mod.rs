@@ -880,47 +880,70 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     }
     // processor order from here on
     procs.sort_unstable_by_key(|p| p.proc_);
+    // each processor finished from the last, and its state freed as it
+    // goes (216 bytes a processor, 13.5 MiB at 65,536: with the model's
+    // last intervals and locations beside it, that was the read's peak at
+    // one event a processor); of it only its number and location are
+    // kept, and its faults summed (the first in processor order: the last
+    // met). What the finishing gives is handed over in blocks: the last
+    // intervals of 65,536 processors held at once, and their copy, would
+    // add 6 MB to the peak
+    let mut numbered: Vec<(u32, LocId)> = Vec::with_capacity(procs.len());
+    let mut faults = (0u64, 0u64, None);
     {
         let c = &mut ctxs[0];
-        for p in &mut procs {
+        let mut hand_over = |b: &mut TraceBuilder, c: &mut Ctx| {
+            b.add_interval_block(IntervalBlock::of_runs(&c.out));
+            c.out.clear();
+            take_cut(
+                b,
+                std::slice::from_mut(c),
+                &mut matcher,
+                &index,
+                &mut kinds,
+                &mut kind_of,
+            );
+        };
+        while let Some(mut p) = procs.pop() {
             if p.finish(c).is_err() {
                 return Ok(None);
             }
-            // handed over in blocks: the last intervals of 65,536
-            // processors held at once, and their copy, would add 6 MB to
-            // the peak
+            let (unmatched_end, unclosed, first_bad) = p.faults();
+            faults.0 += unmatched_end;
+            faults.1 += unclosed;
+            faults.2 = first_bad.or(faults.2);
+            numbered.push((p.proc_, p.loc));
             if c.out.len() >= 1 << 15 {
-                b.add_interval_block(IntervalBlock::of_runs(&c.out));
-                c.out.clear();
+                hand_over(&mut b, c);
+            }
+            if procs.len().is_multiple_of(FREED_PROCS) {
+                procs.shrink_to_fit();
             }
         }
-        b.add_interval_block(IntervalBlock::of_runs(&c.out));
-        c.out.clear();
-        take_cut(
-            &mut b,
-            std::slice::from_mut(c),
-            &mut matcher,
-            &index,
-            &mut kinds,
-            &mut kind_of,
-        );
+        hand_over(&mut b, c);
     }
+    drop(procs);
+    numbered.reverse();
+    let procs = numbered;
+    let unmatched: u64 = matcher.iter().map(Matcher::unmatched).sum();
+    drop((ctxs, matcher, index, kind_of));
     let mut final_loc = vec![0 as LocId; procs.len()];
     b.locations.locations.reserve_exact(procs.len());
-    for p in &procs {
-        final_loc[p.loc as usize] = b.locations.add(
-            compact_str::format_compact!("proc {}", p.proc_),
+    for &(proc_, loc) in &procs {
+        final_loc[loc as usize] = b.locations.add(
+            compact_str::format_compact!("proc {proc_}"),
             LocationKind::Thread,
             None,
-            p.proc_ as i64,
+            proc_ as i64,
         );
     }
     b.renumber_raw_locations(|l| *l = final_loc[*l as usize]);
+    drop(final_loc);
     // the event kinds numbered as the reader that holds the records
     // numbers them: by processor, then in order
     let mut first = vec![(u32::MAX, usize::MAX); kinds.len()];
     for (i, e) in b.events.iter().enumerate() {
-        let p = procs[e.loc as usize].proc_;
+        let p = procs[e.loc as usize].0;
         let f = &mut first[e.kind as usize];
         *f = (*f).min((p, i));
     }
@@ -933,13 +956,9 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     b.events
         .par_iter_mut()
         .for_each(|e| e.kind = kind[e.kind as usize]);
-    report_cut(&mut b, path, procs.iter().map(|p| p.faults()))?;
-    let unmatched = matcher.iter().map(Matcher::unmatched).sum();
+    report_cut(&mut b, path, [faults])?;
     report_unmatched_messages(&mut b, path, unmatched)?;
-    // the cut's state (per processor, per thread, the matcher's) is not
-    // needed by the build: freed first, for the build's room (14 MB and
-    // more at 65,536 processors)
-    drop((procs, ctxs, matcher, index, kind_of));
+    drop(procs);
     drop(ends);
     let mut t = b.finish(BuildOptions {
         warn_unsorted: false,
@@ -947,6 +966,10 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     t.reclassify(&opts.classes)?;
     Ok(Some(t))
 }
+
+/// Processors finished between two shrinks of their list (a shrink gives
+/// the list's freed end back: a few MiB at most stay beside the model).
+const FREED_PROCS: usize = 4096;
 
 /// The parsed records' bytes freed between two calls of
 /// [`crate::memory::return_freed_memory`] while a file is cut, or an
