@@ -884,12 +884,12 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     // goes (216 bytes a processor, 13.5 MiB at 65,536: with the model's
     // last intervals and locations beside it, that was the read's peak at
     // one event a processor); of it only its number and location are
-    // kept, and its faults summed (the first in processor order: the last
-    // met). What the finishing gives is handed over in blocks: the last
+    // kept, and its faults where it has any (few do). What the finishing
+    // gives is handed over in blocks: the last
     // intervals of 65,536 processors held at once, and their copy, would
     // add 6 MB to the peak
     let mut numbered: Vec<(u32, LocId)> = Vec::with_capacity(procs.len());
-    let mut faults = (0u64, 0u64, None);
+    let mut faulty: Vec<(u64, u64, Option<u64>)> = Vec::new();
     {
         let c = &mut ctxs[0];
         let mut hand_over = |b: &mut TraceBuilder, c: &mut Ctx| {
@@ -908,10 +908,10 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
             if p.finish(c).is_err() {
                 return Ok(None);
             }
-            let (unmatched_end, unclosed, first_bad) = p.faults();
-            faults.0 += unmatched_end;
-            faults.1 += unclosed;
-            faults.2 = first_bad.or(faults.2);
+            let faults = p.faults();
+            if faults != (0, 0, None) {
+                faulty.push(faults);
+            }
             numbered.push((p.proc_, p.loc));
             if c.out.len() >= 1 << 15 {
                 hand_over(&mut b, c);
@@ -923,13 +923,14 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
         hand_over(&mut b, c);
     }
     drop(procs);
+    // processor order again
     numbered.reverse();
-    let procs = numbered;
+    faulty.reverse();
     let unmatched: u64 = matcher.iter().map(Matcher::unmatched).sum();
     drop((ctxs, matcher, index, kind_of));
-    let mut final_loc = vec![0 as LocId; procs.len()];
-    b.locations.locations.reserve_exact(procs.len());
-    for &(proc_, loc) in &procs {
+    let mut final_loc = vec![0 as LocId; numbered.len()];
+    b.locations.locations.reserve_exact(numbered.len());
+    for &(proc_, loc) in &numbered {
         final_loc[loc as usize] = b.locations.add(
             compact_str::format_compact!("proc {proc_}"),
             LocationKind::Thread,
@@ -943,7 +944,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     // numbers them: by processor, then in order
     let mut first = vec![(u32::MAX, usize::MAX); kinds.len()];
     for (i, e) in b.events.iter().enumerate() {
-        let p = procs[e.loc as usize].0;
+        let p = numbered[e.loc as usize].0;
         let f = &mut first[e.kind as usize];
         *f = (*f).min((p, i));
     }
@@ -956,9 +957,9 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     b.events
         .par_iter_mut()
         .for_each(|e| e.kind = kind[e.kind as usize]);
-    report_cut(&mut b, path, [faults])?;
+    report_cut(&mut b, path, faulty)?;
     report_unmatched_messages(&mut b, path, unmatched)?;
-    drop(procs);
+    drop(numbered);
     drop(ends);
     let mut t = b.finish(BuildOptions {
         warn_unsorted: false,
