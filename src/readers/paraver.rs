@@ -1117,6 +1117,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
     }
     // a communication record's line has 15 fields: 29 bytes and its end
     super::reserve_messages(&mut b, &blocks, 30);
+    // the list's pages faulted in by the parsing threads, not by the
+    // hand-over that every thread waits on
+    let ahead = crate::memory::FilledAhead::of(&b.messages);
     let records = phases::span("paraver: records (read, parse, hand over)");
     {
         let b = &mut b;
@@ -1125,6 +1128,9 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Trace> {
                 // grouped by location in the parsing thread where the block
                 // has many records per location (4 bytes less a record)
                 let mut chunk = parse_block_into(block, &ctx, spare.chunk());
+                if let Some(a) = &ahead {
+                    a.grow(chunk.messages.len());
+                }
                 let recs = std::mem::take(&mut chunk.intervals);
                 let (grouped, copied) = IntervalBlock::group(recs, declared_ids);
                 if let Some(v) = copied {
