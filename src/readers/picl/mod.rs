@@ -791,9 +791,6 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     // a message is a send's line and a receive's: each has six fields at
     // least, 11 bytes and its end
     super::reserve_messages(&mut b, &blocks, 24);
-    // its pages faulted in by the matching's threads, not by the one that
-    // appends to it (`take_cut`)
-    let ahead = crate::memory::FilledAhead::of(&b.messages);
     // the processors as they first come: their locations, and the event
     // kinds, are numbered so until the end
     let mut procs: Vec<Proc> = Vec::new();
@@ -809,7 +806,6 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
         let (blocks, damage) = (&mut blocks, &damage);
         let (index, ctxs, matcher) = (&mut index, &mut ctxs, &mut matcher);
         let (kinds, kind_of) = (&mut kinds, &mut kind_of);
-        let ahead = ahead.as_ref();
         // the blocks of a batch consumed some at a time, about a block's
         // bytes of text (`BLOCK_SIZE`): the cut's shares and the
         // matching's shards cost their setting up each time, however small
@@ -836,7 +832,7 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
             for intervals in cut {
                 b.add_interval_block(intervals);
             }
-            take_cut(b, ctxs, matcher, index, kinds, kind_of, ahead);
+            take_cut(b, ctxs, matcher, index, kinds, kind_of);
             Ok(())
         };
         let mut give_back = crate::memory::GiveBack::growing(RECORDS_TRIM_BYTES, 8);
@@ -906,7 +902,6 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
                 &index,
                 &mut kinds,
                 &mut kind_of,
-                ahead.as_ref(),
             );
         };
         while let Some(mut p) = procs.pop() {
@@ -1192,7 +1187,6 @@ fn take_cut(
     index: &ProcIndex,
     kinds: &mut Vec<(i32, i32)>,
     kind_of: &mut HashMap<(i32, i32), u32>,
-    ahead: Option<&crate::memory::FilledAhead>,
 ) {
     for c in ctxs.iter_mut() {
         if let Some(kept) = &mut c.kept {
@@ -1255,11 +1249,7 @@ fn take_cut(
             for mut ops in lists {
                 m.apply(&mut ops);
             }
-            let matched: Vec<_> = m.matched.drain(..).filter_map(message).collect();
-            if let Some(a) = ahead {
-                a.grow(matched.len());
-            }
-            matched
+            m.matched.drain(..).filter_map(message).collect()
         })
         .collect();
     for (s, d, st, rt, bytes, tag) in matched.into_iter().flatten() {
