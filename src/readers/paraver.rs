@@ -1939,14 +1939,17 @@ mod tests {
     }
 
     /// A trace of several blocks (messages, intervals and events in each)
-    /// gives one model whatever the number of threads that parse it.
+    /// gives one model whatever the number of threads that parse it. Its
+    /// 14 MB leave the list of messages room enough (16 MiB) for the
+    /// parsing threads to fault its pages in ahead of the hand-over
+    /// ([`crate::memory::FilledAhead`]), on 2 threads and more.
     #[test]
     fn a_read_gives_one_model_on_any_number_of_threads() {
         use crate::synth::{self, MachineModel, OutputFormat, SynthConfig, Workload};
         let cfg = SynthConfig {
             workload: Workload::Broadcast {
                 bytes: 4096,
-                reps: 1000,
+                reps: 1400,
                 work: 20_000.0,
             },
             procs: 64,
@@ -1958,7 +1961,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("b.prv");
         synth::write(&cfg, OutputFormat::Paraver, &path, None).unwrap();
-        assert!(std::fs::metadata(&path).unwrap().len() > 3 * input::BLOCK_SIZE as u64);
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len > 3 * input::BLOCK_SIZE as u64);
+        // the room reserved for the messages (a line of 30 bytes at least)
+        let room = (len / 30) as usize * std::mem::size_of::<crate::model::builder::RawMessage>();
+        assert!(room >= 16 << 20, "{room} bytes of room");
         let model = |threads: usize| {
             let pool = crate::test_pool::pool(threads);
             let t = pool
