@@ -509,6 +509,15 @@ pub fn own_mapping<T>(len: usize) -> Vec<T> {
     v
 }
 
+/// A page, and a transparent huge page, of x86-64 and AArch64 Linux.
+const PAGE: usize = 4096;
+const HUGE_PAGE: usize = 2 << 20;
+
+/// A list of this many bytes or more is large enough for huge pages
+/// ([`prefer_huge_pages`]) and for its pages to be faulted in ahead
+/// ([`FilledAhead`]); a smaller one costs few faults.
+const LARGE_LIST_BYTES: usize = 8 * HUGE_PAGE;
+
 /// Asks the kernel to back `v`'s buffer with huge pages (2 MiB) where it
 /// spans whole ones, when it is large (16 MiB or more). For the few large
 /// arrays filled from the front to the end (the readers' list of
@@ -529,13 +538,15 @@ pub fn own_mapping<T>(len: usize) -> Vec<T> {
 pub fn prefer_huge_pages<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
-        const HUGE: usize = 2 << 20;
         let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
-        if bytes < 8 * HUGE {
+        if bytes < LARGE_LIST_BYTES {
             return;
         }
         let start = v.as_ptr() as usize;
-        let (from, to) = (start.next_multiple_of(HUGE), (start + bytes) / HUGE * HUGE);
+        let (from, to) = (
+            start.next_multiple_of(HUGE_PAGE),
+            (start + bytes) / HUGE_PAGE * HUGE_PAGE,
+        );
         if to > from {
             // SAFETY: advice on whole pages inside the Vec's own buffer;
             // MADV_HUGEPAGE changes how the kernel backs them, never their
@@ -592,13 +603,14 @@ pub struct FilledAhead {
 }
 
 impl FilledAhead {
-    /// For `v`'s room beyond its elements, when it has at least 16 MiB of
-    /// it (a smaller list costs few faults) and the pool more than one
-    /// thread (on one, the faults would only move away from the copy).
+    /// For `v`'s room beyond its elements, when it has at least
+    /// [`LARGE_LIST_BYTES`] of it and the pool more than one thread (on
+    /// one, the faults would only move away from the copy).
     pub fn of<T>(v: &Vec<T>) -> Option<Self> {
         let size = std::mem::size_of::<T>();
         let room = (v.capacity() - v.len()).saturating_mul(size);
-        if !cfg!(target_os = "linux") || room < 16 << 20 || rayon::current_num_threads() < 2 {
+        if !cfg!(target_os = "linux") || room < LARGE_LIST_BYTES || rayon::current_num_threads() < 2
+        {
             return None;
         }
         let from = v.as_ptr() as usize + v.len() * size;
@@ -634,10 +646,6 @@ impl FilledAhead {
         }
     }
 }
-
-/// A page, and a transparent huge page, of x86-64 and AArch64 Linux.
-const PAGE: usize = 4096;
-const HUGE_PAGE: usize = 2 << 20;
 
 /// Faults in the pages of `[from, from + len)` (page-aligned) writable,
 /// changing no byte; false where the kernel refuses the advice itself.

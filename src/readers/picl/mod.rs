@@ -885,9 +885,8 @@ fn read_cutting(path: &Path, opts: &ReadOptions) -> Result<Option<Trace>> {
     // last intervals and locations beside it, that was the read's peak at
     // one event a processor); of it only its number and location are
     // kept, and its faults where it has any (few do). What the finishing
-    // gives is handed over in blocks: the last
-    // intervals of 65,536 processors held at once, and their copy, would
-    // add 6 MB to the peak
+    // gives is handed over in blocks: the last intervals of 65,536
+    // processors held at once, and their copy, would add 6 MB to the peak
     let mut numbered: Vec<(u32, LocId)> = Vec::with_capacity(procs.len());
     let mut faulty: Vec<(u64, u64, Option<u64>)> = Vec::new();
     {
