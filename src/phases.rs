@@ -26,13 +26,25 @@ static MEMORIES: Mutex<Vec<(&'static str, u64, u64)>> = Mutex::new(Vec::new());
 /// The process's peak resident memory in KiB over every reset of the
 /// kernel's high-water mark (with [`MEMORY`]).
 static PEAK_KIB: AtomicU64 = AtomicU64::new(0);
+/// Whether each span also reads the process's CPU time at its start and
+/// end (`TAPESTRY_PHASE_CPU=1`): how many cores a phase kept busy.
+static CPU: AtomicBool = AtomicBool::new(false);
+/// Per phase: the process's CPU time over its spans (with [`CPU`]).
+static CPUS: Mutex<Vec<(&'static str, Duration)>> = Mutex::new(Vec::new());
 
 /// Starts (or stops) recording phases, clearing what was recorded. With
 /// `TAPESTRY_PHASE_MEMORY=1` in the environment each span's end also
 /// reads the resident memory (Linux; some tens of microseconds a span);
-/// with `=2` it also writes it to standard error, span by span.
+/// with `=2` it also writes it to standard error, span by span. With
+/// `TAPESTRY_PHASE_CPU=1` each span also reads the process's CPU time
+/// (Linux), so that a phase says how many cores it kept busy.
 pub fn enable(on: bool) {
     ON.store(on, Ordering::Relaxed);
+    let cpu = std::env::var_os("TAPESTRY_PHASE_CPU").is_some_and(|v| v == "1");
+    CPU.store(on && cpu && process_cpu().is_some(), Ordering::Relaxed);
+    if let Ok(mut c) = CPUS.lock() {
+        c.clear();
+    }
     let mode = std::env::var_os("TAPESTRY_PHASE_MEMORY");
     let mode = mode.as_ref().and_then(|v| v.to_str());
     MEMORY.store(on && matches!(mode, Some("1" | "2")), Ordering::Relaxed);
@@ -90,6 +102,43 @@ pub fn peak_kib() -> Option<u64> {
 /// (since the previous span's end), in KiB.
 pub fn memories() -> Vec<(&'static str, u64, u64)> {
     MEMORIES.lock().map(|m| m.clone()).unwrap_or_default()
+}
+
+/// The CPU time of the whole process so far, every thread's user and
+/// system time (`CLOCK_PROCESS_CPUTIME_ID`), or `None` where it cannot be
+/// read (outside Linux).
+fn process_cpu() -> Option<Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec for the call
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+        (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// Adds `d`, CPU time of the process over a span, to phase `name`.
+fn add_cpu(name: &'static str, d: Duration) {
+    if let Ok(mut c) = CPUS.lock() {
+        match c.iter_mut().find(|p| p.0 == name) {
+            Some(p) => p.1 += d,
+            None => c.push((name, d)),
+        }
+    }
+}
+
+/// Per phase (with `TAPESTRY_PHASE_CPU=1`): the process's CPU time over
+/// its spans, every thread's, those of phases that ran beside it
+/// included.
+pub fn cpu_times() -> Vec<(&'static str, Duration)> {
+    CPUS.lock().map(|c| c.clone()).unwrap_or_default()
 }
 
 /// Whether phases are being recorded.
@@ -166,13 +215,18 @@ fn intern(name: &str) -> &'static str {
 pub struct Span {
     name: &'static str,
     start: Option<Instant>,
+    cpu: Option<Duration>,
 }
 
 /// Measures phase `name` from now until the span is dropped.
 pub fn span(name: &'static str) -> Span {
+    let on = enabled();
     Span {
         name,
-        start: enabled().then(Instant::now),
+        cpu: (on && CPU.load(Ordering::Relaxed))
+            .then(process_cpu)
+            .flatten(),
+        start: on.then(Instant::now),
     }
 }
 
@@ -180,6 +234,9 @@ impl Drop for Span {
     fn drop(&mut self) {
         if let Some(s) = self.start {
             add(self.name, s.elapsed());
+            if let (Some(c0), Some(c1)) = (self.cpu, process_cpu()) {
+                add_cpu(self.name, c1.saturating_sub(c0));
+            }
             if MEMORY.load(Ordering::Relaxed) {
                 note_memory(self.name);
             }
@@ -194,10 +251,13 @@ pub fn recorded() -> Vec<(&'static str, Duration, u64)> {
 }
 
 /// The phases as one line: `name 0.123 s` each, with the count of spans
-/// where there were many and, where [`memories`] has it, the resident
-/// memory after the phase and the peak within it.
+/// where there were many, where [`cpu_times`] has it the cores the phase
+/// kept busy on average (the process's CPU time over its wall time: near
+/// 1 for a phase that runs on one thread), and where [`memories`] has it
+/// the resident memory after the phase and the peak within it.
 pub fn line() -> String {
     let mem = memories();
+    let cpus = cpu_times();
     let mib = |kib: u64| kib as f64 / 1024.0;
     recorded()
         .iter()
@@ -207,6 +267,11 @@ pub fn line() -> String {
             } else {
                 format!("{n} {:.3} s", d.as_secs_f64())
             };
+            if let Some(&(_, c)) = cpus.iter().find(|c| c.0 == *n)
+                && !d.is_zero()
+            {
+                s.push_str(&format!(" on {:.2} cores", c.as_secs_f64() / d.as_secs_f64()));
+            }
             if let Some(&(_, rss, hwm)) = mem.iter().find(|m| m.0 == *n) {
                 s.push_str(&format!(
                     " [{:.1} MiB after, peak within {:.1}]",
@@ -290,8 +355,30 @@ mod tests {
             assert!(line().contains(" MiB after, peak within "), "{}", line());
             assert!(peak_kib().is_none());
         }
+        // the process's CPU time over a span, where asked for: a span
+        // that keeps this thread busy until the process's clock has moved
+        // on 5 ms has at least that
+        if let Some(c0) = process_cpu() {
+            CPU.store(true, Ordering::Relaxed);
+            {
+                let _busy = span("test: busy");
+                let t0 = Instant::now();
+                while process_cpu().is_some_and(|c| c < c0 + Duration::from_millis(5))
+                    && t0.elapsed() < Duration::from_secs(5)
+                {
+                    std::hint::black_box(0u64);
+                }
+            }
+            CPU.store(false, Ordering::Relaxed);
+            let c = cpu_times();
+            let &(_, busy) = c.iter().find(|c| c.0 == "test: busy").unwrap();
+            assert!(busy >= Duration::from_millis(5), "{busy:?}");
+            assert!(line().contains("test: busy 0.0"), "{}", line());
+            assert!(line().contains(" cores"), "{}", line());
+        }
         enable(false);
         assert!(recorded().is_empty());
+        assert!(cpu_times().is_empty());
         add_from_file(&file);
         assert!(recorded().is_empty());
     }
