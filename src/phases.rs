@@ -270,7 +270,10 @@ pub fn line() -> String {
             if let Some(&(_, c)) = cpus.iter().find(|c| c.0 == *n)
                 && !d.is_zero()
             {
-                s.push_str(&format!(" on {:.2} cores", c.as_secs_f64() / d.as_secs_f64()));
+                s.push_str(&format!(
+                    " on {:.2} cores",
+                    c.as_secs_f64() / d.as_secs_f64()
+                ));
             }
             if let Some(&(_, rss, hwm)) = mem.iter().find(|m| m.0 == *n) {
                 s.push_str(&format!(

@@ -149,10 +149,45 @@ fn sort_windows<T: Send, K: Ord>(
         .for_each(|w| w.par_sort_unstable_by_key(key));
 }
 
+/// Reverses `v` in place, on every thread: the first half's chunks
+/// swapped with the second half's from its end.
+pub fn par_reverse<T: Send>(v: &mut [T]) {
+    const CHUNK: usize = 1 << 14;
+    let n = v.len();
+    let half = n / 2;
+    let (front, back) = v.split_at_mut(half);
+    // (the middle record of an odd count stays where it is)
+    let back = &mut back[n - 2 * half..];
+    front
+        .par_chunks_mut(CHUNK)
+        .zip(back.par_rchunks_mut(CHUNK))
+        .for_each(|(a, b)| {
+            for (x, y) in a.iter_mut().zip(b.iter_mut().rev()) {
+                std::mem::swap(x, y);
+            }
+        });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_rng::XorShift;
+
+    /// Any length, about the chunks' and odd, on 1 and 3 threads: the
+    /// slice reversed as the standard library reverses it.
+    #[test]
+    fn reverses_in_parallel_as_in_one() {
+        for &n in &[0usize, 1, 2, 3, 1000, (1 << 15) - 1, 1 << 15, 100_001] {
+            let v: Vec<u32> = (0..n as u32).collect();
+            let mut want = v.clone();
+            want.reverse();
+            for threads in [1, 3] {
+                let mut got = v.clone();
+                crate::test_pool::pool(threads).install(|| par_reverse(&mut got));
+                assert!(got == want, "{n} records on {threads} threads");
+            }
+        }
+    }
 
     fn check(mut v: Vec<(u64, u32)>, threads: usize) {
         let mut want = v.clone();

@@ -459,6 +459,7 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
     } = parts.next()?;
     let mut rest: Vec<Part> = parts.collect();
     let ranges = rest.len();
+    let mut flows_at_once = flow_numbers_at_once(&mut acc, &rest).map(Vec::into_iter);
     let numbers: Vec<Numbers> = rest
         .iter_mut()
         .enumerate()
@@ -466,7 +467,8 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
             if truncated.is_none() {
                 truncated = p.truncated.take();
             }
-            let m = dictionaries(&mut acc, &mut b, p, r + 1 == ranges);
+            let flows = flows_at_once.as_mut().and_then(Iterator::next);
+            let m = dictionaries(&mut acc, &mut b, p, r + 1 == ranges, flows);
             // its flows' dictionaries are done with
             p.acc.flow_tables = Vec::new();
             p.acc.flow_num_keys = Default::default();
@@ -578,8 +580,16 @@ fn merge(parts: Vec<Part>) -> Option<Merged> {
 }
 
 /// Takes the dictionaries, metadata and totals of range `p` into `acc`
-/// and `b` (after the ranges before it): what its numbers become.
-fn dictionaries(acc: &mut Acc, b: &mut TraceBuilder, p: &mut Part, last: bool) -> Numbers {
+/// and `b` (after the ranges before it): what its numbers become; its
+/// flows' merged numbers are `flows` where [`flow_numbers_at_once`] found
+/// them.
+fn dictionaries(
+    acc: &mut Acc,
+    b: &mut TraceBuilder,
+    p: &mut Part,
+    last: bool,
+    flows: Option<Vec<u32>>,
+) -> Numbers {
     let mut m = Numbers {
         seq: acc.seq,
         ..Default::default()
@@ -623,7 +633,10 @@ fn dictionaries(acc: &mut Acc, b: &mut TraceBuilder, p: &mut Part, last: bool) -
             .iter()
             .map(|c| b.counter_def(&c.name, &c.unit))
             .collect();
-    m.flows = flow_numbers(acc, part, last);
+    m.flows = match flows {
+        Some(f) => f,
+        None => flow_numbers(acc, part, last),
+    };
     // an async id's key starts with its process's number in the range
     m.asyncs = by_number(&part.async_keys)
         .into_iter()
@@ -672,20 +685,7 @@ fn flow_numbers(acc: &mut Acc, part: &Acc, last: bool) -> Vec<u32> {
         .map(|c| acc.flow_cat(c))
         .collect();
     let cat = |c: usize| cats.get(c).copied().unwrap_or(0);
-    // (a key a range numbered is in exactly one of its three tables, and
-    // below its count)
-    let numeric = part.flow_tables.iter().enumerate().flat_map(|(c, t)| {
-        t.keys
-            .iter()
-            .enumerate()
-            .filter(|&(_, &k)| k != 0)
-            .map(move |(i, &k)| (c, t.base + i as u64, k - 1))
-    });
-    let numeric = numeric.chain(
-        part.flow_num_keys
-            .iter()
-            .map(|(&(c, n), &k)| (c as usize, n, k)),
-    );
+    let numeric = numeric_flow_keys(part);
     let mut numbers = vec![u32::MAX; part.flow_count as usize];
     let mut set = |k: u32, to: Option<u32>| {
         if let (Some(slot), Some(to)) = (numbers.get_mut(k as usize), to) {
@@ -720,6 +720,233 @@ fn flow_numbers(acc: &mut Acc, part: &Acc, last: bool) -> Vec<u32> {
         }
     }
     numbers
+}
+
+/// The flows of `part` whose ids are plain decimal numbers: (category,
+/// id, key) each. (A key a range numbered is in exactly one of its three
+/// tables, and below its count.)
+fn numeric_flow_keys(part: &Acc) -> impl Iterator<Item = (usize, u64, u32)> + Clone + '_ {
+    let tables = part.flow_tables.iter().enumerate().flat_map(|(c, t)| {
+        t.keys
+            .iter()
+            .enumerate()
+            .filter(|&(_, &k)| k != 0)
+            .map(move |(i, &k)| (c, t.base + i as u64, k - 1))
+    });
+    tables.chain(
+        part.flow_num_keys
+            .iter()
+            .map(|(&(c, n), &k)| (c as usize, n, k)),
+    )
+}
+
+/// A key of a range [`flow_numbers_at_once`] has not numbered yet.
+const UNNUMBERED: u32 = u32::MAX;
+/// A key of a range met in a range before it.
+const MET_BEFORE: u32 = u32::MAX - 1;
+
+/// The merged numbers of the flows of every range after the first (`acc`,
+/// whose numbers stay), the numbers [`flow_numbers`] gives them range
+/// after range, found on all threads, a range a thread: `None` (and
+/// nothing changed) unless every flow's id is a plain decimal number and
+/// each category's ids lie close enough together for a table of them all,
+/// a byte an id (the first range that met it).
+///
+/// A flow keeps the number of its first range, and the flows first met in
+/// a range are numbered on after the ranges before, in the range's own
+/// order. The ranges' tables are only read; `acc` takes the categories
+/// and the count of flows, not the merged keys (which no event after the
+/// merge looks up). Serial, the numbering of a 528 MB trace's 2 M flow
+/// events by 16 ranges took 35–40 ms, a third of its merge.
+fn flow_numbers_at_once(acc: &mut Acc, rest: &[Part]) -> Option<Vec<Vec<u32>>> {
+    let ranges = rest.len() + 1;
+    if rest.is_empty()
+        || ranges >= usize::from(u8::MAX)
+        || !acc.flow_keys.is_empty()
+        || rest.iter().any(|p| !p.acc.flow_keys.is_empty())
+    {
+        return None;
+    }
+    let total: u64 = std::iter::once(acc.flow_count)
+        .chain(rest.iter().map(|p| p.acc.flow_count))
+        .map(u64::from)
+        .sum();
+    // each range's categories in the merged numbering: the first's own,
+    // and the new ones numbered on in the ranges' order, as
+    // [`Acc::flow_cat`] will number them (a range's categories are few)
+    let first_cats = acc.flow_cats.len() as u32;
+    let mut cats: Vec<Vec<u32>> = vec![(0..first_cats).collect()];
+    let mut new_names: Vec<&str> = Vec::new();
+    {
+        let mut names: FxHashMap<&str, u32> = acc
+            .flow_cats
+            .iter()
+            .map(|(c, &i)| (c.as_str(), i))
+            .collect();
+        for p in rest {
+            cats.push(
+                by_number(&p.acc.flow_cats)
+                    .into_iter()
+                    .map(|c| {
+                        let next = first_cats + new_names.len() as u32;
+                        *names.entry(c).or_insert_with(|| {
+                            new_names.push(c);
+                            next
+                        })
+                    })
+                    .collect(),
+            );
+        }
+    }
+    let parts: Vec<&Acc> = std::iter::once(&*acc)
+        .chain(rest.iter().map(|p| &p.acc))
+        .collect();
+    let ncats = first_cats as usize + new_names.len();
+    let mut span = vec![(u64::MAX, 0u64); ncats];
+    for (r, p) in parts.iter().enumerate() {
+        let grow = |span: &mut Vec<(u64, u64)>, c: usize, lo: u64, hi: u64| {
+            if let Some(&g) = cats[r].get(c) {
+                let s = &mut span[g as usize];
+                *s = (s.0.min(lo), s.1.max(hi));
+            }
+        };
+        for (c, t) in p.flow_tables.iter().enumerate() {
+            if !t.keys.is_empty() {
+                grow(&mut span, c, t.base, t.base + t.keys.len() as u64);
+            }
+        }
+        for &(c, n) in p.flow_num_keys.keys() {
+            grow(&mut span, c as usize, n, n.saturating_add(1));
+        }
+    }
+    let room = 8 * total + super::FLOW_TABLE_SLACK * ranges as u64;
+    if span.iter().any(|&(lo, hi)| lo < hi && hi - lo > room) {
+        return None;
+    }
+    // the first range to meet each id (a byte an id), on all threads
+    let first: Vec<Vec<std::sync::atomic::AtomicU8>> = span
+        .iter()
+        .map(|&(lo, hi)| {
+            (0..hi.saturating_sub(lo))
+                .map(|_| std::sync::atomic::AtomicU8::new(u8::MAX))
+                .collect()
+        })
+        .collect();
+    let slot = |r: usize, c: usize, n: u64| -> Option<&std::sync::atomic::AtomicU8> {
+        let g = *cats[r].get(c)? as usize;
+        first.get(g)?.get(usize::try_from(n - span[g].0).ok()?)
+    };
+    use std::sync::atomic::Ordering::Relaxed;
+    parts.par_iter().enumerate().for_each(|(r, p)| {
+        for (c, n, _) in numeric_flow_keys(p) {
+            if let Some(f) = slot(r, c, n) {
+                f.fetch_min(r as u8, Relaxed);
+            }
+        }
+    });
+    // each later range's keys met before marked, the rest counted
+    let mut numbers: Vec<Vec<u32>> = parts[1..]
+        .par_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let r = i + 1;
+            let mut own = vec![UNNUMBERED; p.flow_count as usize];
+            for (c, n, k) in numeric_flow_keys(p) {
+                if let (Some(f), Some(o)) = (slot(r, c, n), own.get_mut(k as usize))
+                    && usize::from(f.load(Relaxed)) < r
+                {
+                    *o = MET_BEFORE;
+                }
+            }
+            own
+        })
+        .collect();
+    let new: Vec<u32> = numbers
+        .par_iter()
+        .map(|own| own.iter().filter(|&&k| k == UNNUMBERED).count() as u32)
+        .collect();
+    // the new ones numbered on, range after range, in each range's order
+    let mut next = acc.flow_count;
+    let starts: Vec<u32> = new
+        .iter()
+        .map(|&n| {
+            let s = next;
+            next += n;
+            s
+        })
+        .collect();
+    numbers
+        .par_iter_mut()
+        .zip(&starts)
+        .for_each(|(own, &start)| {
+            let mut at = start;
+            for k in own.iter_mut().filter(|k| **k == UNNUMBERED) {
+                *k = at;
+                at += 1;
+            }
+        });
+    // the ones met before take the number they have where first met
+    let back: Vec<Vec<u32>> = cats
+        .iter()
+        .map(|cs| {
+            let mut back = vec![u32::MAX; ncats];
+            for (c, &g) in cs.iter().enumerate() {
+                back[g as usize] = c as u32;
+            }
+            back
+        })
+        .collect();
+    let numbers_ref = &numbers;
+    let fixes: Vec<Vec<(u32, u32)>> = parts[1..]
+        .par_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let r = i + 1;
+            let mut fixes = Vec::new();
+            for (c, n, k) in numeric_flow_keys(p) {
+                if numbers_ref[i].get(k as usize) != Some(&MET_BEFORE) {
+                    continue;
+                }
+                let (Some(f), Some(&g)) = (slot(r, c, n), cats[r].get(c)) else {
+                    continue;
+                };
+                let was = usize::from(f.load(Relaxed));
+                let Some(there) = back
+                    .get(was)
+                    .and_then(|b| b.get(g as usize))
+                    .filter(|&&c| c != u32::MAX)
+                    .and_then(|&c| parts[was].flow_number_get(c, n))
+                else {
+                    continue;
+                };
+                let number = match was {
+                    0 => Some(there),
+                    _ => numbers_ref[was - 1].get(there as usize).copied(),
+                };
+                if let Some(number) = number {
+                    fixes.push((k, number));
+                }
+            }
+            fixes
+        })
+        .collect();
+    drop(first);
+    drop(parts);
+    numbers.par_iter_mut().zip(fixes).for_each(|(own, fixes)| {
+        for (k, number) in fixes {
+            own[k as usize] = number;
+        }
+    });
+    // (a key met before and not found where it was met cannot be: the
+    // serial numbering is left to say what it becomes)
+    if numbers.iter().flatten().any(|&k| k == MET_BEFORE) {
+        return None;
+    }
+    for c in new_names {
+        acc.flow_cat(c);
+    }
+    acc.flow_count = next;
+    Some(numbers)
 }
 
 impl ThreadAcc {
@@ -1021,6 +1248,120 @@ mod tests {
             "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{}\n]}}",
             ev.join(",\n")
         )
+    }
+
+    /// A trace whose flows have plain decimal ids only, in two categories
+    /// (and one met only in a later range), steps that end a flow in
+    /// another range than its start, ids met again in several ranges and
+    /// ids far below the first of a range (in its map, not its table).
+    fn numeric_flows(seed: u64, events: u64) -> String {
+        let mut rng = XorShift(seed);
+        let mut ev = Vec::new();
+        let mut open: Vec<(u64, &str)> = Vec::new();
+        for k in 0..events {
+            let t = rng.below(6);
+            let head = format!(r#""pid":{},"tid":{t},"ts":{k}"#, t % 3);
+            let cat = if k > events / 2 && rng.below(3) == 0 {
+                "late"
+            } else {
+                ["a", "b"][rng.below(2) as usize]
+            };
+            ev.push(match rng.below(5) {
+                0 | 1 => {
+                    open.push((k, cat));
+                    format!(r#"{{"ph":"s",{head},"name":"m","cat":"{cat}","id":{k}}}"#)
+                }
+                2 if !open.is_empty() => {
+                    // the oldest now and then: an id far below the range's
+                    let i = match rng.below(8) {
+                        0 => 0,
+                        _ => open.len() - 1 - rng.below(open.len().min(20) as u64) as usize,
+                    };
+                    let (id, cat) = open.remove(i);
+                    let ph = ["f", "t"][rng.below(2) as usize];
+                    format!(r#"{{"ph":"{ph}",{head},"name":"m","cat":"{cat}","id":{id},"bp":"e"}}"#)
+                }
+                _ => format!(r#"{{"ph":"X",{head},"dur":1,"name":"w"}}"#),
+            });
+        }
+        format!("[\n{}\n]", ev.join(",\n"))
+    }
+
+    /// The ranges' parts of `path` cut `n` ways, each read on its own.
+    fn parts(path: &Path, n: usize) -> Vec<Part> {
+        let inp = input::open(path).unwrap();
+        let src = byte_shares::source(path, &inp).unwrap().unwrap();
+        let len = src.size().unwrap();
+        let shares = byte_shares::cut(path, &src, n).unwrap().unwrap();
+        shares
+            .iter()
+            .map(|s| {
+                let src = src.fork().unwrap();
+                read_share(path, &ReadOptions::default(), (src, len), s, 4096).unwrap()
+            })
+            .collect()
+    }
+
+    /// The flows of ranges numbered on all threads at once are numbered as
+    /// range after range, where every id is a plain decimal number; with
+    /// one id of text, or a category's ids too far apart, they are left
+    /// to the numbering range after range.
+    #[test]
+    fn flows_numbered_at_once_as_range_after_range() {
+        let d = tempfile::tempdir().unwrap();
+        for (seed, events, n) in [(1u64, 3000, 2), (7, 20_000, 5), (11, 60_000, 9)] {
+            let p = d.path().join(format!("flows{seed}.json"));
+            std::fs::write(&p, numeric_flows(seed, events)).unwrap();
+            let serial = {
+                let mut ps = parts(&p, n).into_iter();
+                let mut acc = ps.next().unwrap().acc;
+                let rest: Vec<Part> = ps.collect();
+                let last = rest.len();
+                let numbers: Vec<Vec<u32>> = rest
+                    .iter()
+                    .enumerate()
+                    .map(|(r, p)| flow_numbers(&mut acc, &p.acc, r + 1 == last))
+                    .collect();
+                (numbers, acc.flow_count, acc.flow_cats.len())
+            };
+            for threads in [1, 3] {
+                let mut ps = parts(&p, n).into_iter();
+                let mut acc = ps.next().unwrap().acc;
+                let rest: Vec<Part> = ps.collect();
+                // some flows of each range are in its map
+                assert!(rest.iter().any(|p| !p.acc.flow_num_keys.is_empty()));
+                let at_once = crate::test_pool::pool(threads)
+                    .install(|| flow_numbers_at_once(&mut acc, &rest))
+                    .expect("numbered at once");
+                assert!(
+                    (at_once, acc.flow_count, acc.flow_cats.len()) == serial,
+                    "{} by {n} ranges on {threads} threads",
+                    p.display()
+                );
+            }
+            assert_ranges_equal_one_pipeline(&p);
+        }
+        // an id of text, and ids too far apart: left to the serial way
+        let with_last = |id: &str| {
+            let t = numeric_flows(3, 4000);
+            let last = format!(
+                r#",{{"ph":"s","pid":0,"tid":0,"ts":4000,"name":"m","cat":"a","id":{id}}}
+]"#
+            );
+            format!("{}{last}", t.strip_suffix("\n]").unwrap())
+        };
+        let (text, far) = (with_last(r#""x5""#), with_last("99999999999"));
+        for (name, text) in [("text.json", text), ("far.json", far)] {
+            let p = d.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            let mut ps = parts(&p, 3).into_iter();
+            let mut acc = ps.next().unwrap().acc;
+            let rest: Vec<Part> = ps.collect();
+            let count = acc.flow_count;
+            assert!(flow_numbers_at_once(&mut acc, &rest).is_none(), "{name}");
+            assert_eq!(acc.flow_count, count);
+            assert_ranges_equal_one_pipeline(&p);
+        }
     }
 
     #[test]
