@@ -929,6 +929,36 @@ impl FlowPayloads {
         self.pairs.push(pair);
     }
 
+    /// Takes `later`'s payloads, those of the `places` flow events that
+    /// follow the `at` noted here, as many [`FlowPayloads::push`]es would:
+    /// its bitmap shifted in a word at a time, its pairs copied on, its
+    /// payloads kept apart moved on by `at` (a merge of ranges: no
+    /// payload looked up one by one).
+    fn append_shifted(&mut self, later: FlowPayloads, at: u32, places: u32) {
+        let words = |places: u64| places.div_ceil(64) as usize;
+        let (at64, places64) = (u64::from(at), u64::from(places));
+        self.has.resize(words(at64), 0);
+        self.has.resize(words(at64 + places64), 0);
+        let (w0, shift) = ((at / 64) as usize, at % 64);
+        for (i, &x) in later.has.iter().enumerate() {
+            if let Some(w) = self.has.get_mut(w0 + i) {
+                *w |= x << shift;
+            }
+            if shift > 0
+                && let Some(w) = self.has.get_mut(w0 + i + 1)
+            {
+                *w |= x >> (64 - shift);
+            }
+        }
+        self.pairs.extend_from_slice(&later.pairs);
+        self.apart.extend(
+            later
+                .apart
+                .iter()
+                .map(|&(place, bytes, tag)| (place + at, bytes, tag)),
+        );
+    }
+
     /// Counts the payloads before each word, for [`FlowPayloads::get`].
     fn index(&mut self) {
         let mut n = 0u32;
@@ -3472,6 +3502,49 @@ mod tests {
             x_in_order > 5 && x_out_of_order > 20,
             "{x_in_order} {x_out_of_order}"
         );
+    }
+
+    /// Payloads taken whole from a later part ([`FlowPayloads::append_shifted`])
+    /// are the ones pushed one by one: at every offset within a word and
+    /// across words, with parts that end within a word, and payloads
+    /// kept apart.
+    #[test]
+    fn flow_payloads_appended_as_pushed() {
+        let mut rng = crate::test_rng::XorShift(0xa99e_4d);
+        let payload = |rng: &mut crate::test_rng::XorShift| match rng.below(5) {
+            0 | 1 => None,
+            2 => Some((rng.below(1000), None)),
+            3 => Some((rng.below(1000), Some(rng.below(50) as i64))),
+            _ => Some((5_000_000_000, Some(i64::MIN))),
+        };
+        for round in 0..200 {
+            let parts: Vec<Vec<Option<(u64, Option<i64>)>>> = (0..1 + round % 4)
+                .map(|_| {
+                    let n = rng.below(if round % 2 == 0 { 70 } else { 300 });
+                    (0..n).map(|_| payload(&mut rng)).collect()
+                })
+                .collect();
+            let mut pushed = FlowPayloads::default();
+            let mut appended = FlowPayloads::default();
+            let mut at = 0u32;
+            for (i, part) in parts.iter().enumerate() {
+                let mut own = FlowPayloads::default();
+                for (p, &x) in part.iter().enumerate() {
+                    pushed.push(at + p as u32, x);
+                    own.push(p as u32, x);
+                    if i == 0 {
+                        appended.push(p as u32, x);
+                    }
+                }
+                if i > 0 {
+                    appended.append_shifted(own, at, part.len() as u32);
+                }
+                at += part.len() as u32;
+            }
+            assert_eq!(pushed.has, appended.has, "round {round}");
+            assert_eq!(pushed.pairs, appended.pairs, "round {round}");
+            assert_eq!(pushed.apart, appended.apart, "round {round}");
+        }
     }
 
     /// Every byte count and tag comes back for a flow event that starts
