@@ -3510,7 +3510,7 @@ mod tests {
     /// kept apart.
     #[test]
     fn flow_payloads_appended_as_pushed() {
-        let mut rng = crate::test_rng::XorShift(0xa99e_4d);
+        let mut rng = crate::test_rng::XorShift(0x00a9_9e4d);
         let payload = |rng: &mut crate::test_rng::XorShift| match rng.below(5) {
             0 | 1 => None,
             2 => Some((rng.below(1000), None)),
@@ -3518,7 +3518,8 @@ mod tests {
             _ => Some((5_000_000_000, Some(i64::MIN))),
         };
         for round in 0..200 {
-            let parts: Vec<Vec<Option<(u64, Option<i64>)>>> = (0..1 + round % 4)
+            type Payload = Option<(u64, Option<i64>)>;
+            let parts: Vec<Vec<Payload>> = (0..1 + round % 4)
                 .map(|_| {
                     let n = rng.below(if round % 2 == 0 { 70 } else { 300 });
                     (0..n).map(|_| payload(&mut rng)).collect()

@@ -596,7 +596,9 @@ fn append_threads(threads: &mut [ThreadAcc], parts: Vec<Vec<ThreadAcc>>, numbers
     let per = threads.len().div_ceil(blocks);
     // each range's records by the block of the merged threads they go to
     // (their order kept), then each block's by range
-    let mut by_block: Vec<Vec<(Vec<(u32, ThreadAcc)>, usize)>> = (0..blocks)
+    // (each range's records for a block, and the range's number)
+    type Pieces = (Vec<(u32, ThreadAcc)>, usize);
+    let mut by_block: Vec<Vec<Pieces>> = (0..blocks)
         .map(|_| Vec::with_capacity(parts.len()))
         .collect();
     let sorted: Vec<Vec<Vec<(u32, ThreadAcc)>>> = parts
@@ -942,10 +944,8 @@ fn flow_numbers_at_once(acc: &mut Acc, rest: &[Part]) -> Option<Vec<Vec<u32>>> {
         .par_iter_mut()
         .zip(&starts)
         .for_each(|(own, &start)| {
-            let mut at = start;
-            for k in own.iter_mut().filter(|k| **k == UNNUMBERED) {
+            for (at, k) in (start..).zip(own.iter_mut().filter(|k| **k == UNNUMBERED)) {
                 *k = at;
-                at += 1;
             }
         });
     // the ones met before take the number they have where first met
