@@ -595,8 +595,8 @@ fn append_threads(threads: &mut [ThreadAcc], parts: Vec<Vec<ThreadAcc>>, numbers
     let blocks = (4 * rayon::current_num_threads()).clamp(1, threads.len());
     let per = threads.len().div_ceil(blocks);
     // each range's records by the block of the merged threads they go to
-    // (their order kept), then each block's by range
-    // (each range's records for a block, and the range's number)
+    // (their order kept), then each block's by range: the records and the
+    // range's number
     type Pieces = (Vec<(u32, ThreadAcc)>, usize);
     let mut by_block: Vec<Vec<Pieces>> = (0..blocks)
         .map(|_| Vec::with_capacity(parts.len()))
@@ -884,7 +884,9 @@ fn flow_numbers_at_once(acc: &mut Acc, rest: &[Part]) -> Option<Vec<Vec<u32>>> {
             grow(&mut span, c as usize, n, n.saturating_add(1));
         }
     }
-    let room = 8 * total + super::FLOW_TABLE_SLACK * ranges as u64;
+    // (a table of ids spread over no more than four times the keys takes
+    // no more than the four bytes a key of a range's own tables)
+    let room = 4 * total + super::FLOW_TABLE_SLACK * ranges as u64;
     if span.iter().any(|&(lo, hi)| lo < hi && hi - lo > room) {
         return None;
     }
