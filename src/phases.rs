@@ -360,11 +360,12 @@ mod tests {
         }
         // the process's CPU time over a span, where asked for: a span
         // that keeps this thread busy until the process's clock has moved
-        // on 5 ms has at least that
-        if let Some(c0) = process_cpu() {
+        // on 5 ms from a reading after its start has at least that
+        if process_cpu().is_some() {
             CPU.store(true, Ordering::Relaxed);
             {
                 let _busy = span("test: busy");
+                let c0 = process_cpu().unwrap_or_default();
                 let t0 = Instant::now();
                 while process_cpu().is_some_and(|c| c < c0 + Duration::from_millis(5))
                     && t0.elapsed() < Duration::from_secs(5)
