@@ -377,7 +377,7 @@ mod tests {
             let c = cpu_times();
             let &(_, busy) = c.iter().find(|c| c.0 == "test: busy").unwrap();
             assert!(busy >= Duration::from_millis(5), "{busy:?}");
-            assert!(line().contains("test: busy 0.0"), "{}", line());
+            assert!(line().contains("test: busy "), "{}", line());
             assert!(line().contains(" cores"), "{}", line());
         }
         enable(false);
