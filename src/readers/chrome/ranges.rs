@@ -962,7 +962,9 @@ fn flow_numbers_at_once(acc: &mut Acc, rest: &[Part]) -> Option<Vec<Vec<u32>>> {
         })
         .collect();
     let numbers_ref = &numbers;
-    let fixes: Vec<Vec<(u32, u32)>> = parts[1..]
+    // (a key met before and not found where it was met cannot be: the
+    // serial numbering is then left to say what it becomes)
+    let fixes: Option<Vec<Vec<(u32, u32)>>> = parts[1..]
         .par_iter()
         .enumerate()
         .map(|(i, p)| {
@@ -972,29 +974,21 @@ fn flow_numbers_at_once(acc: &mut Acc, rest: &[Part]) -> Option<Vec<Vec<u32>>> {
                 if numbers_ref[i].get(k as usize) != Some(&MET_BEFORE) {
                     continue;
                 }
-                let (Some(f), Some(&g)) = (slot(r, c, n), cats[r].get(c)) else {
-                    continue;
-                };
+                let f = slot(r, c, n)?;
+                let g = *cats[r].get(c)?;
                 let was = usize::from(f.load(Relaxed));
-                let Some(there) = back
-                    .get(was)
-                    .and_then(|b| b.get(g as usize))
-                    .filter(|&&c| c != u32::MAX)
-                    .and_then(|&c| parts[was].flow_number_get(c, n))
-                else {
-                    continue;
-                };
+                let there_cat = *back.get(was)?.get(g as usize).filter(|&&c| c != u32::MAX)?;
+                let there = parts[was].flow_number_get(there_cat, n)?;
                 let number = match was {
-                    0 => Some(there),
-                    _ => numbers_ref[was - 1].get(there as usize).copied(),
+                    0 => there,
+                    _ => *numbers_ref.get(was - 1)?.get(there as usize)?,
                 };
-                if let Some(number) = number {
-                    fixes.push((k, number));
-                }
+                fixes.push((k, number));
             }
-            fixes
+            Some(fixes)
         })
         .collect();
+    let fixes = fixes?;
     drop(first);
     drop(parts);
     numbers.par_iter_mut().zip(fixes).for_each(|(own, fixes)| {
@@ -1002,11 +996,6 @@ fn flow_numbers_at_once(acc: &mut Acc, rest: &[Part]) -> Option<Vec<Vec<u32>>> {
             own[k as usize] = number;
         }
     });
-    // (a key met before and not found where it was met cannot be: the
-    // serial numbering is left to say what it becomes)
-    if numbers.iter().flatten().any(|&k| k == MET_BEFORE) {
-        return None;
-    }
     for c in new_names {
         acc.flow_cat(c);
     }
